@@ -1,0 +1,265 @@
+// Package plan computes everything an emitted kernel needs from a spec:
+// output shape, stride phases and their taps, tile sizes, grid, shared
+// memory, index width and names. Templates only print a Plan.
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	"convtgen/gen/geom"
+	"convtgen/gen/spec"
+)
+
+// Plan is one spec's kernel, fully decided.
+type Plan struct {
+	Spec  *spec.Spec
+	Conv  geom.Conv
+	Out   [3]int // output depth, height, width
+	CinG  int    // input channels per group: the reduction's channel extent
+	CoutG int    // output channels per group: the GEMM's N
+	Tile  Tile
+
+	// Phases lists the stride phases that hold outputs, heaviest first so
+	// the longest blocks start first; Taps holds their taps back to back.
+	Phases []Phase
+	Taps   []Tap
+
+	Grid    [3]int // (M tiles over all phases, N tiles, groups)
+	Threads int
+	// SmemBytes is the static shared memory of the main kernel: two stages
+	// of the A (BK x BM) and B (BK x BN) tiles.
+	SmemBytes int
+	// Index is the C type for flat element offsets: int unless a tensor
+	// has 2^31 elements or more.
+	Index string
+
+	Names Names
+}
+
+// Names are the identifiers the emitted code uses.
+type Names struct {
+	Extension string // load_inline module name, unique per spec
+	Kernel    string // main implicit-GEMM kernel
+	Repack    string // weight re-layout kernel
+}
+
+// Tile is the implicit-GEMM tiling: a block computes BM output positions
+// of one phase by BN output channels of one group; each thread holds TM x TN
+// results; the reduction advances BK input channels at a time.
+type Tile struct {
+	BM, BN, BK, TM, TN int
+	ThreadsM, ThreadsN int // thread grid inside the block
+}
+
+// Phase is one stride phase: the outputs with o ≡ R (mod stride) in every
+// dimension. Within it each tap reads input index q + Off, so the phase is
+// a dense GEMM with no masked-out multiply-adds.
+type Phase struct {
+	R         [3]int // residue of the output index per dimension
+	Q         [3]int // outputs of this phase per dimension
+	M         int    // GEMM rows: batch x Q[0] x Q[1] x Q[2]
+	TileStart int    // first M tile of this phase in the flattened grid
+	Tiles     int
+	TapStart  int // first tap in Plan.Taps
+	TapCount  int
+}
+
+// Tap is one kernel position that contributes to a phase.
+type Tap struct {
+	K    [3]int // kernel index per dimension
+	Off  [3]int // input index = q + Off
+	Flat int    // kd*KH*KW + kh*KW + kw, the weight's tap index
+}
+
+// Limits of the target (sm_80, A100): a block has at most 1024 threads and
+// 48 KiB of static shared memory (more needs a dynamic opt-in).
+const (
+	MaxThreads   = 1024
+	MaxSmemBytes = 48 * 1024
+	maxAccum     = 64 // TM*TN accumulators per thread, to stay clear of spills
+)
+
+// New plans one spec. Errors point at the spec field they concern.
+func New(s *spec.Spec) (*Plan, error) {
+	c := s.Problem.Conv
+	p := &Plan{Spec: s, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup()}
+	p.Tile = chooseTile(s.Kernel.Tile, p.CinG, p.CoutG)
+	if err := p.checkTile(); err != nil {
+		return nil, err
+	}
+	p.Threads = p.Tile.ThreadsM * p.Tile.ThreadsN
+	p.SmemBytes = 2 * p.Tile.BK * (p.Tile.BM + p.Tile.BN) * 4
+	p.planPhases()
+	mTiles := 0
+	if n := len(p.Phases); n > 0 {
+		mTiles = p.Phases[n-1].TileStart + p.Phases[n-1].Tiles
+	}
+	p.Grid = [3]int{mTiles, ceilDiv(p.CoutG, p.Tile.BN), c.Groups}
+	p.Index = "int"
+	if max(c.InputLen(), c.OutputLen(), c.WeightLen()) >= 1<<31 {
+		p.Index = "long long"
+	}
+	p.Names = Names{
+		Extension: "convtgen_" + s.Name,
+		Kernel:    s.Name + "_igemm",
+		Repack:    s.Name + "_repack_weight",
+	}
+	return p, nil
+}
+
+// chooseTile fills the tile fields the spec left at zero. BN covers the
+// group's output channels with little padding (powers of two keep the
+// thread grid a power of two); BM gives about 256 threads per block.
+func chooseTile(t spec.Tile, cinG, coutG int) Tile {
+	r := Tile{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN}
+	if r.BN == 0 {
+		r.BN = min(64, nextPow2(coutG))
+		if waste := r.BN - coutG%r.BN; coutG%r.BN != 0 && waste*4 > r.BN {
+			// Over a quarter wasted: take the largest power of two dividing Cout/groups.
+			if d := coutG & -coutG; d >= 8 {
+				r.BN = min(d, 64)
+			}
+		}
+		r.BN = max(r.BN, 4)
+	}
+	if r.TN == 0 {
+		r.TN = 4
+		if r.BN >= 64 {
+			r.TN = 8
+		}
+		if r.BN%r.TN != 0 {
+			r.TN = 4
+		}
+	}
+	if r.TM == 0 {
+		r.TM = 8
+	}
+	if r.BM == 0 {
+		threadsN := max(1, r.BN/r.TN)
+		r.BM = r.TM * max(32, 256/threadsN)
+		r.BM = min(r.BM, 512)
+	}
+	if r.BK == 0 {
+		r.BK = min(8, cinG)
+	}
+	r.ThreadsM, r.ThreadsN = r.BM/r.TM, r.BN/r.TN
+	return r
+}
+
+func (p *Plan) checkTile() error {
+	t, s := p.Tile, p.Spec
+	var errs spec.Errors
+	bad := func(field string, got int, format string, args ...any) {
+		errs = append(errs, s.Errorf("kernel.tile."+field, strconv.Itoa(got), format, args...))
+	}
+	if t.BM%t.TM != 0 || t.BM/t.TM < 1 {
+		bad("bm", t.BM, "must be a multiple of tm=%d", t.TM)
+	}
+	if t.BN%t.TN != 0 {
+		bad("bn", t.BN, "must be a multiple of tn=%d", t.TN)
+	}
+	threads := (t.BM / t.TM) * (t.BN / t.TN)
+	if threads%32 != 0 || threads > MaxThreads {
+		bad("bm", t.BM, "gives (bm/tm)*(bn/tn) = %d threads; a block needs a multiple of 32, at most %d", threads, MaxThreads)
+	}
+	if smem := 2 * t.BK * (t.BM + t.BN) * 4; smem > MaxSmemBytes {
+		bad("bk", t.BK, "needs %d bytes of shared memory (2*bk*(bm+bn)*4); sm_80 allows %d of static shared memory", smem, MaxSmemBytes)
+	}
+	if t.TM*t.TN > maxAccum {
+		bad("tm", t.TM, "tm*tn = %d accumulators per thread; at most %d fit in registers", t.TM*t.TN, maxAccum)
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// planPhases enumerates the stride phases and, for each, the taps whose
+// (o + padding - k*dilation) is divisible by the stride for every output o
+// of the phase.
+func (p *Plan) planPhases() {
+	c := p.Conv
+	type dimTap struct{ k, off int }
+	var phases []Phase
+	var tapLists [][]Tap
+	for rd := 0; rd < c.Stride[0]; rd++ {
+		for rh := 0; rh < c.Stride[1]; rh++ {
+			for rw := 0; rw < c.Stride[2]; rw++ {
+				r := [3]int{rd, rh, rw}
+				var q [3]int
+				var dims [3][]dimTap
+				for i := range 3 {
+					q[i] = ceilDiv(max(0, p.Out[i]-r[i]), c.Stride[i])
+					for k := 0; k < c.Kernel[i]; k++ {
+						num := r[i] + c.Padding[i] - k*c.Dilation[i]
+						if mod(num, c.Stride[i]) == 0 {
+							dims[i] = append(dims[i], dimTap{k, num / c.Stride[i]})
+						}
+					}
+				}
+				m := c.Batch * q[0] * q[1] * q[2]
+				if m == 0 {
+					continue
+				}
+				var taps []Tap
+				for _, a := range dims[0] {
+					for _, b := range dims[1] {
+						for _, e := range dims[2] {
+							taps = append(taps, Tap{
+								K:    [3]int{a.k, b.k, e.k},
+								Off:  [3]int{a.off, b.off, e.off},
+								Flat: (a.k*c.Kernel[1]+b.k)*c.Kernel[2] + e.k,
+							})
+						}
+					}
+				}
+				phases = append(phases, Phase{R: r, Q: q, M: m, Tiles: ceilDiv(m, p.Tile.BM), TapCount: len(taps)})
+				tapLists = append(tapLists, taps)
+			}
+		}
+	}
+	order := make([]int, len(phases))
+	for i := range order {
+		order[i] = i
+	}
+	// Heaviest phases first: their blocks run longest, so starting them
+	// early shortens the tail of the grid.
+	sort.SliceStable(order, func(a, b int) bool {
+		return phases[order[a]].TapCount*phases[order[a]].Tiles > phases[order[b]].TapCount*phases[order[b]].Tiles
+	})
+	tile := 0
+	for _, i := range order {
+		ph := phases[i]
+		ph.TileStart, ph.TapStart = tile, len(p.Taps)
+		tile += ph.Tiles
+		p.Taps = append(p.Taps, tapLists[i]...)
+		p.Phases = append(p.Phases, ph)
+	}
+}
+
+// KSteps is the length of a phase's reduction loop in BK-channel steps.
+func (p *Plan) KSteps(ph Phase) int { return ph.TapCount * p.CIChunks() }
+
+// CIChunks is how many BK-channel chunks cover one group's input channels.
+func (p *Plan) CIChunks() int { return ceilDiv(p.CinG, p.Tile.BK) }
+
+// WeightRepackLen is the element count of the re-laid-out weight.
+func (p *Plan) WeightRepackLen() int { return p.Conv.WeightLen() }
+
+func (p *Plan) String() string {
+	return fmt.Sprintf("%s: out %v, %d phases, grid %v x %d threads, tile %+v", p.Spec.Name, p.Out, len(p.Phases), p.Grid, p.Threads, p.Tile)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func mod(a, b int) int { return ((a % b) + b) % b }
+
+func nextPow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
+}

@@ -1,0 +1,155 @@
+// Package gen is the generator: it loads every spec, plans it, renders the
+// templates and writes the results under out/, all or nothing.
+package gen
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"convtgen/gen/geom"
+	"convtgen/gen/plan"
+	"convtgen/templates"
+)
+
+// View is what the templates print: the plan plus strings the generator
+// has already formatted.
+type View struct {
+	Plan     *plan.Plan
+	Conv     geom.Conv
+	Tile     plan.Tile
+	Name     string
+	Title    string
+	SpecPath string // slash-separated, relative to the repository root
+	Summary  string
+
+	// Reference model.
+	Attr          string
+	InitSignature string // __init__ parameters after self
+	ConvArgs      string // nn.ConvTranspose3d arguments
+	InitInputs    string
+	InputDist     string
+	InputShape    string // "16, 32, 16, 32, 64"
+	WeightShape   string
+	OutputShape   string
+
+	// CUDA backend.
+	HostFunction string
+	WeightLen    int
+	RepackBlocks int
+	TapTableLen  int
+	CIChunks     int
+	ALanes       int
+	ARows        int
+	AKStride     int
+	AK           int
+	BLoads       int
+}
+
+func newView(p *plan.Plan, specPath string) *View {
+	s, c, t := p.Spec, p.Conv, p.Tile
+	r := s.Reference
+	params := make([]string, len(r.Params))
+	for i, prm := range r.Params {
+		params[i] = prm.Name + ": " + prm.Type
+		if prm.Default != nil {
+			params[i] += " = " + prm.Default.Python()
+		}
+	}
+	inits := make([]string, len(r.InitInputs))
+	for i, v := range r.InitInputs {
+		inits[i] = v.Python()
+	}
+	aLanes := min(p.Threads, t.BM)
+	aKStride := p.Threads / aLanes
+	return &View{
+		Plan: p, Conv: c, Tile: t,
+		Name: s.Name, Title: s.Title, SpecPath: specPath,
+		Summary:       summary(c, p.Out),
+		Attr:          r.Attr,
+		InitSignature: strings.Join(params, ", "),
+		ConvArgs:      strings.Join(r.Conv, ", "),
+		InitInputs:    strings.Join(inits, ", "),
+		InputDist:     s.Problem.InputDist,
+		InputShape:    ints(c.Batch, c.InChannels, c.In[0], c.In[1], c.In[2]),
+		WeightShape:   ints(c.InChannels, p.CoutG, c.Kernel[0], c.Kernel[1], c.Kernel[2]),
+		OutputShape:   ints(c.Batch, c.OutChannels, p.Out[0], p.Out[1], p.Out[2]),
+		HostFunction:  "conv_transpose3d_forward",
+		WeightLen:     c.WeightLen(),
+		RepackBlocks:  (c.WeightLen() + 255) / 256,
+		TapTableLen:   max(1, len(p.Taps)),
+		CIChunks:      p.CIChunks(),
+		ALanes:        aLanes,
+		ARows:         t.BM / aLanes,
+		AKStride:      aKStride,
+		AK:            (t.BK + aKStride - 1) / aKStride,
+		BLoads:        (t.BK*t.BN + p.Threads - 1) / p.Threads,
+	}
+}
+
+// summary states the problem in one paragraph for docstrings.
+func summary(c geom.Conv, out [3]int) string {
+	return fmt.Sprintf("Input (%d, %d, %d, %d, %d) -> output (%d, %d, %d, %d, %d); kernel %v, stride %v,\n"+
+		"padding %v, output_padding %v, dilation %v, groups %d, bias %v.",
+		c.Batch, c.InChannels, c.In[0], c.In[1], c.In[2], c.Batch, c.OutChannels, out[0], out[1], out[2],
+		tuple(c.Kernel), tuple(c.Stride), tuple(c.Padding), tuple(c.OutputPadding), tuple(c.Dilation), c.Groups,
+		map[bool]string{true: "True", false: "False"}[c.Bias])
+}
+
+func tuple(v [3]int) string { return "(" + ints(v[0], v[1], v[2]) + ")" }
+
+func ints(v ...int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+// File is one rendered output file.
+type File struct {
+	Path string // slash-separated, relative to the output root
+	Data []byte
+}
+
+// Renderer renders specs with the parsed templates.
+type Renderer struct{ t *template.Template }
+
+// NewRenderer parses the templates once.
+func NewRenderer() (*Renderer, error) {
+	t, err := templates.Parse()
+	if err != nil {
+		return nil, err
+	}
+	return &Renderer{t: t}, nil
+}
+
+// Render produces every file of one planned spec: the reference problem
+// and one submission per backend.
+func (r *Renderer) Render(p *plan.Plan, specPath string) ([]File, error) {
+	v := newView(p, specPath)
+	names := []string{"problem"}
+	names = append(names, p.Spec.Kernel.Backends...)
+	var files []File
+	for _, name := range names {
+		var buf bytes.Buffer
+		if err := r.t.ExecuteTemplate(&buf, name+".py.tmpl", v); err != nil {
+			return nil, fmt.Errorf("%s: rendering %s: %w", specPath, name, err)
+		}
+		files = append(files, File{Path: filepath.ToSlash(filepath.Join(p.Spec.Name, name+".py")), Data: normalize(buf.Bytes())})
+	}
+	return files, nil
+}
+
+// normalize strips trailing spaces and ends the file with one newline, so
+// output bytes do not depend on template whitespace accidents.
+func normalize(b []byte) []byte {
+	lines := strings.Split(strings.TrimRight(string(b), "\n "), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t")
+	}
+	return []byte(strings.Join(lines, "\n") + "\n")
+}

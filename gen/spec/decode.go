@@ -1,0 +1,341 @@
+package spec
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Load reads and validates one spec file.
+func Load(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and validates a spec. Every problem found is returned in
+// one Errors value; a nil error means the spec is valid.
+func Parse(path string, data []byte) (*Spec, error) {
+	d := &decoder{file: path, pos: map[string]*yaml.Node{}}
+	s := d.decode(data)
+	if len(d.errs) == 0 {
+		d.validate(s)
+		s.nodes = d.pos
+	}
+	if len(d.errs) > 0 {
+		sort.SliceStable(d.errs, func(i, j int) bool {
+			a, b := d.errs[i], d.errs[j]
+			return a.Line < b.Line || (a.Line == b.Line && a.Col < b.Col)
+		})
+		return nil, d.errs
+	}
+	return s, nil
+}
+
+// decoder walks the YAML node tree, remembering each field's node so that
+// validation can point at the value it refuses.
+type decoder struct {
+	file string
+	errs Errors
+	pos  map[string]*yaml.Node
+	root *yaml.Node
+}
+
+func (d *decoder) fail(n *yaml.Node, field, got, format string, args ...any) {
+	line, col := 1, 1
+	if n != nil {
+		line, col = n.Line, n.Column
+	}
+	d.errs = append(d.errs, Error{File: d.file, Line: line, Col: col, Field: field, Msg: fmt.Sprintf(format, args...), Got: got})
+}
+
+// failAt reports against a field's recorded node, or the document root
+// when the field was omitted.
+func (d *decoder) failAt(field, got, format string, args ...any) {
+	n := d.pos[field]
+	if n == nil {
+		n = d.root
+	}
+	d.fail(n, field, got, format, args...)
+}
+
+// source renders a node the way the user wrote it, for "(got X)".
+func source(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Tag == "!!str" && n.Style != 0 || n.Value == "" {
+			return strconv.Quote(n.Value)
+		}
+		return n.Value
+	case yaml.SequenceNode:
+		parts := make([]string, len(n.Content))
+		for i, c := range n.Content {
+			parts[i] = source(c)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "nothing"
+}
+
+func (d *decoder) decode(data []byte) *Spec {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		line := 1
+		msg := err.Error()
+		if _, err2 := fmt.Sscanf(msg, "yaml: line %d:", &line); err2 == nil {
+			msg = msg[strings.Index(msg, ":")+1:]
+			msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
+		}
+		d.errs = append(d.errs, Error{File: d.file, Line: line, Col: 1, Field: "yaml", Msg: msg})
+		return nil
+	}
+	if len(doc.Content) == 0 {
+		d.fail(&doc, "spec", "", "empty document")
+		return nil
+	}
+	d.root = doc.Content[0]
+	s := &Spec{Path: d.file}
+	version := 0
+	d.fields(d.root, "", map[string]func(*yaml.Node, string){
+		"version": func(n *yaml.Node, f string) { version, _ = d.int(n, f) },
+		"name":    func(n *yaml.Node, f string) { s.Name, _ = d.str(n, f) },
+		"title":   func(n *yaml.Node, f string) { s.Title, _ = d.str(n, f) },
+		"problem": func(n *yaml.Node, f string) { d.problem(n, f, &s.Problem) },
+		"reference": func(n *yaml.Node, f string) {
+			d.reference(n, f, &s.Reference)
+		},
+		"kernel": func(n *yaml.Node, f string) { d.kernel(n, f, &s.Kernel) },
+	}, "version", "name", "problem", "reference")
+	if _, ok := d.pos["version"]; ok && version != Version && len(d.errs) == 0 {
+		d.failAt("version", strconv.Itoa(version), "this generator reads version %d", Version)
+	}
+	return s
+}
+
+// fields decodes a mapping: each key goes to its handler; unknown and
+// duplicate keys are errors, and so are missing required keys.
+func (d *decoder) fields(n *yaml.Node, prefix string, handlers map[string]func(*yaml.Node, string), required ...string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, strings.TrimSuffix(prefix, "."), source(n), "must be a mapping")
+		return
+	}
+	if prefix != "" {
+		prefix += "."
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		field := prefix + k.Value
+		h, ok := handlers[k.Value]
+		switch {
+		case !ok:
+			d.fail(k, field, "", "unknown key; known: %s", strings.Join(sortedKeys(handlers), ", "))
+		case seen[k.Value]:
+			d.fail(k, field, "", "duplicate key")
+		default:
+			seen[k.Value] = true
+			d.pos[field] = v
+			h(v, field)
+		}
+	}
+	for _, r := range required {
+		if !seen[r] {
+			d.fail(n, prefix+r, "", "required field is missing")
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (d *decoder) scalar(n *yaml.Node, field, want string) bool {
+	if n.Kind != yaml.ScalarNode {
+		d.fail(n, field, source(n), "must be %s", want)
+		return false
+	}
+	return true
+}
+
+func (d *decoder) int(n *yaml.Node, field string) (int, bool) {
+	if !d.scalar(n, field, "an integer") {
+		return 0, false
+	}
+	v, err := strconv.Atoi(n.Value)
+	if err != nil || n.Tag != "!!int" {
+		d.fail(n, field, source(n), "must be an integer")
+		return 0, false
+	}
+	return v, true
+}
+
+func (d *decoder) bool(n *yaml.Node, field string) (bool, bool) {
+	if !d.scalar(n, field, "true or false") {
+		return false, false
+	}
+	if n.Tag != "!!bool" {
+		d.fail(n, field, source(n), "must be true or false")
+		return false, false
+	}
+	return n.Value == "true" || n.Value == "True" || n.Value == "TRUE", true
+}
+
+func (d *decoder) str(n *yaml.Node, field string) (string, bool) {
+	if !d.scalar(n, field, "a string") {
+		return "", false
+	}
+	return n.Value, true
+}
+
+func (d *decoder) strList(n *yaml.Node, field string) []string {
+	if n.Kind != yaml.SequenceNode {
+		d.fail(n, field, source(n), "must be a list of strings")
+		return nil
+	}
+	out := make([]string, 0, len(n.Content))
+	for i, c := range n.Content {
+		if s, ok := d.str(c, fmt.Sprintf("%s[%d]", field, i)); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// triple reads a per-dimension size: one integer for all three dimensions,
+// or a [D, H, W] list, the two forms nn.ConvTranspose3d accepts.
+func (d *decoder) triple(n *yaml.Node, field string) [3]int {
+	if n.Kind == yaml.ScalarNode {
+		v, _ := d.int(n, field)
+		return [3]int{v, v, v}
+	}
+	var t [3]int
+	if n.Kind != yaml.SequenceNode || len(n.Content) != 3 {
+		d.fail(n, field, source(n), "must be an integer or a list of three integers [D, H, W]")
+		return t
+	}
+	for i, c := range n.Content {
+		t[i], _ = d.int(c, fmt.Sprintf("%s[%d]", field, i))
+	}
+	return t
+}
+
+// value reads a Python literal: an integer, a bool or a list of integers
+// (a tuple on the Python side).
+func (d *decoder) value(n *yaml.Node, field string) Value {
+	switch {
+	case n.Kind == yaml.SequenceNode:
+		v := Value{Kind: TupleValue, Tuple: []int{}}
+		for i, c := range n.Content {
+			x, _ := d.int(c, fmt.Sprintf("%s[%d]", field, i))
+			v.Tuple = append(v.Tuple, x)
+		}
+		return v
+	case n.Kind == yaml.ScalarNode && n.Tag == "!!bool":
+		b, _ := d.bool(n, field)
+		return Value{Kind: BoolValue, Bool: b}
+	case n.Kind == yaml.ScalarNode && n.Tag == "!!int":
+		x, _ := d.int(n, field)
+		return Value{Kind: IntValue, Int: x}
+	}
+	d.fail(n, field, source(n), "must be an integer, true/false or a list of integers")
+	return Value{}
+}
+
+func (d *decoder) problem(n *yaml.Node, f string, p *Problem) {
+	one := [3]int{1, 1, 1}
+	p.Stride, p.Dilation, p.Groups, p.InputDist = one, one, 1, "rand"
+	d.fields(n, f, map[string]func(*yaml.Node, string){
+		"batch":          func(n *yaml.Node, f string) { p.Batch, _ = d.int(n, f) },
+		"in_channels":    func(n *yaml.Node, f string) { p.InChannels, _ = d.int(n, f) },
+		"out_channels":   func(n *yaml.Node, f string) { p.OutChannels, _ = d.int(n, f) },
+		"kernel":         func(n *yaml.Node, f string) { p.Kernel = d.triple(n, f) },
+		"input":          func(n *yaml.Node, f string) { p.In = d.triple(n, f) },
+		"stride":         func(n *yaml.Node, f string) { p.Stride = d.triple(n, f) },
+		"padding":        func(n *yaml.Node, f string) { p.Padding = d.triple(n, f) },
+		"output_padding": func(n *yaml.Node, f string) { p.OutputPadding = d.triple(n, f) },
+		"dilation":       func(n *yaml.Node, f string) { p.Dilation = d.triple(n, f) },
+		"groups":         func(n *yaml.Node, f string) { p.Groups, _ = d.int(n, f) },
+		"bias":           func(n *yaml.Node, f string) { p.Bias, _ = d.bool(n, f) },
+		"input_dist":     func(n *yaml.Node, f string) { p.InputDist, _ = d.str(n, f) },
+	}, "batch", "in_channels", "out_channels", "kernel", "input")
+}
+
+func (d *decoder) reference(n *yaml.Node, f string, r *Reference) {
+	r.Attr = "conv_transpose3d"
+	d.fields(n, f, map[string]func(*yaml.Node, string){
+		"attr": func(n *yaml.Node, f string) { r.Attr, _ = d.str(n, f) },
+		"params": func(n *yaml.Node, f string) {
+			if n.Kind != yaml.SequenceNode {
+				d.fail(n, f, source(n), "must be a list of parameters")
+				return
+			}
+			for i, c := range n.Content {
+				r.Params = append(r.Params, d.param(c, fmt.Sprintf("%s[%d]", f, i)))
+			}
+		},
+		"conv": func(n *yaml.Node, f string) { r.Conv = d.strList(n, f) },
+		"init_inputs": func(n *yaml.Node, f string) {
+			if n.Kind != yaml.SequenceNode {
+				d.fail(n, f, source(n), "must be a list")
+				return
+			}
+			for i, c := range n.Content {
+				field := fmt.Sprintf("%s[%d]", f, i)
+				d.pos[field] = c
+				r.InitInputs = append(r.InitInputs, d.value(c, field))
+			}
+		},
+	}, "params", "conv", "init_inputs")
+}
+
+func (d *decoder) param(n *yaml.Node, f string) Param {
+	var p Param
+	d.fields(n, f, map[string]func(*yaml.Node, string){
+		"name": func(n *yaml.Node, f string) { p.Name, _ = d.str(n, f) },
+		"type": func(n *yaml.Node, f string) { p.Type, _ = d.str(n, f) },
+		"default": func(n *yaml.Node, f string) {
+			v := d.value(n, f)
+			p.Default = &v
+		},
+	}, "name", "type")
+	return p
+}
+
+func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
+	d.fields(n, f, map[string]func(*yaml.Node, string){
+		"backends":  func(n *yaml.Node, f string) { k.Backends = d.strList(n, f) },
+		"precision": func(n *yaml.Node, f string) { k.Precision, _ = d.str(n, f) },
+		"tile": func(n *yaml.Node, f string) {
+			d.fields(n, f, map[string]func(*yaml.Node, string){
+				"bm": func(n *yaml.Node, f string) { k.Tile.BM, _ = d.int(n, f) },
+				"bn": func(n *yaml.Node, f string) { k.Tile.BN, _ = d.int(n, f) },
+				"bk": func(n *yaml.Node, f string) { k.Tile.BK, _ = d.int(n, f) },
+				"tm": func(n *yaml.Node, f string) { k.Tile.TM, _ = d.int(n, f) },
+				"tn": func(n *yaml.Node, f string) { k.Tile.TN, _ = d.int(n, f) },
+			})
+		},
+	})
+}
+
+// Defaults applied when the kernel section omits them.
+var (
+	DefaultBackends  = []string{"cuda"}
+	DefaultPrecision = "fp32"
+)

@@ -1,0 +1,180 @@
+package spec
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// The reference builds its convolution with a Python call whose arguments
+// are tiny expressions over the __init__ parameters. This file parses and
+// evaluates exactly that subset: names, integers, True/False and tuples.
+
+// expr is a parsed argument expression.
+type expr struct {
+	name  string // parameter reference when set
+	lit   *Value // literal when set
+	tuple []expr // tuple display when neither is set
+}
+
+// convArg is one argument of the nn.ConvTranspose3d call.
+type convArg struct {
+	keyword string // empty for a positional argument
+	value   expr
+}
+
+// parseConvArg parses "expr" or "keyword=expr".
+func parseConvArg(s string) (convArg, error) {
+	p := &exprParser{src: s}
+	var a convArg
+	p.space()
+	start := p.i
+	if id := p.ident(); id != "" {
+		p.space()
+		if p.peek() == '=' {
+			p.i++
+			a.keyword = id
+		} else {
+			p.i = start
+		}
+	}
+	e, err := p.expr()
+	if err != nil {
+		return a, err
+	}
+	p.space()
+	if p.i != len(p.src) {
+		return a, fmt.Errorf("unexpected %q at offset %d", p.src[p.i:], p.i)
+	}
+	a.value = e
+	return a, nil
+}
+
+type exprParser struct {
+	src string
+	i   int
+}
+
+func (p *exprParser) peek() byte {
+	if p.i < len(p.src) {
+		return p.src[p.i]
+	}
+	return 0
+}
+
+func (p *exprParser) space() {
+	for p.i < len(p.src) && p.src[p.i] == ' ' {
+		p.i++
+	}
+}
+
+func (p *exprParser) ident() string {
+	j := p.i
+	for j < len(p.src) && (p.src[j] == '_' || unicode.IsLetter(rune(p.src[j])) || (j > p.i && unicode.IsDigit(rune(p.src[j])))) {
+		j++
+	}
+	id := p.src[p.i:j]
+	p.i = j
+	return id
+}
+
+func (p *exprParser) expr() (expr, error) {
+	p.space()
+	c := p.peek()
+	switch {
+	case c == '(':
+		p.i++
+		var t []expr
+		for {
+			p.space()
+			if p.peek() == ')' {
+				p.i++
+				break
+			}
+			e, err := p.expr()
+			if err != nil {
+				return expr{}, err
+			}
+			t = append(t, e)
+			p.space()
+			switch p.peek() {
+			case ',':
+				p.i++
+			case ')':
+			default:
+				return expr{}, fmt.Errorf("expected ',' or ')' at offset %d", p.i)
+			}
+		}
+		if len(t) == 0 {
+			return expr{}, fmt.Errorf("empty tuple")
+		}
+		return expr{tuple: t}, nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		j := p.i + 1
+		for j < len(p.src) && p.src[j] >= '0' && p.src[j] <= '9' {
+			j++
+		}
+		n, err := strconv.Atoi(p.src[p.i:j])
+		if err != nil {
+			return expr{}, fmt.Errorf("bad integer %q", p.src[p.i:j])
+		}
+		p.i = j
+		return expr{lit: &Value{Kind: IntValue, Int: n}}, nil
+	case c == '_' || unicode.IsLetter(rune(c)):
+		id := p.ident()
+		switch id {
+		case "True", "False":
+			return expr{lit: &Value{Kind: BoolValue, Bool: id == "True"}}, nil
+		}
+		return expr{name: id}, nil
+	}
+	return expr{}, fmt.Errorf("expected a name, an integer, True/False or a tuple at offset %d", p.i)
+}
+
+// eval computes an expression's value with the bound parameters.
+func (e expr) eval(env map[string]Value) (Value, error) {
+	switch {
+	case e.lit != nil:
+		return *e.lit, nil
+	case e.name != "":
+		v, ok := env[e.name]
+		if !ok {
+			return Value{}, fmt.Errorf("%s is not an __init__ parameter", e.name)
+		}
+		return v, nil
+	}
+	t := Value{Kind: TupleValue}
+	for _, x := range e.tuple {
+		v, err := x.eval(env)
+		if err != nil {
+			return Value{}, err
+		}
+		if v.Kind != IntValue {
+			return Value{}, fmt.Errorf("tuple elements must be integers")
+		}
+		t.Tuple = append(t.Tuple, v.Int)
+	}
+	return t, nil
+}
+
+// Python renders a value as a Python literal.
+func (v Value) Python() string {
+	switch v.Kind {
+	case BoolValue:
+		if v.Bool {
+			return "True"
+		}
+		return "False"
+	case TupleValue:
+		parts := make([]string, len(v.Tuple))
+		for i, x := range v.Tuple {
+			parts[i] = strconv.Itoa(x)
+		}
+		if len(parts) == 1 {
+			return "(" + parts[0] + ",)"
+		}
+		return "(" + strings.Join(parts, ", ") + ")"
+	}
+	return strconv.Itoa(v.Int)
+}

@@ -1,0 +1,103 @@
+// Package spec reads convtgen's YAML problem specs: strict decoding with
+// line:column diagnostics, then validation, all problems reported at once.
+package spec
+
+import (
+	"fmt"
+
+	"gopkg.in/yaml.v3"
+
+	"convtgen/gen/geom"
+)
+
+// Version is the only spec format version this generator reads.
+const Version = 1
+
+// Spec is one decoded problem spec.
+type Spec struct {
+	Path      string // file the spec came from, for diagnostics
+	Name      string
+	Title     string
+	Problem   Problem
+	Reference Reference
+	Kernel    Kernel
+
+	nodes map[string]*yaml.Node // each decoded field's value, for later diagnostics
+}
+
+// Errorf builds a diagnostic that points at one field of the spec, for
+// checks made after decoding (the plan's tile feasibility, for example).
+func (s *Spec) Errorf(field, got, format string, args ...any) Error {
+	e := Error{File: s.Path, Line: 1, Col: 1, Field: field, Msg: fmt.Sprintf(format, args...), Got: got}
+	for f := field; f != ""; f = parent(f) {
+		if n := s.nodes[f]; n != nil {
+			e.Line, e.Col = n.Line, n.Column
+			break
+		}
+	}
+	return e
+}
+
+// parent strips the last component of a dotted field path.
+func parent(field string) string {
+	for i := len(field) - 1; i >= 0; i-- {
+		if field[i] == '.' {
+			return field[:i]
+		}
+	}
+	return ""
+}
+
+// Problem is the effective nn.ConvTranspose3d configuration plus its input.
+type Problem struct {
+	geom.Conv
+	InputDist string // "rand" (U[0,1)) or "randn"
+}
+
+// Reference describes the reference model's __init__ and how it builds the
+// convolution, so the submission can copy it exactly.
+type Reference struct {
+	Attr       string   // attribute that holds the nn.ConvTranspose3d
+	Params     []Param  // __init__ parameters after self, in order
+	Conv       []string // nn.ConvTranspose3d arguments: "expr" or "keyword=expr"
+	InitInputs []Value  // what get_init_inputs() returns
+}
+
+// Param is one __init__ parameter.
+type Param struct {
+	Name    string
+	Type    string // int, bool or tuple
+	Default *Value // nil when the parameter is required
+}
+
+// Kernel holds the kernel choices.
+type Kernel struct {
+	Backends  []string // cuda and/or triton
+	Precision string   // fp32 or 3xtf32
+	Tile      Tile     // zero fields are chosen by the plan
+}
+
+// Tile sizes of the implicit GEMM: a block computes BM output positions by
+// BN output channels, stepping BK reduction elements at a time; each thread
+// holds TM x TN results. Zero means "let the plan choose".
+type Tile struct {
+	BM, BN, BK, TM, TN int
+}
+
+// Value is a Python literal as the reference model sees it: an int, a bool
+// or a tuple of ints.
+type Value struct {
+	Kind  ValueKind
+	Int   int
+	Bool  bool
+	Tuple []int
+}
+
+// ValueKind tells which field of a Value is set.
+type ValueKind int
+
+const (
+	IntValue ValueKind = iota
+	BoolValue
+	TupleValue
+)

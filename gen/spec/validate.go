@@ -1,0 +1,343 @@
+package spec
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// identifier is what a name must look like to be safe as a Python name, a
+// C identifier and a path segment at once.
+var identifier = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+var pythonIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+var pythonKeywords = map[string]bool{"False": true, "None": true, "True": true, "and": true, "as": true,
+	"assert": true, "async": true, "await": true, "break": true, "class": true, "continue": true, "def": true,
+	"del": true, "elif": true, "else": true, "except": true, "finally": true, "for": true, "from": true,
+	"global": true, "if": true, "import": true, "in": true, "is": true, "lambda": true, "nonlocal": true,
+	"not": true, "or": true, "pass": true, "raise": true, "return": true, "self": true, "try": true,
+	"while": true, "with": true, "yield": true}
+
+// seedRule is the submission rule that forbids reduced precision.
+const seedRule = `the seed forbids it: "Do Not Use: ... torch.backends.cuda.matmul.allow_tf32, ` +
+	`torch.backends.cudnn.allow_tf32, ... or half/mixed precision as they obscure true results"`
+
+// Backends and precisions the generator knows.
+var (
+	backends   = []string{"cuda", "triton"}
+	precisions = []string{"fp32", "3xtf32"}
+	reduced    = map[string]bool{"tf32": true, "fp16": true, "bf16": true, "half": true, "float16": true, "bfloat16": true}
+)
+
+func (d *decoder) validate(s *Spec) {
+	if !identifier.MatchString(s.Name) {
+		d.failAt("name", strconv.Quote(s.Name), "must be a lower-case identifier ([a-z][a-z0-9_]*, at most 64 characters): it names a folder and a Python extension")
+	}
+	d.validateProblem(&s.Problem)
+	d.validateReference(s)
+	d.validateKernel(&s.Kernel)
+}
+
+func (d *decoder) positive(field string, v int) {
+	if v <= 0 {
+		d.failAt(field, strconv.Itoa(v), "must be positive")
+	}
+}
+
+func (d *decoder) positive3(field string, v [3]int, min int) {
+	for i, x := range v {
+		if x < min {
+			what := "positive"
+			if min == 0 {
+				what = "zero or more"
+			}
+			d.failAt(field, triple(v), "%s must be %s", dimName[i], what)
+			return
+		}
+	}
+}
+
+var dimName = [3]string{"depth", "height", "width"}
+
+func triple(v [3]int) string { return fmt.Sprintf("[%d, %d, %d]", v[0], v[1], v[2]) }
+
+func (d *decoder) validateProblem(p *Problem) {
+	d.positive("problem.batch", p.Batch)
+	d.positive("problem.in_channels", p.InChannels)
+	d.positive("problem.out_channels", p.OutChannels)
+	d.positive("problem.groups", p.Groups)
+	d.positive3("problem.kernel", p.Kernel, 1)
+	d.positive3("problem.input", p.In, 1)
+	d.positive3("problem.stride", p.Stride, 1)
+	d.positive3("problem.dilation", p.Dilation, 1)
+	d.positive3("problem.padding", p.Padding, 0)
+	d.positive3("problem.output_padding", p.OutputPadding, 0)
+	if p.Groups > 0 {
+		if p.InChannels%p.Groups != 0 {
+			d.failAt("problem.in_channels", strconv.Itoa(p.InChannels), "must be divisible by groups=%d", p.Groups)
+		}
+		if p.OutChannels%p.Groups != 0 {
+			d.failAt("problem.out_channels", strconv.Itoa(p.OutChannels), "must be divisible by groups=%d", p.Groups)
+		}
+	}
+	for i := range 3 {
+		// PyTorch's rule: output_padding must be smaller than either stride or dilation.
+		if op := p.OutputPadding[i]; op >= max(p.Stride[i], p.Dilation[i]) {
+			d.failAt("problem.output_padding", triple(p.OutputPadding),
+				"%s must be smaller than max(stride, dilation) = %d", dimName[i], max(p.Stride[i], p.Dilation[i]))
+			break
+		}
+	}
+	out := p.Out()
+	for i, o := range out {
+		if o <= 0 && p.Kernel[i] > 0 && p.In[i] > 0 {
+			d.failAt("problem.padding", triple(p.Padding), "leaves no output along %s: (in-1)*stride - 2*padding + dilation*(kernel-1) + output_padding + 1 = %d", dimName[i], o)
+			break
+		}
+	}
+	if p.InputDist != "rand" && p.InputDist != "randn" {
+		d.failAt("problem.input_dist", strconv.Quote(p.InputDist), "must be rand or randn")
+	}
+}
+
+func (d *decoder) validateReference(s *Spec) {
+	r := &s.Reference
+	if !pythonIdent.MatchString(r.Attr) || pythonKeywords[r.Attr] {
+		d.failAt("reference.attr", strconv.Quote(r.Attr), "must be a Python identifier")
+	}
+	env := map[string]Value{}
+	seen := map[string]bool{}
+	sawDefault := false
+	for i, p := range r.Params {
+		f := fmt.Sprintf("reference.params[%d]", i)
+		switch {
+		case !pythonIdent.MatchString(p.Name) || pythonKeywords[p.Name]:
+			d.failAt(f+".name", strconv.Quote(p.Name), "must be a Python identifier")
+		case seen[p.Name]:
+			d.failAt(f+".name", strconv.Quote(p.Name), "duplicate parameter")
+		}
+		seen[p.Name] = true
+		if p.Type != "int" && p.Type != "bool" && p.Type != "tuple" {
+			d.failAt(f+".type", strconv.Quote(p.Type), "must be int, bool or tuple")
+		}
+		if p.Default == nil && sawDefault {
+			d.failAt(f+".name", p.Name, "a parameter without a default cannot follow one with a default")
+		}
+		if p.Default != nil {
+			sawDefault = true
+			d.matchType(f+".default", p, *p.Default)
+			env[p.Name] = *p.Default
+		}
+	}
+	if len(r.InitInputs) > len(r.Params) {
+		d.failAt("reference.init_inputs", strconv.Itoa(len(r.InitInputs)), "has more values than __init__ has parameters (%d)", len(r.Params))
+		return
+	}
+	for i, v := range r.InitInputs {
+		d.matchType(fmt.Sprintf("reference.init_inputs[%d]", i), r.Params[i], v)
+		env[r.Params[i].Name] = v
+	}
+	for _, p := range r.Params {
+		if _, ok := env[p.Name]; !ok {
+			d.failAt("reference.init_inputs", "", "leaves parameter %s without a value", p.Name)
+		}
+	}
+	if len(d.errs) > 0 {
+		return
+	}
+	built, ok := d.evalConv(r.Conv, env)
+	if ok {
+		d.compareBuilt(s, built)
+	}
+}
+
+func (d *decoder) matchType(field string, p Param, v Value) {
+	ok := map[string]ValueKind{"int": IntValue, "bool": BoolValue, "tuple": TupleValue}[p.Type] == v.Kind
+	if ok && v.Kind == TupleValue && len(v.Tuple) != 3 {
+		ok = false
+	}
+	if !ok && (p.Type == "int" || p.Type == "bool" || p.Type == "tuple") {
+		want := map[string]string{"int": "an integer", "bool": "true or false", "tuple": "a list of three integers"}[p.Type]
+		d.failAt(field, v.Python(), "parameter %s is annotated %s: expected %s", p.Name, p.Type, want)
+	}
+}
+
+// convParams is nn.ConvTranspose3d's signature, positional order, with its
+// defaults (bias defaults to True in PyTorch).
+var convParams = []string{"in_channels", "out_channels", "kernel_size", "stride", "padding", "output_padding", "groups", "bias", "dilation"}
+
+func (d *decoder) evalConv(args []string, env map[string]Value) (map[string]Value, bool) {
+	built := map[string]Value{
+		"stride": {Kind: IntValue, Int: 1}, "padding": {Kind: IntValue}, "output_padding": {Kind: IntValue},
+		"groups": {Kind: IntValue, Int: 1}, "bias": {Kind: BoolValue, Bool: true}, "dilation": {Kind: IntValue, Int: 1},
+	}
+	given := map[string]bool{}
+	ok := true
+	keywords := false
+	for i, src := range args {
+		bad := func(format string, a ...any) {
+			d.failAt("reference.conv", strconv.Quote(src), "argument %d: "+format, append([]any{i}, a...)...)
+			ok = false
+		}
+		a, err := parseConvArg(src)
+		if err != nil {
+			bad("%v", err)
+			continue
+		}
+		name := a.keyword
+		switch {
+		case name == "" && keywords:
+			bad("positional argument after a keyword argument")
+			continue
+		case name == "" && i >= len(convParams):
+			bad("too many positional arguments")
+			continue
+		case name == "":
+			name = convParams[i]
+		default:
+			keywords = true
+			if !contains(convParams, name) {
+				bad("nn.ConvTranspose3d has no argument %s", name)
+				continue
+			}
+		}
+		if given[name] {
+			bad("%s given twice", name)
+			continue
+		}
+		given[name] = true
+		v, err := a.value.eval(env)
+		if err != nil {
+			bad("%v", err)
+			continue
+		}
+		built[name] = v
+	}
+	for _, req := range convParams[:3] {
+		if ok && !given[req] {
+			d.failAt("reference.conv", "", "nn.ConvTranspose3d needs %s", req)
+			ok = false
+		}
+	}
+	return built, ok
+}
+
+// compareBuilt checks that the problem section says what the reference
+// really builds from its init inputs (KernelBench's #73 passes "groups" into
+// a parameter the constructor ignores, for example).
+func (d *decoder) compareBuilt(s *Spec, built map[string]Value) {
+	p := &s.Problem
+	ints := []struct {
+		arg, field string
+		want       int
+	}{{"in_channels", "in_channels", p.InChannels}, {"out_channels", "out_channels", p.OutChannels}, {"groups", "groups", p.Groups}}
+	for _, c := range ints {
+		v := built[c.arg]
+		if v.Kind != IntValue {
+			d.failAt("reference.conv", v.Python(), "%s must be an integer", c.arg)
+		} else if v.Int != c.want {
+			d.failAt("problem."+c.field, strconv.Itoa(c.want), "the reference builds %s=%d from its init inputs", c.arg, v.Int)
+		}
+	}
+	triples := []struct {
+		arg, field string
+		want       [3]int
+	}{{"kernel_size", "kernel", p.Kernel}, {"stride", "stride", p.Stride}, {"padding", "padding", p.Padding},
+		{"output_padding", "output_padding", p.OutputPadding}, {"dilation", "dilation", p.Dilation}}
+	for _, c := range triples {
+		v := built[c.arg]
+		var got [3]int
+		switch {
+		case v.Kind == IntValue:
+			got = [3]int{v.Int, v.Int, v.Int}
+		case v.Kind == TupleValue && len(v.Tuple) == 3:
+			got = [3]int{v.Tuple[0], v.Tuple[1], v.Tuple[2]}
+		default:
+			d.failAt("reference.conv", v.Python(), "%s must be an integer or a 3-tuple", c.arg)
+			continue
+		}
+		if got != c.want {
+			d.failAt("problem."+c.field, triple(c.want), "the reference builds %s=%s from its init inputs", c.arg, v.Python())
+		}
+	}
+	if b := built["bias"]; b.Kind != BoolValue {
+		d.failAt("reference.conv", b.Python(), "bias must be True or False")
+	} else if b.Bool != p.Bias {
+		d.failAt("problem.bias", strconv.FormatBool(p.Bias), "the reference builds bias=%s from its init inputs", b.Python())
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *decoder) validateKernel(k *Kernel) {
+	if k.Backends == nil {
+		k.Backends = DefaultBackends
+	}
+	if k.Precision == "" {
+		k.Precision = DefaultPrecision
+	}
+	if len(k.Backends) == 0 {
+		d.failAt("kernel.backends", "[]", "must name at least one of %s", strings.Join(backends, ", "))
+	}
+	seen := map[string]bool{}
+	for i, b := range k.Backends {
+		f := fmt.Sprintf("kernel.backends[%d]", i)
+		switch {
+		case !contains(backends, b):
+			d.fail(d.item("kernel.backends", i), f, strconv.Quote(b), "must be one of %s", strings.Join(backends, ", "))
+		case seen[b]:
+			d.fail(d.item("kernel.backends", i), f, strconv.Quote(b), "listed twice")
+		}
+		seen[b] = true
+	}
+	switch {
+	case reduced[k.Precision]:
+		d.failAt("kernel.precision", strconv.Quote(k.Precision), "reduced precision is refused, %s; use fp32 or 3xtf32 (fp32-accurate)", seedRule)
+	case !contains(precisions, k.Precision):
+		d.failAt("kernel.precision", strconv.Quote(k.Precision), "must be one of %s", strings.Join(precisions, ", "))
+	}
+	t := k.Tile
+	for _, f := range []struct {
+		name string
+		v    int
+		ok   bool
+	}{
+		{"bm", t.BM, t.BM == 0 || t.BM >= 16 && t.BM <= 1024 && t.BM&(t.BM-1) == 0},
+		{"bn", t.BN, t.BN == 0 || t.BN >= 4 && t.BN <= 256 && t.BN&(t.BN-1) == 0},
+		{"bk", t.BK, t.BK == 0 || t.BK >= 1 && t.BK <= 64},
+		{"tm", t.TM, t.TM == 0 || t.TM == 4 || t.TM == 8},
+		{"tn", t.TN, t.TN == 0 || t.TN == 4 || t.TN == 8},
+	} {
+		if !f.ok {
+			d.failAt("kernel.tile."+f.name, strconv.Itoa(f.v), "%s", tileRule[f.name])
+		}
+	}
+}
+
+var tileRule = map[string]string{
+	"bm": "must be a power of two from 16 to 1024",
+	"bn": "must be a power of two from 4 to 256",
+	"bk": "must be from 1 to 64",
+	"tm": "must be 4 or 8 (each thread reads its rows as float4)",
+	"tn": "must be 4 or 8 (each thread reads its columns as float4)",
+}
+
+// item returns the node of a list element, or the list itself.
+func (d *decoder) item(field string, i int) *yaml.Node {
+	n := d.pos[field]
+	if n != nil && n.Kind == yaml.SequenceNode && i < len(n.Content) {
+		return n.Content[i]
+	}
+	return n
+}

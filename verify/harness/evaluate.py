@@ -1,0 +1,677 @@
+#!/usr/bin/env python3
+"""Judge generated ConvTranspose3d submissions the way the KernelBench evaluator does.
+
+Usage: evaluate.py [--time] [--trials 5] [--timed 100] [--tol 1e-5] [--jobs N]
+                   [--timeout S] [--json OUT.json] DIR [DIR ...]
+
+A DIR is a spec directory (problem.py plus cuda.py and/or triton.py) or a parent of such
+directories (one level down). For every submission file:
+
+1. Build: all submissions are imported in parallel worker processes first, only so that
+   their load_inline builds land in torch's extension cache; the later imports are fast.
+2. Evaluate, one file at a time, each in its own child process (a CUDA fault poisons the
+   context of the process it happens in, never the next file's):
+   - seeded construction on the CPU, reference first, as the evaluator does; weights are
+     not copied, so every parameter must come out equal;
+   - trials with the evaluator's per-trial seeds: the output block is poisoned with NaN
+     first (an unwritten output shows up), then shape, dtype, NaN count, unmodified
+     inputs, relative L2 error against a float64 run of the reference (the truth), and
+     allclose against the default (TF32) reference at 1e-2 and 1e-4 as facts;
+   - with --time: the evaluator's CUDA-event timing with an L2 flush before each trial;
+     the reference is timed once per spec, with PyTorch defaults and with strict fp32.
+3. Report: a progress line per item, a table at the end, optionally a JSON document.
+
+Dispositions: passed (every trial within --tol of float64, no NaN, shapes match, inputs
+unmodified), incorrect (with the reason), failed (build or runtime error).
+Exit status 0 if everything passed, 1 otherwise, 2 for a usage error.
+
+This file is self-contained (standard library + torch) and must run from a file on disk:
+it re-runs itself in child processes, and the spawn start method re-imports it.
+"""
+
+import argparse
+import contextlib
+import copy
+import dataclasses
+import datetime
+import hashlib
+import importlib.util
+import io
+import json
+import math
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+
+try:
+    import torch
+except ImportError:  # the pure parts are unit-tested on machines without torch
+    torch = None
+
+SCRIPT = os.path.abspath(__file__)
+SEED = 42  # the evaluator's seed for weights, timing inputs and the trial seeds
+BACKENDS = ("cuda", "triton")  # submission file stems, in report order
+WARMUP = 3
+FLUSH_FLOATS = 64 * 1024 * 1024  # 256 MB written before each timed trial, as the evaluator does
+TAIL_CHARS = 4000  # enough of a compiler log or traceback to show the first error
+RESULT_KEYS = (
+    "spec", "backend", "disposition", "reason", "max_rel_l2", "ref_default_rel_l2",
+    "allclose_1e2", "allclose_1e4", "nan_outputs", "trials",
+    "time_ms", "ref_default_ms", "ref_strict_ms",
+)
+NO_REF_TIMES = {"ref_default_ms": None, "ref_strict_ms": None}
+
+
+# ---------------------------------------------------------------- command line
+
+def default_jobs():
+    return min(16, os.cpu_count() or 1)
+
+
+def positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+    return value
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="evaluate.py",
+        description="Judge ConvTranspose3d submissions the way the KernelBench evaluator does.")
+    parser.add_argument("dirs", nargs="*", metavar="DIR",
+                        help="a spec directory (problem.py + cuda.py/triton.py) or a parent of some")
+    parser.add_argument("--time", action="store_true",
+                        help="also time submissions and references the evaluator's way")
+    parser.add_argument("--trials", type=positive_int, default=5, help="correctness trials (default 5)")
+    parser.add_argument("--timed", type=positive_int, default=100, help="timed trials (default 100)")
+    parser.add_argument("--tol", type=float, default=1e-5,
+                        help="largest relative L2 error against float64 that passes (default 1e-5)")
+    parser.add_argument("--jobs", type=positive_int, default=default_jobs(),
+                        help="parallel build workers (default min(16, CPUs))")
+    parser.add_argument("--timeout", type=positive_int, default=1200,
+                        help="seconds allowed for one file's evaluation (default 1200)")
+    parser.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
+    # Internal modes: the parent re-runs this file in a child process for each evaluation.
+    parser.add_argument("--item", help=argparse.SUPPRESS)
+    parser.add_argument("--ref-timing", help=argparse.SUPPRESS)
+    parser.add_argument("--result", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    child_mode = args.item or args.ref_timing
+    if not child_mode and not args.dirs:
+        parser.error("at least one DIR is required")
+    if child_mode and not args.result:
+        parser.error("--item and --ref-timing need --result")
+    return args
+
+
+def child_command(mode, target, result_path, args):
+    """The command that runs one evaluation (mode --item or --ref-timing) in a child process."""
+    command = [sys.executable, SCRIPT, mode, target, "--result", result_path,
+               "--trials", str(args.trials), "--timed", str(args.timed), "--tol", repr(args.tol)]
+    if args.time:
+        command.append("--time")
+    return command
+
+
+# ---------------------------------------------------------------- discovery
+
+@dataclasses.dataclass
+class Spec:
+    name: str
+    path: str
+    submissions: list  # paths of the submission files present, in BACKENDS order
+
+
+def is_spec_dir(path):
+    return os.path.isfile(os.path.join(path, "problem.py"))
+
+
+def spec_dirs(root):
+    """root itself if it holds problem.py, else its immediate subdirectories that do."""
+    if is_spec_dir(root):
+        return [root]
+    if not os.path.isdir(root):
+        raise ValueError(f"{root}: not a directory")
+    found = sorted(p for p in (os.path.join(root, n) for n in os.listdir(root)) if is_spec_dir(p))
+    if not found:
+        raise ValueError(f"{root}: no problem.py in it or in its subdirectories")
+    return found
+
+
+def discover_specs(roots):
+    specs, seen = [], set()
+    for root in roots:
+        for path in spec_dirs(root):
+            real = os.path.realpath(path)
+            if real in seen:
+                continue
+            seen.add(real)
+            files = [os.path.join(real, b + ".py") for b in BACKENDS]
+            specs.append(Spec(os.path.basename(real), real, [f for f in files if os.path.isfile(f)]))
+    return specs
+
+
+def label(path):
+    """spec/backend for a submission path."""
+    return f"{os.path.basename(os.path.dirname(os.path.abspath(path)))}/{backend_of(path)}"
+
+
+def backend_of(path):
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+# ---------------------------------------------------------------- results
+
+def new_result(path, disposition="failed", reason=""):
+    """A result with every JSON key; null means not measured."""
+    result = dict.fromkeys(RESULT_KEYS)
+    result.update(spec=os.path.basename(os.path.dirname(os.path.abspath(path))),
+                  backend=backend_of(path), disposition=disposition, reason=reason)
+    return result
+
+
+def tail(text, limit=TAIL_CHARS):
+    text = text.strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def worst(values):
+    """The largest value; NaN if any is NaN (max() would hide it); None if there are none."""
+    values = list(values)
+    if not values:
+        return None
+    if any(math.isnan(v) for v in values):
+        return math.nan
+    return max(values)
+
+
+def trial_issues(trial, tol):
+    """(kind, message) for everything wrong in one trial's record."""
+    if trial["mismatch"]:
+        return [("mismatch", trial["mismatch"])]
+    issues = []
+    if trial["nan_count"]:
+        issues.append(("nan", f"{trial['nan_count']} outputs are NaN (not written?)"))
+    if trial["inputs_modified"]:
+        issues.append(("inputs", "the submission modified its inputs"))
+    if not trial["rel_l2"] <= tol:  # written this way so that NaN fails too
+        issues.append(("error", f"relative L2 error {trial['rel_l2']:.3e} > {tol:g}"))
+    return issues
+
+
+def summarize(trials, tol, weight_issue=None):
+    """Disposition and summary fields from the trial records (plain values, see run_trial)."""
+    measured = [t for t in trials if not t["mismatch"]]
+    issues = {"weights": weight_issue} if weight_issue else {}
+    for index, trial in enumerate(trials):
+        for kind, message in trial_issues(trial, tol):
+            issues.setdefault(kind, f"trial {index}: {message}")  # first occurrence of each kind
+    return {
+        "disposition": "incorrect" if issues or not trials else "passed",
+        "reason": "; ".join(issues.values()),
+        "max_rel_l2": worst(t["rel_l2"] for t in measured),
+        "ref_default_rel_l2": worst(t["ref_rel_l2"] for t in measured),
+        "allclose_1e2": bool(trials) and all(not t["mismatch"] and t["allclose_1e2"] for t in trials),
+        "allclose_1e4": bool(trials) and all(not t["mismatch"] and t["allclose_1e4"] for t in trials),
+        "nan_outputs": max((t["nan_count"] for t in measured), default=None),
+        "trials": len(trials),
+    }
+
+
+def timing_stats(times):
+    return {"mean": statistics.fmean(times), "median": statistics.median(times)}
+
+
+def speedup(ref_stats, stats):
+    """Reference mean / submission mean, the evaluator's speedup."""
+    if not ref_stats or not stats:
+        return None
+    return ref_stats["mean"] / stats["mean"]
+
+
+def finite(value):
+    """value with every non-finite float replaced by null (JSON has no NaN; Go rejects it)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def json_document(env, results):
+    document = dict(env)
+    document["results"] = [{k: r[k] for k in RESULT_KEYS} for r in results]
+    return finite(document)
+
+
+def write_json(path, value, allow_nan=True):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2, allow_nan=allow_nan)
+        f.write("\n")
+
+
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ---------------------------------------------------------------- text output
+
+def progress(message):
+    print(message, flush=True)
+
+
+def fmt_err(value):
+    if value is None:
+        return "-"
+    return "nan" if math.isnan(value) else f"{value:.2e}"
+
+
+def fmt_ms(stats):
+    return "-" if not stats else f"{stats['mean']:.3f}/{stats['median']:.3f}"
+
+
+def fmt_flag(value):
+    return "-" if value is None else ("yes" if value else "no")
+
+
+def fmt_speedup(value):
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def first_line(text, limit=160):
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def item_line(index, total, result):
+    parts = [f"[{index}/{total}] {result['spec']}/{result['backend']}: {result['disposition']}",
+             f"max rel L2 {fmt_err(result['max_rel_l2'])}"]
+    if result["time_ms"]:
+        parts.append(f"{fmt_ms(result['time_ms'])} ms")
+    if result["reason"]:
+        parts.append(first_line(result["reason"]))
+    return "  ".join(parts)
+
+
+TABLE_HEADER = ["spec", "backend", "disposition", "max rel L2", "allclose 1e-2/1e-4",
+                "ms mean/median", "ref tf32 ms", "ref ieee ms", "speedup tf32/ieee"]
+
+
+def table_row(r):
+    return [
+        r["spec"], r["backend"], r["disposition"], fmt_err(r["max_rel_l2"]),
+        f"{fmt_flag(r['allclose_1e2'])}/{fmt_flag(r['allclose_1e4'])}",
+        fmt_ms(r["time_ms"]), fmt_ms(r["ref_default_ms"]), fmt_ms(r["ref_strict_ms"]),
+        f"{fmt_speedup(speedup(r['ref_default_ms'], r['time_ms']))}/"
+        f"{fmt_speedup(speedup(r['ref_strict_ms'], r['time_ms']))}",
+    ]
+
+
+def format_table(results):
+    rows = [TABLE_HEADER] + [table_row(r) for r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_HEADER))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    reasons = [f"{r['spec']}/{r['backend']}: {first_line(r['reason'])}"
+               for r in results if r["disposition"] != "passed"]
+    return "\n".join(lines + ([""] + reasons if reasons else []))
+
+
+# ---------------------------------------------------------------- build phase (worker processes)
+
+def load_module(path):
+    """Import a file under a name unique to its path (every spec has a problem.py and a cuda.py)."""
+    digest = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:12]
+    name = f"evaluated_{backend_of(path)}_{digest}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # triton and dataclasses look a function's module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_one(path):
+    """Import one submission (running its load_inline build); the error text, or None."""
+    log = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            load_module(path)
+    except Exception:
+        return tail(log.getvalue() + "\n" + traceback.format_exc())
+    return None
+
+
+def build_all(paths, jobs):
+    """Build every submission in parallel; path -> build error text, or None (built or unknown)."""
+    errors = {}
+    if not paths:
+        return errors
+    context = multiprocessing.get_context("spawn")  # CUDA state must never be forked
+    # One fresh interpreter per file, so no module or extension state leaks between builds.
+    with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context,
+                             max_tasks_per_child=1) as pool:
+        futures = {pool.submit(build_one, path): path for path in paths}
+        for done, future in enumerate(as_completed(futures), 1):
+            path = futures[future]
+            try:
+                errors[path] = future.result()
+                status = "failed" if errors[path] else "ok"
+            except BrokenProcessPool:
+                # A worker died; the isolated evaluation imports the file again and will tell.
+                errors[path] = None
+                status = "worker died, deferred to evaluation"
+            progress(f"[build {done}/{len(paths)}] {label(path)}: {status}")
+    return errors
+
+
+# ---------------------------------------------------------------- evaluation phase (parent side)
+
+def run_child(mode, target, args):
+    """Run one evaluation in a child process; (its JSON result or None, its output tail)."""
+    with tempfile.TemporaryDirectory(prefix="evaluate-") as tmp:
+        result_path = os.path.join(tmp, "result.json")
+        command = child_command(mode, target, result_path, args)
+        try:
+            proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, errors="replace", timeout=args.timeout)
+            output = f"exit status {proc.returncode}\n{proc.stdout}"
+        except subprocess.TimeoutExpired as exc:
+            # exc.output is bytes whatever text= says
+            output = f"timed out after {args.timeout} s\n{(exc.output or b'').decode(errors='replace')}"
+        if not os.path.exists(result_path):
+            return None, tail(output)
+        with open(result_path, encoding="utf-8") as f:
+            return json.load(f), tail(output)
+
+
+def evaluate_file(path, build_error, args):
+    if build_error:
+        return new_result(path, reason="build failed: " + build_error)
+    result, output = run_child("--item", path, args)
+    if result is None:
+        return new_result(path, reason="evaluation process died: " + output)
+    return result
+
+
+def time_reference(spec, args):
+    times, output = run_child("--ref-timing", spec.path, args)
+    if times is None:
+        progress(f"[reference] {spec.name}: timing failed, speedups will be missing\n{output}")
+        return NO_REF_TIMES
+    progress(f"[reference] {spec.name}: tf32 {fmt_ms(times['ref_default_ms'])} ms, "
+             f"ieee {fmt_ms(times['ref_strict_ms'])} ms")
+    return times
+
+
+def evaluate_all(specs, build_errors, args):
+    results = []
+    total = sum(len(s.submissions) for s in specs)
+    for spec in specs:
+        ref_times = time_reference(spec, args) if args.time and spec.submissions else NO_REF_TIMES
+        for path in spec.submissions:
+            result = evaluate_file(path, build_errors.get(path), args)
+            result.update(ref_times)
+            results.append(result)
+            progress(item_line(len(results), total, result))
+    return results
+
+
+def driver_version():
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.split("\n")[0].strip() or None
+
+
+def environment():
+    return {
+        "gpu": torch.cuda.get_device_name(),
+        "torch": str(torch.__version__),
+        "cuda": torch.version.cuda,
+        "cudnn": str(torch.backends.cudnn.version()),
+        "driver": driver_version(),
+        "date": utc_now(),
+    }
+
+
+def run_all(args):
+    try:
+        specs = discover_specs(args.dirs)
+    except ValueError as exc:
+        print(f"evaluate.py: {exc}", file=sys.stderr)
+        return 2
+    for spec in specs:
+        if not spec.submissions:
+            progress(f"warning: {spec.path} has no {' or '.join(b + '.py' for b in BACKENDS)}")
+    # The evaluator compiles with device-side assertions on and keeps the variable set;
+    # children inherit it, so builds and cache lookups see the same flags.
+    os.environ["TORCH_USE_CUDA_DSA"] = "1"
+    build_errors = build_all([p for s in specs for p in s.submissions], args.jobs)
+    results = evaluate_all(specs, build_errors, args)
+    print()
+    print(format_table(results), flush=True)
+    if args.json:
+        write_json(args.json, json_document(environment(), results), allow_nan=False)
+    return 0 if results and all(r["disposition"] == "passed" for r in results) else 1
+
+
+# ---------------------------------------------------------------- child side (GPU work)
+
+def set_seed(seed):
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed(seed)
+
+
+def to_device(x):
+    # The evaluator casts every tensor to the fp32 precision, then moves it to the GPU.
+    return x.to(dtype=torch.float32).to("cuda") if isinstance(x, torch.Tensor) else x
+
+
+def init_inputs(problem):
+    set_seed(SEED)
+    return [to_device(x) for x in problem.get_init_inputs()]
+
+
+def construct(model_class, inits):
+    """Seed, build on the CPU, move to the GPU: what the evaluator does for each model."""
+    with torch.no_grad():
+        set_seed(SEED)
+        model = model_class(*inits)
+    return model.to(device="cuda", dtype=torch.float32)
+
+
+def weight_mismatch(ref, new):
+    """Why new's parameters differ from ref's (names, shapes, dtypes, values), or None."""
+    ref_params, new_params = dict(ref.named_parameters()), dict(new.named_parameters())
+    if list(ref_params) != list(new_params):
+        return f"parameters {list(new_params)} differ from the reference's {list(ref_params)}"
+    for name, p in ref_params.items():
+        q = new_params[name]
+        if (q.shape, q.dtype) != (p.shape, p.dtype):
+            return f"parameter {name}: {tuple(q.shape)} {q.dtype}, reference {tuple(p.shape)} {p.dtype}"
+        if not torch.equal(p, q):
+            return f"parameter {name}: values differ from the reference's (seeded init not reproduced)"
+    return None
+
+
+def trial_seeds(count):
+    # The evaluator draws the per-trial seeds from the generator seeded with SEED.
+    torch.manual_seed(SEED)
+    return [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(count)]
+
+
+def poison_allocator(like):
+    """Free a NaN-filled block of the output's size, so the caching allocator most likely hands
+    it to the submission's output: an output element it never writes then reads NaN."""
+    poison = torch.full_like(like, math.nan)
+    del poison
+
+
+def output_mismatch(ref_out, out):
+    if not isinstance(out, torch.Tensor):
+        return f"output is a {type(out).__name__}, not a tensor"
+    if out.shape != ref_out.shape:
+        return f"output shape {tuple(out.shape)}, expected {tuple(ref_out.shape)}"
+    if out.dtype != ref_out.dtype:
+        return f"output dtype {out.dtype}, expected {ref_out.dtype}"
+    return None
+
+
+def as_double(x):
+    return x.double() if isinstance(x, torch.Tensor) else x
+
+
+def rel_l2(out, truth):
+    """||out - truth|| / ||truth|| in float64."""
+    return (torch.linalg.vector_norm(out.double() - truth) / torch.linalg.vector_norm(truth)).item()
+
+
+def same_inputs(inputs, saved):
+    return all(torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
+               for a, b in zip(inputs, saved))
+
+
+def run_trial(ref, truth_model, new, inputs):
+    """One correctness trial; a record of plain values for summarize()."""
+    ref_out = ref(*inputs)  # the evaluator runs the reference first
+    saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    poison_allocator(ref_out)
+    out = new(*inputs)
+    torch.cuda.synchronize()  # an asynchronous kernel fault surfaces here, not later
+    mismatch = output_mismatch(ref_out, out)
+    if mismatch:
+        return {"mismatch": mismatch}
+    nan_count = int(out.isnan().sum())
+    truth = truth_model(*[as_double(x) for x in saved])
+    return {
+        "mismatch": None,
+        "nan_count": nan_count,
+        "inputs_modified": not same_inputs(inputs, saved),
+        "rel_l2": rel_l2(out, truth),
+        "ref_rel_l2": rel_l2(ref_out, truth),
+        "allclose_1e2": torch.allclose(ref_out, out, atol=1e-2, rtol=1e-2),
+        "allclose_1e4": torch.allclose(ref_out, out, atol=1e-4, rtol=1e-4),
+    }
+
+
+def run_trials(ref, new, get_inputs, count):
+    truth_model = copy.deepcopy(ref).double()  # same weights, float64 on the GPU: the truth
+    trials = []
+    with torch.no_grad():
+        for seed in trial_seeds(count):
+            set_seed(seed)
+            inputs = [to_device(x) for x in get_inputs()]
+            trials.append(run_trial(ref, truth_model, new, inputs))
+            if trials[-1]["mismatch"]:
+                break  # the evaluator stops at the first shape mismatch
+    return trials
+
+
+def timing_inputs(problem):
+    set_seed(SEED)
+    return [to_device(x) for x in problem.get_inputs()]
+
+
+def time_model(model, inputs, timed):
+    """The evaluator's cuda_event timing; milliseconds of each kept trial.
+
+    Like the evaluator it runs outside no_grad, synchronizes after each warm-up, empties
+    the allocator cache, then runs timed + 1 trials and discards the first."""
+    flush = torch.empty(FLUSH_FLOATS, dtype=torch.float32, device="cuda")
+    for _ in range(WARMUP):
+        model(*inputs)
+        torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    times = []
+    for trial in range(timed + 1):
+        torch.cuda.synchronize()
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        flush.zero_()  # evict the inputs and weights from L2: cold-cache timing
+        start.record()
+        # Holding the previous output during the call, as the evaluator's `_ = ...` does.
+        out = model(*inputs)  # noqa: F841
+        end.record()
+        torch.cuda.synchronize()
+        if trial > 0:
+            times.append(start.elapsed_time(end))
+    return times
+
+
+def tf32_switch():
+    """(object, attribute, strict value) that turns cuDNN convolution TF32 off in this torch."""
+    conv = getattr(torch.backends.cudnn, "conv", None)
+    if conv is not None and hasattr(conv, "fp32_precision"):  # torch >= 2.9
+        return conv, "fp32_precision", "ieee"
+    return torch.backends.cudnn, "allow_tf32", False
+
+
+@contextlib.contextmanager
+def strict_fp32():
+    target, attribute, strict = tf32_switch()
+    saved = getattr(target, attribute)
+    setattr(target, attribute, strict)
+    try:
+        yield
+    finally:
+        setattr(target, attribute, saved)
+
+
+def evaluate_submission(path, args):
+    result = new_result(path)
+    # One isolation boundary: anything raised is the submission's failure, recorded and reported.
+    try:
+        problem = load_module(os.path.join(os.path.dirname(path), "problem.py"))
+        submission = load_module(path)
+        inits = init_inputs(problem)
+        ref = construct(problem.Model, inits)
+        new = construct(submission.Model, inits)
+        weight_issue = weight_mismatch(ref, new)
+        result.update(summarize(run_trials(ref, new, problem.get_inputs, args.trials),
+                                args.tol, weight_issue))
+        if args.time:
+            result["time_ms"] = timing_stats(time_model(new, timing_inputs(problem), args.timed))
+    except Exception as exc:
+        result.update(disposition="failed", reason=tail(f"{type(exc).__name__}: {exc}"))
+    return result
+
+
+def item_main(args):
+    write_json(args.result, evaluate_submission(os.path.abspath(args.item), args))
+    return 0
+
+
+def ref_timing_main(args):
+    """Time one spec's reference with PyTorch defaults (TF32 convs) and with strict fp32."""
+    problem = load_module(os.path.join(args.ref_timing, "problem.py"))
+    ref = construct(problem.Model, init_inputs(problem))
+    inputs = timing_inputs(problem)
+    default = timing_stats(time_model(ref, inputs, args.timed))
+    with strict_fp32():
+        strict = timing_stats(time_model(ref, inputs, args.timed))
+    write_json(args.result, {"ref_default_ms": default, "ref_strict_ms": strict})
+    return 0
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.item:
+        return item_main(args)
+    if args.ref_timing:
+        return ref_timing_main(args)
+    return run_all(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

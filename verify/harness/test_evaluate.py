@@ -1,0 +1,263 @@
+"""Tests of evaluate.py's pure parts; they run without torch or a GPU:
+python3 -m unittest discover -s verify/harness   (or: cd verify/harness && python3 -m unittest)"""
+
+import json
+import math
+import os
+import sys
+import tempfile
+import unittest
+from unittest import mock
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import evaluate  # noqa: E402
+
+
+def good_trial(rel=1e-7, ref_rel=3e-4, nan=0, modified=False, close2=True, close4=False):
+    return {"mismatch": None, "nan_count": nan, "inputs_modified": modified, "rel_l2": rel,
+            "ref_rel_l2": ref_rel, "allclose_1e2": close2, "allclose_1e4": close4}
+
+
+def write(path, text=""):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+class ParseArgsTest(unittest.TestCase):
+    def test_defaults(self):
+        args = evaluate.parse_args(["out/58"])
+        self.assertEqual(args.dirs, ["out/58"])
+        self.assertFalse(args.time)
+        self.assertEqual((args.trials, args.timed, args.tol), (5, 100, 1e-5))
+        self.assertEqual(args.jobs, min(16, os.cpu_count() or 1))
+        self.assertIsNone(args.json)
+        self.assertIsNone(args.item)
+
+    def test_options(self):
+        args = evaluate.parse_args(["--time", "--trials", "3", "--jobs", "4", "--json", "r.json",
+                                    "--tol", "1e-6", "--timed", "10", "a", "b"])
+        self.assertEqual(args.dirs, ["a", "b"])
+        self.assertTrue(args.time)
+        self.assertEqual((args.trials, args.jobs, args.json, args.tol, args.timed),
+                         (3, 4, "r.json", 1e-6, 10))
+
+    def test_usage_errors(self):
+        for argv in ([], ["--trials", "0", "a"], ["--jobs", "x", "a"], ["--item", "x/cuda.py"]):
+            with self.subTest(argv=argv), mock.patch("sys.stderr"), self.assertRaises(SystemExit):
+                evaluate.parse_args(argv)
+
+    def test_child_command_round_trips(self):
+        args = evaluate.parse_args(["--time", "--trials", "2", "--tol", "3e-6", "--timed", "7", "d"])
+        command = evaluate.child_command("--item", "/s/58/cuda.py", "/tmp/r.json", args)
+        self.assertEqual(command[:2], [sys.executable, evaluate.SCRIPT])
+        child = evaluate.parse_args(command[2:])
+        self.assertEqual(child.item, "/s/58/cuda.py")
+        self.assertEqual(child.result, "/tmp/r.json")
+        self.assertEqual((child.trials, child.tol, child.timed, child.time), (2, 3e-6, 7, True))
+        untimed = evaluate.parse_args(evaluate.child_command(
+            "--ref-timing", "/s/58", "r", evaluate.parse_args(["d"]))[2:])
+        self.assertEqual(untimed.ref_timing, "/s/58")
+        self.assertFalse(untimed.time)
+
+
+class DiscoveryTest(unittest.TestCase):
+    def setUp(self):
+        self.root = tempfile.mkdtemp()
+        write(os.path.join(self.root, "out", "58", "problem.py"))
+        write(os.path.join(self.root, "out", "58", "triton.py"))
+        write(os.path.join(self.root, "out", "58", "cuda.py"))
+        write(os.path.join(self.root, "out", "61", "problem.py"))
+        write(os.path.join(self.root, "out", "61", "cuda.py"))
+        write(os.path.join(self.root, "out", "61", "notes.py"))
+        write(os.path.join(self.root, "out", "README.md"))
+        os.makedirs(os.path.join(self.root, "out", "empty"))
+
+    def path(self, *parts):
+        return os.path.realpath(os.path.join(self.root, *parts))
+
+    def test_parent_directory(self):
+        specs = evaluate.discover_specs([os.path.join(self.root, "out")])
+        self.assertEqual([s.name for s in specs], ["58", "61"])
+        self.assertEqual(specs[0].submissions,
+                         [self.path("out", "58", "cuda.py"), self.path("out", "58", "triton.py")])
+        self.assertEqual(specs[1].submissions, [self.path("out", "61", "cuda.py")])
+
+    def test_spec_directory_and_duplicates(self):
+        spec = os.path.join(self.root, "out", "61")
+        specs = evaluate.discover_specs([spec, spec + "/", os.path.join(self.root, "out")])
+        self.assertEqual([s.name for s in specs], ["61", "58"])
+
+    def test_no_spec(self):
+        for bad in (os.path.join(self.root, "out", "empty"), os.path.join(self.root, "missing")):
+            with self.subTest(bad=bad), self.assertRaises(ValueError):
+                evaluate.discover_specs([bad])
+
+    def test_label_and_result(self):
+        path = self.path("out", "58", "triton.py")
+        self.assertEqual(evaluate.label(path), "58/triton")
+        result = evaluate.new_result(path, reason="boom")
+        self.assertEqual(tuple(result), evaluate.RESULT_KEYS)
+        self.assertEqual((result["spec"], result["backend"], result["disposition"], result["reason"]),
+                         ("58", "triton", "failed", "boom"))
+        self.assertIsNone(result["time_ms"])
+
+
+class SummaryTest(unittest.TestCase):
+    def test_passed(self):
+        s = evaluate.summarize([good_trial(rel=1e-7), good_trial(rel=2e-7, ref_rel=4e-4)], 1e-5)
+        self.assertEqual(s["disposition"], "passed")
+        self.assertEqual(s["reason"], "")
+        self.assertEqual((s["max_rel_l2"], s["ref_default_rel_l2"]), (2e-7, 4e-4))
+        self.assertEqual((s["allclose_1e2"], s["allclose_1e4"]), (True, False))
+        self.assertEqual((s["nan_outputs"], s["trials"]), (0, 2))
+
+    def test_error_over_tolerance(self):
+        s = evaluate.summarize([good_trial(), good_trial(rel=3e-4), good_trial(rel=5e-4)], 1e-5)
+        self.assertEqual(s["disposition"], "incorrect")
+        self.assertEqual(s["reason"], "trial 1: relative L2 error 3.000e-04 > 1e-05")
+        self.assertEqual(s["max_rel_l2"], 5e-4)
+
+    def test_nan_outputs(self):
+        s = evaluate.summarize([good_trial(rel=math.nan, nan=12), good_trial(nan=3)], 1e-5)
+        self.assertEqual(s["disposition"], "incorrect")
+        self.assertIn("trial 0: 12 outputs are NaN", s["reason"])
+        self.assertIn("trial 0: relative L2 error nan", s["reason"])
+        self.assertTrue(math.isnan(s["max_rel_l2"]))
+        self.assertEqual(s["nan_outputs"], 12)
+
+    def test_modified_inputs_and_weights(self):
+        s = evaluate.summarize([good_trial(), good_trial(modified=True)], 1e-5, "weights differ")
+        self.assertEqual(s["disposition"], "incorrect")
+        self.assertEqual(s["reason"], "weights differ; trial 1: the submission modified its inputs")
+
+    def test_mismatch(self):
+        s = evaluate.summarize([{"mismatch": "output shape (1,), expected (2,)"}], 1e-5)
+        self.assertEqual(s["disposition"], "incorrect")
+        self.assertEqual(s["reason"], "trial 0: output shape (1,), expected (2,)")
+        self.assertIsNone(s["max_rel_l2"])
+        self.assertIsNone(s["nan_outputs"])
+        self.assertEqual((s["allclose_1e2"], s["allclose_1e4"], s["trials"]), (False, False, 1))
+
+    def test_worst(self):
+        self.assertIsNone(evaluate.worst([]))
+        self.assertEqual(evaluate.worst([1.0, 3.0, 2.0]), 3.0)
+        self.assertTrue(math.isnan(evaluate.worst([1.0, math.nan])))
+        self.assertTrue(math.isnan(evaluate.worst([math.nan, 1.0])))
+
+    def test_timing_stats_and_speedup(self):
+        stats = evaluate.timing_stats([1.0, 2.0, 6.0])
+        self.assertEqual(stats, {"mean": 3.0, "median": 2.0})
+        self.assertEqual(evaluate.speedup({"mean": 6.0, "median": 1.0}, stats), 2.0)
+        self.assertIsNone(evaluate.speedup(None, stats))
+        self.assertIsNone(evaluate.speedup(stats, None))
+
+
+class OutputTest(unittest.TestCase):
+    def results(self):
+        passed = evaluate.new_result("/o/58/cuda.py", disposition="passed")
+        passed.update(max_rel_l2=1.5e-7, ref_default_rel_l2=3e-4, allclose_1e2=True,
+                      allclose_1e4=False, nan_outputs=0, trials=5,
+                      time_ms={"mean": 2.0, "median": 1.9},
+                      ref_default_ms={"mean": 8.0, "median": 7.9},
+                      ref_strict_ms={"mean": 16.0, "median": 15.0})
+        broken = evaluate.new_result("/o/58/triton.py", disposition="incorrect",
+                                     reason="trial 0: relative L2 error nan > 1e-05\nmore")
+        broken.update(max_rel_l2=math.nan, trials=5)
+        return [passed, broken]
+
+    def test_json_document(self):
+        env = {"gpu": "NVIDIA H200", "torch": "2.11.0", "cuda": "13.0", "cudnn": "91900",
+               "driver": None, "date": "2025-01-02T03:04:05Z"}
+        doc = evaluate.json_document(env, self.results())
+        self.assertEqual(list(doc), ["gpu", "torch", "cuda", "cudnn", "driver", "date", "results"])
+        self.assertEqual([tuple(r) for r in doc["results"]], [evaluate.RESULT_KEYS] * 2)
+        self.assertIsNone(doc["results"][1]["max_rel_l2"])  # NaN is not JSON
+        self.assertEqual(doc["results"][0]["time_ms"], {"mean": 2.0, "median": 1.9})
+        path = os.path.join(tempfile.mkdtemp(), "r.json")
+        evaluate.write_json(path, doc, allow_nan=False)
+        with open(path, encoding="utf-8") as f:
+            self.assertEqual(json.load(f), doc)
+
+    def test_finite(self):
+        self.assertEqual(evaluate.finite({"a": [math.inf, 1.0, (math.nan,)], "b": "x", "c": 3}),
+                         {"a": [None, 1.0, [None]], "b": "x", "c": 3})
+
+    def test_table(self):
+        text = evaluate.format_table(self.results())
+        lines = text.splitlines()
+        self.assertTrue(lines[0].startswith("spec"))
+        self.assertTrue(set(lines[1]) <= {"-", " "})
+        self.assertIn("1.50e-07", lines[2])
+        self.assertIn("yes/no", lines[2])
+        self.assertIn("2.000/1.900", lines[2])
+        self.assertIn("4.00x/8.00x", lines[2])
+        self.assertIn("nan", lines[3])
+        self.assertEqual(lines[-1], "58/triton: trial 0: relative L2 error nan > 1e-05")
+
+    def test_item_line(self):
+        passed, broken = self.results()
+        self.assertEqual(evaluate.item_line(1, 2, passed),
+                         "[1/2] 58/cuda: passed  max rel L2 1.50e-07  2.000/1.900 ms")
+        self.assertTrue(evaluate.item_line(2, 2, broken).endswith("error nan > 1e-05"))
+
+    def test_utc_now(self):
+        self.assertRegex(evaluate.utc_now(), r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+    def test_tail(self):
+        self.assertEqual(evaluate.tail("  short \n"), "short")
+        self.assertEqual(evaluate.tail("x" * 10 + "end", limit=3), "...end")
+
+
+class IsolationTest(unittest.TestCase):
+    """The process plumbing, with stand-in child commands instead of GPU evaluations."""
+
+    def args(self, *extra):
+        return evaluate.parse_args(["--timeout", "30", *extra, "d"])
+
+    def fake_child(self, code):
+        def command(mode, target, result_path, args):
+            return [sys.executable, "-c", code, result_path]
+        return mock.patch.object(evaluate, "child_command", command)
+
+    def test_child_result_is_read(self):
+        code = "import json, sys; json.dump({'disposition': 'passed'}, open(sys.argv[1], 'w'))"
+        with self.fake_child(code):
+            result, _ = evaluate.run_child("--item", "/o/58/cuda.py", self.args())
+        self.assertEqual(result, {"disposition": "passed"})
+
+    def test_dead_child_is_a_failure(self):
+        with self.fake_child("import sys; print('illegal memory access'); sys.exit(3)"):
+            result = evaluate.evaluate_file("/o/58/cuda.py", None, self.args())
+        self.assertEqual(result["disposition"], "failed")
+        self.assertIn("exit status 3", result["reason"])
+        self.assertIn("illegal memory access", result["reason"])
+
+    def test_timeout_is_a_failure(self):
+        with self.fake_child("import time; print('hung', flush=True); time.sleep(30)"):
+            args = self.args()
+            args.timeout = 1
+            result = evaluate.evaluate_file("/o/58/cuda.py", None, args)
+        self.assertEqual(result["disposition"], "failed")
+        self.assertIn("timed out after 1 s", result["reason"])
+
+    def test_build_failure_skips_evaluation(self):
+        with self.fake_child("raise SystemExit('must not run')"):
+            result = evaluate.evaluate_file("/o/58/cuda.py", "nvcc error", self.args())
+        self.assertEqual((result["disposition"], result["reason"]),
+                         ("failed", "build failed: nvcc error"))
+
+    def test_build_all(self):
+        root = tempfile.mkdtemp()
+        good, bad = os.path.join(root, "58", "cuda.py"), os.path.join(root, "61", "cuda.py")
+        write(good, "print('building')\nVALUE = 1\n")
+        write(bad, "raise RuntimeError('Error building extension conv_58')\n")
+        with mock.patch("sys.stdout"):
+            errors = evaluate.build_all([good, bad], jobs=2)
+        self.assertIsNone(errors[good])
+        self.assertIn("RuntimeError: Error building extension conv_58", errors[bad])
+        self.assertEqual(evaluate.build_all([], jobs=2), {})
+
+
+if __name__ == "__main__":
+    unittest.main()
