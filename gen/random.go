@@ -9,13 +9,14 @@ import (
 )
 
 // RandomBackends are the backends a random configuration is rendered for.
-var RandomBackends = []string{"cuda"}
+var RandomBackends = []string{"cuda", "triton"}
 
 // RandomSpec writes the YAML of one random valid small configuration:
 // stride, dilation and kernel sizes of 1 to 3 (kernel up to 5) per
-// dimension, odd and prime extents, groups, bias, output_padding, and half
-// of the time an explicit random tile, so the sweep exercises the kernel's
-// loader mappings as well as its geometry. The caller validates it.
+// dimension, odd and prime extents, groups, bias, output_padding, either
+// precision, and half of the time an explicit random tile, so the sweep
+// exercises the kernel's loader and fragment mappings as well as its
+// geometry. The caller validates it.
 func RandomSpec(r *rand.Rand, name string) string {
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
 	var k, in, s, p, op, dil [3]int
@@ -35,10 +36,16 @@ func RandomSpec(r *rand.Rand, name string) string {
 	cin := groups * (1 + r.Intn(pick(3, 9, 17)))
 	cout := groups * (1 + r.Intn(pick(3, 9, 17)))
 	bias := r.Intn(2) == 0
+	precision := []string{"fp32", "3xtf32"}[r.Intn(2)]
 	tile := ""
-	if r.Intn(2) == 0 {
+	switch {
+	case r.Intn(2) == 0:
+	case precision == "fp32":
 		tile = fmt.Sprintf("\n  tile: {bm: %d, bn: %d, bk: %d, tm: %d, tn: %d}",
 			pick(64, 128, 256, 512), pick(8, 16, 32, 64), pick(1, 3, 4, 8, 16), pick(4, 8), pick(4, 8))
+	default:
+		tile = fmt.Sprintf("\n  tile: {bm: %d, bn: %d, bk: %d, wm: %d, wn: %d}",
+			pick(64, 128, 256), pick(8, 16, 32, 64), pick(8, 16, 24), pick(16, 32, 64), pick(8, 16, 32))
 	}
 	list := func(v [3]int) string { return fmt.Sprintf("[%d, %d, %d]", v[0], v[1], v[2]) }
 	return fmt.Sprintf(`version: 1
@@ -80,11 +87,12 @@ reference:
     - bias=bias
   init_inputs: [%d, %d, %s, %s, %s, %s, %s, %d, %t]
 kernel:
-  backends: [%s]%s
+  backends: [%s]
+  precision: %s%s
 `, name, 1+r.Intn(3), cin, cout, list(k), list(in), list(s), list(p), list(op), list(dil), groups, bias,
 		[]string{"rand", "randn"}[r.Intn(2)],
 		cin, cout, list(k), list(s), list(p), list(op), list(dil), groups, bias,
-		strings.Join(RandomBackends, ", "), tile)
+		strings.Join(RandomBackends, ", "), precision, tile)
 }
 
 // Random returns n random configurations that pass validation and

@@ -5,7 +5,6 @@ package plan
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 
 	"convtgen/gen/geom"
@@ -21,15 +20,20 @@ type Plan struct {
 	CoutG int    // output channels per group: the GEMM's N
 	Tile  Tile
 
-	// Phases lists the stride phases that hold outputs, heaviest first so
-	// the longest blocks start first; Taps holds their taps back to back.
-	Phases []Phase
-	Taps   []Tap
+	// Phases lists the stride phases that hold outputs; Taps holds their
+	// taps back to back. The grid interleaves the phases (block x works on
+	// phase x mod len(Phases), M tile x / len(Phases)), so blocks that write
+	// neighbouring outputs of different phases run together and their
+	// partial-sector stores merge in L2 instead of each costing a DRAM
+	// read-modify-write.
+	Phases   []Phase
+	Taps     []Tap
+	MaxTiles int // M tiles of the largest phase
 
-	Grid    [3]int // (M tiles over all phases, N tiles, groups)
+	Grid    [3]int // (phases x MaxTiles, N tiles, groups)
 	Threads int
 	// SmemBytes is the static shared memory of the main kernel: two stages
-	// of the A (BK x BM) and B (BK x BN) tiles.
+	// of the A (BK x BM) and B (BK x BN) tiles, rows padded by Tile.Pad.
 	SmemBytes int
 	// Index is the C type for flat element offsets: int unless a tensor
 	// has 2^31 elements or more.
@@ -46,24 +50,32 @@ type Names struct {
 }
 
 // Tile is the implicit-GEMM tiling: a block computes BM output positions
-// of one phase by BN output channels of one group; each thread holds TM x TN
-// results; the reduction advances BK input channels at a time.
+// of one phase by BN output channels of one group; the reduction advances BK
+// input channels at a time. FFMA: each thread holds TM x TN results on a
+// ThreadsM x ThreadsN grid. MMA (3xtf32): each warp holds a WM x WN tile of
+// m16n8k8 fragments on a WarpsM x WarpsN grid.
 type Tile struct {
-	BM, BN, BK, TM, TN int
-	ThreadsM, ThreadsN int // thread grid inside the block
+	MMA                bool
+	BM, BN, BK         int
+	TM, TN             int
+	ThreadsM, ThreadsN int
+	WM, WN             int
+	WarpsM, WarpsN     int
+	// Shared-memory row padding in floats: the MMA fragment reads hit all
+	// 32 banks only when a tile row is offset by 8 banks from the next.
+	Pad int
 }
 
 // Phase is one stride phase: the outputs with o ≡ R (mod stride) in every
 // dimension. Within it each tap reads input index q + Off, so the phase is
 // a dense GEMM with no masked-out multiply-adds.
 type Phase struct {
-	R         [3]int // residue of the output index per dimension
-	Q         [3]int // outputs of this phase per dimension
-	M         int    // GEMM rows: batch x Q[0] x Q[1] x Q[2]
-	TileStart int    // first M tile of this phase in the flattened grid
-	Tiles     int
-	TapStart  int // first tap in Plan.Taps
-	TapCount  int
+	R        [3]int // residue of the output index per dimension
+	Q        [3]int // outputs of this phase per dimension
+	M        int    // GEMM rows: batch x Q[0] x Q[1] x Q[2]
+	Tiles    int    // M tiles of BM rows
+	TapStart int    // first tap in Plan.Taps
+	TapCount int
 }
 
 // Tap is one kernel position that contributes to a phase.
@@ -85,18 +97,19 @@ const (
 func New(s *spec.Spec) (*Plan, error) {
 	c := s.Problem.Conv
 	p := &Plan{Spec: s, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup()}
-	p.Tile = chooseTile(s.Kernel.Tile, p.CinG, p.CoutG)
+	if s.Kernel.Precision == "3xtf32" {
+		p.Tile = chooseMMATile(s.Kernel.Tile, p.CinG, p.CoutG)
+		p.Threads = 32 * p.Tile.WarpsM * p.Tile.WarpsN
+	} else {
+		p.Tile = chooseTile(s.Kernel.Tile, p.CinG, p.CoutG)
+		p.Threads = p.Tile.ThreadsM * p.Tile.ThreadsN
+	}
+	p.SmemBytes = 2 * p.Tile.BK * (p.Tile.BM + p.Tile.BN + 2*p.Tile.Pad) * 4
 	if err := p.checkTile(); err != nil {
 		return nil, err
 	}
-	p.Threads = p.Tile.ThreadsM * p.Tile.ThreadsN
-	p.SmemBytes = 2 * p.Tile.BK * (p.Tile.BM + p.Tile.BN) * 4
 	p.planPhases()
-	mTiles := 0
-	if n := len(p.Phases); n > 0 {
-		mTiles = p.Phases[n-1].TileStart + p.Phases[n-1].Tiles
-	}
-	p.Grid = [3]int{mTiles, ceilDiv(p.CoutG, p.Tile.BN), c.Groups}
+	p.Grid = [3]int{len(p.Phases) * p.MaxTiles, ceilDiv(p.CoutG, p.Tile.BN), c.Groups}
 	p.Index = "int"
 	if max(c.InputLen(), c.OutputLen(), c.WeightLen()) >= 1<<31 {
 		p.Index = "long long"
@@ -148,27 +161,69 @@ func chooseTile(t spec.Tile, cinG, coutG int) Tile {
 	return r
 }
 
+// chooseMMATile fills the 3xtf32 tile fields the spec left at zero: warp
+// tiles of 64 x 32 (4 x 4 fragments), BN covering the group's channels, and
+// about four warps per block.
+func chooseMMATile(t spec.Tile, cinG, coutG int) Tile {
+	r := Tile{MMA: true, BM: t.BM, BN: t.BN, BK: t.BK, WM: t.WM, WN: t.WN, Pad: 8}
+	if r.BN == 0 {
+		r.BN = min(64, max(8, nextPow2(coutG)))
+	}
+	if r.WN == 0 {
+		r.WN = min(32, r.BN)
+	}
+	if r.WM == 0 {
+		r.WM = 64
+	}
+	if r.BM == 0 {
+		warpsN := max(1, r.BN/r.WN)
+		r.BM = r.WM * max(1, 4/warpsN)
+	}
+	if r.BK == 0 {
+		r.BK = min(16, 8*ceilDiv(cinG, 8))
+	}
+	r.WarpsM, r.WarpsN = max(1, r.BM/r.WM), max(1, r.BN/r.WN)
+	return r
+}
+
 func (p *Plan) checkTile() error {
 	t, s := p.Tile, p.Spec
 	var errs spec.Errors
 	bad := func(field string, got int, format string, args ...any) {
 		errs = append(errs, s.Errorf("kernel.tile."+field, strconv.Itoa(got), format, args...))
 	}
-	if t.BM%t.TM != 0 || t.BM/t.TM < 1 {
-		bad("bm", t.BM, "must be a multiple of tm=%d", t.TM)
+	if t.MMA {
+		if t.BM%t.WM != 0 {
+			bad("bm", t.BM, "must be a multiple of wm=%d", t.WM)
+		}
+		if t.BN%t.WN != 0 {
+			bad("bn", t.BN, "must be a multiple of wn=%d", t.WN)
+		}
+		if t.BK%8 != 0 {
+			bad("bk", t.BK, "must be a multiple of 8 with 3xtf32 (m16n8k8 fragments)")
+		}
+		if acc := t.WM * t.WN / 32; acc > maxAccum {
+			bad("wm", t.WM, "wm*wn/32 = %d accumulators per thread; at most %d fit in registers", acc, maxAccum)
+		}
+		if p.Threads > MaxThreads {
+			bad("bm", t.BM, "gives 32*(bm/wm)*(bn/wn) = %d threads; a block has at most %d", p.Threads, MaxThreads)
+		}
+	} else {
+		if t.BM%t.TM != 0 {
+			bad("bm", t.BM, "must be a multiple of tm=%d", t.TM)
+		}
+		if t.BN%t.TN != 0 {
+			bad("bn", t.BN, "must be a multiple of tn=%d", t.TN)
+		}
+		if p.Threads%32 != 0 || p.Threads > MaxThreads {
+			bad("bm", t.BM, "gives (bm/tm)*(bn/tn) = %d threads; a block needs a multiple of 32, at most %d", p.Threads, MaxThreads)
+		}
+		if t.TM*t.TN > maxAccum {
+			bad("tm", t.TM, "tm*tn = %d accumulators per thread; at most %d fit in registers", t.TM*t.TN, maxAccum)
+		}
 	}
-	if t.BN%t.TN != 0 {
-		bad("bn", t.BN, "must be a multiple of tn=%d", t.TN)
-	}
-	threads := (t.BM / t.TM) * (t.BN / t.TN)
-	if threads%32 != 0 || threads > MaxThreads {
-		bad("bm", t.BM, "gives (bm/tm)*(bn/tn) = %d threads; a block needs a multiple of 32, at most %d", threads, MaxThreads)
-	}
-	if smem := 2 * t.BK * (t.BM + t.BN) * 4; smem > MaxSmemBytes {
-		bad("bk", t.BK, "needs %d bytes of shared memory (2*bk*(bm+bn)*4); sm_80 allows %d of static shared memory", smem, MaxSmemBytes)
-	}
-	if t.TM*t.TN > maxAccum {
-		bad("tm", t.TM, "tm*tn = %d accumulators per thread; at most %d fit in registers", t.TM*t.TN, maxAccum)
+	if p.SmemBytes > MaxSmemBytes {
+		bad("bk", t.BK, "needs %d bytes of shared memory (two stages of bk x (bm+bn) floats, padded); sm_80 allows %d of static shared memory", p.SmemBytes, MaxSmemBytes)
 	}
 	if len(errs) > 0 {
 		return errs
@@ -220,23 +275,12 @@ func (p *Plan) planPhases() {
 			}
 		}
 	}
-	order := make([]int, len(phases))
-	for i := range order {
-		order[i] = i
-	}
-	// Heaviest phases first: their blocks run longest, so starting them
-	// early shortens the tail of the grid.
-	sort.SliceStable(order, func(a, b int) bool {
-		return phases[order[a]].TapCount*phases[order[a]].Tiles > phases[order[b]].TapCount*phases[order[b]].Tiles
-	})
-	tile := 0
-	for _, i := range order {
-		ph := phases[i]
-		ph.TileStart, ph.TapStart = tile, len(p.Taps)
-		tile += ph.Tiles
+	for i := range phases {
+		phases[i].TapStart = len(p.Taps)
 		p.Taps = append(p.Taps, tapLists[i]...)
-		p.Phases = append(p.Phases, ph)
+		p.MaxTiles = max(p.MaxTiles, phases[i].Tiles)
 	}
+	p.Phases = phases
 }
 
 // KSteps is the length of a phase's reduction loop in BK-channel steps.

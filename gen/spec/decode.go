@@ -329,6 +329,8 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 				"bk": func(n *yaml.Node, f string) { k.Tile.BK, _ = d.int(n, f) },
 				"tm": func(n *yaml.Node, f string) { k.Tile.TM, _ = d.int(n, f) },
 				"tn": func(n *yaml.Node, f string) { k.Tile.TN, _ = d.int(n, f) },
+				"wm": func(n *yaml.Node, f string) { k.Tile.WM, _ = d.int(n, f) },
+				"wn": func(n *yaml.Node, f string) { k.Tile.WN, _ = d.int(n, f) },
 			})
 		},
 	})

@@ -78,10 +78,11 @@ type Kernel struct {
 }
 
 // Tile sizes of the implicit GEMM: a block computes BM output positions by
-// BN output channels, stepping BK reduction elements at a time; each thread
-// holds TM x TN results. Zero means "let the plan choose".
+// BN output channels, stepping BK reduction elements at a time. With fp32
+// FFMA each thread holds TM x TN results; with 3xtf32 each warp holds a
+// WM x WN tile of tensor-core fragments. Zero means "let the plan choose".
 type Tile struct {
-	BM, BN, BK, TM, TN int
+	BM, BN, BK, TM, TN, WM, WN int
 }
 
 // Value is a Python literal as the reference model sees it: an int, a bool

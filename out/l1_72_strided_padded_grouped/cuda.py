@@ -10,7 +10,8 @@ Inside a phase only the taps with (r + padding - k*dilation) divisible by the
 stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
-is written exactly once (no atomics), bias fused, fp32 FFMA accumulation.
+is written exactly once (no atomics), bias fused.
+Products are fp32 FFMA, accumulated in fp32.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
 """
@@ -35,10 +36,12 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
 // ---- Tiling (from the plan) ----------------------------------------------
 // A block computes kBM output positions of one phase by kBN output channels
-// of one group; thread (tm, tn) holds kTM x kTN of them in registers.
+// of one group, kBK input channels per step.
 static constexpr int kBM = 512, kBN = 8, kBK = 8;
-static constexpr int kTM = 8, kTN = 4;
-static constexpr int kThreadsM = 64, kThreads = 128;
+static constexpr int kThreads = 128;
+// Thread (tm, tn) holds kTM x kTN results in registers.
+static constexpr int kTM = 8, kTN = 4, kThreadsM = 64;
+static constexpr int kPad = 0;  // shared-memory row padding, in floats
 static constexpr int kCIChunks = 1;  // kBK-channel steps per tap
 // The A (input) gather: kALanes threads cover the rows, each owning kARows
 // rows and kAK of the kBK channels (stride kAKStride).
@@ -47,7 +50,6 @@ static constexpr int kBLoads = 1;  // weight elements each thread loads per step
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 struct PhaseInfo {
-    int tile_start;           // first block (along x) of this phase
     int r_d, r_h, r_w;        // output residue: o = r + stride*q
     int q_d, q_h, q_w;        // outputs of the phase per dimension
     int m;                    // batch*q_d*q_h*q_w, the GEMM's M
@@ -59,16 +61,69 @@ struct TapInfo {
 };
 static constexpr int kNumPhases = 8;
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 1, 0, 1, 12, 24, 48, 110592, 0, 24 },
-    { 216, 1, 0, 0, 12, 24, 48, 110592, 24, 18 },
-    { 432, 1, 1, 1, 12, 24, 48, 110592, 42, 16 },
-    { 648, 0, 0, 1, 12, 24, 48, 110592, 58, 12 },
-    { 864, 1, 1, 0, 12, 24, 48, 110592, 70, 12 },
-    { 1080, 0, 0, 0, 12, 24, 48, 110592, 82, 9 },
-    { 1296, 0, 1, 1, 12, 24, 48, 110592, 91, 8 },
-    { 1512, 0, 1, 0, 12, 24, 48, 110592, 99, 6 },
+    { 0, 0, 0, 12, 24, 48, 110592, 0, 9 },
+    { 0, 0, 1, 12, 24, 48, 110592, 9, 12 },
+    { 0, 1, 0, 12, 24, 48, 110592, 21, 6 },
+    { 0, 1, 1, 12, 24, 48, 110592, 27, 8 },
+    { 1, 0, 0, 12, 24, 48, 110592, 35, 18 },
+    { 1, 0, 1, 12, 24, 48, 110592, 53, 24 },
+    { 1, 1, 0, 12, 24, 48, 110592, 77, 12 },
+    { 1, 1, 1, 12, 24, 48, 110592, 89, 16 },
 };
 __constant__ TapInfo kTapTable[105] = {
+    { 36, 0, 1, 1 },
+    { 38, 0, 1, 0 },
+    { 40, 0, 1, -1 },
+    { 50, 0, 0, 1 },
+    { 52, 0, 0, 0 },
+    { 54, 0, 0, -1 },
+    { 64, 0, -1, 1 },
+    { 66, 0, -1, 0 },
+    { 68, 0, -1, -1 },
+    { 35, 0, 1, 2 },
+    { 37, 0, 1, 1 },
+    { 39, 0, 1, 0 },
+    { 41, 0, 1, -1 },
+    { 49, 0, 0, 2 },
+    { 51, 0, 0, 1 },
+    { 53, 0, 0, 0 },
+    { 55, 0, 0, -1 },
+    { 63, 0, -1, 2 },
+    { 65, 0, -1, 1 },
+    { 67, 0, -1, 0 },
+    { 69, 0, -1, -1 },
+    { 43, 0, 1, 1 },
+    { 45, 0, 1, 0 },
+    { 47, 0, 1, -1 },
+    { 57, 0, 0, 1 },
+    { 59, 0, 0, 0 },
+    { 61, 0, 0, -1 },
+    { 42, 0, 1, 2 },
+    { 44, 0, 1, 1 },
+    { 46, 0, 1, 0 },
+    { 48, 0, 1, -1 },
+    { 56, 0, 0, 2 },
+    { 58, 0, 0, 1 },
+    { 60, 0, 0, 0 },
+    { 62, 0, 0, -1 },
+    { 1, 1, 1, 1 },
+    { 3, 1, 1, 0 },
+    { 5, 1, 1, -1 },
+    { 15, 1, 0, 1 },
+    { 17, 1, 0, 0 },
+    { 19, 1, 0, -1 },
+    { 29, 1, -1, 1 },
+    { 31, 1, -1, 0 },
+    { 33, 1, -1, -1 },
+    { 71, 0, 1, 1 },
+    { 73, 0, 1, 0 },
+    { 75, 0, 1, -1 },
+    { 85, 0, 0, 1 },
+    { 87, 0, 0, 0 },
+    { 89, 0, 0, -1 },
+    { 99, 0, -1, 1 },
+    { 101, 0, -1, 0 },
+    { 103, 0, -1, -1 },
     { 0, 1, 1, 2 },
     { 2, 1, 1, 1 },
     { 4, 1, 1, 0 },
@@ -93,24 +148,18 @@ __constant__ TapInfo kTapTable[105] = {
     { 100, 0, -1, 1 },
     { 102, 0, -1, 0 },
     { 104, 0, -1, -1 },
-    { 1, 1, 1, 1 },
-    { 3, 1, 1, 0 },
-    { 5, 1, 1, -1 },
-    { 15, 1, 0, 1 },
-    { 17, 1, 0, 0 },
-    { 19, 1, 0, -1 },
-    { 29, 1, -1, 1 },
-    { 31, 1, -1, 0 },
-    { 33, 1, -1, -1 },
-    { 71, 0, 1, 1 },
-    { 73, 0, 1, 0 },
-    { 75, 0, 1, -1 },
-    { 85, 0, 0, 1 },
-    { 87, 0, 0, 0 },
-    { 89, 0, 0, -1 },
-    { 99, 0, -1, 1 },
-    { 101, 0, -1, 0 },
-    { 103, 0, -1, -1 },
+    { 8, 1, 1, 1 },
+    { 10, 1, 1, 0 },
+    { 12, 1, 1, -1 },
+    { 22, 1, 0, 1 },
+    { 24, 1, 0, 0 },
+    { 26, 1, 0, -1 },
+    { 78, 0, 1, 1 },
+    { 80, 0, 1, 0 },
+    { 82, 0, 1, -1 },
+    { 92, 0, 0, 1 },
+    { 94, 0, 0, 0 },
+    { 96, 0, 0, -1 },
     { 7, 1, 1, 2 },
     { 9, 1, 1, 1 },
     { 11, 1, 1, 0 },
@@ -127,53 +176,6 @@ __constant__ TapInfo kTapTable[105] = {
     { 93, 0, 0, 1 },
     { 95, 0, 0, 0 },
     { 97, 0, 0, -1 },
-    { 35, 0, 1, 2 },
-    { 37, 0, 1, 1 },
-    { 39, 0, 1, 0 },
-    { 41, 0, 1, -1 },
-    { 49, 0, 0, 2 },
-    { 51, 0, 0, 1 },
-    { 53, 0, 0, 0 },
-    { 55, 0, 0, -1 },
-    { 63, 0, -1, 2 },
-    { 65, 0, -1, 1 },
-    { 67, 0, -1, 0 },
-    { 69, 0, -1, -1 },
-    { 8, 1, 1, 1 },
-    { 10, 1, 1, 0 },
-    { 12, 1, 1, -1 },
-    { 22, 1, 0, 1 },
-    { 24, 1, 0, 0 },
-    { 26, 1, 0, -1 },
-    { 78, 0, 1, 1 },
-    { 80, 0, 1, 0 },
-    { 82, 0, 1, -1 },
-    { 92, 0, 0, 1 },
-    { 94, 0, 0, 0 },
-    { 96, 0, 0, -1 },
-    { 36, 0, 1, 1 },
-    { 38, 0, 1, 0 },
-    { 40, 0, 1, -1 },
-    { 50, 0, 0, 1 },
-    { 52, 0, 0, 0 },
-    { 54, 0, 0, -1 },
-    { 64, 0, -1, 1 },
-    { 66, 0, -1, 0 },
-    { 68, 0, -1, -1 },
-    { 42, 0, 1, 2 },
-    { 44, 0, 1, 1 },
-    { 46, 0, 1, 0 },
-    { 48, 0, 1, -1 },
-    { 56, 0, 0, 2 },
-    { 58, 0, 0, 1 },
-    { 60, 0, 0, 0 },
-    { 62, 0, 0, -1 },
-    { 43, 0, 1, 1 },
-    { 45, 0, 1, 0 },
-    { 47, 0, 1, -1 },
-    { 57, 0, 0, 1 },
-    { 59, 0, 0, 0 },
-    { 61, 0, 0, -1 },
 };
 
 // Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
@@ -198,14 +200,15 @@ l1_72_strided_padded_grouped_igemm(const float* __restrict__ x, const float* __r
 {
     // Two stages of each tile: the next step's loads fill one while the
     // FMAs read the other, so one barrier per step suffices.
-    __shared__ __align__(16) float a_tile[2][kBK][kBM];
-    __shared__ __align__(16) float b_tile[2][kBK][kBN];
+    __shared__ __align__(16) float a_tile[2][kBK][kBM + kPad];
+    __shared__ __align__(16) float b_tile[2][kBK][kBN + kPad];
 
-    // The phases' tiles lie end to end along x, heaviest phase first.
-    int ph = 0;
-    while (ph + 1 < kNumPhases && (int)blockIdx.x >= kPhaseTable[ph + 1].tile_start) ++ph;
-    const PhaseInfo P = kPhaseTable[ph];
-    const int m0 = ((int)blockIdx.x - P.tile_start) * kBM;
+    // Phases interleave along x: neighbouring blocks compute the same rows
+    // of different phases, whose outputs share cache sectors, so their
+    // stores meet in L2. A phase with fewer rows leaves its last blocks idle.
+    const PhaseInfo P = kPhaseTable[blockIdx.x % kNumPhases];
+    const int m0 = (int)(blockIdx.x / kNumPhases) * kBM;
+    if (m0 >= P.m) return;
     const int n0 = blockIdx.y * kBN;
     const int g = blockIdx.z;
     const int tid = threadIdx.x;
@@ -274,7 +277,6 @@ l1_72_strided_padded_grouped_igemm(const float* __restrict__ x, const float* __r
             if (e < kBK * kBN) b_tile[buf][e / kBN][e % kBN] = b_reg[j];
         }
     };
-
     // ---- Main loop: FMAs of step ks-1 overlap the loads of step ks -------
     const int tm = tid % kThreadsM, tn = tid / kThreadsM;
     float acc[kTM][kTN];

@@ -10,7 +10,8 @@ Inside a phase only the taps with (r + padding - k*dilation) divisible by the
 stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
-is written exactly once (no atomics), bias fused, fp32 FFMA accumulation.
+is written exactly once (no atomics), bias fused.
+Products are fp32 FFMA, accumulated in fp32.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
 """
@@ -35,10 +36,12 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
 // ---- Tiling (from the plan) ----------------------------------------------
 // A block computes kBM output positions of one phase by kBN output channels
-// of one group; thread (tm, tn) holds kTM x kTN of them in registers.
+// of one group, kBK input channels per step.
 static constexpr int kBM = 256, kBN = 64, kBK = 8;
-static constexpr int kTM = 8, kTN = 8;
-static constexpr int kThreadsM = 32, kThreads = 256;
+static constexpr int kThreads = 256;
+// Thread (tm, tn) holds kTM x kTN results in registers.
+static constexpr int kTM = 8, kTN = 8, kThreadsM = 32;
+static constexpr int kPad = 0;  // shared-memory row padding, in floats
 static constexpr int kCIChunks = 4;  // kBK-channel steps per tap
 // The A (input) gather: kALanes threads cover the rows, each owning kARows
 // rows and kAK of the kBK channels (stride kAKStride).
@@ -47,7 +50,6 @@ static constexpr int kBLoads = 2;  // weight elements each thread loads per step
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 struct PhaseInfo {
-    int tile_start;           // first block (along x) of this phase
     int r_d, r_h, r_w;        // output residue: o = r + stride*q
     int q_d, q_h, q_w;        // outputs of the phase per dimension
     int m;                    // batch*q_d*q_h*q_w, the GEMM's M
@@ -59,14 +61,14 @@ struct TapInfo {
 };
 static constexpr int kNumPhases = 8;
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 1, 1, 1, 16, 32, 32, 262144, 0, 27 },
-    { 1024, 0, 0, 0, 17, 33, 33, 296208, 27, 0 },
-    { 2182, 0, 0, 1, 17, 33, 32, 287232, 27, 0 },
-    { 3304, 0, 1, 0, 17, 32, 33, 287232, 27, 0 },
-    { 4426, 0, 1, 1, 17, 32, 32, 278528, 27, 0 },
-    { 5514, 1, 0, 0, 16, 33, 33, 278784, 27, 0 },
-    { 6603, 1, 0, 1, 16, 33, 32, 270336, 27, 0 },
-    { 7659, 1, 1, 0, 16, 32, 33, 270336, 27, 0 },
+    { 0, 0, 0, 17, 33, 33, 296208, 0, 0 },
+    { 0, 0, 1, 17, 33, 32, 287232, 0, 0 },
+    { 0, 1, 0, 17, 32, 33, 287232, 0, 0 },
+    { 0, 1, 1, 17, 32, 32, 278528, 0, 0 },
+    { 1, 0, 0, 16, 33, 33, 278784, 0, 0 },
+    { 1, 0, 1, 16, 33, 32, 270336, 0, 0 },
+    { 1, 1, 0, 16, 32, 33, 270336, 0, 0 },
+    { 1, 1, 1, 16, 32, 32, 262144, 0, 27 },
 };
 __constant__ TapInfo kTapTable[27] = {
     { 0, 1, 1, 1 },
@@ -120,14 +122,15 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ x, const float* __r
 {
     // Two stages of each tile: the next step's loads fill one while the
     // FMAs read the other, so one barrier per step suffices.
-    __shared__ __align__(16) float a_tile[2][kBK][kBM];
-    __shared__ __align__(16) float b_tile[2][kBK][kBN];
+    __shared__ __align__(16) float a_tile[2][kBK][kBM + kPad];
+    __shared__ __align__(16) float b_tile[2][kBK][kBN + kPad];
 
-    // The phases' tiles lie end to end along x, heaviest phase first.
-    int ph = 0;
-    while (ph + 1 < kNumPhases && (int)blockIdx.x >= kPhaseTable[ph + 1].tile_start) ++ph;
-    const PhaseInfo P = kPhaseTable[ph];
-    const int m0 = ((int)blockIdx.x - P.tile_start) * kBM;
+    // Phases interleave along x: neighbouring blocks compute the same rows
+    // of different phases, whose outputs share cache sectors, so their
+    // stores meet in L2. A phase with fewer rows leaves its last blocks idle.
+    const PhaseInfo P = kPhaseTable[blockIdx.x % kNumPhases];
+    const int m0 = (int)(blockIdx.x / kNumPhases) * kBM;
+    if (m0 >= P.m) return;
     const int n0 = blockIdx.y * kBN;
     const int g = blockIdx.z;
     const int tid = threadIdx.x;
@@ -196,7 +199,6 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ x, const float* __r
             if (e < kBK * kBN) b_tile[buf][e / kBN][e % kBN] = b_reg[j];
         }
     };
-
     // ---- Main loop: FMAs of step ks-1 overlap the loads of step ks -------
     const int tm = tid % kThreadsM, tn = tid / kThreadsM;
     float acc[kTM][kTN];
@@ -274,7 +276,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto wt = torch::empty({55296}, x.options());
     auto y = torch::empty({16, 64, 33, 65, 65}, x.options());
     l1_77_padded_dilated_strided_repack_weight<<<216, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
-    l1_77_padded_dilated_strided_igemm<<<dim3(8715, 1, 1), 256>>>(
+    l1_77_padded_dilated_strided_igemm<<<dim3(9264, 1, 1), 256>>>(
         (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         nullptr, (float*)y.data_ptr());
     return y;

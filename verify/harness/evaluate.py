@@ -340,13 +340,17 @@ def load_module(path):
 
 
 def build_one(path):
-    """Import one submission (running its load_inline build); the error text, or None."""
+    """Import one submission (running its load_inline build); the error text, or None.
+
+    The text starts with the exception's first line, so that a one-line summary says what
+    failed; the tail of the log and traceback that follows holds the compiler's errors."""
     log = io.StringIO()
     try:
         with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
             load_module(path)
-    except Exception:
-        return tail(log.getvalue() + "\n" + traceback.format_exc())
+    except Exception as exc:
+        details = tail(log.getvalue() + "\n" + traceback.format_exc())
+        return first_line(f"{type(exc).__name__}: {exc}") + "\n" + details
     return None
 
 

@@ -255,7 +255,8 @@ class IsolationTest(unittest.TestCase):
         with mock.patch("sys.stdout"):
             errors = evaluate.build_all([good, bad], jobs=2)
         self.assertIsNone(errors[good])
-        self.assertIn("RuntimeError: Error building extension conv_58", errors[bad])
+        self.assertTrue(errors[bad].startswith("RuntimeError: Error building extension conv_58\n"))
+        self.assertIn("Traceback", errors[bad])
         self.assertEqual(evaluate.build_all([], jobs=2), {})
 
 

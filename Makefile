@@ -1,0 +1,47 @@
+# convtgen: thin targets over the Go commands.
+GO ?= go
+CUDA_STUBS ?= .cache/cuda
+RANDOM_N ?= 60
+RANDOM_SEED ?= 1
+
+.PHONY: all generate check test fuzz verifier random gpu-check report
+
+all: generate
+
+# Render every spec into out/ (and the verifier's kernel registry).
+generate:
+	$(GO) generate ./...
+
+# Fail if out/ is stale; write nothing.
+check:
+	$(GO) run ./gen/cmd/convtgen -check
+
+# Everything that needs no GPU: vet, unit tests, a short fuzz run, the
+# harness's own tests. With nvcc on PATH the tests also compile every
+# emitted kernel for sm_80 and sm_90 and fail on spills.
+test:
+	$(GO) vet ./...
+	$(GO) test ./...
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=20s ./gen/spec
+	python3 -m unittest discover -s verify/harness -p 'test_*.py'
+
+# The GPU verifier, built here against CUDA 11.8 headers and a stub
+# libcuda.so from Debian (fetched once), carried to the GPU host.
+verifier:
+	.ci/fetch-cuda-headers $(CUDA_STUBS)
+	CGO_CFLAGS="-I$(abspath $(CUDA_STUBS))/include" CGO_LDFLAGS="-L$(abspath $(CUDA_STUBS))/lib" \
+		$(GO) build -tags cuda -o bin/verify ./verify/cmd/verify
+
+# Random valid configurations for the GPU sweep.
+random:
+	rm -rf build/random
+	$(GO) run ./gen/cmd/convtgen -random $(RANDOM_N) -seed $(RANDOM_SEED) -out build/random
+
+# On a GPU host (python3 with torch; no Go needed): the evaluator-style
+# end-to-end run of every submission and the random sweep.
+gpu-check:
+	verify/gpu-check.sh
+
+# Render out/REPORT.md from the GPU host's JSON results.
+report:
+	$(GO) run ./verify/cmd/report -in build/gpu -out out
