@@ -4,7 +4,7 @@ CUDA_STUBS ?= .cache/cuda
 RANDOM_N ?= 60
 RANDOM_SEED ?= 1
 
-.PHONY: all generate check test fuzz verifier random gpu-check report
+.PHONY: all generate check test verifier random tune apply-tune gpu-check report
 
 all: generate
 
@@ -36,6 +36,17 @@ verifier:
 random:
 	rm -rf build/random
 	$(GO) run ./gen/cmd/convtgen -random $(RANDOM_N) -seed $(RANDOM_SEED) -out build/random
+
+# Tuning candidates of every spec (precision and tiles), timed by gpu-check.
+tune:
+	rm -rf build/tune
+	$(GO) run ./gen/cmd/convtgen -tune build/tune
+
+# Write the fastest correct candidate of each spec back into the spec and
+# regenerate (RESULTS: the harness JSON of the tuning run).
+RESULTS ?= build/gpu/tune.json
+apply-tune:
+	$(GO) run ./gen/cmd/convtgen -apply-tune $(RESULTS) -manifest build/tune/manifest.json
 
 # On a GPU host (python3 with torch; no Go needed): the evaluator-style
 # end-to-end run of every submission and the random sweep.

@@ -13,9 +13,12 @@ export TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-/tmp/convtgen-extensions}
 status=0
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$out/gpu.csv"
-git rev-parse HEAD >"$out/commit" 2>/dev/null || true
+echo "${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}" >"$out/commit"
 
 python3 verify/harness/evaluate.py --time --json "$out/e2e.json" out ${EXTRA_DIRS:-} || status=1
+if [ -d build/tune ]; then
+  python3 verify/harness/evaluate.py --time --no-ref-time --json "$out/tune.json" build/tune || status=1
+fi
 if [ -d build/random ]; then
   python3 verify/harness/evaluate.py --json "$out/random.json" build/random || status=1
 fi

@@ -89,6 +89,8 @@ def parse_args(argv):
                         help="a spec directory (problem.py + cuda.py/triton.py) or a parent of some")
     parser.add_argument("--time", action="store_true",
                         help="also time submissions and references the evaluator's way")
+    parser.add_argument("--no-ref-time", action="store_true",
+                        help="with --time, skip timing the references (tuning candidates share one problem)")
     parser.add_argument("--trials", type=positive_int, default=5, help="correctness trials (default 5)")
     parser.add_argument("--timed", type=positive_int, default=100, help="timed trials (default 100)")
     parser.add_argument("--tol", type=float, default=1e-5,
@@ -420,7 +422,8 @@ def evaluate_all(specs, build_errors, args):
     results = []
     total = sum(len(s.submissions) for s in specs)
     for spec in specs:
-        ref_times = time_reference(spec, args) if args.time and spec.submissions else NO_REF_TIMES
+        timed = args.time and not args.no_ref_time and spec.submissions
+        ref_times = time_reference(spec, args) if timed else NO_REF_TIMES
         for path in spec.submissions:
             result = evaluate_file(path, build_errors.get(path), args)
             result.update(ref_times)

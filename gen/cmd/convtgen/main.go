@@ -1,10 +1,13 @@
 // Command convtgen renders every spec under specs/ into out/ (and the
 // verifier's kernel registry). With -check it only reports stale files.
 // With -random N it instead renders N random valid configurations into
-// -out, for sweeps on a GPU host.
+// -out, for sweeps on a GPU host. With -tune DIR it renders every spec's
+// tuning candidates into DIR; -apply-tune RESULTS.json writes the fastest
+// correct candidate of each spec (timed by the harness) back into its spec.
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -18,7 +21,21 @@ func main() {
 	random := flag.Int("random", 0, "render this many random valid configurations instead of the specs")
 	seed := flag.Int64("seed", 1, "seed for -random")
 	outDir := flag.String("out", "build/random", "folder for -random")
+	tuneDir := flag.String("tune", "", "render every spec's tuning candidates into this folder")
+	applyTune := flag.String("apply-tune", "", "harness JSON results of a tuning run to write back into the specs")
+	manifest := flag.String("manifest", "build/tune/"+gen.ManifestFile, "candidate list of the tuning run, for -apply-tune")
 	flag.Parse()
+
+	switch {
+	case *tuneDir != "":
+		n, err := gen.WriteTune(*root, *tuneDir)
+		exitOn(err)
+		fmt.Printf("convtgen: %d tuning candidates in %s\n", n, *tuneDir)
+		return
+	case *applyTune != "":
+		exitOn(applyTuning(*root, *applyTune, *manifest))
+		return
+	}
 
 	if *random > 0 {
 		n, err := gen.WriteRandom(*outDir, *random, *seed)
@@ -35,6 +52,34 @@ func main() {
 		fmt.Fprintln(os.Stderr, "convtgen: generated files are out of date; run go generate ./...")
 		os.Exit(1)
 	}
+}
+
+func applyTuning(root, resultsPath, manifestPath string) error {
+	cands, err := gen.ReadManifest(manifestPath)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(resultsPath)
+	if err != nil {
+		return err
+	}
+	var res gen.HarnessResults
+	if err := json.Unmarshal(data, &res); err != nil {
+		return fmt.Errorf("%s: %w", resultsPath, err)
+	}
+	winners := gen.PickWinners(cands, res)
+	for _, w := range winners {
+		fmt.Printf("%-44s %-7s %+v  %.3f ms (of %d)\n", w.Spec, w.Precision, w.Tile, w.MeanMS, w.Tried)
+	}
+	date := res.Date
+	if len(date) >= 10 {
+		date = date[:10]
+	}
+	if err := gen.ApplyTune(root, winners, res.GPU, date); err != nil {
+		return err
+	}
+	_, err = gen.Generate(root, false)
+	return err
 }
 
 func exitOn(err error) {

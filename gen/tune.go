@@ -1,0 +1,260 @@
+package gen
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+
+	"convtgen/gen/plan"
+	"convtgen/gen/spec"
+)
+
+// Tuning: every spec's candidate kernel choices are rendered as separate
+// problems (WriteTune), timed on a GPU by the harness, and the fastest
+// correct one is written back into the spec (ApplyTune), so `go generate`
+// reproduces the tuned kernel without a GPU.
+
+// Candidate is one kernel choice tried for a spec.
+type Candidate struct {
+	Variant   string    // problem folder name: <spec>_t<i>
+	Spec      string    // spec name
+	SpecPath  string    // spec file, relative to the root
+	Precision string    // fp32 or 3xtf32
+	Tile      spec.Tile // fully resolved, as the plan chose it
+}
+
+// candidateKernels lists the choices tried: the plan's defaults in both
+// precisions, and 3xtf32 with twice the rows per block and with narrower
+// warp tiles (more warps, fewer registers each).
+func candidateKernels() []spec.Kernel {
+	return []spec.Kernel{
+		{Precision: "fp32"},
+		{Precision: "3xtf32"},
+		{Precision: "3xtf32", Tile: spec.Tile{WM: 32}},
+		{Precision: "3xtf32", Tile: spec.Tile{BK: 32, WM: 32}},
+	}
+}
+
+// Candidates plans every candidate of one spec; infeasible ones are skipped.
+func Candidates(l Loaded) []Candidate {
+	var out []Candidate
+	for _, k := range candidateKernels() {
+		s := *l.Plan.Spec
+		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, Precision: k.Precision, Tile: k.Tile}
+		s.Name = fmt.Sprintf("%s_t%d", l.Plan.Spec.Name, len(out))
+		p, err := plan.New(&s)
+		if err != nil {
+			continue
+		}
+		out = append(out, Candidate{Variant: s.Name, Spec: l.Plan.Spec.Name, SpecPath: l.Path,
+			Precision: k.Precision, Tile: resolvedTile(p.Tile)})
+	}
+	return out
+}
+
+// resolvedTile is the spec form of a planned tile: only the fields that
+// apply to its precision.
+func resolvedTile(t plan.Tile) spec.Tile {
+	if t.MMA {
+		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, WM: t.WM, WN: t.WN}
+	}
+	return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN}
+}
+
+// ManifestFile names the candidates' list inside a tuning folder.
+const ManifestFile = "manifest.json"
+
+// WriteTune renders every spec's candidates into dir and writes the
+// manifest. It returns the number of candidates.
+func WriteTune(root, dir string) (int, error) {
+	specs, err := LoadAll(root)
+	if err != nil {
+		return 0, err
+	}
+	r, err := NewRenderer()
+	if err != nil {
+		return 0, err
+	}
+	var all []Candidate
+	for _, l := range specs {
+		for _, c := range Candidates(l) {
+			s := *l.Plan.Spec
+			s.Name, s.Kernel = c.Variant, spec.Kernel{Backends: []string{"cuda"}, Precision: c.Precision, Tile: c.Tile}
+			p, err := plan.New(&s)
+			if err != nil {
+				return 0, err
+			}
+			files, err := r.Render(p, l.Path)
+			if err != nil {
+				return 0, err
+			}
+			for _, f := range files {
+				if err := writeAtomic(filepath.Join(dir, f.Path), f.Data); err != nil {
+					return 0, err
+				}
+			}
+			all = append(all, c)
+		}
+	}
+	data, err := json.MarshalIndent(all, "", "  ")
+	if err != nil {
+		return 0, err
+	}
+	return len(all), writeAtomic(filepath.Join(dir, ManifestFile), append(data, '\n'))
+}
+
+// Timing is what ApplyTune needs of one harness result.
+type Timing struct {
+	Spec        string `json:"spec"`
+	Backend     string `json:"backend"`
+	Disposition string `json:"disposition"`
+	TimeMS      *struct {
+		Mean   float64 `json:"mean"`
+		Median float64 `json:"median"`
+	} `json:"time_ms"`
+}
+
+// HarnessResults is the part of the harness's JSON document ApplyTune reads.
+type HarnessResults struct {
+	GPU     string   `json:"gpu"`
+	Date    string   `json:"date"`
+	Results []Timing `json:"results"`
+}
+
+// Winner is the chosen candidate of one spec, with the evidence.
+type Winner struct {
+	Candidate
+	MeanMS float64
+	Tried  int // candidates that passed and were timed
+}
+
+// PickWinners chooses, per spec, the passed candidate with the lowest mean
+// time. Specs with no passed candidate are left out.
+func PickWinners(cands []Candidate, res HarnessResults) []Winner {
+	byVariant := map[string]Timing{}
+	for _, t := range res.Results {
+		if t.Backend == "cuda" {
+			byVariant[t.Spec] = t
+		}
+	}
+	best := map[string]*Winner{}
+	var order []string
+	for _, c := range cands {
+		t, ok := byVariant[c.Variant]
+		if !ok || t.Disposition != "passed" || t.TimeMS == nil {
+			continue
+		}
+		w := best[c.Spec]
+		if w == nil {
+			w = &Winner{MeanMS: -1}
+			best[c.Spec] = w
+			order = append(order, c.Spec)
+		}
+		w.Tried++
+		if w.MeanMS < 0 || t.TimeMS.Mean < w.MeanMS {
+			w.Candidate, w.MeanMS = c, t.TimeMS.Mean
+		}
+	}
+	sort.Strings(order)
+	out := make([]Winner, len(order))
+	for i, s := range order {
+		out[i] = *best[s]
+	}
+	return out
+}
+
+// ApplyTune writes each winner's precision and tile into its spec file,
+// with a comment saying where and when it was measured.
+func ApplyTune(root string, winners []Winner, gpu, date string) error {
+	for _, w := range winners {
+		path := filepath.Join(root, w.SpecPath)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out, err := setKernel(data, w, fmt.Sprintf("precision and tile tuned on %s, %s: %.3f ms mean, fastest of %d candidates", gpu, date, w.MeanMS, w.Tried))
+		if err != nil {
+			return fmt.Errorf("%s: %w", w.SpecPath, err)
+		}
+		if err := writeAtomic(path, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setKernel rewrites a spec's kernel.precision and kernel.tile, keeping the
+// rest of the document (and its comments) as it was.
+func setKernel(data []byte, w Winner, note string) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	root := doc.Content[0]
+	kernel := mapValue(root, "kernel")
+	if kernel == nil {
+		kernel = &yaml.Node{Kind: yaml.MappingNode}
+		root.Content = append(root.Content, scalar("kernel"), kernel)
+	}
+	setMapValue(kernel, "precision", scalar(w.Precision))
+	tile := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+	t := w.Tile
+	for _, f := range []struct {
+		k string
+		v int
+	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}} {
+		if f.v != 0 {
+			tile.Content = append(tile.Content, scalar(f.k), scalar(strconv.Itoa(f.v)))
+		}
+	}
+	setMapValue(kernel, "tile", tile)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "kernel" {
+			root.Content[i].HeadComment = "# " + note
+		}
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), enc.Close()
+}
+
+func scalar(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
+
+func mapValue(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func setMapValue(m *yaml.Node, key string, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = v
+			return
+		}
+	}
+	m.Content = append(m.Content, scalar(key), v)
+}
+
+// ReadManifest loads a tuning folder's candidate list.
+func ReadManifest(path string) ([]Candidate, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c []Candidate
+	return c, json.Unmarshal(data, &c)
+}

@@ -1,0 +1,252 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"convtgen/gen"
+)
+
+// Real nvcc 11.8 output (nvcc -cubin -arch=sm_80 -O3 -Xptxas -v) for an
+// emitted kernel, front-end warnings included.
+const ptxas118 = `kernel.cu(4): warning #177-D: variable "kBatch" was declared but never referenced
+
+ptxas info    : 0 bytes gmem, 2000 bytes cmem[3]
+ptxas info    : Compiling entry function 'l1_72_strided_padded_grouped_igemm' for 'sm_80'
+ptxas info    : Function properties for l1_72_strided_padded_grouped_igemm
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 128 registers, 33280 bytes smem, 384 bytes cmem[0], 8 bytes cmem[2]
+ptxas info    : Compiling entry function 'l1_72_strided_padded_grouped_repack_weight' for 'sm_80'
+ptxas info    : Function properties for l1_72_strided_padded_grouped_repack_weight
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 14 registers, 368 bytes cmem[0]
+`
+
+// CUDA 12.x / 13.x style: barriers and cumulative stack on the "Used" line,
+// a compile-time line, a spilling kernel with its warning, and a device
+// function reported on its own.
+const ptxas13 = `ptxas info    : 4 bytes gmem, 480 bytes cmem[4]
+ptxas info    : Function properties for helper_dev
+    16 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads
+ptxas info    : Compiling entry function 'foo' for 'sm_90'
+ptxas info    : Function properties for foo
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 128 registers, used 1 barriers, 33792 bytes smem, 360 bytes cmem[0], 480 bytes cmem[3]
+ptxas info    : Compile time = 12.345 ms
+ptxas warning : Registers are spilled to local memory in function 'bar', 40 bytes spill stores, 40 bytes spill loads
+ptxas info    : Compiling entry function 'bar' for 'sm_90'
+ptxas info    : Function properties for bar
+    48 bytes stack frame, 40 bytes spill stores, 40 bytes spill loads
+ptxas info    : Used 255 registers, used 0 barriers, 48 bytes cumulative stack size, 352 bytes cmem[0]
+ptxas info    : Compile time = 3.210 ms
+`
+
+func TestParsePtxas118(t *testing.T) {
+	got, err := ParsePtxas(ptxas118)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []PtxasInfo{
+		{Function: "l1_72_strided_padded_grouped_igemm", Arch: "sm_80", Entry: true, Registers: 128, Smem: 33280,
+			Cmem: map[int]int{0: 384, 2: 8}, ModuleCmem: map[int]int{3: 2000}},
+		{Function: "l1_72_strided_padded_grouped_repack_weight", Arch: "sm_80", Entry: true, Registers: 14,
+			Cmem: map[int]int{0: 368}, ModuleCmem: map[int]int{3: 2000}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+func TestParsePtxas13(t *testing.T) {
+	got, err := ParsePtxas(ptxas13)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []PtxasInfo{
+		{Function: "helper_dev", StackFrame: 16, SpillStores: 8, SpillLoads: 8},
+		{Function: "foo", Arch: "sm_90", Entry: true, Registers: 128, Barriers: 1, Smem: 33792,
+			Cmem: map[int]int{0: 360, 3: 480}, ModuleGmem: 4, ModuleCmem: map[int]int{4: 480}},
+		{Function: "bar", Arch: "sm_90", Entry: true, Registers: 255, StackFrame: 48, SpillStores: 40, SpillLoads: 40,
+			CumulativeStack: 48, Cmem: map[int]int{0: 352}, ModuleGmem: 4, ModuleCmem: map[int]int{4: 480}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+	if got[1].Spills() || !got[2].Spills() {
+		t.Error("Spills() wrong")
+	}
+}
+
+func TestParsePtxasErrors(t *testing.T) {
+	for _, out := range []string{
+		"",
+		"kernel.cu(1): error: identifier \"x\" is undefined\n",
+		"ptxas info    : Used 12 registers\n",
+		"ptxas fatal   : Unresolved extern function 'f'\n",
+	} {
+		if _, err := ParsePtxas(out); err == nil {
+			t.Errorf("ParsePtxas(%q) gave no error", out)
+		}
+	}
+}
+
+func TestKernelSource(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "static", "valid", "cuda.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := KernelSource(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(k, "\n// ---- Problem") || !strings.HasSuffix(k, "}\n") || strings.Contains(k, "torch") || strings.Contains(k, `"""`) {
+		t.Errorf("KernelSource: unexpected text:\n%.200s\n...\n%s", k, k[max(0, len(k)-200):])
+	}
+	for _, bad := range []string{
+		"X = 1\n",
+		"KERNEL_SOURCE = \"\"\"\\n\"\"\"\n", // not raw
+		"KERNEL_SOURCE = r\"\"\"a\"\"\"\nKERNEL_SOURCE = r\"\"\"b\"\"\"\n",
+		"KERNEL_SOURCE = r\"\"\"never closed\n",
+	} {
+		if _, err := KernelSource([]byte(bad)); err == nil {
+			t.Errorf("KernelSource(%q) gave no error", bad)
+		}
+	}
+}
+
+// nvccOrSkip finds nvcc, or skips the test.
+func nvccOrSkip(t *testing.T) string {
+	t.Helper()
+	nvcc, err := exec.LookPath("nvcc")
+	if err != nil {
+		t.Skip("nvcc not on PATH: the compile tier runs where the CUDA toolkit is installed")
+	}
+	return nvcc
+}
+
+func TestCompileKernelFails(t *testing.T) {
+	nvcc := nvccOrSkip(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, _, err := CompileKernel(ctx, nvcc, `extern "C" __global__ void k(float* y) { y[0] = undefined_name; }`, "sm_80", ""); err == nil {
+		t.Error("a compile error was not reported")
+	}
+	// 32 registers at most (1024 threads, 2 blocks per SM) for ~96 live
+	// values: ptxas must spill, and CompileKernel must say so.
+	spill := `extern "C" __global__ void __launch_bounds__(1024, 2) spill(const float* __restrict__ x, float* __restrict__ y)
+{
+    float a[96];
+    #pragma unroll
+    for (int i = 0; i < 96; ++i) a[i] = x[threadIdx.x + i * 1024];
+    #pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        #pragma unroll
+        for (int i = 0; i < 96; ++i) a[i] = fmaf(a[i], a[(i + 7) % 96], x[k]);
+    }
+    float s = 0.0f;
+    #pragma unroll
+    for (int i = 0; i < 96; ++i) s += a[i] * (float)(i + 1);
+    y[threadIdx.x] = s;
+}
+`
+	out := filepath.Join(t.TempDir(), "spill.cubin")
+	info, _, err := CompileKernel(ctx, nvcc, spill, "sm_80", out)
+	if err == nil || !strings.Contains(err.Error(), "spill") {
+		t.Errorf("spilling kernel: err = %v, info = %v", err, info)
+	}
+	if len(info) != 1 || !info[0].Spills() {
+		t.Errorf("spilling kernel: info = %v", info)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Errorf("cubin not written: %v", err)
+	}
+}
+
+// TestEmittedKernelsCompile builds every emitted kernel alone for the target
+// (sm_80) and the measuring GPU (sm_90): no compile error, no spill, and the
+// shared memory ptxas reports is the plan's.
+func TestEmittedKernelsCompile(t *testing.T) {
+	nvcc := nvccOrSkip(t)
+	files := emittedFiles(t, "cuda")
+	registry := map[string]Kernel{}
+	for _, k := range Kernels {
+		registry[k.File] = k
+	}
+	for _, path := range files {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		source, err := KernelSource(src)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		rel, _ := filepath.Rel("..", path)
+		rel = filepath.ToSlash(rel)
+		k, registered := registry[rel]
+		for _, arch := range []string{"sm_80", "sm_90"} {
+			t.Run(strings.TrimSuffix(strings.TrimPrefix(rel, gen.OutDir+"/"), "/cuda.py")+"/"+arch, func(t *testing.T) {
+				t.Parallel() // bounded by -parallel, GOMAXPROCS by default
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				info, _, err := CompileKernel(ctx, nvcc, source, arch, "")
+				for _, p := range info {
+					line := p.String()
+					if registered && p.Function == k.Function {
+						line += "; " + occupancy(p, k.Threads, arch)
+					}
+					t.Log(line)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !registered {
+					return
+				}
+				found := map[string]bool{}
+				for _, p := range info {
+					found[p.Function] = true
+					if p.Function == k.Function && p.Smem != k.SmemBytes {
+						t.Errorf("%s: ptxas reports %d bytes of shared memory, the plan %d", p.Function, p.Smem, k.SmemBytes)
+					}
+					if p.StackFrame > 0 {
+						t.Logf("%s: %d-byte stack frame (local memory) without spills", p.Function, p.StackFrame)
+					}
+				}
+				for _, fn := range []string{k.Function, k.Repack} {
+					if fn != "" && !found[fn] {
+						t.Errorf("ptxas compiled no %s", fn)
+					}
+				}
+			})
+		}
+	}
+}
+
+// occupancy estimates resident blocks per SM from ptxas's numbers, for the
+// log: registers are allocated per warp in 256s, each block reserves 1 KiB of
+// shared memory beyond its own.
+func occupancy(p PtxasInfo, threads int, arch string) string {
+	if threads <= 0 {
+		return ""
+	}
+	smemPerSM := map[string]int{"sm_80": 164 * 1024, "sm_90": 228 * 1024}[arch]
+	warps := (threads + 31) / 32
+	regsPerWarp := (p.Registers*32 + 255) / 256 * 256
+	byRegs := 32
+	if regsPerWarp > 0 {
+		byRegs = 65536 / regsPerWarp / warps
+	}
+	bySmem := smemPerSM / (p.Smem + 1024)
+	byThreads := 2048 / threads
+	blocks := min(byRegs, bySmem, byThreads, 32)
+	return fmt.Sprintf("blocks/SM %d (by registers %d, smem %d, threads %d), warps/SM %d/64", blocks, byRegs, bySmem, byThreads, blocks*warps)
+}

@@ -1,0 +1,288 @@
+package verify
+
+import (
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"convtgen/gen"
+	"convtgen/gen/spec"
+)
+
+// fixtureSpec is the spec the fixtures were derived from: every fixture is
+// out/<it>/cuda.py (or a Triton submission for its signature) with one
+// violation planted.
+const fixtureSpec = "l1_61_square_input_square_kernel"
+
+// loadSpecs loads the repository's specs by name.
+func loadSpecs(t *testing.T) map[string]*spec.Spec {
+	t.Helper()
+	loaded, err := gen.LoadAll("..")
+	if err != nil {
+		t.Fatalf("loading specs: %v", err)
+	}
+	specs := map[string]*spec.Spec{}
+	for _, l := range loaded {
+		specs[l.Plan.Spec.Name] = l.Plan.Spec
+	}
+	return specs
+}
+
+// emittedFiles lists every committed submission under ../out (any depth):
+// the files named <backend>.py.
+func emittedFiles(t *testing.T, backends ...string) []string {
+	t.Helper()
+	if len(backends) == 0 {
+		backends = []string{"cuda", "triton"}
+	}
+	var files []string
+	err := filepath.WalkDir(filepath.Join("..", gen.OutDir), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		for _, b := range backends {
+			if d.Name() == b+".py" {
+				files = append(files, path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no emitted submissions under ../out")
+	}
+	return files
+}
+
+func TestEmittedFilesPass(t *testing.T) {
+	specs := loadSpecs(t)
+	for _, path := range emittedFiles(t) {
+		name := filepath.Base(filepath.Dir(path))
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := specs[name]
+		if s == nil {
+			t.Errorf("%s: no spec named %s", path, name)
+			continue
+		}
+		for _, f := range CheckFile(path, src, s) {
+			t.Errorf("%s:%s", path, f)
+		}
+	}
+}
+
+func TestFixtures(t *testing.T) {
+	s := loadSpecs(t)[fixtureSpec]
+	if s == nil {
+		t.Fatalf("fixture spec %s is gone", fixtureSpec)
+	}
+	for _, r := range Rules {
+		t.Run(r.Name, func(t *testing.T) {
+			path := filepath.Join("testdata", "static", r.Name+".py")
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("every rule needs a failing fixture: %v", err)
+			}
+			got := CheckFile(path, src, s)
+			fired := false
+			for _, f := range got {
+				if f.Rule == r.Name {
+					fired = true
+					t.Logf("%s", f)
+				} else {
+					t.Errorf("other rule fired: %s", f)
+				}
+				if f.Line < 1 || f.Line > strings.Count(string(src), "\n")+1 {
+					t.Errorf("line out of range: %s", f)
+				}
+			}
+			if !fired {
+				t.Errorf("rule %s did not fire", r.Name)
+			}
+		})
+	}
+	// The bases the fixtures were derived from pass.
+	for _, base := range []string{"valid/cuda.py", "valid/triton.py"} {
+		path := filepath.Join("testdata", "static", base)
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range CheckFile(path, src, s) {
+			t.Errorf("%s:%s", path, f)
+		}
+	}
+}
+
+// TestFixtureFilesAreRules keeps fixtures and rules in step.
+func TestFixtureFilesAreRules(t *testing.T) {
+	names := map[string]bool{}
+	for _, r := range Rules {
+		if names[r.Name] {
+			t.Errorf("rule %s listed twice", r.Name)
+		}
+		names[r.Name] = true
+	}
+	m, _ := filepath.Glob(filepath.Join("testdata", "static", "*.py"))
+	for _, p := range m {
+		if n := strings.TrimSuffix(filepath.Base(p), ".py"); !names[n] {
+			t.Errorf("%s names no rule", p)
+		}
+	}
+}
+
+func TestPyCompile(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	files := emittedFiles(t)
+	for _, dir := range []string{filepath.Join("..", gen.OutDir, "*", "problem.py"), filepath.Join("testdata", "static", "*.py"), filepath.Join("testdata", "static", "valid", "*.py")} {
+		m, _ := filepath.Glob(dir)
+		files = append(files, m...)
+	}
+	if err := PyCompile(files...); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.py")
+	if err := os.WriteFile(bad, []byte("def f(:\n    return 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := PyCompile(bad); err == nil || !strings.Contains(err.Error(), "bad.py") {
+		t.Fatalf("PyCompile(bad.py) = %v, want a syntax error naming the file", err)
+	}
+}
+
+func TestInitSignatureMatchesTemplates(t *testing.T) {
+	// The reference problem prints the same signature the submission must
+	// have; both come from gen's view.
+	specs := loadSpecs(t)
+	for name, s := range specs {
+		src, err := os.ReadFile(filepath.Join("..", gen.OutDir, name, "problem.py"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "def __init__(self, " + InitSignature(s.Reference.Params) + "):"
+		if !strings.Contains(string(src), want) {
+			t.Errorf("%s: problem.py lacks %q", name, want)
+		}
+	}
+}
+
+func TestScanPython(t *testing.T) {
+	src := []byte(`# head
+"""Doc: pass, try: and torch.compile in prose."""
+import torch
+X = r"""
+__global__ void k() {}  // stream
+/* half */ int y;
+"""
+s = 'a # not a comment'  # but this is
+def f():
+    """Docstring of f."""
+    return (1,
+  2)
+`)
+	f := scanPython(src)
+	if got := len(f.strs); got != 4 {
+		t.Fatalf("strings: got %d, want 4", got)
+	}
+	want := []struct {
+		doc  bool
+		name string
+	}{{true, ""}, {false, "X"}, {false, "s"}, {true, ""}}
+	for i, w := range want {
+		if f.strs[i].docstring != w.doc || f.strs[i].name != w.name {
+			t.Errorf("string %d: docstring=%v name=%q, want %v %q", i, f.strs[i].docstring, f.strs[i].name, w.doc, w.name)
+		}
+	}
+	code := string(f.code)
+	for _, gone := range []string{"head", "Doc:", "__global__", "not a comment", "but this is"} {
+		if strings.Contains(code, gone) {
+			t.Errorf("code view still has %q", gone)
+		}
+	}
+	sources := string(f.sources)
+	if !strings.Contains(sources, "__global__") || strings.Contains(sources, "stream") || strings.Contains(sources, "half") || strings.Contains(sources, "Doc:") {
+		t.Errorf("sources view wrong:\n%s", sources)
+	}
+	if strings.Contains(string(f.eval), "head") || !strings.Contains(string(f.eval), "pass, try:") {
+		t.Errorf("evaluator view wrong:\n%s", f.eval)
+	}
+	if len(f.code) != len(src) || len(f.sources) != len(src) || len(f.eval) != len(src) {
+		t.Fatal("views must keep the file's length")
+	}
+	if !f.cont[11] || f.cont[10] || !f.cont[4] || !f.cont[6] {
+		t.Errorf("continuation lines: %v", f.cont)
+	}
+	if b := f.block(strings.Index(string(src), "def f")); string(src[b.start:b.end]) != string(src[strings.Index(string(src), "def f"):]) {
+		t.Errorf("block of f: %q", src[b.start:b.end])
+	}
+}
+
+func TestTritonDotPrecision(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join("testdata", "static", "valid", "triton.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := *loadSpecs(t)[fixtureSpec]
+	for _, tc := range []struct {
+		dot, precision string
+		fires          bool
+	}{
+		{"tl.dot(a, b)", "fp32", true},
+		{`tl.dot(a, b, input_precision="ieee")`, "fp32", false},
+		{`tl.dot(a, b, input_precision="tf32x3")`, "fp32", true},
+		{`tl.dot(a, b, input_precision="tf32x3")`, "3xtf32", false},
+		{`tl.dot(a, b, input_precision="tf32")`, "3xtf32", true},
+		{`tl.dot(a, b, allow_tf32=True, input_precision="ieee")`, "fp32", true},
+	} {
+		src := strings.Replace(string(base), `tl.dot(a, b, input_precision="ieee")`, tc.dot, 1)
+		if !strings.Contains(string(base), `tl.dot(a, b, input_precision="ieee")`) {
+			t.Fatal("triton base changed: no tl.dot(a, b, input_precision=\"ieee\")")
+		}
+		s.Kernel.Precision = tc.precision
+		fired := false
+		for _, f := range CheckFile("triton.py", []byte(src), &s) {
+			if f.Rule == "precision-mode" {
+				fired = true
+			} else if f.Rule != "tf32-flag" {
+				t.Errorf("%s: unexpected %s", tc.dot, f)
+			}
+		}
+		if fired != tc.fires {
+			t.Errorf("%s with %s: precision-mode fired=%v, want %v", tc.dot, tc.precision, fired, tc.fires)
+		}
+	}
+}
+
+// TestProseIsNotCode: docstrings, comments and identifiers that only look
+// like forbidden words are not findings (the evaluator's own words, pass
+// and try/except, are the exception: see the pass fixture).
+func TestProseIsNotCode(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join("testdata", "static", "valid", "cuda.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := loadSpecs(t)[fixtureSpec]
+	src := string(base)
+	for _, r := range [][2]string{
+		{"weight tiles load contiguously;", "weight tiles load contiguously (no torch.compile, torch.jit, allow_tf32,\ncudnn.benchmark, CUDAGraph, torch.cuda.Stream, float16, bfloat16, template<>,\nPYBIND11, F.conv_transpose3d, print(), lru_cache, threading);"},
+		{"KERNEL_SOURCE = r\"\"\"\n", "KERNEL_SOURCE = r\"\"\"\n// Not used: __half, cudaStream_t, template <int>, tf32, printf(), cudnnConvolutionForward.\n/* nor std::thread,\n   nor at::conv_transpose3d() */\n__device__ __forceinline__ int halves(int half) { return half * 8 + (half) * 2; }\n"},
+		{"import torch\n", "import torch  # no torch.compile, no streams, print() nothing\n"},
+	} {
+		if !strings.Contains(src, r[0]) {
+			t.Fatalf("base changed: no %q", r[0])
+		}
+		src = strings.Replace(src, r[0], r[1], 1)
+	}
+	for _, f := range CheckFile("cuda.py", []byte(src), s) {
+		t.Errorf("%s", f)
+	}
+}
