@@ -47,18 +47,14 @@ type View struct {
 	AKStride     int
 	AK           int
 	BLoads       int
+
+	// Triton backend (gen/triton.go).
+	Triton *TritonView
 }
 
 func newView(p *plan.Plan, specPath string) *View {
 	s, c, t := p.Spec, p.Conv, p.Tile
 	r := s.Reference
-	params := make([]string, len(r.Params))
-	for i, prm := range r.Params {
-		params[i] = prm.Name + ": " + prm.Type
-		if prm.Default != nil {
-			params[i] += " = " + prm.Default.Python()
-		}
-	}
 	inits := make([]string, len(r.InitInputs))
 	for i, v := range r.InitInputs {
 		inits[i] = v.Python()
@@ -67,11 +63,11 @@ func newView(p *plan.Plan, specPath string) *View {
 	aKStride := p.Threads / aLanes
 	return &View{
 		Plan: p, Conv: c, Tile: t,
-		Name: s.Name, Title: s.Title, SpecPath: specPath,
+		Name: s.Name, Title: docstringSafe(s.Title), SpecPath: specPath,
 		Summary:       summary(c, p.Out),
 		Attr:          r.Attr,
-		InitSignature: strings.Join(params, ", "),
-		ConvArgs:      strings.Join(r.Conv, ", "),
+		InitSignature: r.InitSignature(),
+		ConvArgs:      r.ConvArgs(),
 		InitInputs:    strings.Join(inits, ", "),
 		InputDist:     s.Problem.InputDist,
 		InputShape:    ints(c.Batch, c.InChannels, c.In[0], c.In[1], c.In[2]),
@@ -87,7 +83,13 @@ func newView(p *plan.Plan, specPath string) *View {
 		AKStride:      aKStride,
 		AK:            (t.BK + aKStride - 1) / aKStride,
 		BLoads:        (t.BK*t.BN + p.Threads - 1) / p.Threads,
+		Triton:        newTritonView(p),
 	}
+}
+
+// docstringSafe escapes what would end or bend a Python docstring.
+func docstringSafe(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"""`, `\"\"\"`).Replace(s)
 }
 
 // summary states the problem in one paragraph for docstrings.

@@ -86,23 +86,6 @@ var Rules = []Rule{
 	{"precision-mode", "the kernel's arithmetic matches the spec's precision (fp32: no TF32; Triton tl.dot with explicit input_precision)"},
 }
 
-// InitSignature is the reference __init__'s parameter list after self, as
-// the templates print it: "name: type = default" joined by ", ".
-//
-// It duplicates gen/render.go's newView on purpose until gen exports it
-// (suggested: func (r Reference) InitSignature() string in gen/spec, used by
-// newView); then this becomes a call to that.
-func InitSignature(params []spec.Param) string {
-	parts := make([]string, len(params))
-	for i, p := range params {
-		parts[i] = p.Name + ": " + p.Type
-		if p.Default != nil {
-			parts[i] += " = " + p.Default.Python()
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
 var importTritonRe = regexp.MustCompile(`(?m)^\s*(import|from)\s+triton\b`)
 
 // Backend tells which backend a submission is written for: by its file name
@@ -592,7 +575,7 @@ func (c *checker) initSignature() {
 	got := strings.TrimSuffix(squash(f.noComments[open+1:closing]), ",")
 	got = strings.TrimSpace(got)
 	rest, ok := strings.CutPrefix(got, "self")
-	want := InitSignature(c.want.Reference.Params)
+	want := c.want.Reference.InitSignature()
 	if ok {
 		rest = strings.TrimSpace(rest)
 		if rest == "" || strings.HasPrefix(rest, ",") {
@@ -628,7 +611,7 @@ func (c *checker) initConv() {
 		return
 	}
 	r := c.want.Reference
-	want := "self." + r.Attr + " = nn.ConvTranspose3d(" + strings.Join(r.Conv, ", ") + ")"
+	want := "self." + r.Attr + " = nn.ConvTranspose3d(" + r.ConvArgs() + ")"
 	body := squash(c.f.noComments[c.init.start:c.init.end])
 	for _, stmt := range []string{want, strings.Replace(want, "nn.", "torch.nn.", 1)} {
 		if strings.Contains(body+" ", stmt+" ") {

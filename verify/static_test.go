@@ -168,7 +168,7 @@ func TestInitSignatureMatchesTemplates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "def __init__(self, " + InitSignature(s.Reference.Params) + "):"
+		want := "def __init__(self, " + s.Reference.InitSignature() + "):"
 		if !strings.Contains(string(src), want) {
 			t.Errorf("%s: problem.py lacks %q", name, want)
 		}

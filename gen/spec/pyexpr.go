@@ -178,3 +178,53 @@ func (v Value) Python() string {
 	}
 	return strconv.Itoa(v.Int)
 }
+
+// Python renders a parsed argument expression in canonical form, so the
+// emitted call never depends on how the spec spelled it (spacing, leading
+// zeros).
+func (e expr) Python() string {
+	switch {
+	case e.lit != nil:
+		return e.lit.Python()
+	case e.name != "":
+		return e.name
+	}
+	parts := make([]string, len(e.tuple))
+	for i, x := range e.tuple {
+		parts[i] = x.Python()
+	}
+	if len(parts) == 1 {
+		return "(" + parts[0] + ",)"
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// ConvArgs renders the nn.ConvTranspose3d arguments, canonical and in the
+// spec's order. The spec is validated, so every argument parses.
+func (r Reference) ConvArgs() string {
+	out := make([]string, len(r.Conv))
+	for i, src := range r.Conv {
+		a, err := parseConvArg(src)
+		if err != nil {
+			panic("spec: ConvArgs on an unvalidated spec: " + err.Error())
+		}
+		out[i] = a.value.Python()
+		if a.keyword != "" {
+			out[i] = a.keyword + "=" + out[i]
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// InitSignature renders __init__'s parameters after self, with annotations
+// and defaults, as both the reference and the submission declare them.
+func (r Reference) InitSignature() string {
+	params := make([]string, len(r.Params))
+	for i, p := range r.Params {
+		params[i] = p.Name + ": " + p.Type
+		if p.Default != nil {
+			params[i] += " = " + p.Default.Python()
+		}
+	}
+	return strings.Join(params, ", ")
+}

@@ -1,0 +1,277 @@
+package gen
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"convtgen/gen/geom"
+	"convtgen/gen/plan"
+)
+
+// tritonSpec is a spec in the random specs' reference format with the
+// given geometry, rendered for the triton backend.
+func tritonSpec(t *testing.T, c geom.Conv, precision string) *plan.Plan {
+	t.Helper()
+	list := func(v [3]int) string { return fmt.Sprintf("[%d, %d, %d]", v[0], v[1], v[2]) }
+	yaml := fmt.Sprintf(`version: 1
+name: triton_case
+problem:
+  batch: %d
+  in_channels: %d
+  out_channels: %d
+  kernel: %s
+  input: %s
+  stride: %s
+  padding: %s
+  output_padding: %s
+  dilation: %s
+  groups: %d
+  bias: %t
+reference:
+  params:
+    - {name: in_channels, type: int}
+    - {name: out_channels, type: int}
+    - {name: kernel_size, type: tuple}
+    - {name: stride, type: tuple, default: [1, 1, 1]}
+    - {name: padding, type: tuple, default: [0, 0, 0]}
+    - {name: output_padding, type: tuple, default: [0, 0, 0]}
+    - {name: dilation, type: tuple, default: [1, 1, 1]}
+    - {name: groups, type: int, default: 1}
+    - {name: bias, type: bool, default: false}
+  conv: [in_channels, out_channels, kernel_size, stride=stride, padding=padding,
+         output_padding=output_padding, dilation=dilation, groups=groups, bias=bias]
+  init_inputs: [%d, %d, %s, %s, %s, %s, %s, %d, %t]
+kernel:
+  backends: [triton]
+  precision: %s
+`, c.Batch, c.InChannels, c.OutChannels, list(c.Kernel), list(c.In), list(c.Stride), list(c.Padding),
+		list(c.OutputPadding), list(c.Dilation), c.Groups, c.Bias,
+		c.InChannels, c.OutChannels, list(c.Kernel), list(c.Stride), list(c.Padding), list(c.OutputPadding),
+		list(c.Dilation), c.Groups, c.Bias, precision)
+	p, errs := parseAndPlan("specs/triton_case.yaml", []byte(yaml))
+	if errs != nil {
+		t.Fatalf("spec: %v", errs)
+	}
+	return p
+}
+
+// l1_72 and l1_77 are KernelBench level-1 geometries: grouped with
+// asymmetric padding, and stride 2 with dilation 2 (half the phases have
+// no tap at all).
+var (
+	l1_72 = geom.Conv{Batch: 8, InChannels: 32, OutChannels: 32, In: [3]int{12, 24, 48}, Kernel: [3]int{3, 5, 7},
+		Stride: [3]int{2, 2, 2}, Padding: [3]int{1, 2, 3}, OutputPadding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 4}
+	l1_77 = geom.Conv{Batch: 16, InChannels: 32, OutChannels: 64, In: [3]int{16, 32, 32}, Kernel: [3]int{3, 3, 3},
+		Stride: [3]int{2, 2, 2}, Padding: [3]int{1, 1, 1}, Dilation: [3]int{2, 2, 2}, Groups: 1}
+)
+
+func TestTritonBlockSizes(t *testing.T) {
+	for _, c := range []struct{ ch, n, k int }{
+		// Channels per group -> BLOCK_N (as Cout/g), BLOCK_K (as Cin/g).
+		{1, 16, 16}, {8, 16, 16}, {16, 16, 16}, {17, 32, 32}, {24, 32, 32}, {32, 32, 32},
+		{40, 64, 16}, {48, 64, 16}, {56, 64, 32}, {64, 64, 32}, {100, 64, 16}, {1000, 64, 16},
+	} {
+		if got := tritonBlockN(c.ch); got != c.n {
+			t.Errorf("tritonBlockN(%d) = %d, want %d", c.ch, got, c.n)
+		}
+		if got := tritonBlockK(c.ch); got != c.k {
+			t.Errorf("tritonBlockK(%d) = %d, want %d", c.ch, got, c.k)
+		}
+	}
+
+	v := newTritonView(tritonSpec(t, l1_72, "fp32"))
+	if v.BlockM != 128 || v.BlockN != 16 || v.BlockK != 16 || v.NTiles != 1 || v.CIChunks != 1 {
+		t.Errorf("l1_72 tiling = M %d N %d K %d, %d N tiles, %d chunks; want 128 16 16, 1, 1",
+			v.BlockM, v.BlockN, v.BlockK, v.NTiles, v.CIChunks)
+	}
+	if v.NumWarps != 4 || v.NumStages != 3 || v.Int64 {
+		t.Errorf("l1_72: %d warps, %d stages, int64 %v; want 4, 3, false", v.NumWarps, v.NumStages, v.Int64)
+	}
+
+	// A tiny problem gets a smaller BLOCK_M, never below 32; wide channel
+	// counts take several N tiles and K chunks.
+	tiny := geom.Conv{Batch: 1, InChannels: 96, OutChannels: 200, In: [3]int{2, 2, 3}, Kernel: [3]int{1, 1, 1},
+		Stride: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 2}
+	v = newTritonView(tritonSpec(t, tiny, "fp32"))
+	if v.BlockM != 32 || v.BlockN != 64 || v.NTiles != 2 || v.BlockK != 16 || v.CIChunks != 3 {
+		t.Errorf("tiny: BLOCK_M %d BLOCK_N %d (%d tiles) BLOCK_K %d (%d chunks); want 32, 64 (2), 16 (3)",
+			v.BlockM, v.BlockN, v.NTiles, v.BlockK, v.CIChunks)
+	}
+	if g := v.Phases[0].Grid; g != 2*1*2 {
+		t.Errorf("tiny: grid %d, want groups*M tiles*N tiles = 4", g)
+	}
+
+	// 2^31 elements in the output: 64-bit offsets.
+	big := geom.Conv{Batch: 16, InChannels: 8, OutChannels: 64, In: [3]int{64, 64, 64}, Kernel: [3]int{3, 3, 3},
+		Stride: [3]int{2, 2, 2}, Padding: [3]int{1, 1, 1}, OutputPadding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1}
+	if !newTritonView(tritonSpec(t, big, "fp32")).Int64 {
+		t.Errorf("big (output %d elements): Int64 not set", big.OutputLen())
+	}
+}
+
+// TestTritonPhasesMatchPlan checks the per-phase constants against the plan
+// and, independently, against the definition: every tap with
+// (r + padding - k*dilation) divisible by the stride, and no other.
+func TestTritonPhasesMatchPlan(t *testing.T) {
+	plans := []*plan.Plan{tritonSpec(t, l1_72, "fp32"), tritonSpec(t, l1_77, "3xtf32")}
+	random, err := Random(300, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range random {
+		plans = append(plans, l.Plan)
+	}
+	for _, p := range plans {
+		v := newTritonView(p)
+		c := p.Conv
+		if len(v.Phases) != len(p.Phases) {
+			t.Fatalf("%s: %d Triton phases for %d plan phases", p.Spec.Name, len(v.Phases), len(p.Phases))
+		}
+		outputs := 0
+		for i, tp := range v.Phases {
+			ph := p.Phases[i]
+			name := fmt.Sprintf("%s phase %v", p.Spec.Name, ph.R)
+			if tp.R != ph.R || tp.Q != ph.Q || tp.M != ph.M || tp.Taps != ph.TapCount {
+				t.Errorf("%s: R %v Q %v M %d taps %d; plan R %v Q %v M %d taps %d", name, tp.R, tp.Q, tp.M, tp.Taps, ph.R, ph.Q, ph.M, ph.TapCount)
+			}
+			if tp.Count[0]*tp.Count[1]*tp.Count[2] != tp.Taps {
+				t.Errorf("%s: counts %v do not multiply to %d taps", name, tp.Count, tp.Taps)
+			}
+			if tp.MTiles != divUp(tp.M, v.BlockM) || tp.Grid != c.Groups*tp.MTiles*v.NTiles {
+				t.Errorf("%s: %d M tiles, grid %d", name, tp.MTiles, tp.Grid)
+			}
+			got := tp.ExpandTaps(v, c.Kernel)
+			if !sameTaps(got, p.Taps[ph.TapStart:ph.TapStart+ph.TapCount]) {
+				t.Errorf("%s: progressions give %v, plan has %v", name, got, p.Taps[ph.TapStart:ph.TapStart+ph.TapCount])
+			}
+			if want := definitionTaps(c, ph.R); !sameTaps(got, want) {
+				t.Errorf("%s: progressions give %v, the definition %v", name, got, want)
+			}
+			outputs += tp.M
+		}
+		if o := p.Out; outputs != c.Batch*o[0]*o[1]*o[2] {
+			t.Errorf("%s: phases cover %d output positions, want %d", p.Spec.Name, outputs, c.Batch*o[0]*o[1]*o[2])
+		}
+	}
+
+	// Known values: l1_72 (stride 2, dilation 1) steps the kernel index by
+	// 2 and the offset by 1; l1_77 (stride 2, dilation 2) by 1 and 1, and
+	// its even residues have no tap.
+	// Every tap reaches exactly one residue per dimension, so l1_72's eight
+	// phases share its 105 taps, the heaviest (two residues with 3 and 4
+	// even-or-odd kernel indices) having 2*3*4 = 24.
+	v := newTritonView(plans[0])
+	taps, most := 0, 0
+	for _, tp := range v.Phases {
+		taps += tp.Taps
+		most = max(most, tp.Taps)
+	}
+	if v.KStep != [3]int{2, 2, 2} || v.OffStep != [3]int{1, 1, 1} || taps != 105 || most != 24 {
+		t.Errorf("l1_72: K step %v, offset step %v, %d taps, at most %d per phase; want [2 2 2], [1 1 1], 105, 24",
+			v.KStep, v.OffStep, taps, most)
+	}
+	v = newTritonView(plans[1])
+	empty := 0
+	for _, tp := range v.Phases {
+		if tp.Taps == 0 {
+			empty++
+			if tp.Count != [3]int{} {
+				t.Errorf("l1_77 phase %v: no taps but counts %v", tp.R, tp.Count)
+			}
+		}
+	}
+	if v.KStep != [3]int{1, 1, 1} || v.OffStep != [3]int{1, 1, 1} || empty != 7 {
+		t.Errorf("l1_77: K step %v, offset step %v, %d phases without taps; want [1 1 1], [1 1 1], 7", v.KStep, v.OffStep, empty)
+	}
+}
+
+// definitionTaps lists, by brute force, the taps that reach residue r.
+func definitionTaps(c geom.Conv, r [3]int) []plan.Tap {
+	var taps []plan.Tap
+	for kd := 0; kd < c.Kernel[0]; kd++ {
+		for kh := 0; kh < c.Kernel[1]; kh++ {
+			for kw := 0; kw < c.Kernel[2]; kw++ {
+				k := [3]int{kd, kh, kw}
+				tap := plan.Tap{K: k, Flat: (kd*c.Kernel[1]+kh)*c.Kernel[2] + kw}
+				ok := true
+				for i := range 3 {
+					num := r[i] + c.Padding[i] - k[i]*c.Dilation[i]
+					if ((num%c.Stride[i])+c.Stride[i])%c.Stride[i] != 0 {
+						ok = false
+						break
+					}
+					tap.Off[i] = num / c.Stride[i]
+				}
+				if ok {
+					taps = append(taps, tap)
+				}
+			}
+		}
+	}
+	return taps
+}
+
+func TestTritonRender(t *testing.T) {
+	r, err := NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forbidden := regexp.MustCompile(`torch\.compile|torch\.jit|allow_tf32|cudnn|CUDAGraph|cuda\.graph|Stream|` +
+		`\.half\(|float16|bfloat16|\btry:|\bexcept\b|^\s*pass\s*$|F\.conv|conv_transpose3d\(|\.forward\(|` +
+		`get_inputs|get_init_inputs|print\(|logging|input_precision="tf32"`)
+	for _, c := range []struct {
+		conv      geom.Conv
+		precision string
+		want      string
+	}{
+		{l1_72, "fp32", `input_precision="ieee"`},
+		{l1_77, "3xtf32", `input_precision="tf32x3"`},
+		{geom.Conv{Batch: 2, InChannels: 6, OutChannels: 9, In: [3]int{3, 4, 5}, Kernel: [3]int{2, 3, 1},
+			Stride: [3]int{3, 1, 2}, Padding: [3]int{1, 0, 0}, Dilation: [3]int{2, 1, 3}, Groups: 3, Bias: true}, "fp32", `input_precision="ieee"`},
+	} {
+		p := tritonSpec(t, c.conv, c.precision)
+		files, err := r.Render(p, "specs/triton_case.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var src string
+		for _, f := range files {
+			if f.Path == "triton_case/triton.py" {
+				src = string(f.Data)
+			}
+		}
+		if src == "" {
+			t.Fatalf("no triton.py among %d files", len(files))
+		}
+		if first := strings.SplitN(src, "\n", 2)[0]; first != "# Code generated by convtgen from specs/triton_case.yaml. DO NOT EDIT." {
+			t.Errorf("first line %q", first)
+		}
+		if n := strings.Count(src, c.want); n != 1 {
+			t.Errorf("%s: %d times %s, want once", c.precision, n, c.want)
+		}
+		if !strings.Contains(src, "input_precision=") || strings.Contains(src, `input_precision="tf32"`) {
+			t.Errorf("%s: plain TF32 or no input_precision in the kernel", c.precision)
+		}
+		for i, line := range strings.Split(src, "\n") {
+			if m := forbidden.FindString(line); m != "" {
+				t.Errorf("%s: line %d has forbidden %q: %s", c.precision, i+1, m, line)
+			}
+		}
+		for _, want := range []string{
+			"@triton.jit", "class Model(nn.Module):", "nn.ConvTranspose3d(" + strings.Join(p.Spec.Reference.Conv, ", ") + ")",
+			"INT64_OFFSETS=False", "PHASES = (",
+		} {
+			if !strings.Contains(src, want) {
+				t.Errorf("%s: missing %q", c.precision, want)
+			}
+		}
+		if got := strings.Count(src, "dict(R_D="); got != len(p.Phases) {
+			t.Errorf("%d phase entries, want %d", got, len(p.Phases))
+		}
+		if hasBias := strings.Contains(src, "b_ptr"); hasBias != c.conv.Bias {
+			t.Errorf("bias %v but b_ptr in the kernel: %v", c.conv.Bias, hasBias)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// PlotFile is the plot's name beside REPORT.md.
+const PlotFile = "speedup.svg"
+
+// Write renders REPORT.md, report.json and the plot into outDir.
+func Write(r *Report, outDir string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	for name, content := range map[string][]byte{
+		"REPORT.md":   []byte(Markdown(r)),
+		"report.json": append(data, '\n'),
+		PlotFile:      []byte(Plot(r)),
+	} {
+		if err := os.WriteFile(filepath.Join(outDir, name), content, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ms(t *Times) string {
+	if t == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f / %.3f", t.Mean, t.Median)
+}
+
+func sci(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.1e", *v)
+}
+
+func yes(b *bool) string {
+	switch {
+	case b == nil:
+		return "–"
+	case *b:
+		return "yes"
+	}
+	return "no"
+}
+
+func ratio(v float64) string {
+	if v == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2fx", v)
+}
+
+// Markdown renders the report page.
+func Markdown(r *Report) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("# GPU report\n\n")
+	p("Measured on **%s** (driver %s), torch %s, CUDA %s, cuDNN %s, on %s, commit `%s`.\n", r.GPU, r.Driver, r.Torch, r.CUDA, r.CuDNN, r.Date, r.Commit)
+	p("Method: the KernelBench evaluator's (seeded init, 5 trials of fresh inputs, CUDA events, 3 warm-ups,\n")
+	p("100 timed runs after an L2 flush, mean reported; median shown too). Error is the relative L2 error\n")
+	p("against float64 (gate 1e-5); allclose is against PyTorch's default (TF32) reference. The kernels target\n")
+	p("sm_80 (A100); these numbers are from the GPU named above. Floors: max(FLOPs / peak, bytes / 4.3 TB/s),\n")
+	p("peak 67 TFLOP/s for fp32 FFMA and 495/3 TFLOP/s for 3xTF32; \"floor\" is floor time / our time.\n\n")
+	p("![speedup over PyTorch default and fraction of floor](%s)\n\n", PlotFile)
+	p("## Per problem and backend\n\n")
+	p("| problem | backend | precision | result | rel L2 vs fp64 | allclose 1e-2 / 1e-4 | ms mean / median | PyTorch default ms | PyTorch strict fp32 ms | vs default | vs strict | floor ms | floor |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, row := range r.Rows {
+		frac := "–"
+		if row.FloorFraction > 0 {
+			frac = fmt.Sprintf("%.0f%%", 100*row.FloorFraction)
+		}
+		p("| %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %.3f | %s |\n",
+			row.Spec, row.Backend, row.Precision, row.Disposition, sci(row.MaxRelL2), yes(row.Allclose1e2), yes(row.Allclose1e4),
+			ms(row.TimeMS), ms(row.RefDefaultMS), ms(row.RefStrictMS), ratio(row.SpeedupTF32), ratio(row.SpeedupStrict), row.FloorMS, frac)
+	}
+	p("\n")
+	for _, backend := range sortedKeys(r.GeoMean) {
+		p("Geometric-mean speedup over PyTorch default, %s: **%.2fx**.\n", backend, r.GeoMean[backend])
+	}
+	if len(r.Best) > 0 {
+		p("Best backend per problem: geometric mean **%.2fx** over the default.\n", r.BestGeoMean)
+	}
+	var failed []string
+	for _, row := range r.Rows {
+		if row.Disposition != "passed" {
+			failed = append(failed, fmt.Sprintf("- %s (%s): %s — %s", row.Spec, row.Backend, row.Disposition, firstLine(row.Reason)))
+		}
+	}
+	if len(failed) > 0 {
+		p("\nNot passed:\n%s\n", strings.Join(failed, "\n"))
+	}
+	if len(r.Sweeps) > 0 {
+		p("\n## Random configurations\n\n")
+		p("Random valid configurations (stride and dilation 1-3, kernel 1-5, padding, output_padding, groups, bias,\n")
+		p("odd and prime sizes, random tiles and precisions) rendered by `make random`, run end to end by the harness.\n\n")
+		p("| backend | configurations | passed | max rel L2 vs fp64 |\n|---|---|---|---|\n")
+		for _, s := range r.Sweeps {
+			p("| %s | %d | %d | %.1e |\n", s.Backend, s.Configs, s.Passed, s.MaxRelL2)
+		}
+		for _, s := range r.Sweeps {
+			for _, f := range s.Failures {
+				p("- %s\n", f)
+			}
+		}
+	}
+	if len(r.Tuning) > 0 {
+		p("\n## Tuning candidates\n\n| candidate | result | rel L2 | ms mean / median |\n|---|---|---|---|\n")
+		for _, t := range r.Tuning {
+			p("| %s | %s | %s | %s |\n", t.Spec, t.Disposition, sci(t.MaxRelL2), ms(t.TimeMS))
+		}
+	}
+	return b.String()
+}
+
+// Plot draws, per problem, the best backend's speedup over the PyTorch
+// default (log scale bars) and its fraction of the floor, as SVG.
+func Plot(r *Report) string {
+	const w, rowH, left = 760, 28, 300
+	h := 60 + rowH*len(r.Best)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w, h)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
+	fmt.Fprintf(&b, `<text x="10" y="18" font-size="14">Best backend per problem: speedup over PyTorch default (bar, log scale; line at 1x) and fraction of floor</text>`+"\n")
+	scale := func(s float64) float64 { return 120 * math.Log2(math.Max(s, 1.0/16)) } // px per doubling
+	zero := float64(left) + 120*2                                                    // 1x sits after 0.25x
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="30" x2="%.0f" y2="%d" stroke="black"/>`+"\n", zero, zero, h-10)
+	for i, row := range r.Best {
+		y := 36 + i*rowH
+		x := zero + math.Min(0, scale(row.SpeedupTF32))
+		wd := math.Abs(scale(row.SpeedupTF32))
+		color := "#2a9d8f"
+		if row.SpeedupTF32 < 1 {
+			color = "#e76f51"
+		}
+		fmt.Fprintf(&b, `<text x="10" y="%d">%s (%s)</text>`+"\n", y+14, row.Spec, row.Backend)
+		fmt.Fprintf(&b, `<rect x="%.0f" y="%d" width="%.0f" height="18" fill="%s"/>`+"\n", x, y, wd, color)
+		fmt.Fprintf(&b, `<text x="%.0f" y="%d">%.2fx, %.0f%% of floor</text>`+"\n", zero+math.Max(0, scale(row.SpeedupTF32))+6, y+14, row.SpeedupTF32, 100*row.FloorFraction)
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,236 @@
+// Package report turns the GPU host's JSON results into out/REPORT.md,
+// out/report.json and a plot: per problem and backend the disposition,
+// error against float64, times, speedups over PyTorch and the fraction of
+// the problem's floor reached.
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"convtgen/gen"
+	"convtgen/gen/geom"
+)
+
+// Ceilings of the H200 used for floors (problems.md): FFMA 67 TFLOP/s,
+// 3xTF32 a third of 495 TFLOP/s dense TF32, 4.3 TB/s of device memory.
+const (
+	ffmaFLOPS   = 67e12
+	tf32x3FLOPS = 495e12 / 3
+	memBW       = 4.3e12
+)
+
+// Times is a mean and median in milliseconds.
+type Times struct {
+	Mean   float64 `json:"mean"`
+	Median float64 `json:"median"`
+}
+
+// HarnessResult is one (spec, backend) of the evaluator harness.
+type HarnessResult struct {
+	Spec            string   `json:"spec"`
+	Backend         string   `json:"backend"`
+	Disposition     string   `json:"disposition"`
+	Reason          string   `json:"reason"`
+	MaxRelL2        *float64 `json:"max_rel_l2"`
+	RefDefaultRelL2 *float64 `json:"ref_default_rel_l2"`
+	Allclose1e2     *bool    `json:"allclose_1e2"`
+	Allclose1e4     *bool    `json:"allclose_1e4"`
+	NaNOutputs      *int     `json:"nan_outputs"`
+	Trials          int      `json:"trials"`
+	TimeMS          *Times   `json:"time_ms"`
+	RefDefaultMS    *Times   `json:"ref_default_ms"`
+	RefStrictMS     *Times   `json:"ref_strict_ms"`
+}
+
+// HarnessRun is one harness JSON document.
+type HarnessRun struct {
+	GPU     string          `json:"gpu"`
+	Torch   string          `json:"torch"`
+	CUDA    string          `json:"cuda"`
+	CuDNN   string          `json:"cudnn"`
+	Driver  *string         `json:"driver"`
+	Date    string          `json:"date"`
+	Results []HarnessResult `json:"results"`
+}
+
+// Row is one (problem, backend) line of the report.
+type Row struct {
+	HarnessResult
+	Precision     string  `json:"precision"`
+	FloorMS       float64 `json:"floor_ms"`
+	FloorFraction float64 `json:"floor_fraction,omitempty"` // floor / time: 1 is the floor
+	SpeedupTF32   float64 `json:"speedup_vs_default,omitempty"`
+	SpeedupStrict float64 `json:"speedup_vs_strict,omitempty"`
+	GFLOPs        float64 `json:"gflop"`
+}
+
+// Sweep summarises a random-configuration run per backend.
+type Sweep struct {
+	Backend  string   `json:"backend"`
+	Configs  int      `json:"configs"`
+	Passed   int      `json:"passed"`
+	MaxRelL2 float64  `json:"max_rel_l2"`
+	Failures []string `json:"failures,omitempty"`
+}
+
+// Report is everything REPORT.md shows, also written as report.json.
+type Report struct {
+	GPU, Driver, Torch, CUDA, CuDNN, Date, Commit string
+	Rows                                          []Row              `json:"rows"`
+	GeoMean                                       map[string]float64 `json:"geomean_speedup_vs_default"` // per backend
+	Best                                          []Row              `json:"best"`                       // fastest passed backend per problem
+	BestGeoMean                                   float64            `json:"best_geomean_speedup_vs_default"`
+	Sweeps                                        []Sweep            `json:"random_sweep"`
+	Tuning                                        []HarnessResult    `json:"tuning,omitempty"`
+}
+
+func readRun(path string) (*HarnessRun, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r HarnessRun
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// Build reads the results in dir (e2e.json, random.json, tune.json,
+// commit) and the specs under root.
+func Build(root, dir string) (*Report, error) {
+	e2e, err := readRun(filepath.Join(dir, "e2e.json"))
+	if err != nil {
+		return nil, err
+	}
+	if e2e == nil {
+		return nil, fmt.Errorf("%s: no e2e.json: run the GPU check first", dir)
+	}
+	specs, err := gen.LoadAll(root)
+	if err != nil {
+		return nil, err
+	}
+	type info struct {
+		conv      geom.Conv
+		precision string
+	}
+	byName := map[string]info{}
+	for _, l := range specs {
+		byName[l.Plan.Spec.Name] = info{l.Plan.Conv, l.Plan.Spec.Kernel.Precision}
+	}
+	commit, _ := os.ReadFile(filepath.Join(dir, "commit"))
+	r := &Report{GPU: e2e.GPU, Torch: e2e.Torch, CUDA: e2e.CUDA, CuDNN: e2e.CuDNN, Date: e2e.Date,
+		Commit: strings.TrimSpace(string(commit)), GeoMean: map[string]float64{}}
+	if e2e.Driver != nil {
+		r.Driver = *e2e.Driver
+	}
+	logSum, count := map[string]float64{}, map[string]int{}
+	best := map[string]Row{}
+	for _, h := range e2e.Results {
+		in, ok := byName[h.Spec]
+		if !ok {
+			continue // a spec removed since the run
+		}
+		row := Row{HarnessResult: h, Precision: in.precision, GFLOPs: in.conv.FLOPs() / 1e9}
+		row.FloorMS = floorMS(in.conv, in.precision)
+		if t := h.TimeMS; t != nil && t.Mean > 0 {
+			row.FloorFraction = row.FloorMS / t.Mean
+			if h.RefDefaultMS != nil {
+				row.SpeedupTF32 = h.RefDefaultMS.Mean / t.Mean
+			}
+			if h.RefStrictMS != nil {
+				row.SpeedupStrict = h.RefStrictMS.Mean / t.Mean
+			}
+		}
+		r.Rows = append(r.Rows, row)
+		if h.Disposition == "passed" && row.SpeedupTF32 > 0 {
+			logSum[h.Backend] += math.Log(row.SpeedupTF32)
+			count[h.Backend]++
+			if b, ok := best[h.Spec]; !ok || row.TimeMS.Mean < b.TimeMS.Mean {
+				best[h.Spec] = row
+			}
+		}
+	}
+	for b, s := range logSum {
+		r.GeoMean[b] = math.Exp(s / float64(count[b]))
+	}
+	var bestLog float64
+	for _, row := range best {
+		r.Best = append(r.Best, row)
+		bestLog += math.Log(row.SpeedupTF32)
+	}
+	sort.Slice(r.Best, func(i, j int) bool { return r.Best[i].Spec < r.Best[j].Spec })
+	if len(r.Best) > 0 {
+		r.BestGeoMean = math.Exp(bestLog / float64(len(r.Best)))
+	}
+	if rnd, err := readRun(filepath.Join(dir, "random.json")); err != nil {
+		return nil, err
+	} else if rnd != nil {
+		r.Sweeps = sweeps(rnd.Results)
+	}
+	if tune, err := readRun(filepath.Join(dir, "tune.json")); err != nil {
+		return nil, err
+	} else if tune != nil {
+		r.Tuning = tune.Results
+	}
+	return r, nil
+}
+
+// floorMS is the problem's lower bound for its precision mode: arithmetic
+// at the unit's peak or minimum bytes at full bandwidth, whichever is larger.
+func floorMS(c geom.Conv, precision string) float64 {
+	rate := ffmaFLOPS
+	if precision == "3xtf32" {
+		rate = tf32x3FLOPS
+	}
+	return 1e3 * math.Max(c.FLOPs()/rate, c.MinBytes()/memBW)
+}
+
+func sweeps(results []HarnessResult) []Sweep {
+	byBackend := map[string]*Sweep{}
+	var order []string
+	for _, h := range results {
+		s := byBackend[h.Backend]
+		if s == nil {
+			s = &Sweep{Backend: h.Backend}
+			byBackend[h.Backend] = s
+			order = append(order, h.Backend)
+		}
+		s.Configs++
+		if h.Disposition == "passed" {
+			s.Passed++
+		} else {
+			s.Failures = append(s.Failures, fmt.Sprintf("%s: %s %s", h.Spec, h.Disposition, firstLine(h.Reason)))
+		}
+		if h.MaxRelL2 != nil {
+			s.MaxRelL2 = math.Max(s.MaxRelL2, *h.MaxRelL2)
+		}
+	}
+	sort.Strings(order)
+	out := make([]Sweep, len(order))
+	for i, b := range order {
+		out[i] = *byBackend[b]
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return s
+}
