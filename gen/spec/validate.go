@@ -318,6 +318,8 @@ func (d *decoder) validateKernel(k *Kernel) {
 		{"bk", t.BK, t.BK == 0 || t.BK >= 1 && t.BK <= 64},
 		{"tm", t.TM, t.TM == 0 || t.TM == 4 || t.TM == 8},
 		{"tn", t.TN, t.TN == 0 || t.TN == 4 || t.TN == 8},
+		{"wm", t.WM, t.WM == 0 || t.WM == 16 || t.WM == 32 || t.WM == 64},
+		{"wn", t.WN, t.WN == 0 || t.WN == 8 || t.WN == 16 || t.WN == 32 || t.WN == 64},
 	} {
 		if !f.ok {
 			d.failAt("kernel.tile."+f.name, strconv.Itoa(f.v), "%s", tileRule[f.name])
@@ -331,6 +333,8 @@ var tileRule = map[string]string{
 	"bk": "must be from 1 to 64",
 	"tm": "must be 4 or 8 (each thread reads its rows as float4)",
 	"tn": "must be 4 or 8 (each thread reads its columns as float4)",
+	"wm": "must be 16, 32 or 64 (whole m16n8k8 fragments per warp)",
+	"wn": "must be 8, 16, 32 or 64 (whole m16n8k8 fragments per warp)",
 }
 
 // item returns the node of a list element, or the list itself.
