@@ -5,6 +5,7 @@ package plan
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 
 	"convtgen/gen/geom"
@@ -193,6 +194,9 @@ func (p *Plan) checkTile() error {
 		errs = append(errs, s.Errorf("kernel.tile."+field, strconv.Itoa(got), format, args...))
 	}
 	if t.MMA {
+		if t.BN%8 != 0 {
+			bad("bn", t.BN, "must be a multiple of 8 with 3xtf32 (m16n8k8 fragments)")
+		}
 		if t.BM%t.WM != 0 {
 			bad("bm", t.BM, "must be a multiple of wm=%d", t.WM)
 		}
@@ -226,6 +230,9 @@ func (p *Plan) checkTile() error {
 		bad("bk", t.BK, "needs %d bytes of shared memory (two stages of bk x (bm+bn) floats, padded); sm_80 allows %d of static shared memory", p.SmemBytes, MaxSmemBytes)
 	}
 	if len(errs) > 0 {
+		sort.SliceStable(errs, func(i, j int) bool {
+			return errs[i].Line < errs[j].Line || errs[i].Line == errs[j].Line && errs[i].Col < errs[j].Col
+		})
 		return errs
 	}
 	return nil

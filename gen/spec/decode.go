@@ -2,7 +2,9 @@ package spec
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -91,18 +93,18 @@ func source(n *yaml.Node) string {
 func (d *decoder) decode(data []byte) *Spec {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
+	err := dec.Decode(&doc)
+	if errors.Is(err, io.EOF) || err == nil && len(doc.Content) == 0 {
+		d.errs = append(d.errs, Error{File: d.file, Line: 1, Col: 1, Field: "spec", Msg: "empty document"})
+		return nil
+	}
+	if err != nil {
 		line := 1
-		msg := err.Error()
-		if _, err2 := fmt.Sscanf(msg, "yaml: line %d:", &line); err2 == nil {
-			msg = msg[strings.Index(msg, ":")+1:]
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		if _, err2 := fmt.Sscanf(msg, "line %d:", &line); err2 == nil {
 			msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
 		}
 		d.errs = append(d.errs, Error{File: d.file, Line: line, Col: 1, Field: "yaml", Msg: msg})
-		return nil
-	}
-	if len(doc.Content) == 0 {
-		d.fail(&doc, "spec", "", "empty document")
 		return nil
 	}
 	d.root = doc.Content[0]
@@ -128,7 +130,11 @@ func (d *decoder) decode(data []byte) *Spec {
 // duplicate keys are errors, and so are missing required keys.
 func (d *decoder) fields(n *yaml.Node, prefix string, handlers map[string]func(*yaml.Node, string), required ...string) {
 	if n.Kind != yaml.MappingNode {
-		d.fail(n, strings.TrimSuffix(prefix, "."), source(n), "must be a mapping")
+		field := prefix
+		if field == "" {
+			field = "spec"
+		}
+		d.fail(n, field, source(n), "must be a mapping")
 		return
 	}
 	if prefix != "" {
@@ -137,7 +143,11 @@ func (d *decoder) fields(n *yaml.Node, prefix string, handlers map[string]func(*
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		field := prefix + k.Value
+		name := k.Value
+		if k.Kind != yaml.ScalarNode || name == "" {
+			name = source(k) // an empty or non-scalar key still gets a field name
+		}
+		field := prefix + name
 		h, ok := handlers[k.Value]
 		switch {
 		case !ok:

@@ -109,6 +109,9 @@ func (p *exprParser) expr() (expr, error) {
 		if len(t) == 0 {
 			return expr{}, fmt.Errorf("empty tuple")
 		}
+		if len(t) == 1 && !trailingComma(p.src[:p.i-1]) {
+			return t[0], nil // (x) is x in Python; only (x,) is a tuple
+		}
 		return expr{tuple: t}, nil
 	case c == '-' || (c >= '0' && c <= '9'):
 		j := p.i + 1
@@ -227,4 +230,9 @@ func (r Reference) InitSignature() string {
 		}
 	}
 	return strings.Join(params, ", ")
+}
+
+// trailingComma reports whether s ends with a comma, spaces aside.
+func trailingComma(s string) bool {
+	return strings.HasSuffix(strings.TrimRight(s, " "), ",")
 }

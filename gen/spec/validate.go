@@ -20,7 +20,11 @@ var pythonKeywords = map[string]bool{"False": true, "None": true, "True": true, 
 	"del": true, "elif": true, "else": true, "except": true, "finally": true, "for": true, "from": true,
 	"global": true, "if": true, "import": true, "in": true, "is": true, "lambda": true, "nonlocal": true,
 	"not": true, "or": true, "pass": true, "raise": true, "return": true, "self": true, "try": true,
-	"while": true, "with": true, "yield": true}
+	"while": true, "with": true, "yield": true,
+	// Names the emitted files use at module level or in Model: a parameter
+	// or attribute called so would shadow them.
+	"nn": true, "torch": true, "triton": true, "tl": true, "super": true, "Model": true,
+	"forward": true, "load_inline": true}
 
 // seedRule is the submission rule that forbids reduced precision.
 const seedRule = `the seed forbids it: "Do Not Use: ... torch.backends.cuda.matmul.allow_tf32, ` +

@@ -1,0 +1,589 @@
+package plan_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"reflect"
+	"strings"
+	"testing"
+
+	"convtgen/gen/plan"
+	"convtgen/gen/spec"
+)
+
+// config is one nn.ConvTranspose3d configuration to plan.
+type config struct {
+	batch, cin, cout, groups int
+	k, in, s, p, op, d       [3]int
+	bias                     bool
+	precision                string // "" means fp32
+	tile                     string // flow mapping for kernel.tile, "" for none
+}
+
+// yaml writes a spec for c with the generic tuple-typed reference of
+// gen/random.go's RandomSpec. The tile line, when present, is line 40.
+func (c config) yaml() string {
+	l := func(v [3]int) string { return fmt.Sprintf("[%d, %d, %d]", v[0], v[1], v[2]) }
+	prec := c.precision
+	if prec == "" {
+		prec = "fp32"
+	}
+	tile := ""
+	if c.tile != "" {
+		tile = "\n  tile: " + c.tile
+	}
+	return fmt.Sprintf(`version: 1
+name: plan_test
+problem:
+  batch: %d
+  in_channels: %d
+  out_channels: %d
+  kernel: %s
+  input: %s
+  stride: %s
+  padding: %s
+  output_padding: %s
+  dilation: %s
+  groups: %d
+  bias: %t
+reference:
+  params:
+    - {name: in_channels, type: int}
+    - {name: out_channels, type: int}
+    - {name: kernel_size, type: tuple}
+    - {name: stride, type: tuple, default: [1, 1, 1]}
+    - {name: padding, type: tuple, default: [0, 0, 0]}
+    - {name: output_padding, type: tuple, default: [0, 0, 0]}
+    - {name: dilation, type: tuple, default: [1, 1, 1]}
+    - {name: groups, type: int, default: 1}
+    - {name: bias, type: bool, default: false}
+  conv:
+    - in_channels
+    - out_channels
+    - kernel_size
+    - stride=stride
+    - padding=padding
+    - output_padding=output_padding
+    - dilation=dilation
+    - groups=groups
+    - bias=bias
+  init_inputs: [%d, %d, %s, %s, %s, %s, %s, %d, %t]
+kernel:
+  backends: [cuda]
+  precision: %s%s
+`, c.batch, c.cin, c.cout, l(c.k), l(c.in), l(c.s), l(c.p), l(c.op), l(c.d), c.groups, c.bias,
+		c.cin, c.cout, l(c.k), l(c.s), l(c.p), l(c.op), l(c.d), c.groups, c.bias, prec, tile)
+}
+
+func (c config) parse(t testing.TB) *spec.Spec {
+	t.Helper()
+	s, err := spec.Parse("plan_test.yaml", []byte(c.yaml()))
+	if err != nil {
+		t.Fatalf("spec for %+v:\n%v", c, err)
+	}
+	return s
+}
+
+// outDim is PyTorch's documented output size, written here independently
+// of geom.OutDim.
+func outDim(in, k, s, p, op, d int) int { return (in-1)*s - 2*p + d*(k-1) + op + 1 }
+
+// randomConfig draws a configuration that satisfies every per-field rule;
+// its output may still be empty when the padding is large.
+func randomConfig(r *rand.Rand, maxIn, maxK, maxS, maxD int) config {
+	c := config{batch: 1 + r.Intn(4), groups: 1 + r.Intn(4), bias: r.Intn(2) == 0}
+	c.cin = c.groups * (1 + r.Intn(16))
+	c.cout = c.groups * (1 + r.Intn(70))
+	if r.Intn(2) == 0 {
+		c.precision = "3xtf32"
+	}
+	for i := range 3 {
+		c.k[i] = 1 + r.Intn(maxK)
+		c.in[i] = 1 + r.Intn(maxIn)
+		c.s[i] = 1 + r.Intn(maxS)
+		c.d[i] = 1 + r.Intn(maxD)
+		c.op[i] = r.Intn(max(c.s[i], c.d[i]))
+		c.p[i] = r.Intn(c.d[i]*(c.k[i]-1) + 3)
+	}
+	return c
+}
+
+// TestOutputShape checks plan.New's output size against PyTorch's formula
+// over random configurations, and that configurations the formula leaves
+// without output are refused by validation, pointing at the padding.
+func TestOutputShape(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	planned, refused := 0, 0
+	for range 5000 {
+		c := randomConfig(r, 40, 7, 4, 4)
+		var want [3]int
+		empty := false
+		for i := range 3 {
+			want[i] = outDim(c.in[i], c.k[i], c.s[i], c.p[i], c.op[i], c.d[i])
+			empty = empty || want[i] <= 0
+		}
+		s, err := spec.Parse("plan_test.yaml", []byte(c.yaml()))
+		if empty {
+			var errs spec.Errors
+			if !errors.As(err, &errs) || len(errs) != 1 || errs[0].Field != "problem.padding" ||
+				!strings.Contains(errs[0].Msg, "leaves no output") {
+				t.Fatalf("%+v: output %v, want one problem.padding error, got %v", c, want, err)
+			}
+			refused++
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		p, err := plan.New(s)
+		if err != nil {
+			t.Fatalf("%+v: default tile refused: %v", c, err)
+		}
+		planned++
+		if p.Out != want {
+			t.Fatalf("%+v: Out = %v, want %v", c, p.Out, want)
+		}
+		if p.CinG != c.cin/c.groups || p.CoutG != c.cout/c.groups {
+			t.Fatalf("%+v: CinG, CoutG = %d, %d", c, p.CinG, p.CoutG)
+		}
+		if p.Grid[1] != (p.CoutG+p.Tile.BN-1)/p.Tile.BN || p.Grid[2] != c.groups {
+			t.Fatalf("%+v: grid %v with BN %d", c, p.Grid, p.Tile.BN)
+		}
+		if p.Threads < 32 || p.Threads%32 != 0 || p.Threads > plan.MaxThreads || p.SmemBytes > plan.MaxSmemBytes {
+			t.Fatalf("%+v: default tile infeasible: %d threads, %d bytes", c, p.Threads, p.SmemBytes)
+		}
+	}
+	if planned < 2500 || refused < 50 {
+		t.Errorf("draws too lopsided: %d planned, %d refused", planned, refused)
+	}
+}
+
+// pair is one (output position, input position, tap) contribution.
+type pair struct {
+	o, i [3]int
+	flat int
+}
+
+// TestPhasesBruteForce enumerates every (output, tap) pair that
+// contributes, (o + p - k*d) divisible by s with 0 <= (o+p-k*d)/s < in, and
+// checks the plan's phases cover each exactly once: output o belongs to the
+// phase R = o mod s at q = o / s and its taps read input q + Off.
+func TestPhasesBruteForce(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	checked, pairs, tapless := 0, 0, 0
+	for n := 0; checked < 300; n++ {
+		c := randomConfig(r, 6, 5, 3, 3)
+		c.batch, c.cin, c.cout, c.groups = 1+r.Intn(2), 2, 2, 1
+		if n%3 == 0 {
+			c.precision = ""
+			c.tile = "{bm: 64, bn: 8, tm: 4, tn: 4}" // small tiles: several per phase
+		}
+		empty := false
+		var out [3]int
+		for i := range 3 {
+			out[i] = outDim(c.in[i], c.k[i], c.s[i], c.p[i], c.op[i], c.d[i])
+			empty = empty || out[i] <= 0
+		}
+		if empty {
+			continue
+		}
+		p, err := plan.New(c.parse(t))
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		n, err := checkPhases(c, p, out)
+		if err != nil {
+			t.Fatalf("%+v:\n%v", c, err)
+		}
+		pairs += n
+		checked++
+		for _, ph := range p.Phases {
+			if ph.TapCount == 0 {
+				tapless++ // outputs no tap reaches: written with the bias or zero
+				break
+			}
+		}
+	}
+	// Guard against a generator that makes the test vacuous.
+	t.Logf("%d configurations, %d pairs, %d with tapless phases", checked, pairs, tapless)
+	if checked < 250 || pairs < 100000 || tapless < 10 {
+		t.Errorf("weak sample: %d configurations, %d pairs, %d with tapless phases", checked, pairs, tapless)
+	}
+}
+
+// checkPhases returns the number of contributing pairs it checked, or
+// the first discrepancy.
+func checkPhases(c config, p *plan.Plan, out [3]int) (n int, err error) {
+	type failure struct{ error }
+	defer func() {
+		switch f := recover().(type) {
+		case nil:
+		case failure:
+			err = f.error
+		default:
+			panic(f)
+		}
+	}()
+	fail := func(format string, args ...any) {
+		panic(failure{fmt.Errorf(format, args...)})
+	}
+	// Brute force, straight from the definition of the transposed convolution.
+	want := map[pair]int{}
+	var o, k [3]int
+	for o[0] = 0; o[0] < out[0]; o[0]++ {
+		for o[1] = 0; o[1] < out[1]; o[1]++ {
+			for o[2] = 0; o[2] < out[2]; o[2]++ {
+				for k[0] = 0; k[0] < c.k[0]; k[0]++ {
+					for k[1] = 0; k[1] < c.k[1]; k[1]++ {
+						for k[2] = 0; k[2] < c.k[2]; k[2]++ {
+							var in [3]int
+							ok := true
+							for i := range 3 {
+								num := o[i] + c.p[i] - k[i]*c.d[i]
+								ok = ok && num%c.s[i] == 0 && num >= 0 && num/c.s[i] < c.in[i]
+								in[i] = num / c.s[i]
+							}
+							if ok {
+								want[pair{o, in, (k[0]*c.k[1]+k[1])*c.k[2] + k[2]}]++
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+
+	// Phases: distinct residues, each with its outputs and tiles, tap
+	// slices back to back.
+	seen := map[[3]int]int{}
+	tap, maxTiles := 0, 0
+	for j, ph := range p.Phases {
+		if _, dup := seen[ph.R]; dup {
+			fail("residue %v planned twice", ph.R)
+		}
+		seen[ph.R] = j
+		var q [3]int
+		for i := range 3 {
+			if ph.R[i] < 0 || ph.R[i] >= c.s[i] {
+				fail("phase %d residue %v outside the stride", j, ph.R)
+			}
+			q[i] = (out[i] - ph.R[i] + c.s[i] - 1) / c.s[i]
+		}
+		if ph.Q != q || ph.M != c.batch*q[0]*q[1]*q[2] || ph.M == 0 {
+			fail("phase %d: Q %v M %d, want Q %v M %d", j, ph.Q, ph.M, q, c.batch*q[0]*q[1]*q[2])
+		}
+		if ph.Tiles != (ph.M+p.Tile.BM-1)/p.Tile.BM {
+			fail("phase %d: %d tiles for M %d, want %d tiles of %d", j, ph.Tiles, ph.M, (ph.M+p.Tile.BM-1)/p.Tile.BM, p.Tile.BM)
+		}
+		if ph.TapStart != tap || ph.TapCount < 0 || tap+ph.TapCount > len(p.Taps) {
+			fail("phase %d: taps [%d +%d), want start %d within %d", j, ph.TapStart, ph.TapCount, tap, len(p.Taps))
+		}
+		tap += ph.TapCount
+		maxTiles = max(maxTiles, ph.Tiles)
+	}
+	if tap != len(p.Taps) {
+		fail("phases hold %d taps, plan has %d", tap, len(p.Taps))
+	}
+
+	// The interleaved grid: block x works on phase x mod len(Phases), M tile
+	// x / len(Phases). Every M tile of every phase gets exactly one block,
+	// and a block with no tile is only the tail of shorter phases.
+	nph := len(p.Phases)
+	if p.MaxTiles != maxTiles || p.Grid[0] != nph*maxTiles {
+		fail("MaxTiles %d, grid %v; want MaxTiles %d and grid x %d", p.MaxTiles, p.Grid, maxTiles, nph*maxTiles)
+	}
+	covered := map[[2]int]int{}
+	for x := 0; x < p.Grid[0]; x++ {
+		j, tile := x%nph, x/nph
+		if tile < p.Phases[j].Tiles {
+			covered[[2]int{j, tile}]++
+		}
+	}
+	for j, ph := range p.Phases {
+		for tile := 0; tile < ph.Tiles; tile++ {
+			if covered[[2]int{j, tile}] != 1 {
+				fail("phase %d tile %d has %d blocks", j, tile, covered[[2]int{j, tile}])
+			}
+		}
+	}
+
+	// Every output belongs to exactly one phase, and its taps, read at
+	// q + Off, are exactly the contributing pairs.
+	got := map[pair]int{}
+	for o[0] = 0; o[0] < out[0]; o[0]++ {
+		for o[1] = 0; o[1] < out[1]; o[1]++ {
+			for o[2] = 0; o[2] < out[2]; o[2]++ {
+				var res, q [3]int
+				for i := range 3 {
+					res[i], q[i] = o[i]%c.s[i], o[i]/c.s[i]
+				}
+				j, ok := seen[res]
+				if !ok {
+					fail("output %v (residue %v) is in no phase: never written", o, res)
+				}
+				ph := p.Phases[j]
+				for _, tp := range p.Taps[ph.TapStart : ph.TapStart+ph.TapCount] {
+					var in [3]int
+					inside := true
+					for i := range 3 {
+						in[i] = q[i] + tp.Off[i]
+						inside = inside && in[i] >= 0 && in[i] < c.in[i]
+					}
+					if tp.Flat != (tp.K[0]*c.k[1]+tp.K[1])*c.k[2]+tp.K[2] {
+						fail("tap %+v: Flat does not match K", tp)
+					}
+					for i := range 3 {
+						if tp.K[i] < 0 || tp.K[i] >= c.k[i] || (o[i]+c.p[i]-tp.K[i]*c.d[i]) != c.s[i]*in[i] {
+							fail("output %v: tap %+v reads input %v, which it does not touch", o, tp, in)
+						}
+					}
+					if inside {
+						got[pair{o, in, tp.Flat}]++
+					}
+				}
+			}
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		for pr, n := range want {
+			if got[pr] != n {
+				fail("pair %+v: planned %d times, want %d", pr, got[pr], n)
+			}
+		}
+		for pr, n := range got {
+			if want[pr] == 0 {
+				fail("pair %+v planned %d times but does not contribute", pr, n)
+			}
+		}
+	}
+	return len(want), nil
+}
+
+// TestPhasesCheckerCatches makes sure checkPhases is not vacuous: each
+// corruption of a correct plan must be reported.
+func TestPhasesCheckerCatches(t *testing.T) {
+	c := config{batch: 2, cin: 2, cout: 2, groups: 1, k: [3]int{3, 2, 4}, in: [3]int{3, 4, 2},
+		s: [3]int{2, 1, 3}, p: [3]int{1, 0, 2}, op: [3]int{1, 0, 1}, d: [3]int{1, 2, 1}}
+	var out [3]int
+	for i := range 3 {
+		out[i] = outDim(c.in[i], c.k[i], c.s[i], c.p[i], c.op[i], c.d[i])
+	}
+	fresh := func() *plan.Plan {
+		p, err := plan.New(c.parse(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if _, err := checkPhases(c, fresh(), out); err != nil {
+		t.Fatalf("correct plan refused: %v", err)
+	}
+	for name, corrupt := range map[string]func(p *plan.Plan){
+		"offset shifted":   func(p *plan.Plan) { p.Taps[0].Off[2]++ },
+		"tap dropped":      func(p *plan.Plan) { p.Phases[0].TapCount-- },
+		"tap duplicated":   func(p *plan.Plan) { p.Taps[1] = p.Taps[0] },
+		"flat index wrong": func(p *plan.Plan) { p.Taps[0].Flat++ },
+		"phase dropped":    func(p *plan.Plan) { p.Phases = p.Phases[:len(p.Phases)-1] },
+		"residue swapped":  func(p *plan.Plan) { p.Phases[0].R, p.Phases[1].R = p.Phases[1].R, p.Phases[0].R },
+		"tile missing":     func(p *plan.Plan) { p.Phases[0].Tiles-- },
+		"grid too small":   func(p *plan.Plan) { p.Grid[0]-- },
+		"max tiles wrong":  func(p *plan.Plan) { p.MaxTiles++ },
+		"taps overlap":     func(p *plan.Plan) { p.Phases[1].TapStart-- },
+	} {
+		p := fresh()
+		corrupt(p)
+		if _, err := checkPhases(c, p, out); err == nil {
+			t.Errorf("%s: not caught", name)
+		}
+	}
+}
+
+// base72 is KernelBench level 1 #72: 8 input and 8 output channels per group.
+var base72 = config{batch: 8, cin: 32, cout: 32, groups: 4,
+	k: [3]int{3, 5, 7}, in: [3]int{12, 24, 48}, s: [3]int{2, 2, 2}, p: [3]int{1, 2, 3}, op: [3]int{1, 1, 1}, d: [3]int{1, 1, 1}}
+
+func with(c config, edit func(*config)) config {
+	edit(&c)
+	return c
+}
+
+// TestTileDefaults pins the tiles the plan chooses for what the spec
+// leaves out, worked out by hand from chooseTile's rules.
+func TestTileDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		c             config
+		want          plan.Tile
+		threads, smem int
+	}{
+		// BN: the next power of two of Cout/groups (8); TN 4 below BN 64;
+		// BM = 8*max(32, 256/(8/4)) capped at 512; BK = min(8, Cin/groups).
+		{"72: 8 channels per group", base72,
+			plan.Tile{BM: 512, BN: 8, BK: 8, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 2}, 128, 2 * 8 * (512 + 8) * 4},
+		// BN 64 -> TN 8; BM = 8*max(32, 256/8) = 256; BK = Cin/groups = 3.
+		{"64 out, 3 in", with(base72, func(c *config) { c.cin, c.cout, c.groups = 3, 64, 1 }),
+			plan.Tile{BM: 256, BN: 64, BK: 3, TM: 8, TN: 8, ThreadsM: 32, ThreadsN: 8}, 256, 2 * 3 * (256 + 64) * 4},
+		// 40 in a BN of 64 wastes 24 > 64/4: BN becomes 40's largest
+		// power-of-two divisor, 8.
+		{"40 out: BN 8", with(base72, func(c *config) { c.cin, c.cout, c.groups = 16, 40, 1 }),
+			plan.Tile{BM: 512, BN: 8, BK: 8, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 2}, 128, 2 * 8 * (512 + 8) * 4},
+		// 48 in 64 wastes exactly a quarter: BN stays 64.
+		{"48 out: BN 64", with(base72, func(c *config) { c.cin, c.cout, c.groups = 32, 48, 1 }),
+			plan.Tile{BM: 256, BN: 64, BK: 8, TM: 8, TN: 8, ThreadsM: 32, ThreadsN: 8}, 256, 2 * 8 * (256 + 64) * 4},
+		// 3 channels: BN 4 (at least 4), one thread column, BM capped at 512.
+		{"3 out, 1 in", with(base72, func(c *config) { c.cin, c.cout, c.groups = 1, 3, 1 }),
+			plan.Tile{BM: 512, BN: 4, BK: 1, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 1}, 64, 2 * 1 * (512 + 4) * 4},
+		// Only bn given: TN 8 for BN >= 64, BM = 8*max(32, 256/32) = 256.
+		{"bn 256 given", with(base72, func(c *config) { c.tile = "{bn: 256}" }),
+			plan.Tile{BM: 256, BN: 256, BK: 8, TM: 8, TN: 8, ThreadsM: 32, ThreadsN: 32}, 1024, 2 * 8 * (256 + 256) * 4},
+		// A full tile is taken as given.
+		{"all given", with(base72, func(c *config) { c.tile = "{bm: 64, bn: 16, bk: 3, tm: 4, tn: 4}" }),
+			plan.Tile{BM: 64, BN: 16, BK: 3, TM: 4, TN: 4, ThreadsM: 16, ThreadsN: 4}, 64, 2 * 3 * (64 + 16) * 4},
+		// 3xtf32: warp tiles WM 64 x WN min(32, BN); about four warps;
+		// BK a multiple of 8; rows padded by 8 floats.
+		{"3xtf32, 72", with(base72, func(c *config) { c.precision = "3xtf32" }),
+			plan.Tile{MMA: true, BM: 256, BN: 8, BK: 8, WM: 64, WN: 8, WarpsM: 4, WarpsN: 1, Pad: 8}, 128, 2 * 8 * (256 + 8 + 16) * 4},
+		{"3xtf32, 64 out, 3 in", with(base72, func(c *config) { c.cin, c.cout, c.groups, c.precision = 3, 64, 1, "3xtf32" }),
+			plan.Tile{MMA: true, BM: 128, BN: 64, BK: 8, WM: 64, WN: 32, WarpsM: 2, WarpsN: 2, Pad: 8}, 128, 2 * 8 * (128 + 64 + 16) * 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := plan.New(tc.c.parse(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Tile != tc.want || p.Threads != tc.threads || p.SmemBytes != tc.smem {
+				t.Errorf("tile %+v, %d threads, %d bytes\nwant %+v, %d threads, %d bytes", p.Tile, p.Threads, p.SmemBytes, tc.want, tc.threads, tc.smem)
+			}
+		})
+	}
+}
+
+// TestTileFeasibility: tiles that pass the spec's per-field ranges but not
+// the block's limits, with diagnostics pointing at kernel.tile.<field>
+// (or at kernel.tile itself when the field was left to the plan). The tile
+// mapping is on line 40 and starts at column 9.
+func TestTileFeasibility(t *testing.T) {
+	const smemRule = "floats, padded); sm_80 allows 49152 of static shared memory"
+	for _, tc := range []struct {
+		name, precision, tile string
+		want                  []string
+	}{
+		{"too many threads", "", "{bm: 1024, bn: 256, bk: 4, tm: 4, tn: 4}", []string{
+			"plan_test.yaml:40:14: kernel.tile.bm: gives (bm/tm)*(bn/tn) = 16384 threads; a block needs a multiple of 32, at most 1024 (got 1024)",
+		}},
+		{"threads not a multiple of 32", "", "{bm: 64, bn: 4, tm: 8, tn: 4}", []string{
+			"plan_test.yaml:40:14: kernel.tile.bm: gives (bm/tm)*(bn/tn) = 8 threads; a block needs a multiple of 32, at most 1024 (got 64)",
+		}},
+		{"shared memory over 48 KiB", "", "{bm: 512, bk: 64}", []string{
+			"plan_test.yaml:40:23: kernel.tile.bk: needs 266240 bytes of shared memory (two stages of bk x (bm+bn) " + smemRule + " (got 64)",
+		}},
+		{"shared memory, bk left to the plan", "", "{bm: 1024, bn: 64, tm: 8, tn: 8}", []string{
+			"plan_test.yaml:40:9: kernel.tile.bk: needs 69632 bytes of shared memory (two stages of bk x (bm+bn) " + smemRule + " (got 8)",
+		}},
+		{"bn not a multiple of tn", "", "{bn: 4, tn: 8}", []string{
+			"plan_test.yaml:40:14: kernel.tile.bn: must be a multiple of tn=8 (got 4)",
+		}},
+		// BUG (plan.go, checkTile): errors must come in file order, like
+		// the spec's (spec.Errors is documented "in file order"); checkTile
+		// returns them in the order it checks.
+		{"two at once, in file order", "", "{bk: 64, bm: 1024, bn: 256, tm: 4, tn: 4}", []string{
+			"plan_test.yaml:40:14: kernel.tile.bk: needs 655360 bytes of shared memory (two stages of bk x (bm+bn) " + smemRule + " (got 64)",
+			"plan_test.yaml:40:22: kernel.tile.bm: gives (bm/tm)*(bn/tn) = 16384 threads; a block needs a multiple of 32, at most 1024 (got 1024)",
+		}},
+		{"3xtf32 accumulators", "3xtf32", "{bn: 64, wm: 64, wn: 64}", []string{
+			"plan_test.yaml:40:22: kernel.tile.wm: wm*wn/32 = 128 accumulators per thread; at most 64 fit in registers (got 64)",
+		}},
+		{"3xtf32 bk", "3xtf32", "{bk: 12}", []string{
+			"plan_test.yaml:40:14: kernel.tile.bk: must be a multiple of 8 with 3xtf32 (m16n8k8 fragments) (got 12)",
+		}},
+		{"3xtf32 bm below wm", "3xtf32", "{bm: 32}", []string{
+			"plan_test.yaml:40:14: kernel.tile.bm: must be a multiple of wm=64 (got 32)",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := with(base72, func(c *config) { c.precision, c.tile = tc.precision, tc.tile })
+			p, err := plan.New(c.parse(t))
+			var errs spec.Errors
+			if p != nil || !errors.As(err, &errs) {
+				t.Fatalf("New = %v, %v; want spec.Errors", p, err)
+			}
+			if got := strings.Split(errs.Error(), "\n"); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestTileAccumulatorGuard: tm and tn are each 4 or 8 by the spec's rules,
+// so tm*tn > 64 cannot come from a file; the plan still guards it for a
+// spec built in code, and points at the field's node.
+func TestTileAccumulatorGuard(t *testing.T) {
+	s := with(base72, func(c *config) { c.tile = "{bm: 512, bn: 64, tm: 8, tn: 8}" }).parse(t)
+	s.Kernel.Tile.TM = 16
+	_, err := plan.New(s)
+	want := "plan_test.yaml:40:31: kernel.tile.tm: tm*tn = 128 accumulators per thread; at most 64 fit in registers (got 16)"
+	if err == nil || err.Error() != want {
+		t.Errorf("error:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+// TestMMAWarpTileWholeFragments: a 3xtf32 warp tile must hold whole n8
+// fragments (kNT = WN/8 in the template). bn: 4 is a valid spec value, and
+// the plan must not derive WN = min(32, BN) = 4 from it (zero fragments:
+// the block would compute nothing).
+func TestMMAWarpTileWholeFragments(t *testing.T) {
+	for _, tile := range []string{"{bn: 4}", "{bm: 64, bn: 4, bk: 8}"} {
+		p, err := plan.New(with(base72, func(c *config) { c.precision, c.tile = "3xtf32", tile }).parse(t))
+		if err == nil {
+			if p.Tile.WN%8 != 0 || p.Tile.WM%16 != 0 || p.Tile.WN == 0 {
+				t.Errorf("tile %s: planned WM %d x WN %d, not whole m16n8 fragments", tile, p.Tile.WM, p.Tile.WN)
+			}
+			continue
+		}
+		var errs spec.Errors
+		if !errors.As(err, &errs) || errs[0].Field != "kernel.tile.bn" {
+			t.Errorf("tile %s: want an error at kernel.tile.bn, got %v", tile, err)
+		}
+	}
+}
+
+// TestRandomConfigsPlanFeasible: every tile the plan accepts fits the
+// target, over random explicit tiles of both kinds.
+func TestRandomTilesFeasible(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
+	accepted := 0
+	for range 2000 {
+		c := base72
+		c.cin, c.cout, c.groups = 1+r.Intn(64), 1+r.Intn(128), 1
+		if r.Intn(2) == 0 {
+			c.tile = fmt.Sprintf("{bm: %d, bn: %d, bk: %d, tm: %d, tn: %d}", pick(16, 32, 64, 128, 256, 512, 1024),
+				pick(4, 8, 16, 32, 64, 128, 256), 1+r.Intn(64), pick(4, 8), pick(4, 8))
+		} else {
+			c.precision = "3xtf32"
+			c.tile = fmt.Sprintf("{bm: %d, bn: %d, bk: %d, wm: %d, wn: %d}", pick(16, 32, 64, 128, 256, 512),
+				pick(8, 16, 32, 64, 128), 8*(1+r.Intn(8)), pick(16, 32, 64), pick(8, 16, 32, 64))
+		}
+		p, err := plan.New(c.parse(t))
+		if err != nil {
+			continue
+		}
+		accepted++
+		tl := p.Tile
+		if p.Threads < 32 || p.Threads%32 != 0 || p.Threads > plan.MaxThreads || p.SmemBytes > plan.MaxSmemBytes {
+			t.Fatalf("%s: accepted %d threads, %d bytes", c.tile, p.Threads, p.SmemBytes)
+		}
+		if tl.MMA {
+			if tl.BM%tl.WM != 0 || tl.BN%tl.WN != 0 || tl.BK%8 != 0 || tl.WN%8 != 0 || tl.WM%16 != 0 ||
+				p.Threads != 32*(tl.BM/tl.WM)*(tl.BN/tl.WN) {
+				t.Fatalf("%s: accepted %+v", c.tile, tl)
+			}
+		} else if tl.BM%tl.TM != 0 || tl.BN%tl.TN != 0 || tl.TM*tl.TN > 64 || p.Threads != (tl.BM/tl.TM)*(tl.BN/tl.TN) {
+			t.Fatalf("%s: accepted %+v", c.tile, tl)
+		}
+	}
+	if accepted < 200 {
+		t.Errorf("only %d of 2000 random tiles accepted", accepted)
+	}
+}
