@@ -25,12 +25,14 @@ test:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=20s ./gen/spec
 	python3 -m unittest discover -s verify/harness -p 'test_*.py'
 
-# The GPU verifier, built here against CUDA 11.8 headers and a stub
-# libcuda.so from Debian (fetched once), carried to the GPU host.
+# The GPU verifier, built here against CUDA 11.8 headers and Debian's stub
+# libcuda.so (fetched once into $(CUDA_STUBS)), carried to the GPU host: it
+# needs only libcuda.so.1 there. The commit is baked in (no git there).
 verifier:
 	.ci/fetch-cuda-headers $(CUDA_STUBS)
 	CGO_CFLAGS="-I$(abspath $(CUDA_STUBS))/include" CGO_LDFLAGS="-L$(abspath $(CUDA_STUBS))/lib" \
-		$(GO) build -tags cuda -o bin/verify ./verify/cmd/verify
+		$(GO) build -tags cuda -ldflags "-X main.buildCommit=$$(git rev-parse HEAD 2>/dev/null)" \
+		-o bin/verify ./verify/cmd/verify
 
 # Random valid configurations for the GPU sweep.
 random:
@@ -43,8 +45,9 @@ tune:
 	$(GO) run ./gen/cmd/convtgen -tune build/tune
 
 # Write the fastest correct candidate of each spec back into the spec and
-# regenerate (RESULTS: the harness JSON of the tuning run).
-RESULTS ?= build/gpu/tune.json
+# regenerate (RESULTS: the harness JSON of the run over out/, which times
+# the specs' current choices, and of the tuning run).
+RESULTS ?= build/gpu/e2e.json,build/gpu/tune.json
 apply-tune:
 	$(GO) run ./gen/cmd/convtgen -apply-tune $(RESULTS) -manifest build/tune/manifest.json
 

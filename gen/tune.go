@@ -20,42 +20,56 @@ import (
 // correct one is written back into the spec (ApplyTune), so `go generate`
 // reproduces the tuned kernel without a GPU.
 
-// Candidate is one kernel choice tried for a spec.
+// Candidate is one kernel choice tried for a spec. The spec's own choice is
+// a candidate too (Current): its times come from the run over out/.
 type Candidate struct {
-	Variant   string    // problem folder name: <spec>_t<i>
+	Current   bool
+	Variant   string    // problem folder name: the spec's name, or <spec>_t<i>
 	Spec      string    // spec name
 	SpecPath  string    // spec file, relative to the root
 	Precision string    // fp32 or 3xtf32
 	Tile      spec.Tile // fully resolved, as the plan chose it
 }
 
-// candidateKernels lists the choices tried: the plan's defaults in both
-// precisions, and 3xtf32 with twice the rows per block and with narrower
-// warp tiles (more warps, fewer registers each).
+// candidateKernels lists the choices tried besides the spec's own: the
+// plan's defaults in both precisions, and 3xtf32 with narrower warp tiles
+// (more warps, fewer registers each), also with deeper reduction steps.
 func candidateKernels() []spec.Kernel {
 	return []spec.Kernel{
 		{Precision: "fp32"},
 		{Precision: "3xtf32"},
-		{Precision: "3xtf32", Tile: spec.Tile{WM: 32}},
+		{Precision: "3xtf32", Tile: spec.Tile{BM: 128, WM: 32}},
 		{Precision: "3xtf32", Tile: spec.Tile{BK: 32, WM: 32}},
 	}
 }
 
-// Candidates plans every candidate of one spec; infeasible ones are skipped.
+// Candidates plans the spec's own choice and every other candidate of one
+// spec; infeasible and duplicate choices are skipped.
 func Candidates(l Loaded) []Candidate {
-	var out []Candidate
+	own := l.Plan.Spec
+	out := []Candidate{{Current: true, Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
+		Precision: own.Kernel.Precision, Tile: resolvedTile(l.Plan.Tile)}}
 	for _, k := range candidateKernels() {
 		s := *l.Plan.Spec
 		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, Precision: k.Precision, Tile: k.Tile}
 		s.Name = fmt.Sprintf("%s_t%d", l.Plan.Spec.Name, len(out))
 		p, err := plan.New(&s)
-		if err != nil {
+		if err != nil || hasChoice(out, k.Precision, resolvedTile(p.Tile)) {
 			continue
 		}
 		out = append(out, Candidate{Variant: s.Name, Spec: l.Plan.Spec.Name, SpecPath: l.Path,
 			Precision: k.Precision, Tile: resolvedTile(p.Tile)})
 	}
 	return out
+}
+
+func hasChoice(cs []Candidate, precision string, t spec.Tile) bool {
+	for _, c := range cs {
+		if c.Precision == precision && c.Tile == t {
+			return true
+		}
+	}
+	return false
 }
 
 // resolvedTile is the spec form of a planned tile: only the fields that
@@ -70,8 +84,9 @@ func resolvedTile(t plan.Tile) spec.Tile {
 // ManifestFile names the candidates' list inside a tuning folder.
 const ManifestFile = "manifest.json"
 
-// WriteTune renders every spec's candidates into dir and writes the
-// manifest. It returns the number of candidates.
+// WriteTune renders every spec's candidates into dir (one problem folder
+// each, and dir/specs/<variant>.yaml) and writes the manifest. It returns
+// the number of candidates, the specs' own choices included.
 func WriteTune(root, dir string) (int, error) {
 	specs, err := LoadAll(root)
 	if err != nil {
@@ -84,6 +99,10 @@ func WriteTune(root, dir string) (int, error) {
 	var all []Candidate
 	for _, l := range specs {
 		for _, c := range Candidates(l) {
+			all = append(all, c)
+			if c.Current {
+				continue // rendered in out/ already
+			}
 			s := *l.Plan.Spec
 			s.Name, s.Kernel = c.Variant, spec.Kernel{Backends: []string{"cuda"}, Precision: c.Precision, Tile: c.Tile}
 			p, err := plan.New(&s)
@@ -99,7 +118,18 @@ func WriteTune(root, dir string) (int, error) {
 					return 0, err
 				}
 			}
-			all = append(all, c)
+			// The candidate as a spec file too, so the kernel verifier can
+			// time it (bin/verify -specs) without a PyTorch build.
+			src, err := os.ReadFile(filepath.Join(root, l.Path))
+			if err == nil {
+				src, err = setKernel(src, c, c.Variant, "tuning candidate of "+l.Path)
+			}
+			if err == nil {
+				err = writeAtomic(filepath.Join(dir, "specs", c.Variant+".yaml"), src)
+			}
+			if err != nil {
+				return 0, err
+			}
 		}
 	}
 	data, err := json.MarshalIndent(all, "", "  ")
@@ -135,12 +165,15 @@ type Winner struct {
 }
 
 // PickWinners chooses, per spec, the passed candidate with the lowest mean
-// time. Specs with no passed candidate are left out.
-func PickWinners(cands []Candidate, res HarnessResults) []Winner {
+// time over the given runs (the run over out/ times the current choices,
+// the tuning run the others). Specs with no passed candidate are left out.
+func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 	byVariant := map[string]Timing{}
-	for _, t := range res.Results {
-		if t.Backend == "cuda" {
-			byVariant[t.Spec] = t
+	for _, res := range runs {
+		for _, t := range res.Results {
+			if t.Backend == "cuda" {
+				byVariant[t.Spec] = t
+			}
 		}
 	}
 	best := map[string]*Winner{}
@@ -178,7 +211,7 @@ func ApplyTune(root string, winners []Winner, gpu, date string) error {
 		if err != nil {
 			return err
 		}
-		out, err := setKernel(data, w, fmt.Sprintf("precision and tile tuned on %s, %s: %.3f ms mean, fastest of %d candidates", gpu, date, w.MeanMS, w.Tried))
+		out, err := setKernel(data, w.Candidate, "", fmt.Sprintf("precision and tile tuned on %s, %s: %.3f ms mean, fastest of %d candidates", gpu, date, w.MeanMS, w.Tried))
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.SpecPath, err)
 		}
@@ -189,9 +222,10 @@ func ApplyTune(root string, winners []Winner, gpu, date string) error {
 	return nil
 }
 
-// setKernel rewrites a spec's kernel.precision and kernel.tile, keeping the
-// rest of the document (and its comments) as it was.
-func setKernel(data []byte, w Winner, note string) ([]byte, error) {
+// setKernel rewrites a spec's kernel.precision and kernel.tile (and its
+// name, when one is given), keeping the rest of the document and its
+// comments as they were.
+func setKernel(data []byte, w Candidate, name, note string) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, err
@@ -201,6 +235,9 @@ func setKernel(data []byte, w Winner, note string) ([]byte, error) {
 	if kernel == nil {
 		kernel = &yaml.Node{Kind: yaml.MappingNode}
 		root.Content = append(root.Content, scalar("kernel"), kernel)
+	}
+	if name != "" {
+		setMapValue(root, "name", scalar(name))
 	}
 	setMapValue(kernel, "precision", scalar(w.Precision))
 	tile := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"convtgen/gen"
 )
@@ -22,7 +23,7 @@ func main() {
 	seed := flag.Int64("seed", 1, "seed for -random")
 	outDir := flag.String("out", "build/random", "folder for -random")
 	tuneDir := flag.String("tune", "", "render every spec's tuning candidates into this folder")
-	applyTune := flag.String("apply-tune", "", "harness JSON results of a tuning run to write back into the specs")
+	applyTune := flag.String("apply-tune", "", "harness JSON results (the run over out/ and the tuning run, comma-separated) to write back into the specs")
 	manifest := flag.String("manifest", "build/tune/"+gen.ManifestFile, "candidate list of the tuning run, for -apply-tune")
 	flag.Parse()
 
@@ -54,28 +55,35 @@ func main() {
 	}
 }
 
-func applyTuning(root, resultsPath, manifestPath string) error {
+// applyTuning reads the tuning manifest and the harness results (the run
+// over out/ and the tuning run, comma-separated), writes each spec's
+// winner into it and regenerates.
+func applyTuning(root, resultPaths, manifestPath string) error {
 	cands, err := gen.ReadManifest(manifestPath)
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(resultsPath)
-	if err != nil {
-		return err
+	var runs []gen.HarnessResults
+	for _, path := range strings.Split(resultPaths, ",") {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var res gen.HarnessResults
+		if err := json.Unmarshal(data, &res); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		runs = append(runs, res)
 	}
-	var res gen.HarnessResults
-	if err := json.Unmarshal(data, &res); err != nil {
-		return fmt.Errorf("%s: %w", resultsPath, err)
-	}
-	winners := gen.PickWinners(cands, res)
+	winners := gen.PickWinners(cands, runs...)
 	for _, w := range winners {
 		fmt.Printf("%-44s %-7s %+v  %.3f ms (of %d)\n", w.Spec, w.Precision, w.Tile, w.MeanMS, w.Tried)
 	}
-	date := res.Date
+	date := runs[0].Date
 	if len(date) >= 10 {
 		date = date[:10]
 	}
-	if err := gen.ApplyTune(root, winners, res.GPU, date); err != nil {
+	if err := gen.ApplyTune(root, winners, runs[0].GPU, date); err != nil {
 		return err
 	}
 	_, err = gen.Generate(root, false)

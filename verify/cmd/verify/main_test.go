@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"convtgen/verify"
+	"convtgen/verify/gpu"
+)
+
+func TestParseInterspersed(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	merge := fs.Bool("merge", false, "")
+	out := fs.String("json", "", "")
+	pos, err := parseInterspersed(fs, []string{"-merge", "a.json", "b.json", "-json", "out.json", "c.json"})
+	if err != nil || !*merge || *out != "out.json" || !reflect.DeepEqual(pos, []string{"a.json", "b.json", "c.json"}) {
+		t.Errorf("%v %v %q %v", pos, *merge, *out, err)
+	}
+}
+
+func TestMergeCommand(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for i := range 2 {
+		r := &gpu.Report{GPU: "g", Seed: 1, Shard: gpu.Shard{I: i, N: 2}.String()}
+		for _, k := range (gpu.Shard{I: i, N: 2}).Indices(5) {
+			r.Results = append(r.Results, gpu.Result{Index: k, Spec: string(rune('a' + k)), Backend: "cuda", Disposition: gpu.Passed})
+		}
+		f := filepath.Join(dir, r.Shard[:1]+".json")
+		if err := gpu.WriteReport(f, r); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	merged := filepath.Join(dir, "all.json")
+	var stdout, stderr bytes.Buffer
+	if rc := run([]string{"-merge", files[0], files[1], "-json", merged}, &stdout, &stderr); rc != 0 {
+		t.Fatalf("rc %d: %s", rc, stderr.String())
+	}
+	m, err := gpu.ReadReport(merged)
+	if err != nil || len(m.Results) != 5 || !strings.Contains(stdout.String(), "5 items: 5 passed") {
+		t.Errorf("%v %+v\n%s", err, m, stdout.String())
+	}
+	if rc := run([]string{"-merge", files[0], files[0]}, &stdout, &stderr); rc != 2 || !strings.Contains(stderr.String(), "report 0 and report 1") {
+		t.Errorf("duplicate merge: rc %d, %s", rc, stderr.String())
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{"-shard", "3/2"}, {"-arch", "90"}, {"stray"}, {"-gpus", "2", "-shard", "0/2"}, {"-specs", "no_such_kernel", "-root", "../../.."}} {
+		var stdout, stderr bytes.Buffer
+		if rc := run(args, &stdout, &stderr); rc != 2 {
+			t.Errorf("%v: rc %d, want 2 (%s)", args, rc, stderr.String())
+		}
+	}
+}
+
+// With nvcc on PATH: the real compile path on one registered kernel, run
+// with -compile-only (no GPU needed).
+func TestCompileOnly(t *testing.T) {
+	if _, err := exec.LookPath("nvcc"); err != nil {
+		t.Skip("no nvcc")
+	}
+	if len(verify.Kernels) == 0 {
+		t.Skip("no registered kernels")
+	}
+	k := verify.Kernels[len(verify.Kernels)-1]
+	out := filepath.Join(t.TempDir(), "r.json")
+	var stdout, stderr bytes.Buffer
+	if rc := run([]string{"-root", "../../..", "-specs", k.Spec, "-compile-only", "-json", out}, &stdout, &stderr); rc != 0 {
+		t.Fatalf("rc %d\n%s\n%s", rc, stdout.String(), stderr.String())
+	}
+	r, err := gpu.ReadReport(out)
+	if err != nil || len(r.Results) != 1 {
+		t.Fatalf("%v %+v", err, r)
+	}
+	res := r.Results[0]
+	if res.Disposition != gpu.NotRun || res.Arch["sm_80"].Registers == 0 || res.Arch["sm_90"].Registers == 0 || res.Arch["sm_90"].SmemBytes == 0 {
+		t.Errorf("%+v", res)
+	}
+}

@@ -1,0 +1,196 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"convtgen/gen"
+	"convtgen/gen/plan"
+	"convtgen/gen/spec"
+	"convtgen/verify"
+)
+
+// Item is one (spec, backend) to verify.
+type Item struct {
+	Index     int
+	Kernel    verify.Kernel // Kernel.File is relative to the root, or absolute (rendered into the work folder)
+	InputDist string
+	// A disposition decided before anything is compiled (invalid_spec,
+	// not_supported, a stale registry entry), with its reason; "" to go on.
+	Pre    Disposition
+	Reason string
+}
+
+// Result starts the item's result with what is known before running.
+func (it *Item) Result() Result {
+	k := it.Kernel
+	return Result{
+		Index: it.Index, Spec: k.Spec, SpecPath: k.SpecPath, File: k.File, Backend: "cuda",
+		Disposition: it.Pre, Reason: it.Reason,
+		FLOPs: k.FLOPs, MinBytes: k.MinBytes, Precision: k.Precision, Grid: k.Grid, Threads: k.Threads,
+	}
+}
+
+// Seed is the seed of the item's inputs: the run's seed mixed with the
+// spec's name, so every kernel sees different data and a rerun the same.
+func (it *Item) Seed(runSeed int64) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(it.Kernel.Spec))
+	return h.Sum64() ^ uint64(runSeed)
+}
+
+// Items lists what a run verifies, in a fixed order (the sharding depends on
+// it): the -specs entries (default every registered kernel, in registry
+// order), then the -random configurations. Spec files and random
+// configurations are rendered into work. An error here is a usage error
+// (an unknown spec name); a bad spec becomes an invalid_spec item.
+func Items(o *Options, registry []verify.Kernel, work string) ([]Item, error) {
+	var items []Item
+	add := func(it Item) {
+		it.Index = len(items)
+		items = append(items, it)
+	}
+	names := o.SpecList()
+	if len(names) == 0 {
+		for _, k := range registry {
+			add(registered(o.Root, k))
+		}
+	}
+	var renderer *gen.Renderer
+	render := func(p *plan.Plan) (string, error) {
+		if renderer == nil {
+			r, err := gen.NewRenderer()
+			if err != nil {
+				return "", err
+			}
+			renderer = r
+		}
+		files, err := renderer.Render(p, p.Spec.Path)
+		if err != nil {
+			return "", err
+		}
+		var cuda string
+		for _, f := range files {
+			path := filepath.Join(work, "rendered", filepath.FromSlash(f.Path))
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return "", err
+			}
+			if err := os.WriteFile(path, f.Data, 0o644); err != nil {
+				return "", err
+			}
+			if strings.HasSuffix(f.Path, "/cuda.py") {
+				cuda = path
+			}
+		}
+		return cuda, nil
+	}
+	for _, name := range names {
+		if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
+			add(specFile(o.Root, name, render))
+			continue
+		}
+		found := false
+		for _, k := range registry {
+			if k.Spec == name {
+				add(registered(o.Root, k))
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("-specs: no registered CUDA kernel named %q (names are the folders under out/; a spec file must end in .yaml)", name)
+		}
+	}
+	if o.Random > 0 {
+		loaded, err := gen.Random(o.Random, o.Seed)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range loaded {
+			add(planned(l.Plan, render))
+		}
+	}
+	return items, nil
+}
+
+// registered is a registry entry, checked against its spec: the spec gives
+// the input distribution, and a registry that no longer matches the spec's
+// plan would launch the kernel with the wrong grid.
+func registered(root string, k verify.Kernel) Item {
+	it := Item{Kernel: k}
+	s, err := spec.Load(filepath.Join(root, filepath.FromSlash(k.SpecPath)))
+	if err != nil {
+		it.Pre, it.Reason = InvalidSpec, oneLine(err)
+		return it
+	}
+	p, err := plan.New(s)
+	if err != nil {
+		it.Pre, it.Reason = InvalidSpec, oneLine(err)
+		return it
+	}
+	it.InputDist = s.Problem.InputDist
+	want := verify.KernelFromPlan(p, k.File)
+	want.SpecPath = k.SpecPath // the spec was loaded through root
+	if want != k {
+		it.Pre, it.Reason = Failed, "verify/kernels_gen.go does not match the spec's plan: run go generate ./... and rebuild verify"
+	}
+	return it
+}
+
+// specFile is a spec file named on the command line: decoded, planned and
+// rendered afresh.
+func specFile(root, path string, render func(*plan.Plan) (string, error)) Item {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && !filepath.IsAbs(path) {
+		path = filepath.Join(root, path) // relative to the root rather than the current folder
+	}
+	it := Item{Kernel: verify.Kernel{Spec: strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), SpecPath: path}}
+	s, err := spec.Load(path)
+	if err != nil {
+		it.Pre, it.Reason = InvalidSpec, oneLine(err)
+		return it
+	}
+	it.Kernel.Spec = s.Name
+	p, err := plan.New(s)
+	if err != nil {
+		it.Pre, it.Reason = InvalidSpec, oneLine(err)
+		return it
+	}
+	return planned(p, render)
+}
+
+// planned is a planned spec rendered into the work folder.
+func planned(p *plan.Plan, render func(*plan.Plan) (string, error)) Item {
+	it := Item{Kernel: verify.KernelFromPlan(p, ""), InputDist: p.Spec.Problem.InputDist}
+	if !hasBackend(p.Spec.Kernel.Backends, "cuda") {
+		it.Pre, it.Reason = NotSupported, "the spec has no cuda backend"
+		return it
+	}
+	file, err := render(p)
+	if err == nil && file == "" {
+		err = errors.New("rendering gave no cuda.py")
+	}
+	if err != nil {
+		it.Pre, it.Reason = Failed, oneLine(err)
+		return it
+	}
+	it.Kernel.File = file
+	return it
+}
+
+func hasBackend(list []string, b string) bool {
+	for _, x := range list {
+		if x == b {
+			return true
+		}
+	}
+	return false
+}
+
+// oneLine flattens a multi-line error (spec diagnostics) for the report.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}

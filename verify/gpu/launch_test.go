@@ -1,0 +1,85 @@
+package gpu
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"convtgen/verify"
+)
+
+var (
+	repackLaunchRe = regexp.MustCompile(`(\w+)<<<(\d+), 256>>>\(`)
+	mainLaunchRe   = regexp.MustCompile(`(\w+)<<<dim3\((\d+), (\d+), (\d+)\), (\d+)>>>\(`)
+)
+
+// The verifier launches kernels the way the emitted host wrapper does:
+// same names, same grids and blocks, no dynamic shared memory, and the
+// argument lists (w, wt) and (x, wt, bias, y) it passes as 8-byte slots.
+// Checked on every registered kernel and a few random configurations.
+func TestLaunchMatchesHostWrapper(t *testing.T) {
+	items, err := Items(&Options{Root: root, Random: 8, Seed: 2}, verify.Kernels, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		k := it.Kernel
+		path := k.File
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(root, path)
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(src)
+		rl := repackLaunchRe.FindStringSubmatch(text)
+		ml := mainLaunchRe.FindStringSubmatch(text)
+		if rl == nil || ml == nil {
+			t.Errorf("%s: no launch of the form name<<<blocks, 256>>> / name<<<dim3(x, y, z), threads>>> in the host wrapper", k.Spec)
+			continue
+		}
+		if rl[1] != k.Repack || atoiT(rl[2]) != (k.Conv.WeightLen()+255)/256 {
+			t.Errorf("%s: host launches %s<<<%s, 256>>>, verifier %s<<<%d, 256>>>", k.Spec, rl[1], rl[2], k.Repack, (k.Conv.WeightLen()+255)/256)
+		}
+		grid := [3]int{atoiT(ml[2]), atoiT(ml[3]), atoiT(ml[4])}
+		if ml[1] != k.Function || grid != k.Grid || atoiT(ml[5]) != k.Threads {
+			t.Errorf("%s: host launches %s<<<%v, %s>>>, verifier %s<<<%v, %d>>>", k.Spec, ml[1], grid, ml[5], k.Function, k.Grid, k.Threads)
+		}
+		kernel, err := verify.KernelSource(src)
+		if err != nil {
+			t.Fatalf("%s: %v", k.Spec, err)
+		}
+		if got := params(kernel, k.Repack); got != 2 {
+			t.Errorf("%s: %s takes %d parameters, the verifier passes 2", k.Spec, k.Repack, got)
+		}
+		if got := params(kernel, k.Function); got != 4 {
+			t.Errorf("%s: %s takes %d parameters, the verifier passes 4", k.Spec, k.Function, got)
+		}
+		if strings.Contains(kernel, "extern __shared__") {
+			t.Errorf("%s: dynamic shared memory; the verifier launches with none", k.Spec)
+		}
+	}
+}
+
+// params counts the pointer parameters of an extern "C" kernel.
+func params(src, name string) int {
+	i := strings.Index(src, name+"(")
+	if i < 0 {
+		return -1
+	}
+	rest := src[i+len(name)+1:]
+	end := strings.Index(rest, ")")
+	if end < 0 {
+		return -1
+	}
+	return strings.Count(rest[:end], "*")
+}
+
+func atoiT(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
