@@ -139,22 +139,45 @@ func WriteTune(root, dir string) (int, error) {
 	return len(all), writeAtomic(filepath.Join(dir, ManifestFile), append(data, '\n'))
 }
 
-// Timing is what ApplyTune needs of one harness result.
+// Timing is what tuning needs of one result, from the harness (max_rel_l2)
+// or the kernel verifier (rel_l2).
 type Timing struct {
-	Spec        string `json:"spec"`
-	Backend     string `json:"backend"`
-	Disposition string `json:"disposition"`
+	Spec        string   `json:"spec"`
+	Backend     string   `json:"backend"`
+	Disposition string   `json:"disposition"`
+	MaxRelL2    *float64 `json:"max_rel_l2"`
+	RelL2       *float64 `json:"rel_l2"`
 	TimeMS      *struct {
 		Mean   float64 `json:"mean"`
 		Median float64 `json:"median"`
 	} `json:"time_ms"`
 }
 
-// HarnessResults is the part of the harness's JSON document ApplyTune reads.
+// HarnessResults is the part of a results document tuning reads: the
+// harness lists "results", the kernel verifier "items".
 type HarnessResults struct {
 	GPU     string   `json:"gpu"`
 	Date    string   `json:"date"`
 	Results []Timing `json:"results"`
+	Items   []Timing `json:"items"`
+}
+
+// Tuning rules: a winner needs accuracy headroom, so that the evaluator's
+// fresh inputs cannot push it over the 1e-5 gate, and must beat the spec's
+// current choice by more than run-to-run noise.
+const (
+	TuneMaxRelL2 = 2.5e-6
+	TuneMinGain  = 0.03
+)
+
+func (t Timing) relL2() (float64, bool) {
+	switch {
+	case t.MaxRelL2 != nil:
+		return *t.MaxRelL2, true
+	case t.RelL2 != nil:
+		return *t.RelL2, true
+	}
+	return 0, false
 }
 
 // Winner is the chosen candidate of one spec, with the evidence.
@@ -164,41 +187,61 @@ type Winner struct {
 	Tried  int // candidates that passed and were timed
 }
 
-// PickWinners chooses, per spec, the passed candidate with the lowest mean
-// time over the given runs (the run over out/ times the current choices,
-// the tuning run the others). Specs with no passed candidate are left out.
+// PickWinners chooses, per spec, the fastest candidate that passed with
+// error at most TuneMaxRelL2, over the given runs (the current choices'
+// times and the other candidates'). A candidate replaces the spec's
+// current choice only when it is TuneMinGain faster. Specs whose current
+// choice has no timing are left out.
 func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 	byVariant := map[string]Timing{}
 	for _, res := range runs {
-		for _, t := range res.Results {
+		for _, t := range append(res.Results, res.Items...) {
 			if t.Backend == "cuda" {
 				byVariant[t.Spec] = t
 			}
 		}
 	}
-	best := map[string]*Winner{}
-	var order []string
-	for _, c := range cands {
+	usable := func(c Candidate) (float64, bool) {
 		t, ok := byVariant[c.Variant]
-		if !ok || t.Disposition != "passed" || t.TimeMS == nil {
+		err, known := t.relL2()
+		if !ok || t.Disposition != "passed" || t.TimeMS == nil || !known || err > TuneMaxRelL2 {
+			return 0, false
+		}
+		return t.TimeMS.Mean, true
+	}
+	var out []Winner
+	for i := 0; i < len(cands); {
+		j := i + 1
+		for j < len(cands) && cands[j].Spec == cands[i].Spec {
+			j++
+		}
+		group := cands[i:j]
+		i = j
+		var w *Winner
+		tried := 0
+		for _, c := range group {
+			ms, ok := usable(c)
+			if !ok {
+				continue
+			}
+			tried++
+			if c.Current {
+				ms *= 1 - TuneMinGain // the incumbent keeps its place unless clearly beaten
+			}
+			if w == nil || ms < w.MeanMS {
+				w = &Winner{Candidate: c, MeanMS: ms}
+			}
+		}
+		if w == nil || !group[0].Current {
 			continue
 		}
-		w := best[c.Spec]
-		if w == nil {
-			w = &Winner{MeanMS: -1}
-			best[c.Spec] = w
-			order = append(order, c.Spec)
+		if w.Current {
+			w.MeanMS /= 1 - TuneMinGain
 		}
-		w.Tried++
-		if w.MeanMS < 0 || t.TimeMS.Mean < w.MeanMS {
-			w.Candidate, w.MeanMS = c, t.TimeMS.Mean
-		}
+		w.Tried = tried
+		out = append(out, *w)
 	}
-	sort.Strings(order)
-	out := make([]Winner, len(order))
-	for i, s := range order {
-		out[i] = *best[s]
-	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Spec < out[b].Spec })
 	return out
 }
 
@@ -211,7 +254,7 @@ func ApplyTune(root string, winners []Winner, gpu, date string) error {
 		if err != nil {
 			return err
 		}
-		out, err := setKernel(data, w.Candidate, "", fmt.Sprintf("precision and tile tuned on %s, %s: %.3f ms mean, fastest of %d candidates", gpu, date, w.MeanMS, w.Tried))
+		out, err := setKernel(data, w.Candidate, "", fmt.Sprintf("precision and tile tuned on %s, %s: %.3f ms mean (kernel), fastest of the %d candidates that passed with error <= 2.5e-6", gpu, date, w.MeanMS, w.Tried))
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.SpecPath, err)
 		}
