@@ -56,6 +56,9 @@ apply-tune:
 gpu-check:
 	verify/gpu-check.sh
 
-# Render out/REPORT.md from the GPU host's JSON results.
+# Keep the GPU host's results (copied back into build/gpu) in out/gpu and
+# render out/REPORT.md, out/report.json and the plot from them.
 report:
-	$(GO) run ./verify/cmd/report -in build/gpu -out out
+	mkdir -p out/gpu
+	cp build/gpu/*.json build/gpu/commit out/gpu/
+	$(GO) run ./verify/cmd/report -in out/gpu -out out

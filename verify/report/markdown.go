@@ -75,16 +75,23 @@ func Markdown(r *Report) string {
 	p("peak 67 TFLOP/s for fp32 FFMA and 495/3 TFLOP/s for 3xTF32; \"floor\" is floor time / our time.\n\n")
 	p("![speedup over PyTorch default and fraction of floor](%s)\n\n", PlotFile)
 	p("## Per problem and backend\n\n")
-	p("| problem | backend | precision | result | rel L2 vs fp64 | allclose 1e-2 / 1e-4 | ms mean / median | PyTorch default ms | PyTorch strict fp32 ms | vs default | vs strict | floor ms | floor |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| problem | backend | precision | result | rel L2 vs fp64 | allclose 1e-2 / 1e-4 | ms mean / median | PyTorch default ms | PyTorch strict fp32 ms | vs default | vs strict | floor ms | floor | kernel-only ms | registers sm_80/sm_90, spill bytes |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
-		frac := "–"
+		frac, kernel, regs := "–", "–", "–"
 		if row.FloorFraction > 0 {
 			frac = fmt.Sprintf("%.0f%%", 100*row.FloorFraction)
 		}
-		p("| %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %.3f | %s |\n",
+		if row.KernelMS > 0 {
+			kernel = fmt.Sprintf("%.3f", row.KernelMS)
+		}
+		if row.Arch != nil {
+			a, b := row.Arch["sm_80"], row.Arch["sm_90"]
+			regs = fmt.Sprintf("%d/%d, %d/%d", a.Registers, b.Registers, a.SpillBytes, b.SpillBytes)
+		}
+		p("| %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %.3f | %s | %s | %s |\n",
 			row.Spec, row.Backend, row.Precision, row.Disposition, sci(row.MaxRelL2), yes(row.Allclose1e2), yes(row.Allclose1e4),
-			ms(row.TimeMS), ms(row.RefDefaultMS), ms(row.RefStrictMS), ratio(row.SpeedupTF32), ratio(row.SpeedupStrict), row.FloorMS, frac)
+			ms(row.TimeMS), ms(row.RefDefaultMS), ms(row.RefStrictMS), ratio(row.SpeedupTF32), ratio(row.SpeedupStrict), row.FloorMS, frac, kernel, regs)
 	}
 	p("\n")
 	for _, backend := range sortedKeys(r.GeoMean) {
@@ -105,7 +112,8 @@ func Markdown(r *Report) string {
 	if len(r.Sweeps) > 0 {
 		p("\n## Random configurations\n\n")
 		p("Random valid configurations (stride and dilation 1-3, kernel 1-5, padding, output_padding, groups, bias,\n")
-		p("odd and prime sizes, random tiles and precisions) rendered by `make random`, run end to end by the harness.\n\n")
+		p("odd and prime sizes, random tiles and precisions), rendered, compiled for sm_80 and sm_90 (a spill fails),\n")
+		p("run and checked against float64 on every output by the kernel verifier (`bin/verify -random N`).\n\n")
 		p("| backend | configurations | passed | max rel L2 vs fp64 |\n|---|---|---|---|\n")
 		for _, s := range r.Sweeps {
 			p("| %s | %d | %d | %.1e |\n", s.Backend, s.Configs, s.Passed, s.MaxRelL2)
@@ -117,9 +125,17 @@ func Markdown(r *Report) string {
 		}
 	}
 	if len(r.Tuning) > 0 {
-		p("\n## Tuning candidates\n\n| candidate | result | rel L2 | ms mean / median |\n|---|---|---|---|\n")
+		p("\n## Tuning candidates (kernel verifier, kernel-only times)\n\n")
+		p("| candidate | precision | threads | result | rel L2 | ms mean / median | registers sm_90 |\n|---|---|---|---|---|---|---|\n")
 		for _, t := range r.Tuning {
-			p("| %s | %s | %s | %s |\n", t.Spec, t.Disposition, sci(t.MaxRelL2), ms(t.TimeMS))
+			rel, time := "–", "–"
+			if t.RelL2 != nil {
+				rel = fmt.Sprintf("%.1e", float64(*t.RelL2))
+			}
+			if t.Time != nil {
+				time = fmt.Sprintf("%.3f / %.3f", t.Time.MeanMS, t.Time.MedianMS)
+			}
+			p("| %s | %s | %d | %s | %s | %s | %d |\n", t.Spec, t.Precision, t.Threads, t.Disposition, rel, time, t.Arch["sm_90"].Registers)
 		}
 	}
 	return b.String()
@@ -128,7 +144,7 @@ func Markdown(r *Report) string {
 // Plot draws, per problem, the best backend's speedup over the PyTorch
 // default (log scale bars) and its fraction of the floor, as SVG.
 func Plot(r *Report) string {
-	const w, rowH, left = 760, 28, 300
+	const w, rowH, left = 820, 28, 330
 	h := 60 + rowH*len(r.Best)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w, h)

@@ -17,6 +17,7 @@ import (
 
 	"convtgen/gen"
 	"convtgen/gen/geom"
+	"convtgen/verify/gpu"
 )
 
 // Ceilings of the H200 used for floors (problems.md): FFMA 67 TFLOP/s,
@@ -70,6 +71,10 @@ type Row struct {
 	SpeedupTF32   float64 `json:"speedup_vs_default,omitempty"`
 	SpeedupStrict float64 `json:"speedup_vs_strict,omitempty"`
 	GFLOPs        float64 `json:"gflop"`
+	// From the kernel verifier (CUDA rows): registers and spill bytes per
+	// architecture, and the kernel-only mean time.
+	Arch     map[string]gpu.ArchInfo `json:"arch,omitempty"`
+	KernelMS float64                 `json:"kernel_ms,omitempty"`
 }
 
 // Sweep summarises a random-configuration run per backend.
@@ -83,13 +88,19 @@ type Sweep struct {
 
 // Report is everything REPORT.md shows, also written as report.json.
 type Report struct {
-	GPU, Driver, Torch, CUDA, CuDNN, Date, Commit string
-	Rows                                          []Row              `json:"rows"`
-	GeoMean                                       map[string]float64 `json:"geomean_speedup_vs_default"` // per backend
-	Best                                          []Row              `json:"best"`                       // fastest passed backend per problem
-	BestGeoMean                                   float64            `json:"best_geomean_speedup_vs_default"`
-	Sweeps                                        []Sweep            `json:"random_sweep"`
-	Tuning                                        []HarnessResult    `json:"tuning,omitempty"`
+	GPU         string             `json:"gpu"`
+	Driver      string             `json:"driver"`
+	Torch       string             `json:"torch"`
+	CUDA        string             `json:"cuda"`
+	CuDNN       string             `json:"cudnn"`
+	Date        string             `json:"date"`
+	Commit      string             `json:"commit"`
+	Rows        []Row              `json:"rows"`
+	GeoMean     map[string]float64 `json:"geomean_speedup_vs_default"` // per backend
+	Best        []Row              `json:"best"`                       // fastest passed backend per problem
+	BestGeoMean float64            `json:"best_geomean_speedup_vs_default"`
+	Sweeps      []Sweep            `json:"random_sweep"`
+	Tuning      []gpu.Result       `json:"tuning,omitempty"`
 }
 
 func readRun(path string) (*HarnessRun, error) {
@@ -107,8 +118,8 @@ func readRun(path string) (*HarnessRun, error) {
 	return &r, nil
 }
 
-// Build reads the results in dir (e2e.json, random.json, tune.json,
-// commit) and the specs under root.
+// Build reads the results in dir (e2e.json from the harness, kernels.json
+// from the kernel verifier, commit) and the specs under root.
 func Build(root, dir string) (*Report, error) {
 	e2e, err := readRun(filepath.Join(dir, "e2e.json"))
 	if err != nil {
@@ -135,6 +146,21 @@ func Build(root, dir string) (*Report, error) {
 	if e2e.Driver != nil {
 		r.Driver = *e2e.Driver
 	}
+	kernels, err := readKernels(filepath.Join(dir, "kernels.json"))
+	if err != nil {
+		return nil, err
+	}
+	byKernel := map[string]gpu.Result{}
+	for _, k := range kernels.Results {
+		switch {
+		case strings.HasPrefix(k.SpecPath, "random/"):
+		case strings.Contains(k.SpecPath, "tune/specs/"):
+			r.Tuning = append(r.Tuning, k)
+		default:
+			byKernel[k.Spec] = k
+		}
+	}
+	r.Sweeps = kernelSweeps(kernels.Results)
 	logSum, count := map[string]float64{}, map[string]int{}
 	best := map[string]Row{}
 	for _, h := range e2e.Results {
@@ -144,6 +170,12 @@ func Build(root, dir string) (*Report, error) {
 		}
 		row := Row{HarnessResult: h, Precision: in.precision, GFLOPs: in.conv.FLOPs() / 1e9}
 		row.FloorMS = floorMS(in.conv, in.precision)
+		if k, ok := byKernel[h.Spec]; ok && h.Backend == "cuda" {
+			row.Arch = k.Arch
+			if k.Time != nil {
+				row.KernelMS = k.Time.MeanMS
+			}
+		}
 		if t := h.TimeMS; t != nil && t.Mean > 0 {
 			row.FloorFraction = row.FloorMS / t.Mean
 			if h.RefDefaultMS != nil {
@@ -174,16 +206,6 @@ func Build(root, dir string) (*Report, error) {
 	if len(r.Best) > 0 {
 		r.BestGeoMean = math.Exp(bestLog / float64(len(r.Best)))
 	}
-	if rnd, err := readRun(filepath.Join(dir, "random.json")); err != nil {
-		return nil, err
-	} else if rnd != nil {
-		r.Sweeps = sweeps(rnd.Results)
-	}
-	if tune, err := readRun(filepath.Join(dir, "tune.json")); err != nil {
-		return nil, err
-	} else if tune != nil {
-		r.Tuning = tune.Results
-	}
 	return r, nil
 }
 
@@ -197,24 +219,39 @@ func floorMS(c geom.Conv, precision string) float64 {
 	return 1e3 * math.Max(c.FLOPs()/rate, c.MinBytes()/memBW)
 }
 
-func sweeps(results []HarnessResult) []Sweep {
+// readKernels reads the kernel verifier's report; a missing file is an
+// empty report (the verifier was not carried to the GPU host).
+func readKernels(path string) (*gpu.Report, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return &gpu.Report{}, nil
+	}
+	return gpu.ReadReport(path)
+}
+
+// kernelSweeps summarises the verifier's random configurations per
+// backend and precision.
+func kernelSweeps(items []gpu.Result) []Sweep {
 	byBackend := map[string]*Sweep{}
 	var order []string
-	for _, h := range results {
-		s := byBackend[h.Backend]
+	for _, k := range items {
+		if !strings.HasPrefix(k.SpecPath, "random/") {
+			continue
+		}
+		key := k.Backend + " " + k.Precision
+		s := byBackend[key]
 		if s == nil {
-			s = &Sweep{Backend: h.Backend}
-			byBackend[h.Backend] = s
-			order = append(order, h.Backend)
+			s = &Sweep{Backend: key}
+			byBackend[key] = s
+			order = append(order, key)
 		}
 		s.Configs++
-		if h.Disposition == "passed" {
+		if k.Disposition == gpu.Passed {
 			s.Passed++
 		} else {
-			s.Failures = append(s.Failures, fmt.Sprintf("%s: %s %s", h.Spec, h.Disposition, firstLine(h.Reason)))
+			s.Failures = append(s.Failures, fmt.Sprintf("%s: %s %s", k.Spec, k.Disposition, firstLine(k.Reason)))
 		}
-		if h.MaxRelL2 != nil {
-			s.MaxRelL2 = math.Max(s.MaxRelL2, *h.MaxRelL2)
+		if k.RelL2 != nil {
+			s.MaxRelL2 = math.Max(s.MaxRelL2, float64(*k.RelL2))
 		}
 	}
 	sort.Strings(order)

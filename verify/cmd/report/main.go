@@ -12,7 +12,7 @@ import (
 
 func main() {
 	root := flag.String("root", ".", "repository root (for the specs)")
-	in := flag.String("in", "build/gpu", "folder with the GPU check's JSON results")
+	in := flag.String("in", "out/gpu", "folder with the GPU check's JSON results")
 	out := flag.String("out", "out", "folder to write REPORT.md, report.json and the plot into")
 	flag.Parse()
 	r, err := report.Build(*root, *in)
