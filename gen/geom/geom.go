@@ -66,3 +66,28 @@ func (c Conv) MinBytes() float64 {
 	}
 	return 4 * float64(b)
 }
+
+// Ceilings of the GPU the floors are stated for (NVIDIA H200): fp32 FFMA
+// at 67 TFLOP/s, 3xTF32 at a third of the 495 TFLOP/s dense TF32 rate, and
+// 4.3 TB/s of device memory, as measured for ../shared/problems.md.
+const (
+	FFMAFLOPS   = 67e12
+	TF32x3FLOPS = 495e12 / 3
+	MemoryBW    = 4.3e12
+)
+
+// FloorMS is the least time in milliseconds a kernel of the given
+// precision can take: its FLOPs at the unit's peak or its minimum bytes at
+// full bandwidth, whichever is larger.
+func FloorMS(flops, minBytes float64, precision string) float64 {
+	rate := FFMAFLOPS
+	if precision == "3xtf32" {
+		rate = TF32x3FLOPS
+	}
+	return 1e3 * max(flops/rate, minBytes/MemoryBW)
+}
+
+// FloorMS is the problem's floor for a precision mode.
+func (c Conv) FloorMS(precision string) float64 {
+	return FloorMS(c.FLOPs(), c.MinBytes(), precision)
+}

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"convtgen/gen/geom"
 )
 
 // Disposition is the verdict on one (spec, backend).
@@ -142,24 +144,12 @@ type Report struct {
 	Results []Result `json:"items"`
 }
 
-// Floors of the measuring GPU (H200, fp32 FFMA): a kernel can be no faster
-// than its FLOPs at peak nor than its minimum bytes at peak bandwidth.
-const (
-	PeakFLOPS = 67e12
-	PeakBytes = 4.3e12
-)
-
-// FloorMS is the lower bound on the forward's time in milliseconds.
-func FloorMS(flops, minBytes float64) float64 {
-	return 1e3 * math.Max(flops/PeakFLOPS, minBytes/PeakBytes)
-}
-
 // SetTiming fills the timing and the derived throughput fields.
 func (r *Result) SetTiming(t Timing) {
 	r.Time = &t
 	if t.MedianMS > 0 {
 		r.GFLOPS = r.FLOPs / (t.MedianMS * 1e-3) / 1e9
-		r.FloorMS = FloorMS(r.FLOPs, r.MinBytes)
+		r.FloorMS = geom.FloorMS(r.FLOPs, r.MinBytes, r.Precision)
 		r.FloorFrac = r.FloorMS / t.MedianMS
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"convtgen/gen/geom"
 )
 
 func TestDecide(t *testing.T) {
@@ -50,7 +52,7 @@ func TestApply(t *testing.T) {
 		t.Errorf("passing run: %+v", r)
 	}
 	// 2e12 FLOPs in 100 ms is 20 TFLOP/s; floor max(2e12/67e12, 4.3e9/4.3e12) s = 29.85 ms.
-	if math.Abs(r.GFLOPS-20000) > 1e-6 || math.Abs(r.FloorMS-1e3*2e12/PeakFLOPS) > 1e-9 || math.Abs(r.FloorFrac-r.FloorMS/100) > 1e-12 {
+	if math.Abs(r.GFLOPS-20000) > 1e-6 || math.Abs(r.FloorMS-1e3*2e12/geom.FFMAFLOPS) > 1e-9 || math.Abs(r.FloorFrac-r.FloorMS/100) > 1e-12 {
 		t.Errorf("throughput: %v GFLOP/s, floor %v ms (%v)", r.GFLOPS, r.FloorMS, r.FloorFrac)
 	}
 

@@ -20,14 +20,6 @@ import (
 	"convtgen/verify/gpu"
 )
 
-// Ceilings of the H200 used for floors (problems.md): FFMA 67 TFLOP/s,
-// 3xTF32 a third of 495 TFLOP/s dense TF32, 4.3 TB/s of device memory.
-const (
-	ffmaFLOPS   = 67e12
-	tf32x3FLOPS = 495e12 / 3
-	memBW       = 4.3e12
-)
-
 // Times is a mean and median in milliseconds.
 type Times struct {
 	Mean   float64 `json:"mean"`
@@ -169,7 +161,7 @@ func Build(root, dir string) (*Report, error) {
 			continue // a spec removed since the run
 		}
 		row := Row{HarnessResult: h, Precision: in.precision, GFLOPs: in.conv.FLOPs() / 1e9}
-		row.FloorMS = floorMS(in.conv, in.precision)
+		row.FloorMS = in.conv.FloorMS(in.precision)
 		if k, ok := byKernel[h.Spec]; ok && h.Backend == "cuda" {
 			row.Arch = k.Arch
 			if k.Time != nil {
@@ -207,16 +199,6 @@ func Build(root, dir string) (*Report, error) {
 		r.BestGeoMean = math.Exp(bestLog / float64(len(r.Best)))
 	}
 	return r, nil
-}
-
-// floorMS is the problem's lower bound for its precision mode: arithmetic
-// at the unit's peak or minimum bytes at full bandwidth, whichever is larger.
-func floorMS(c geom.Conv, precision string) float64 {
-	rate := ffmaFLOPS
-	if precision == "3xtf32" {
-		rate = tf32x3FLOPS
-	}
-	return 1e3 * math.Max(c.FLOPs()/rate, c.MinBytes()/memBW)
 }
 
 // readKernels reads the kernel verifier's report; a missing file is an
