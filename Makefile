@@ -20,10 +20,10 @@ check:
 # harness's own tests. With nvcc on PATH the tests also compile every
 # emitted kernel for sm_80 and sm_90 and fail on spills.
 test:
-	$(GO) vet ./...
-	$(GO) test ./...
-	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=20s ./gen/spec
 	python3 -m unittest discover -s verify/harness -p 'test_*.py'
+	$(GO) vet ./...
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=20s ./gen/spec
+	$(GO) test ./...
 
 # The GPU verifier, built here against CUDA 11.8 headers and Debian's stub
 # libcuda.so (fetched once into $(CUDA_STUBS)), carried to the GPU host: it
