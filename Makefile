@@ -34,7 +34,8 @@ verifier:
 		$(GO) build -tags cuda -ldflags "-X main.buildCommit=$$(git rev-parse HEAD 2>/dev/null)" \
 		-o bin/verify ./verify/cmd/verify
 
-# Random valid configurations for the GPU sweep.
+# Random valid configurations rendered as submissions (the kernel verifier
+# draws its own with -random; these are for running end to end).
 random:
 	rm -rf build/random
 	$(GO) run ./gen/cmd/convtgen -random $(RANDOM_N) -seed $(RANDOM_SEED) -out build/random
@@ -45,14 +46,15 @@ tune:
 	$(GO) run ./gen/cmd/convtgen -tune build/tune
 
 # Write the fastest correct candidate of each spec back into the spec and
-# regenerate (RESULTS: the harness JSON of the run over out/, which times
-# the specs' current choices, and of the tuning run).
-RESULTS ?= build/gpu/e2e.json,build/gpu/tune.json
+# regenerate (RESULTS: results with the current choices' and the candidates'
+# times, comma-separated: the kernel verifier's kernels.json has both).
+RESULTS ?= build/gpu/kernels.json
 apply-tune:
 	$(GO) run ./gen/cmd/convtgen -apply-tune $(RESULTS) -manifest build/tune/manifest.json
 
-# On a GPU host (python3 with torch; no Go needed): the evaluator-style
-# end-to-end run of every submission and the random sweep.
+# On a GPU host (python3 with torch; no Go needed; bin/ and build/ carried):
+# the kernel verifier (registered kernels, random configurations, tuning
+# candidates) and the evaluator-style run of every submission.
 gpu-check:
 	verify/gpu-check.sh
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The GPU host's half of verification (python3 with torch there; no Go).
-# Runs every committed submission the evaluator's way, with timing, then the
-# random sweep (rendered here by `make random`) for correctness, then the Go
-# kernel verifier if it was built and carried (bin/verify). Results land in
-# $OUT (default build/gpu) as JSON; `make report` renders out/REPORT.md.
+#   1. the kernel verifier (bin/verify, built here by `make verifier`): every
+#      registered kernel and RANDOM_N random configurations, plus the tuning
+#      candidates when build/tune exists (`make tune`);
+#   2. the evaluator-style harness over every submission in out/, timed.
+# Results land in $OUT (default build/gpu); copy that folder back and run
+# `make report` (and `make apply-tune` after a tuning run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu}
@@ -12,17 +14,17 @@ export PYTHONUNBUFFERED=1
 export TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-/tmp/convtgen-extensions}
 status=0
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$out/gpu.csv"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.csv"
 echo "${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}" >"$out/commit"
 
-python3 verify/harness/evaluate.py --time --json "$out/e2e.json" out ${EXTRA_DIRS:-} || status=1
-if [ -d build/tune ]; then
-  python3 verify/harness/evaluate.py --time --no-ref-time --json "$out/tune.json" build/tune || status=1
-fi
-if [ -d build/random ]; then
-  python3 verify/harness/evaluate.py --json "$out/random.json" build/random || status=1
-fi
 if [ -x bin/verify ]; then
-  bin/verify -root . -time -json "$out/kernels.json" ${VERIFY_FLAGS:-} || status=1
+  bin/verify -root . -time -random "${RANDOM_N:-60}" -seed "${SEED:-1}" -json "$out/kernels.json" || status=1
+  if [ -d build/tune/specs ]; then
+    bin/verify -root . -time -specs "$(ls build/tune/specs/*.yaml | paste -sd, -)" -json "$out/tune-kernels.json" || status=1
+    bin/verify -merge "$out/kernels.json" "$out/tune-kernels.json" -json "$out/kernels.json" || status=1
+  fi
+else
+  echo "gpu-check: no bin/verify (make verifier, and carry bin/): kernel tier skipped" >&2
 fi
+python3 verify/harness/evaluate.py --time --json "$out/e2e.json" out || status=1
 exit $status
