@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -61,7 +62,7 @@ func newView(p *plan.Plan, specPath string) *View {
 	}
 	aLanes := min(p.Threads, t.BM)
 	aKStride := p.Threads / aLanes
-	return &View{
+	v := &View{
 		Plan: p, Conv: c, Tile: t,
 		Name: s.Name, Title: docstringSafe(s.Title), SpecPath: specPath,
 		Summary:       summary(c, p.Out),
@@ -83,8 +84,14 @@ func newView(p *plan.Plan, specPath string) *View {
 		AKStride:      aKStride,
 		AK:            (t.BK + aKStride - 1) / aKStride,
 		BLoads:        (t.BK*t.BN + p.Threads - 1) / p.Threads,
-		Triton:        newTritonView(p),
 	}
+	// Only for a triton render: a plan mutated on purpose (gen/mutate)
+	// may break the tap invariant newTritonView checks, and is rendered
+	// for cuda alone.
+	if slices.Contains(s.Kernel.Backends, "triton") {
+		v.Triton = newTritonView(p)
+	}
+	return v
 }
 
 // docstringSafe escapes what would end or bend a Python docstring.

@@ -142,11 +142,11 @@ func WriteTune(root, dir string) (int, error) {
 // Timing is what tuning needs of one result, from the harness (max_rel_l2)
 // or the kernel verifier (rel_l2).
 type Timing struct {
-	Spec        string   `json:"spec"`
-	Backend     string   `json:"backend"`
-	Disposition string   `json:"disposition"`
-	MaxRelL2    *float64 `json:"max_rel_l2"`
-	RelL2       *float64 `json:"rel_l2"`
+	Spec        string        `json:"spec"`
+	Backend     string        `json:"backend"`
+	Disposition string        `json:"disposition"`
+	MaxRelL2    *lenientFloat `json:"max_rel_l2"`
+	RelL2       *lenientFloat `json:"rel_l2"`
 	TimeMS      *struct {
 		Mean   float64 `json:"mean"`
 		Median float64 `json:"median"`
@@ -173,11 +173,28 @@ const (
 func (t Timing) relL2() (float64, bool) {
 	switch {
 	case t.MaxRelL2 != nil:
-		return *t.MaxRelL2, true
+		return float64(*t.MaxRelL2), true
 	case t.RelL2 != nil:
-		return *t.RelL2, true
+		return float64(*t.RelL2), true
 	}
 	return 0, false
+}
+
+// lenientFloat reads a JSON number or the strings the kernel verifier
+// writes for non-finite values ("NaN", "+Inf").
+type lenientFloat float64
+
+func (f *lenientFloat) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		v, err := strconv.ParseFloat(s, 64)
+		*f = lenientFloat(v)
+		return err
+	}
+	var v float64
+	err := json.Unmarshal(b, &v)
+	*f = lenientFloat(v)
+	return err
 }
 
 // Winner is the chosen candidate of one spec, with the evidence.
@@ -204,7 +221,7 @@ func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 	usable := func(c Candidate) (float64, bool) {
 		t, ok := byVariant[c.Variant]
 		err, known := t.relL2()
-		if !ok || t.Disposition != "passed" || t.TimeMS == nil || !known || err > TuneMaxRelL2 {
+		if !ok || t.Disposition != "passed" || t.TimeMS == nil || !known || !(err <= TuneMaxRelL2) {
 			return 0, false
 		}
 		return t.TimeMS.Mean, true
@@ -218,7 +235,7 @@ func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 		group := cands[i:j]
 		i = j
 		var w *Winner
-		tried := 0
+		tried, currentOK := 0, false
 		for _, c := range group {
 			ms, ok := usable(c)
 			if !ok {
@@ -226,14 +243,15 @@ func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 			}
 			tried++
 			if c.Current {
+				currentOK = true
 				ms *= 1 - TuneMinGain // the incumbent keeps its place unless clearly beaten
 			}
 			if w == nil || ms < w.MeanMS {
 				w = &Winner{Candidate: c, MeanMS: ms}
 			}
 		}
-		if w == nil || !group[0].Current {
-			continue
+		if w == nil || !currentOK {
+			continue // nothing to compare the candidates with
 		}
 		if w.Current {
 			w.MeanMS /= 1 - TuneMinGain

@@ -23,6 +23,11 @@ type Item struct {
 	// not_supported, a stale registry entry), with its reason; "" to go on.
 	Pre    Disposition
 	Reason string
+	// Mutation names the bug planted in a -mutate item (gen/mutate), ""
+	// for a kernel as generated.
+	Mutation string
+
+	plan *plan.Plan // the kernel's plan, for -mutate; nil when it has none
 }
 
 // Result starts the item's result with what is known before running.
@@ -30,16 +35,17 @@ func (it *Item) Result() Result {
 	k := it.Kernel
 	return Result{
 		Index: it.Index, Spec: k.Spec, SpecPath: k.SpecPath, File: k.File, Backend: "cuda",
-		Disposition: it.Pre, Reason: it.Reason,
+		Disposition: it.Pre, Reason: it.Reason, Mutation: it.Mutation,
 		FLOPs: k.FLOPs, MinBytes: k.MinBytes, Precision: k.Precision, Grid: k.Grid, Threads: k.Threads,
 	}
 }
 
 // Seed is the seed of the item's inputs: the run's seed mixed with the
 // spec's name, so every kernel sees different data and a rerun the same.
+// A mutant sees its kernel's data.
 func (it *Item) Seed(runSeed int64) uint64 {
 	h := fnv.New64a()
-	h.Write([]byte(it.Kernel.Spec))
+	h.Write([]byte(strings.TrimSuffix(it.Kernel.Spec, MutationSep+it.Mutation)))
 	return h.Sum64() ^ uint64(runSeed)
 }
 
@@ -114,6 +120,9 @@ func Items(o *Options, registry []verify.Kernel, work string) ([]Item, error) {
 			add(planned(l.Plan, render))
 		}
 	}
+	if o.Mutate {
+		return withMutations(items, work)
+	}
 	return items, nil
 }
 
@@ -132,7 +141,7 @@ func registered(root string, k verify.Kernel) Item {
 		it.Pre, it.Reason = InvalidSpec, oneLine(err)
 		return it
 	}
-	it.InputDist = s.Problem.InputDist
+	it.InputDist, it.plan = s.Problem.InputDist, p
 	want := verify.KernelFromPlan(p, k.File)
 	want.SpecPath = k.SpecPath // the spec was loaded through root
 	if want != k {
@@ -164,7 +173,7 @@ func specFile(root, path string, render func(*plan.Plan) (string, error)) Item {
 
 // planned is a planned spec rendered into the work folder.
 func planned(p *plan.Plan, render func(*plan.Plan) (string, error)) Item {
-	it := Item{Kernel: verify.KernelFromPlan(p, ""), InputDist: p.Spec.Problem.InputDist}
+	it := Item{Kernel: verify.KernelFromPlan(p, ""), InputDist: p.Spec.Problem.InputDist, plan: p}
 	if !hasBackend(p.Spec.Kernel.Backends, "cuda") {
 		it.Pre, it.Reason = NotSupported, "the spec has no cuda backend"
 		return it

@@ -34,6 +34,7 @@ type Options struct {
 	Warmup      int
 	CompileOnly bool
 	Commit      string
+	Mutate      bool
 }
 
 // Register defines the flags on fs, with their defaults.
@@ -59,6 +60,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.IntVar(&o.Warmup, "warmup", DefaultTiming.Warmup, "untimed warm-up runs with -time")
 	fs.BoolVar(&o.CompileOnly, "compile-only", false, "compile (and report registers and spills) but run nothing: kernels are not_run")
 	fs.StringVar(&o.Commit, "commit", "", "commit to report when git rev-parse HEAD fails in -root (default: the commit the binary was built from)")
+	fs.BoolVar(&o.Mutate, "mutate", false, "mutation check: after each kernel, its planted-bug mutants (gen/mutate), items <spec>~<mutation> that must come out incorrect; compiles -arch only; exit 1 if a mutant passes or fails")
 }
 
 // Check validates option values that flag parsing cannot.
@@ -87,10 +89,10 @@ func (o *Options) Check() error {
 }
 
 // Archs are the architectures compiled: sm_80 (the target, for the report)
-// and the one that runs.
+// and the one that runs; only the one that runs with -mutate.
 func (o *Options) Archs() []string {
-	if o.Arch == "sm_80" {
-		return []string{"sm_80"}
+	if o.Arch == "sm_80" || o.Mutate {
+		return []string{o.Arch}
 	}
 	return []string{"sm_80", o.Arch}
 }
@@ -119,6 +121,7 @@ func (o *Options) Args() []string {
 		"-warmup", strconv.Itoa(o.Warmup),
 		"-compile-only=" + strconv.FormatBool(o.CompileOnly),
 		"-commit", o.Commit,
+		"-mutate=" + strconv.FormatBool(o.Mutate),
 	}
 	return a
 }

@@ -107,6 +107,7 @@ type Result struct {
 	Backend     string              `json:"backend"`
 	Disposition Disposition         `json:"disposition"`
 	Reason      string              `json:"reason,omitempty"`
+	Mutation    string              `json:"mutation,omitempty"` // the planted bug of a -mutate item: it should be incorrect
 	RelL2       *Float              `json:"rel_l2,omitempty"`
 	Compared    *Compared           `json:"compared,omitempty"`
 	NaNOutputs  int                 `json:"nan_outputs"`

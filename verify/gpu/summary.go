@@ -61,14 +61,15 @@ func (r *Report) Counts() map[Disposition]int {
 	return c
 }
 
-// Bad reports whether any item failed, was incorrect or had an invalid spec.
+// Bad reports whether any item failed, was incorrect or had an invalid
+// spec, or (-mutate) a mutant passed or failed: mutants should be incorrect.
 func (r *Report) Bad() bool {
 	for _, res := range r.Results {
-		if res.Disposition.Bad() {
+		if res.Mutation == "" && res.Disposition.Bad() {
 			return true
 		}
 	}
-	return false
+	return TallyMutations(r).Bad()
 }
 
 // WriteSummary prints the end-of-run table.
@@ -109,6 +110,9 @@ func WriteSummary(w io.Writer, r *Report) {
 		}
 	}
 	fmt.Fprintf(w, "%d items: %s\n", len(r.Results), strings.Join(parts, ", "))
+	if t := TallyMutations(r); t.Planted > 0 {
+		fmt.Fprintln(w, t)
+	}
 }
 
 func sortedArchs(m map[string]ArchInfo) []string {

@@ -150,9 +150,12 @@ func Plot(r *Report) string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w, h)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
 	fmt.Fprintf(&b, `<text x="10" y="18" font-size="14">Best backend per problem: speedup over PyTorch default (bar, log scale; line at 1x) and fraction of floor</text>`+"\n")
-	const perDoubling = 60.0 // px per doubling of the speedup
-	scale := func(s float64) float64 { return perDoubling * math.Log2(math.Max(s, 0.25)) }
+	const perDoubling = 60.0              // px per doubling of the speedup
 	zero := float64(left) + 2*perDoubling // bars reach down to 0.25x
+	// Bars reach up to where their label still fits inside the picture.
+	scale := func(s float64) float64 {
+		return math.Min(perDoubling*math.Log2(math.Max(s, 0.25)), w-zero-170)
+	}
 	fmt.Fprintf(&b, `<line x1="%.0f" y1="30" x2="%.0f" y2="%d" stroke="black"/>`+"\n", zero, zero, h-10)
 	for i, row := range r.Best {
 		y := 36 + i*rowH

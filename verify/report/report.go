@@ -232,8 +232,8 @@ func kernelSweeps(items []gpu.Result) []Sweep {
 		} else {
 			s.Failures = append(s.Failures, fmt.Sprintf("%s: %s %s", k.Spec, k.Disposition, firstLine(k.Reason)))
 		}
-		if k.RelL2 != nil {
-			s.MaxRelL2 = math.Max(s.MaxRelL2, float64(*k.RelL2))
+		if k.RelL2 != nil && !math.IsNaN(float64(*k.RelL2)) && !math.IsInf(float64(*k.RelL2), 0) {
+			s.MaxRelL2 = math.Max(s.MaxRelL2, float64(*k.RelL2)) // failures are listed, not folded in
 		}
 	}
 	sort.Strings(order)

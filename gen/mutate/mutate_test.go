@@ -1,0 +1,525 @@
+package mutate_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"convtgen/gen"
+	"convtgen/gen/geom"
+	"convtgen/gen/mutate"
+	"convtgen/gen/plan"
+	"convtgen/gen/ref"
+	"convtgen/gen/spec"
+)
+
+// config is one small nn.ConvTranspose3d configuration.
+type config struct {
+	batch, cin, cout, groups int
+	k, in, s, p, op, d       [3]int
+	bias                     bool
+	precision                string // "" means fp32
+	tile                     string // flow mapping for kernel.tile, "" for none
+}
+
+func (c config) yaml() string {
+	l := func(v [3]int) string { return fmt.Sprintf("[%d, %d, %d]", v[0], v[1], v[2]) }
+	prec := c.precision
+	if prec == "" {
+		prec = "fp32"
+	}
+	tile := ""
+	if c.tile != "" {
+		tile = "\n  tile: " + c.tile
+	}
+	return fmt.Sprintf(`version: 1
+name: mutate_test
+problem:
+  batch: %d
+  in_channels: %d
+  out_channels: %d
+  kernel: %s
+  input: %s
+  stride: %s
+  padding: %s
+  output_padding: %s
+  dilation: %s
+  groups: %d
+  bias: %t
+reference:
+  params:
+    - {name: in_channels, type: int}
+    - {name: out_channels, type: int}
+    - {name: kernel_size, type: tuple}
+    - {name: stride, type: tuple, default: [1, 1, 1]}
+    - {name: padding, type: tuple, default: [0, 0, 0]}
+    - {name: output_padding, type: tuple, default: [0, 0, 0]}
+    - {name: dilation, type: tuple, default: [1, 1, 1]}
+    - {name: groups, type: int, default: 1}
+    - {name: bias, type: bool, default: false}
+  conv:
+    - in_channels
+    - out_channels
+    - kernel_size
+    - stride=stride
+    - padding=padding
+    - output_padding=output_padding
+    - dilation=dilation
+    - groups=groups
+    - bias=bias
+  init_inputs: [%d, %d, %s, %s, %s, %s, %s, %d, %t]
+kernel:
+  backends: [cuda]
+  precision: %s%s
+`, c.batch, c.cin, c.cout, l(c.k), l(c.in), l(c.s), l(c.p), l(c.op), l(c.d), c.groups, c.bias,
+		c.cin, c.cout, l(c.k), l(c.s), l(c.p), l(c.op), l(c.d), c.groups, c.bias, prec, tile)
+}
+
+// plan plans c, or returns nil when c is not a valid spec (an empty
+// output, an infeasible tile).
+func (c config) plan() *plan.Plan {
+	s, err := spec.Parse("mutate_test.yaml", []byte(c.yaml()))
+	if err != nil {
+		return nil
+	}
+	p, err := plan.New(s)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// fixed are hand-picked configurations: each mutation's edge cases.
+var fixed = []config{
+	// stride 1, one tile: no phase to swap, no tile to drop.
+	{batch: 1, cin: 3, cout: 4, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{3, 4, 5}, s: [3]int{1, 1, 1}, d: [3]int{1, 1, 1}},
+	// stride 2, even output (padding 1, output_padding 1): residues 0 and 1 have the same Q.
+	{batch: 2, cin: 4, cout: 8, groups: 2, k: [3]int{3, 3, 3}, in: [3]int{3, 4, 5}, s: [3]int{2, 2, 2}, p: [3]int{1, 1, 1}, op: [3]int{1, 1, 1}, d: [3]int{1, 1, 1}, bias: true},
+	// l1_77 in small: stride 2, dilation 2, odd output: only one residue per dimension has taps.
+	{batch: 1, cin: 3, cout: 5, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{3, 4, 4}, s: [3]int{2, 2, 2}, p: [3]int{1, 1, 1}, d: [3]int{2, 2, 2}, bias: true},
+	// stride 3, several M tiles of a small explicit tile.
+	{batch: 2, cin: 5, cout: 6, groups: 1, k: [3]int{4, 2, 5}, in: [3]int{4, 3, 6}, s: [3]int{3, 1, 3}, p: [3]int{2, 0, 1}, op: [3]int{1, 0, 2}, d: [3]int{1, 1, 1}, tile: "{bm: 64, bn: 16, bk: 4, tm: 8, tn: 4}"},
+	// 3xtf32 with several tiles and bias.
+	{batch: 3, cin: 6, cout: 16, groups: 1, k: [3]int{2, 3, 3}, in: [3]int{5, 5, 5}, s: [3]int{2, 1, 2}, d: [3]int{1, 2, 1}, bias: true, precision: "3xtf32", tile: "{bm: 64, bn: 16, bk: 8, wm: 16, wn: 8}"},
+	// 1x1x1 kernel: no neighbouring tap.
+	{batch: 1, cin: 4, cout: 4, groups: 1, k: [3]int{1, 1, 1}, in: [3]int{3, 3, 3}, s: [3]int{2, 2, 2}, op: [3]int{1, 1, 1}, d: [3]int{1, 1, 1}},
+}
+
+// randomConfig draws a small configuration (small enough for the
+// interpreter below); it may be invalid.
+func randomConfig(r *rand.Rand) config {
+	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
+	c := config{batch: 1 + r.Intn(2), groups: pick(1, 1, 2, 3), bias: r.Intn(2) == 0}
+	c.cin = c.groups * (1 + r.Intn(4))
+	c.cout = c.groups * (1 + r.Intn(5))
+	for i := range 3 {
+		c.k[i] = 1 + r.Intn(4)
+		c.in[i] = pick(1, 2, 3, 4, 5, 7)
+		c.s[i] = 1 + r.Intn(3)
+		c.d[i] = 1 + r.Intn(2)
+		c.op[i] = r.Intn(max(c.s[i], c.d[i]))
+		c.p[i] = r.Intn(c.d[i]*(c.k[i]-1) + 2)
+	}
+	switch r.Intn(4) {
+	case 0:
+		c.precision = "3xtf32"
+		c.tile = fmt.Sprintf("{bm: 64, bn: %d, bk: 8, wm: 16, wn: 8}", pick(8, 16))
+	case 1:
+		c.tile = fmt.Sprintf("{bm: %d, bn: 16, bk: %d, tm: 8, tn: 4}", pick(64, 128), pick(1, 3, 4))
+	case 2:
+		c.precision = "3xtf32"
+	}
+	return c
+}
+
+// plans are the fixed configurations and valid random ones.
+func plans(t *testing.T) []*plan.Plan {
+	t.Helper()
+	var out []*plan.Plan
+	for i, c := range fixed {
+		p := c.plan()
+		if p == nil {
+			t.Fatalf("fixed config %d does not plan:\n%s", i, c.yaml())
+		}
+		out = append(out, p)
+	}
+	r := rand.New(rand.NewSource(7))
+	n := 150
+	if testing.Short() {
+		n = 40
+	}
+	for len(out) < len(fixed)+n {
+		if p := randomConfig(r).plan(); p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// snapshot is a deep copy of everything a mutation may touch.
+func snapshot(p *plan.Plan) plan.Plan {
+	c := *p
+	c.Phases = slices.Clone(p.Phases)
+	c.Taps = slices.Clone(p.Taps)
+	return c
+}
+
+func TestAll(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range mutate.All() {
+		if seen[m.Name] || m.Name == "" || m.Description == "" || m.Applies == nil || m.Apply == nil || strings.ContainsAny(m.Name, " ~/") {
+			t.Errorf("mutation %q: duplicate, incomplete or a bad name", m.Name)
+		}
+		seen[m.Name] = true
+		if got, ok := mutate.Lookup(m.Name); !ok || got.Name != m.Name {
+			t.Errorf("Lookup(%q) = %q, %v", m.Name, got.Name, ok)
+		}
+	}
+	for _, want := range []string{"padding-off-by-one", "drop-last-tile", "wrong-phase", "wrong-tap-weight", "skip-bias"} {
+		if !seen[want] {
+			t.Errorf("no %s mutation", want)
+		}
+	}
+	if _, ok := mutate.Lookup("no-such-mutation"); ok {
+		t.Error("Lookup found an unknown name")
+	}
+}
+
+// Which mutations apply to the edge cases, and that For agrees with Applies.
+func TestApplies(t *testing.T) {
+	want := [][]string{
+		{"padding-off-by-one", "wrong-tap-weight"},
+		{"padding-off-by-one", "drop-last-tile", "wrong-phase", "wrong-phase-taps", "wrong-tap-weight", "skip-bias"},
+		{"padding-off-by-one", "drop-last-tile", "wrong-phase-taps", "wrong-tap-weight", "skip-bias"},
+		{"padding-off-by-one", "drop-last-tile", "wrong-phase", "wrong-phase-taps", "wrong-tap-weight"},
+		{"padding-off-by-one", "drop-last-tile", "wrong-phase", "wrong-phase-taps", "wrong-tap-weight", "skip-bias"},
+		{"padding-off-by-one", "drop-last-tile", "wrong-phase", "wrong-phase-taps"},
+	}
+	for i, c := range fixed {
+		p := c.plan()
+		var got []string
+		for _, m := range mutate.For(p) {
+			got = append(got, m.Name)
+		}
+		if !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("fixed config %d (%s): mutations %v, want %v", i, p, got, want[i])
+		}
+	}
+}
+
+// Each applicable mutation changes the plan and its rendered kernel and
+// leaves the original plan as it was.
+func TestMutationsChangeOnlyTheCopy(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(p *plan.Plan) []byte {
+		data, err := mutate.RenderCUDA(r, p, "mutate_test.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	ps := plans(t)
+	if testing.Short() {
+		ps = ps[:len(fixed)+5]
+	}
+	for _, p := range ps {
+		before := snapshot(p)
+		orig := render(p)
+		for _, m := range mutate.For(p) {
+			mp := m.On(p)
+			if !reflect.DeepEqual(*p, before) {
+				t.Fatalf("%s changed the original plan %s", m.Name, p)
+			}
+			if reflect.DeepEqual(*mp, before) {
+				t.Errorf("%s left %s unchanged", m.Name, p)
+			}
+			if bytes.Equal(render(mp), orig) {
+				t.Errorf("%s: %s renders the same cuda.py", m.Name, p)
+			}
+		}
+	}
+}
+
+// errOOB is an access outside a buffer or table in the simulated kernel.
+var errOOB = errors.New("out of bounds")
+
+// simulate runs the kernel's index math for plan p (as
+// templates/cuda.py.tmpl computes it) on the problem c's inputs, in
+// float64: every block of p.Grid, every row m < P.m of its M tile, every
+// tap of the phase (input q+Off read only when inside the input), every
+// channel co < CoutG of its N tile, and the write at R + stride*q. Any
+// access outside a buffer or constant table is an error. It returns the
+// output and how many outputs were never written; writing one twice is an
+// error too (the kernel writes each output once, without atomics).
+func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, error) {
+	k := p.Conv // what the kernel was rendered with
+	t := p.Tile
+	taps, cinG, coutG := k.Taps(), p.CinG, p.CoutG
+	in, out := k.In, p.Out
+	outSp := out[0] * out[1] * out[2]
+	y := make([]float64, c.OutputLen())
+	writes := make([]int, len(y))
+	nP := len(p.Phases)
+	if nP == 0 {
+		return nil, 0, fmt.Errorf("no phases")
+	}
+	oob := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{errOOB}, args...)...)
+	}
+	for bx := 0; bx < p.Grid[0]; bx++ {
+		ph := p.Phases[bx%nP]
+		m0 := bx / nP * t.BM
+		if m0 >= ph.M {
+			continue
+		}
+		qhw := ph.Q[1] * ph.Q[2]
+		qdhw := ph.Q[0] * qhw
+		for by := 0; by < p.Grid[1]; by++ {
+			for g := 0; g < p.Grid[2]; g++ {
+				if g >= k.Groups {
+					return nil, 0, oob("group %d of %d", g, k.Groups)
+				}
+				for m := m0; m < m0+t.BM && m < ph.M; m++ {
+					n, s := m/qdhw, m%qdhw
+					q := [3]int{s / qhw, s % qhw / ph.Q[2], s % ph.Q[2]}
+					if n >= k.Batch {
+						return nil, 0, oob("row %d: batch %d of %d", m, n, k.Batch)
+					}
+					var o [3]int
+					for d := range 3 {
+						o[d] = ph.R[d] + k.Stride[d]*q[d]
+						if o[d] < 0 || o[d] >= out[d] {
+							return nil, 0, oob("output index %v outside %v", o, out)
+						}
+					}
+					for co := by * t.BN; co < (by+1)*t.BN && co < coutG; co++ {
+						var acc float64
+						for j := range ph.TapCount {
+							ti := ph.TapStart + j
+							if ti < 0 || ti >= len(p.Taps) {
+								return nil, 0, oob("tap %d of a table of %d", ti, len(p.Taps))
+							}
+							tap := p.Taps[ti]
+							if tap.Flat < 0 || tap.Flat >= taps {
+								return nil, 0, oob("weight tap %d of %d", tap.Flat, taps)
+							}
+							var i [3]int
+							inside := true
+							for d := range 3 {
+								i[d] = q[d] + tap.Off[d]
+								inside = inside && uint(i[d]) < uint(in[d])
+							}
+							if !inside {
+								continue
+							}
+							for ci := range cinG {
+								xv := x[((n*k.InChannels+g*cinG+ci)*in[0]+i[0])*in[1]*in[2]+i[1]*in[2]+i[2]]
+								wv := w[((g*cinG+ci)*coutG+co)*taps+tap.Flat]
+								acc += float64(xv) * float64(wv)
+							}
+						}
+						ch := g*coutG + co
+						if k.Bias {
+							if b == nil {
+								return nil, 0, oob("bias read without a bias")
+							}
+							acc += float64(b[ch])
+						}
+						at := (n*k.OutChannels+ch)*outSp + (o[0]*out[1]+o[1])*out[2] + o[2]
+						writes[at]++
+						if writes[at] > 1 {
+							return nil, 0, fmt.Errorf("output %d written twice", at)
+						}
+						y[at] = acc
+					}
+				}
+			}
+		}
+	}
+	unwritten := 0
+	for _, n := range writes {
+		if n == 0 {
+			unwritten++
+		}
+	}
+	return y, unwritten, nil
+}
+
+// relErr is the relative L2 error, +Inf when something was not written.
+func relErr(got, want []float64, unwritten int) float64 {
+	if unwritten > 0 {
+		return math.Inf(1)
+	}
+	var num, den float64
+	for i := range got {
+		num += (got[i] - want[i]) * (got[i] - want[i])
+		den += want[i] * want[i]
+	}
+	if den == 0 {
+		if num == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return math.Sqrt(num / den)
+}
+
+// inputs draws x in [0, 1) and weight and bias as PyTorch initialises
+// them, U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+func inputs(c geom.Conv, seed int64) (x, w, b []float32) {
+	r := rand.New(rand.NewSource(seed))
+	bound := 1 / math.Sqrt(float64(c.OutPerGroup()*c.Taps()))
+	x = make([]float32, c.InputLen())
+	for i := range x {
+		x[i] = r.Float32()
+	}
+	u := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32((2*r.Float64() - 1) * bound)
+		}
+		return v
+	}
+	w = u(c.WeightLen())
+	if c.Bias {
+		b = u(c.OutChannels)
+	}
+	return x, w, b
+}
+
+// The interpreter of the plan agrees with the reference for unmutated
+// plans; every mutated plan stays in bounds and gives wrong outputs.
+func TestMutantsWrongButInBounds(t *testing.T) {
+	applied := map[string]int{}
+	for pi, p := range plans(t) {
+		c := p.Conv
+		x, w, b := inputs(c, int64(pi))
+		want := ref.Forward(c, x, w, b)
+		y, unwritten, err := simulate(p, c, x, w, b)
+		if err != nil {
+			t.Fatalf("unmutated %s: %v", p, err)
+		}
+		if e := relErr(y, want, unwritten); !(e < 1e-12) {
+			t.Fatalf("unmutated %s: relative error %g (%d unwritten): the interpreter is wrong", p, e, unwritten)
+		}
+		for _, m := range mutate.For(p) {
+			applied[m.Name]++
+			y, unwritten, err := simulate(m.On(p), c, x, w, b)
+			if err != nil {
+				t.Errorf("%s on %s: %v", m.Name, p, err)
+				continue
+			}
+			if e := relErr(y, want, unwritten); !(e > 1e-3) {
+				t.Errorf("%s on %s: relative error %g: the bug is not visible", m.Name, p, e)
+			}
+			if m.Name == "drop-last-tile" && unwritten == 0 {
+				t.Errorf("%s on %s: every output written", m.Name, p)
+			}
+		}
+	}
+	t.Logf("applied: %v", applied)
+	for _, m := range mutate.All() {
+		if applied[m.Name] < 5 {
+			t.Errorf("%s applied to only %d configurations", m.Name, applied[m.Name])
+		}
+	}
+}
+
+// Every mutation applies to some registered spec, and the in-bounds checks
+// hold there (the interpreter is too slow for their full size, so only the
+// index ranges are checked: rows' output positions and tap tables).
+func TestRegisteredSpecs(t *testing.T) {
+	loaded, err := gen.LoadAll(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := map[string]int{}
+	for _, l := range loaded {
+		p := l.Plan
+		for _, m := range mutate.For(p) {
+			applied[m.Name]++
+			checkRanges(t, m.Name, p, m.On(p))
+		}
+	}
+	t.Logf("applied to %d registered specs: %v", len(loaded), applied)
+	for _, m := range mutate.All() {
+		if m.Name != "skip-bias" && applied[m.Name] == 0 && len(loaded) > 0 {
+			t.Errorf("%s applies to no registered spec", m.Name)
+		}
+	}
+}
+
+// checkRanges checks the in-bounds conditions of a mutated plan without
+// running it: each phase's last output position is inside the output,
+// tap slices inside the table, weight taps inside the weight, the grid no
+// larger than the original's.
+func checkRanges(t *testing.T, name string, orig, p *plan.Plan) {
+	t.Helper()
+	if p.Grid[0] < 1 || p.Grid[0] > orig.Grid[0] || p.Grid[1] != orig.Grid[1] || p.Grid[2] != orig.Grid[2] {
+		t.Errorf("%s on %s: grid %v from %v", name, orig, p.Grid, orig.Grid)
+	}
+	for _, ph := range p.Phases {
+		for d := range 3 {
+			if last := ph.R[d] + p.Conv.Stride[d]*(ph.Q[d]-1); ph.R[d] < 0 || last >= p.Out[d] {
+				t.Errorf("%s on %s: phase %+v writes index %d of %d", name, orig, ph, last, p.Out[d])
+			}
+		}
+		if ph.TapStart < 0 || ph.TapCount < 0 || ph.TapStart+ph.TapCount > len(p.Taps) {
+			t.Errorf("%s on %s: phase %+v outside the tap table of %d", name, orig, ph, len(p.Taps))
+		}
+	}
+	for _, tap := range p.Taps {
+		if tap.Flat < 0 || tap.Flat >= p.Conv.Taps() {
+			t.Errorf("%s on %s: weight tap %d of %d", name, orig, tap.Flat, p.Conv.Taps())
+		}
+	}
+}
+
+// The interpreter catches what the mutations must avoid: a residue shift
+// that writes past the output, a weight tap past the weight, a tap slice
+// past the table; and a plan copy with nothing changed is not "wrong".
+func TestSimulateCatchesOutOfBounds(t *testing.T) {
+	p := fixed[1].plan()
+	c := p.Conv
+	x, w, b := inputs(c, 1)
+	bad := map[string]func(q *plan.Plan){
+		"residue+1": func(q *plan.Plan) {
+			q.Phases = slices.Clone(q.Phases)
+			for i := range q.Phases {
+				q.Phases[i].R[2]++
+			}
+		},
+		"flat+1": func(q *plan.Plan) {
+			q.Taps = slices.Clone(q.Taps)
+			for i := range q.Taps {
+				q.Taps[i].Flat++
+			}
+		},
+		"tap slice": func(q *plan.Plan) {
+			q.Phases = slices.Clone(q.Phases)
+			q.Phases[len(q.Phases)-1].TapCount++
+		},
+	}
+	for name, f := range bad {
+		q := *p
+		f(&q)
+		if _, _, err := simulate(&q, c, x, w, b); !errors.Is(err, errOOB) {
+			t.Errorf("%s: %v, want an out-of-bounds error", name, err)
+		}
+	}
+	q := *p
+	y, unwritten, err := simulate(&q, c, x, w, b)
+	if e := relErr(y, ref.Forward(c, x, w, b), unwritten); err != nil || !(e < 1e-12) {
+		t.Errorf("unchanged copy: %v, relative error %g", err, e)
+	}
+}

@@ -1,0 +1,595 @@
+package gen
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"convtgen/gen/plan"
+	"convtgen/gen/spec"
+)
+
+// tuneRoot is the repository root seen from this package's folder.
+const tuneRoot = ".."
+
+// The two committed specs the tuning tests copy: 58's own choice is the
+// fp32 default tile, 73's own choice is 3xtf32 with bm 128 and wm 32, so
+// each has one duplicate candidate to skip.
+const (
+	tuneSpec58 = "specs/level1/58_asymmetric_input_asymmetric_kernel.yaml"
+	tuneSpec73 = "specs/level1/73_strided_padded_grouped.yaml"
+)
+
+func tuneLoad(t *testing.T, root string) map[string]Loaded {
+	t.Helper()
+	specs, err := LoadAll(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]Loaded{}
+	for _, l := range specs {
+		m[l.Path] = l
+	}
+	return m
+}
+
+// tunePlan parses a spec file's bytes and plans it.
+func tunePlan(t *testing.T, name string, data []byte) *plan.Plan {
+	t.Helper()
+	s, err := spec.Parse(name, data)
+	if err != nil {
+		t.Fatalf("%s does not parse: %v\n%s", name, err, data)
+	}
+	p, err := plan.New(s)
+	if err != nil {
+		t.Fatalf("%s does not plan: %v\n%s", name, err, data)
+	}
+	return p
+}
+
+// tileYAML is the flow mapping setKernel writes for a tile.
+func tileYAML(t spec.Tile) string {
+	var f []string
+	for _, kv := range []struct {
+		k string
+		v int
+	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}} {
+		if kv.v != 0 {
+			f = append(f, kv.k+": "+strconv.Itoa(kv.v))
+		}
+	}
+	return "{" + strings.Join(f, ", ") + "}"
+}
+
+// checkCandidates checks the invariants of one spec's candidate list.
+func checkCandidates(t *testing.T, l Loaded, cs []Candidate) {
+	t.Helper()
+	own := l.Plan.Spec
+	if len(cs) == 0 {
+		t.Fatalf("%s: no candidates", l.Path)
+	}
+	first := cs[0]
+	want := Candidate{Current: true, Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
+		Precision: own.Kernel.Precision, Tile: resolvedTile(l.Plan.Tile)}
+	if first != want {
+		t.Errorf("%s: first candidate %+v, want the spec's own choice %+v", l.Path, first, want)
+	}
+	type choice struct {
+		precision string
+		tile      spec.Tile
+	}
+	seen := map[choice]string{}
+	for i, c := range cs {
+		if i > 0 && (c.Current || c.Variant != fmt.Sprintf("%s_t%d", own.Name, i) || c.Spec != own.Name || c.SpecPath != l.Path) {
+			t.Errorf("%s: candidate %d = %+v", l.Path, i, c)
+		}
+		if c.Precision != "fp32" && c.Precision != "3xtf32" {
+			t.Errorf("%s: %s precision %q", l.Path, c.Variant, c.Precision)
+		}
+		k := choice{c.Precision, c.Tile}
+		if other, dup := seen[k]; dup {
+			t.Errorf("%s: %s repeats %s's choice %+v", l.Path, c.Variant, other, k)
+		}
+		seen[k] = c.Variant
+		// Feasible, and fully resolved: planning the choice as written
+		// gives the same tile, with only the precision's fields set.
+		s := *own
+		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, Precision: c.Precision, Tile: c.Tile}
+		p, err := plan.New(&s)
+		if err != nil {
+			t.Errorf("%s: %s is infeasible: %v", l.Path, c.Variant, err)
+			continue
+		}
+		if got := resolvedTile(p.Tile); got != c.Tile {
+			t.Errorf("%s: %s plans to %+v, not its tile %+v", l.Path, c.Variant, got, c.Tile)
+		}
+		if p.Tile.MMA != (c.Precision == "3xtf32") {
+			t.Errorf("%s: %s precision %s, plan MMA %v", l.Path, c.Variant, c.Precision, p.Tile.MMA)
+		}
+		if c.Precision == "3xtf32" && (c.Tile.TM != 0 || c.Tile.TN != 0) || c.Precision == "fp32" && (c.Tile.WM != 0 || c.Tile.WN != 0) {
+			t.Errorf("%s: %s tile %+v has fields of the other precision", l.Path, c.Variant, c.Tile)
+		}
+	}
+}
+
+func TestTuneCandidatesCommitted(t *testing.T) {
+	specs := tuneLoad(t, tuneRoot)
+	for _, l := range specs {
+		checkCandidates(t, l, Candidates(l))
+	}
+
+	// 58's own choice is the fp32 default: only 3xtf32 choices follow.
+	c58 := Candidates(specs[tuneSpec58])
+	if len(c58) != 4 {
+		t.Errorf("58: %d candidates, want 4 (the fp32 default is its own choice)", len(c58))
+	}
+	for _, c := range c58[1:] {
+		if c.Precision != "3xtf32" {
+			t.Errorf("58: %s is %s, a repeat of its own fp32 choice", c.Variant, c.Precision)
+		}
+	}
+	// 73's own choice is the {bm: 128, wm: 32} candidate: skipped, and the
+	// deeper-bk one after it still gets the next free name.
+	c73 := Candidates(specs[tuneSpec73])
+	var got []string
+	for _, c := range c73 {
+		got = append(got, c.Variant+" "+c.Precision+" "+tileYAML(c.Tile))
+	}
+	want := []string{
+		"l1_73_strided_padded_grouped 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32}",
+		"l1_73_strided_padded_grouped_t1 fp32 {bm: 256, bn: 32, bk: 8, tm: 8, tn: 4}",
+		"l1_73_strided_padded_grouped_t2 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32}",
+		"l1_73_strided_padded_grouped_t3 3xtf32 {bm: 128, bn: 32, bk: 32, wm: 32, wn: 32}",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("73 candidates:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestTuneCandidatesRandom checks the candidate invariants on random
+// configurations (their own choices include explicit random tiles). None
+// of the fixed candidate kernels is infeasible for any of them: the
+// "infeasible" branch of Candidates is defensive.
+func TestTuneCandidatesRandom(t *testing.T) {
+	specs, err := Random(300, 17)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range specs {
+		cs := Candidates(l)
+		if len(cs) < 2 || len(cs) > 1+len(candidateKernels()) {
+			t.Errorf("%s: %d candidates", l.Plan.Spec.Name, len(cs))
+		}
+		checkCandidates(t, l, cs)
+	}
+}
+
+// Candidates of the fixture results (testdata/tune): each spec's own
+// choice first, then its variants, as a manifest lists them.
+func tuneFixtureCandidates() []Candidate {
+	var cs []Candidate
+	add := func(name string, variants int) {
+		cs = append(cs, Candidate{Current: true, Variant: name, Spec: name, SpecPath: "specs/" + name + ".yaml",
+			Precision: "fp32", Tile: spec.Tile{BM: 256, BN: 32, BK: 8, TM: 8, TN: 4}})
+		for i := 1; i <= variants; i++ {
+			cs = append(cs, Candidate{Variant: fmt.Sprintf("%s_t%d", name, i), Spec: name, SpecPath: "specs/" + name + ".yaml",
+				Precision: "3xtf32", Tile: spec.Tile{BM: 128 << (i % 2), BN: 32, BK: 16, WM: 32, WN: 32}})
+		}
+	}
+	add("sa", 7) // picks sa_t4 of many unusable ones
+	add("sb", 1) // t1 2% faster: the current choice stays
+	add("sc", 2) // t1 4% faster: replaces it
+	add("sd", 1) // current never timed
+	add("se", 1) // current incorrect
+	add("sf", 1) // current passed without an error figure
+	add("sg", 1) // only the current choice usable
+	add("sh", 1) // nothing usable
+	return cs
+}
+
+// tuneReadRuns decodes result documents the way convtgen -apply-tune does.
+func tuneReadRuns(t *testing.T, names ...string) []HarnessResults {
+	t.Helper()
+	var runs []HarnessResults
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join("testdata", "tune", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r HarnessResults
+		if err := json.Unmarshal(data, &r); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		runs = append(runs, r)
+	}
+	return runs
+}
+
+func winnersBySpec(t *testing.T, ws []Winner) map[string]Winner {
+	t.Helper()
+	if !sort.SliceIsSorted(ws, func(i, j int) bool { return ws[i].Spec < ws[j].Spec }) {
+		t.Errorf("winners not sorted by spec: %+v", ws)
+	}
+	m := map[string]Winner{}
+	for _, w := range ws {
+		if _, dup := m[w.Spec]; dup {
+			t.Errorf("two winners for %s", w.Spec)
+		}
+		m[w.Spec] = w
+	}
+	return m
+}
+
+// TestTunePickWinners: the harness's run over out/ times the current
+// choices ("results", max_rel_l2), the kernel verifier's run times the
+// candidates ("items", rel_l2).
+func TestTunePickWinners(t *testing.T) {
+	cands := tuneFixtureCandidates()
+	runs := tuneReadRuns(t, "e2e.json", "kernels.json")
+	if len(runs[0].Results) == 0 || len(runs[1].Items) == 0 || runs[0].GPU != "Tune GPU T1" || runs[0].Date != "2031-02-03T04:05:06Z" {
+		t.Fatalf("fixtures decode to %+v", runs)
+	}
+	ws := winnersBySpec(t, PickWinners(cands, runs...))
+	for _, c := range []struct {
+		spec, variant string
+		ms            float64
+		tried         int
+	}{
+		// sa: t1 incorrect, t2 (rel_l2) and t6 (max_rel_l2) over 2.5e-6, t3
+		// without an error figure, t7 untimed, t5's faster triton time not
+		// cuda; t4 at exactly 2.5e-6 is the fastest usable (tried: current,
+		// t4, t5).
+		{"sa", "sa_t4", 8.0, 3},
+		{"sb", "sb", 10.0, 2},
+		{"sc", "sc_t1", 9.6, 3},
+		{"sg", "sg", 10.0, 1},
+	} {
+		w, ok := ws[c.spec]
+		if !ok {
+			t.Errorf("%s: no winner", c.spec)
+			continue
+		}
+		if w.Variant != c.variant || w.Current != (c.variant == c.spec) || math.Abs(w.MeanMS-c.ms) > 1e-9 || w.Tried != c.tried {
+			t.Errorf("%s: winner %s (current %v) %.6f ms of %d, want %s %.6f ms of %d", c.spec, w.Variant, w.Current, w.MeanMS, w.Tried, c.variant, c.ms, c.tried)
+		}
+		want := cands[0]
+		for _, cand := range cands {
+			if cand.Variant == c.variant {
+				want = cand
+			}
+		}
+		if w.Candidate != want {
+			t.Errorf("%s: winner's candidate %+v, want %+v", c.spec, w.Candidate, want)
+		}
+	}
+	if _, ok := ws["sh"]; ok {
+		t.Errorf("sh has a winner, but nothing of it was usable: %+v", ws["sh"])
+	}
+
+	// One document may carry both lists.
+	both := HarnessResults{Results: runs[0].Results, Items: runs[1].Items}
+	if !reflect.DeepEqual(PickWinners(cands, both), PickWinners(cands, runs...)) {
+		t.Error("results and items in one document pick differently than in two")
+	}
+	// Without the candidates' run, every current choice that is usable stays.
+	for _, w := range PickWinners(cands, runs[0]) {
+		if !w.Current && w.Spec != "sa" {
+			t.Errorf("%s: %s wins without being timed", w.Spec, w.Variant)
+		}
+	}
+	if w := winnersBySpec(t, PickWinners(cands, runs[0]))["sa"]; w.Variant != "sa" {
+		// sa_t6 is timed in the harness run but over the error headroom.
+		t.Errorf("sa from the harness run alone: %s", w.Variant)
+	}
+}
+
+// TestTunePickWinnersNeedsCurrentTiming: a spec whose current choice has
+// no usable timing (not run, incorrect, no error figure) is left out, as
+// PickWinners documents: without it the noise margin cannot be applied and
+// a candidate is not known to beat what the spec has.
+func TestTunePickWinnersNeedsCurrentTiming(t *testing.T) {
+	ws := winnersBySpec(t, PickWinners(tuneFixtureCandidates(), tuneReadRuns(t, "e2e.json", "kernels.json")...))
+	for _, s := range []string{"sd", "se", "sf", "sh"} {
+		if w, ok := ws[s]; ok {
+			t.Errorf("%s: current choice has no usable timing, yet %s (%.3f ms) was picked", s, w.Variant, w.MeanMS)
+		}
+	}
+}
+
+// TestTunePickWinnersNonFinite: the kernel verifier writes a relative
+// error of NaN or +Inf as a string ("NaN", "+Inf"); its report must still
+// decode for -apply-tune, and such a candidate is not usable.
+func TestTunePickWinnersNonFinite(t *testing.T) {
+	runs := tuneReadRuns(t, "e2e.json", "kernels_nonfinite.json")
+	ws := winnersBySpec(t, PickWinners(tuneFixtureCandidates(), runs...))
+	if w := ws["sb"]; w.Variant != "sb" {
+		t.Errorf("sb: %s won with a NaN error", w.Variant)
+	}
+	if w := ws["sc"]; w.Variant != "sc_t2" {
+		t.Errorf("sc: %s won, want sc_t2 (sc_t1's error is +Inf)", w.Variant)
+	}
+}
+
+// tuneCopy copies committed specs into a fresh root.
+func tuneCopy(t *testing.T, paths ...string) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, p := range paths {
+		data, err := os.ReadFile(filepath.Join(tuneRoot, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tuneWrite(t, filepath.Join(root, p), string(data))
+	}
+	return root
+}
+
+func tuneWrite(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tuneRead(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+var tunedNote = regexp.MustCompile(`(?m)^# precision and tile tuned on (.+), (\d{4}-\d\d-\d\d): ([0-9.]+) ms mean \(kernel\), fastest of the (\d+) candidates that passed with error <= 2\.5e-6\n`)
+
+// TestTuneApplyReproducesCommitted: writing each committed spec's own
+// choice back with the note it carries gives the file byte for byte, so
+// setKernel keeps everything else (comments, flow lists, order) as it was.
+func TestTuneApplyReproducesCommitted(t *testing.T) {
+	specs := tuneLoad(t, tuneRoot)
+	var paths []string
+	for p := range specs {
+		paths = append(paths, p)
+	}
+	root := tuneCopy(t, paths...)
+	for _, p := range paths {
+		want := tuneRead(t, filepath.Join(root, p))
+		m := tunedNote.FindStringSubmatch(want)
+		if m == nil {
+			t.Logf("%s carries no tuning note; skipped", p)
+			continue
+		}
+		ms, _ := strconv.ParseFloat(m[3], 64)
+		tried, _ := strconv.Atoi(m[4])
+		w := Winner{Candidate: Candidates(specs[p])[0], MeanMS: ms, Tried: tried}
+		if err := ApplyTune(root, []Winner{w}, m[1], m[2]); err != nil {
+			t.Fatal(err)
+		}
+		if got := tuneRead(t, filepath.Join(root, p)); got != want {
+			t.Errorf("%s rewritten with its own choice and note differs:\n%s\nwant\n%s", p, got, want)
+		}
+	}
+}
+
+// specFields is everything of a spec but its kernel precision and tile.
+func specFields(s *spec.Spec) any {
+	return struct {
+		Name, Title string
+		Problem     spec.Problem
+		Reference   spec.Reference
+		Backends    []string
+	}{s.Name, s.Title, s.Problem, s.Reference, s.Kernel.Backends}
+}
+
+// TestTuneApplyChangesChoice writes a different choice into copies of two
+// specs with extra comments: only kernel.precision, kernel.tile and the
+// note above kernel change.
+func TestTuneApplyChangesChoice(t *testing.T) {
+	root := tuneCopy(t, tuneSpec58, tuneSpec73)
+	// Extra comments: on a value line, inside kernel, above a key.
+	for _, p := range []string{tuneSpec58, tuneSpec73} {
+		path := filepath.Join(root, p)
+		src := tuneRead(t, path)
+		for old, new := range map[string]string{
+			"\n  in_channels: 32\n":          "\n  in_channels: 32 # channels in\n",
+			"\n  backends: [cuda, triton]\n": "\n  backends: [cuda, triton] # both backends\n",
+			"\n  conv:\n":                    "\n  # the constructor's arguments\n  conv:\n",
+		} {
+			if !strings.Contains(src, old) {
+				t.Fatalf("%s lacks %q", p, old)
+			}
+			src = strings.Replace(src, old, new, 1)
+		}
+		tuneWrite(t, path, src)
+	}
+	specs := tuneLoad(t, root)
+	before := map[string]string{}
+	for _, p := range []string{tuneSpec58, tuneSpec73} {
+		before[p] = tuneRead(t, filepath.Join(root, p))
+	}
+	pick := func(p, precision string) Candidate {
+		for _, c := range Candidates(specs[p])[1:] {
+			if c.Precision == precision {
+				return c
+			}
+		}
+		t.Fatalf("%s: no %s candidate", p, precision)
+		return Candidate{}
+	}
+	winners := []Winner{
+		{Candidate: pick(tuneSpec58, "3xtf32"), MeanMS: 2.7401, Tried: 4},
+		{Candidate: pick(tuneSpec73, "fp32"), MeanMS: 1.5, Tried: 3},
+	}
+	if err := ApplyTune(root, winners, "Tune GPU T1", "2031-02-03"); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range winners {
+		p := w.SpecPath
+		old, got := before[p], tuneRead(t, filepath.Join(root, p))
+		note := fmt.Sprintf("# precision and tile tuned on Tune GPU T1, 2031-02-03: %.3f ms mean (kernel), fastest of the %d candidates that passed with error <= 2.5e-6\n", w.MeanMS, w.Tried)
+		tile := "  tile: " + tileYAML(w.Tile) + "\n"
+		for _, s := range []string{note + "kernel:\n", "  precision: " + w.Precision + "\n", tile,
+			"# channels in\n", "  backends: [cuda, triton] # both backends\n", "  # the constructor's arguments\n  conv:\n"} {
+			if !strings.Contains(got, s) {
+				t.Errorf("%s lacks %q:\n%s", p, s, got)
+			}
+		}
+		if strings.Count(got, "# precision and tile tuned on") != 1 {
+			t.Errorf("%s: the old note was not replaced:\n%s", p, got)
+		}
+		if (w.Precision == "3xtf32") != strings.Contains(got, "wm: ") || strings.Contains(got, "tm: ") == (w.Precision == "3xtf32") {
+			t.Errorf("%s: tile fields of the wrong precision:\n%s", p, got)
+		}
+		// Every other line is kept, in order.
+		keep := func(s string) []string {
+			var out []string
+			for _, line := range strings.Split(s, "\n") {
+				if !strings.HasPrefix(line, "# precision and tile tuned on") && !strings.HasPrefix(line, "  precision: ") && !strings.HasPrefix(line, "  tile: ") {
+					out = append(out, line)
+				}
+			}
+			return out
+		}
+		if a, b := keep(old), keep(got); !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: other lines changed:\n%s\nwas\n%s", p, strings.Join(b, "\n"), strings.Join(a, "\n"))
+		}
+		// It parses to the same spec but for the kernel choice, and plans
+		// to exactly the chosen tile.
+		wasSpec, err := spec.Parse(p, []byte(old))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl := tunePlan(t, p, []byte(got))
+		if !reflect.DeepEqual(specFields(pl.Spec), specFields(wasSpec)) {
+			t.Errorf("%s: spec changed:\n%+v\nwas\n%+v", p, specFields(pl.Spec), specFields(wasSpec))
+		}
+		if pl.Spec.Kernel.Precision != w.Precision || pl.Spec.Kernel.Tile != w.Tile || resolvedTile(pl.Tile) != w.Tile {
+			t.Errorf("%s: plans %s %+v (spec tile %+v), want %s %+v", p, pl.Spec.Kernel.Precision, pl.Tile, pl.Spec.Kernel.Tile, w.Precision, w.Tile)
+		}
+	}
+	// The tree still loads, and its own choices are now the winners.
+	after := tuneLoad(t, root)
+	for _, w := range winners {
+		if c := Candidates(after[w.SpecPath])[0]; c.Precision != w.Precision || c.Tile != w.Tile {
+			t.Errorf("%s: own choice now %s %+v, want %s %+v", w.SpecPath, c.Precision, c.Tile, w.Precision, w.Tile)
+		}
+	}
+}
+
+// TestTuneApplyAddsKernel: a spec without a kernel section gets one, at
+// the end, with the note.
+func TestTuneApplyAddsKernel(t *testing.T) {
+	root := tuneCopy(t, tuneSpec58)
+	path := filepath.Join(root, tuneSpec58)
+	src := tuneRead(t, path)
+	i := strings.Index(src, "# precision and tile tuned on")
+	if i < 0 {
+		i = strings.Index(src, "kernel:\n")
+	}
+	tuneWrite(t, path, src[:i])
+	l := tuneLoad(t, root)[tuneSpec58]
+	var c Candidate
+	for _, cand := range Candidates(l) {
+		if cand.Precision == "3xtf32" {
+			c = cand
+			break
+		}
+	}
+	if err := ApplyTune(root, []Winner{{Candidate: c, MeanMS: 1, Tried: 2}}, "G", "2031-01-01"); err != nil {
+		t.Fatal(err)
+	}
+	got := tuneRead(t, path)
+	want := src[:i] + "# precision and tile tuned on G, 2031-01-01: 1.000 ms mean (kernel), fastest of the 2 candidates that passed with error <= 2.5e-6\n" +
+		"kernel:\n  precision: 3xtf32\n  tile: " + tileYAML(c.Tile) + "\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	p := tunePlan(t, tuneSpec58, []byte(got))
+	if resolvedTile(p.Tile) != c.Tile || !reflect.DeepEqual(p.Spec.Kernel.Backends, spec.DefaultBackends) {
+		t.Errorf("plans %+v with backends %v", p.Tile, p.Spec.Kernel.Backends)
+	}
+}
+
+func TestTuneWriteTune(t *testing.T) {
+	root := tuneCopy(t, tuneSpec58, tuneSpec73)
+	dir := filepath.Join(t.TempDir(), "tune")
+	n, err := WriteTune(root, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := tuneLoad(t, root)
+	want := append(Candidates(specs[tuneSpec58]), Candidates(specs[tuneSpec73])...)
+	if n != len(want) || n != 8 {
+		t.Errorf("WriteTune: %d candidates, want %d (8)", n, len(want))
+	}
+	manifest, err := ReadManifest(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(manifest, want) {
+		t.Errorf("manifest:\n%+v\nwant\n%+v", manifest, want)
+	}
+	for _, c := range manifest {
+		folder := filepath.Join(dir, c.Variant)
+		specFile := filepath.Join(dir, "specs", c.Variant+".yaml")
+		if c.Current {
+			// Rendered in out/ already: nothing in the tuning folder.
+			for _, p := range []string{folder, specFile} {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s written for the current choice", p)
+				}
+			}
+			continue
+		}
+		for _, f := range []string{"problem.py", "cuda.py"} {
+			if _, err := os.Stat(filepath.Join(folder, f)); err != nil {
+				t.Errorf("%s: %v", c.Variant, err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(folder, "triton.py")); err == nil {
+			t.Errorf("%s: a triton submission for a CUDA tuning candidate", c.Variant)
+		}
+		if cuda := tuneRead(t, filepath.Join(folder, "cuda.py")); !strings.Contains(cuda, "convtgen_"+c.Variant) {
+			t.Errorf("%s/cuda.py does not build its own extension convtgen_%s", c.Variant, c.Variant)
+		}
+		src := tuneRead(t, specFile)
+		if !strings.Contains(src, "# tuning candidate of "+c.SpecPath+"\nkernel:\n") {
+			t.Errorf("%s.yaml lacks its note:\n%s", c.Variant, src)
+		}
+		p := tunePlan(t, specFile, []byte(src))
+		if p.Spec.Name != c.Variant || p.Spec.Kernel.Precision != c.Precision || resolvedTile(p.Tile) != c.Tile {
+			t.Errorf("%s.yaml plans %s %s %+v, want %s %s %+v", c.Variant, p.Spec.Name, p.Spec.Kernel.Precision, p.Tile, c.Variant, c.Precision, c.Tile)
+		}
+		orig := specs[c.SpecPath].Plan
+		if p.Conv != orig.Conv || !reflect.DeepEqual(p.Spec.Reference, orig.Spec.Reference) {
+			t.Errorf("%s.yaml is not the problem of %s", c.Variant, c.SpecPath)
+		}
+	}
+	// The candidates' specs form a valid spec tree of their own (unique
+	// names), as bin/verify -specs reads them.
+	if loaded, err := LoadAll(dir); err != nil || len(loaded) != n-2 {
+		t.Errorf("LoadAll(tuning folder): %d specs, %v", len(loaded), err)
+	}
+}
+
+func TestTuneReadManifestErrors(t *testing.T) {
+	if _, err := ReadManifest(filepath.Join(t.TempDir(), "none.json")); err == nil {
+		t.Error("missing manifest read without error")
+	}
+	bad := filepath.Join(t.TempDir(), ManifestFile)
+	tuneWrite(t, bad, "{not json")
+	if _, err := ReadManifest(bad); err == nil {
+		t.Error("malformed manifest read without error")
+	}
+}

@@ -1,0 +1,454 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The fixture tree: testdata/specs holds three small specs (rp_a fp32 and
+// compute-bound, rp_b 3xtf32 and compute-bound, rp_c fp32 and
+// memory-bound); testdata/gpu holds a harness run (e2e.json: every spec on
+// both backends, one incorrect row, one failed row with null times, and a
+// row of a spec that no longer exists), a kernel-verifier run (kernels.json:
+// a registered kernel, two random configurations of which one failed, one
+// tuning candidate) and the commit.
+const (
+	fixtureRoot = "testdata"
+	fixtureGPU  = "testdata/gpu"
+	// The committed results, seen from this package's folder.
+	repoRoot  = "../.."
+	committed = "../../out"
+)
+
+// Each fixture problem's FLOPs and minimum bytes, worked out by hand from
+// its spec (2*N*Cin*(Cout/g)*taps*D*H*W; 4 bytes per input, weight and
+// output element).
+var fixtureCost = map[string]struct{ flops, bytes float64 }{
+	// N=2 Cin=64 Cout=64 k=3^3 in=8^3 (out 10^3)
+	"rp_a": {2 * 2 * 64 * 64 * 27 * 512, 4 * (2*64*512 + 64*64*27 + 2*64*1000)},
+	// N=2 Cin=32 Cout=64 k=3^3 in=8^3 (out 10^3)
+	"rp_b": {2 * 2 * 32 * 64 * 27 * 512, 4 * (2*32*512 + 32*64*27 + 2*64*1000)},
+	// N=4 Cin=16 Cout=16 k=1 in=32^3 (out 32^3)
+	"rp_c": {2 * 4 * 16 * 16 * 1 * 32768, 4 * (4*16*32768 + 16*16 + 4*16*32768)},
+}
+
+// wantFloor is the floor as problems.md states it, in milliseconds.
+func wantFloor(name, precision string) float64 {
+	c := fixtureCost[name]
+	peak := 67e12 // fp32 FFMA
+	if precision == "3xtf32" {
+		peak = 495e12 / 3
+	}
+	return 1e3 * math.Max(c.flops/peak, c.bytes/4.3e12)
+}
+
+func near(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
+}
+
+func buildFixture(t *testing.T) *Report {
+	t.Helper()
+	r, err := Build(fixtureRoot, fixtureGPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestBuildFixture(t *testing.T) {
+	r := buildFixture(t)
+
+	if r.GPU != "Fixture GPU X100" || r.Driver != "999.1.2" || r.Torch != "9.9.0+test" || r.CUDA != "99.1" ||
+		r.CuDNN != "99100" || r.Date != "2030-01-02T03:04:05Z" {
+		t.Errorf("environment = %q %q %q %q %q %q", r.GPU, r.Driver, r.Torch, r.CUDA, r.CuDNN, r.Date)
+	}
+	if r.Commit != "0123456789abcdef0123456789abcdef01234567" {
+		t.Errorf("commit = %q (want it trimmed of its newline)", r.Commit)
+	}
+
+	type want struct {
+		spec, backend, precision, disposition string
+		speedup, strict                       float64 // 0: none
+		mean                                  float64 // 0: no time
+		kernelMS                              float64
+	}
+	wants := []want{
+		{"rp_a", "cuda", "fp32", "passed", 2, 4, 0.010, 0.0097},
+		{"rp_a", "triton", "fp32", "passed", 4, 8, 0.005, 0},
+		{"rp_b", "cuda", "3xtf32", "passed", 2, 6, 0.003, 0},
+		{"rp_b", "triton", "3xtf32", "incorrect", 6, 18, 0.001, 0},
+		{"rp_c", "cuda", "fp32", "failed", 0, 0, 0, 0},
+		{"rp_c", "triton", "fp32", "passed", 0.5, 0.5, 0.008, 0},
+	}
+	if len(r.Rows) != len(wants) {
+		t.Fatalf("%d rows, want %d (the removed spec's row left out): %+v", len(r.Rows), len(wants), r.Rows)
+	}
+	for i, w := range wants {
+		row := r.Rows[i]
+		name := w.spec + "/" + w.backend
+		if row.Spec != w.spec || row.Backend != w.backend || row.Precision != w.precision || row.Disposition != w.disposition {
+			t.Errorf("row %d = %s/%s %s %s, want %s %s %s", i, row.Spec, row.Backend, row.Precision, row.Disposition, name, w.precision, w.disposition)
+			continue
+		}
+		if !near(row.SpeedupTF32, w.speedup) || !near(row.SpeedupStrict, w.strict) {
+			t.Errorf("%s: speedups %v / %v, want %v / %v", name, row.SpeedupTF32, row.SpeedupStrict, w.speedup, w.strict)
+		}
+		floor := wantFloor(w.spec, w.precision)
+		if !near(row.FloorMS, floor) {
+			t.Errorf("%s: floor %v ms, want %v", name, row.FloorMS, floor)
+		}
+		if w.mean == 0 {
+			if row.FloorFraction != 0 || row.TimeMS != nil {
+				t.Errorf("%s: no time, but floor fraction %v, time %+v", name, row.FloorFraction, row.TimeMS)
+			}
+		} else if !near(row.FloorFraction, floor/w.mean) {
+			t.Errorf("%s: floor fraction %v, want %v", name, row.FloorFraction, floor/w.mean)
+		}
+		if !near(row.GFLOPs, fixtureCost[w.spec].flops/1e9) {
+			t.Errorf("%s: %v GFLOP, want %v", name, row.GFLOPs, fixtureCost[w.spec].flops/1e9)
+		}
+		if !near(row.KernelMS, w.kernelMS) {
+			t.Errorf("%s: kernel-only %v ms, want %v", name, row.KernelMS, w.kernelMS)
+		}
+		// Registers come from the verifier's item of the same spec, CUDA only.
+		if hasArch := row.Arch != nil; hasArch != (name == "rp_a/cuda") {
+			t.Errorf("%s: arch %+v", name, row.Arch)
+		}
+	}
+	if a := r.Rows[0].Arch; a["sm_80"].Registers != 100 || a["sm_90"].Registers != 96 || a["sm_90"].SpillBytes != 8 {
+		t.Errorf("rp_a/cuda arch = %+v", a)
+	}
+
+	// The floors: rp_a and rp_b are bound by arithmetic, at the FFMA and the
+	// 3xTF32 rate respectively; rp_c by memory.
+	if f := r.Rows[0].FloorMS; !near(f, 1e3*fixtureCost["rp_a"].flops/67e12) {
+		t.Errorf("rp_a floor %v: want FLOPs at 67 TFLOP/s", f)
+	}
+	if f := r.Rows[2].FloorMS; !near(f, 1e3*fixtureCost["rp_b"].flops/(495e12/3)) {
+		t.Errorf("rp_b floor %v: want FLOPs at 495/3 TFLOP/s", f)
+	}
+	if f := r.Rows[4].FloorMS; !near(f, 1e3*fixtureCost["rp_c"].bytes/4.3e12) {
+		t.Errorf("rp_c floor %v: want bytes at 4.3 TB/s", f)
+	}
+
+	// Geometric means over passed rows only: cuda 2 and 2, triton 4 and 0.5.
+	if len(r.GeoMean) != 2 || !near(r.GeoMean["cuda"], 2) || !near(r.GeoMean["triton"], math.Sqrt2) {
+		t.Errorf("geometric means %v, want cuda 2, triton %v", r.GeoMean, math.Sqrt2)
+	}
+	// Best per problem: rp_a triton (faster of two passed), rp_b cuda (the
+	// faster triton row is incorrect), rp_c triton (cuda failed).
+	var best []string
+	for _, b := range r.Best {
+		best = append(best, b.Spec+"/"+b.Backend)
+	}
+	if got, want := strings.Join(best, " "), "rp_a/triton rp_b/cuda rp_c/triton"; got != want {
+		t.Errorf("best = %s, want %s", got, want)
+	}
+	if want := math.Cbrt(4 * 2 * 0.5); !near(r.BestGeoMean, want) {
+		t.Errorf("best geometric mean %v, want %v", r.BestGeoMean, want)
+	}
+
+	// Random sweeps per backend and precision; tuning candidates apart.
+	if len(r.Sweeps) != 2 {
+		t.Fatalf("sweeps = %+v", r.Sweeps)
+	}
+	s3, s32 := r.Sweeps[0], r.Sweeps[1]
+	if s3.Backend != "cuda 3xtf32" || s3.Configs != 1 || s3.Passed != 1 || s3.MaxRelL2 != 9e-8 || len(s3.Failures) != 0 {
+		t.Errorf("3xtf32 sweep = %+v", s3)
+	}
+	if s32.Backend != "cuda fp32" || s32.Configs != 1 || s32.Passed != 0 || s32.MaxRelL2 != 0 ||
+		len(s32.Failures) != 1 || s32.Failures[0] != "rand_3_001: failed compile sm_80: registers spill to local memory" {
+		t.Errorf("fp32 sweep = %+v", s32)
+	}
+	if len(r.Tuning) != 1 || r.Tuning[0].Spec != "rp_a_t1" || r.Tuning[0].Threads != 128 {
+		t.Errorf("tuning = %+v", r.Tuning)
+	}
+}
+
+func TestMarkdownFixture(t *testing.T) {
+	md := Markdown(buildFixture(t))
+	for _, s := range []string{
+		"Measured on **Fixture GPU X100** (driver 999.1.2), torch 9.9.0+test, CUDA 99.1, cuDNN 99100, on 2030-01-02T03:04:05Z, commit `0123456789abcdef0123456789abcdef01234567`.",
+		"![speedup over PyTorch default and fraction of floor](speedup.svg)",
+		// Every row; floors 0.003380, 0.000686 and 0.003902 ms.
+		"| rp_a | cuda | fp32 | passed | 1.2e-07 | yes / no | 0.010 / 0.010 | 0.020 / 0.019 | 0.040 / 0.039 | 2.00x | 4.00x | 0.003 | 34% | 0.010 | 100/96, 0/8 |\n",
+		"| rp_a | triton | fp32 | passed | 1.5e-07 | yes / yes | 0.005 / 0.005 | 0.020 / 0.019 | 0.040 / 0.039 | 4.00x | 8.00x | 0.003 | 68% | – | – |\n",
+		"| rp_b | cuda | 3xtf32 | passed | 2.0e-07 | yes / no | 0.003 / 0.003 | 0.006 / 0.006 | 0.018 / 0.018 | 2.00x | 6.00x | 0.001 | 23% | – | – |\n",
+		"| rp_b | triton | 3xtf32 | incorrect | 3.0e-04 | yes / no | 0.001 / 0.001 | 0.006 / 0.006 | 0.018 / 0.018 | 6.00x | 18.00x | 0.001 | 69% | – | – |\n",
+		"| rp_c | cuda | fp32 | failed | – | – / – | – | – | – | – | – | 0.004 | – | – | – |\n",
+		"| rp_c | triton | fp32 | passed | 5.0e-08 | yes / yes | 0.008 / 0.008 | 0.004 / 0.004 | 0.004 / 0.004 | 0.50x | 0.50x | 0.004 | 49% | – | – |\n",
+		"Geometric-mean speedup over PyTorch default, cuda: **2.00x**.\n",
+		"Geometric-mean speedup over PyTorch default, triton: **1.41x**.\n",
+		"Best backend per problem: geometric mean **1.59x** over the default.\n",
+		// The not-passed list, first line of each reason.
+		"\nNot passed:\n- rp_b (triton): incorrect — trial 0: relative L2 error 3.000e-04 > 1e-05\n- rp_c (cuda): failed — compile error: ptxas fatal\n",
+		"| cuda 3xtf32 | 1 | 1 | 9.0e-08 |\n| cuda fp32 | 1 | 0 | 0.0e+00 |\n",
+		"- rand_3_001: failed compile sm_80: registers spill to local memory\n",
+		"| rp_a_t1 | 3xtf32 | 128 | passed | 3.0e-07 | 0.008 / 0.008 | 120 |\n",
+	} {
+		if !strings.Contains(md, s) {
+			t.Errorf("REPORT.md lacks %q", s)
+		}
+	}
+	for _, s := range []string{"rp_removed", "second line", "more of the log", "ptxas info: more", "rand_3_000"} {
+		if strings.Contains(md, s) {
+			t.Errorf("REPORT.md shows %q", s)
+		}
+	}
+	// Exactly one table line per row.
+	if n := len(regexp.MustCompile(`(?m)^\| rp_[abc] \| (cuda|triton) \|`).FindAllString(md, -1)); n != 6 {
+		t.Errorf("%d problem rows, want 6", n)
+	}
+}
+
+// svgElement is one element of a plot with its numeric attributes.
+type svgElement struct {
+	name  string
+	attrs map[string]float64
+	text  string
+}
+
+// parseSVG decodes the plot as XML (failing on malformed markup) and
+// returns the root's width and every element below it.
+func parseSVG(t *testing.T, svg string) (width float64, els []svgElement) {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(svg))
+	d.Strict = true
+	var stack []int // indices into els
+	root := true
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("plot is not well-formed XML: %v\n%s", err, svg)
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			e := svgElement{name: tok.Name.Local, attrs: map[string]float64{}}
+			for _, a := range tok.Attr {
+				if v, err := strconv.ParseFloat(a.Value, 64); err == nil {
+					e.attrs[a.Name.Local] = v
+				}
+			}
+			if root {
+				if e.name != "svg" || tok.Name.Space != "http://www.w3.org/2000/svg" {
+					t.Fatalf("root element %v", tok.Name)
+				}
+				width, root = e.attrs["width"], false
+				if width <= 0 || e.attrs["height"] <= 0 {
+					t.Fatalf("svg size %v x %v", width, e.attrs["height"])
+				}
+			}
+			els = append(els, e)
+			stack = append(stack, len(els)-1)
+		case xml.CharData:
+			if len(stack) > 0 {
+				els[stack[len(stack)-1]].text += string(tok)
+			}
+		case xml.EndElement:
+			stack = stack[:len(stack)-1]
+		}
+	}
+	if root {
+		t.Fatal("plot has no root element")
+	}
+	return width, els
+}
+
+// checkInside fails for any element that reaches outside [0, width]. A
+// text's extent is estimated at half its font size per character, a low
+// estimate for sans-serif.
+func checkInside(t *testing.T, svg string) {
+	t.Helper()
+	width, els := parseSVG(t, svg)
+	fontSize := 12.0
+	for _, e := range els[1:] {
+		var lo, hi float64
+		switch e.name {
+		case "rect":
+			lo, hi = e.attrs["x"], e.attrs["x"]+e.attrs["width"]
+			if e.attrs["width"] < 0 {
+				t.Errorf("rect with negative width: %v", e.attrs)
+			}
+		case "line":
+			lo, hi = math.Min(e.attrs["x1"], e.attrs["x2"]), math.Max(e.attrs["x1"], e.attrs["x2"])
+		case "text":
+			size := fontSize
+			if s, ok := e.attrs["font-size"]; ok {
+				size = s
+			}
+			lo = e.attrs["x"]
+			hi = lo + 0.5*size*float64(len([]rune(e.text)))
+		default:
+			t.Errorf("unexpected element <%s>", e.name)
+			continue
+		}
+		if lo < 0 || hi > width {
+			t.Errorf("<%s> %v %q spans x %.0f..%.0f, outside the width %v", e.name, e.attrs, e.text, lo, hi, width)
+		}
+	}
+}
+
+func TestPlotFixture(t *testing.T) {
+	r := buildFixture(t)
+	svg := Plot(r)
+	checkInside(t, svg)
+	_, els := parseSVG(t, svg)
+	var rects, texts int
+	for _, e := range els {
+		switch e.name {
+		case "rect":
+			rects++
+		case "text":
+			texts++
+		}
+	}
+	// A background, then per best row one bar and two labels.
+	if rects != 1+len(r.Best) || texts != 1+2*len(r.Best) {
+		t.Errorf("%d rects and %d texts for %d best rows", rects, texts, len(r.Best))
+	}
+	for _, s := range []string{"rp_a (triton)", "4.00x, 68% of floor", "rp_b (cuda)", "2.00x, 23% of floor", "rp_c (triton)", "0.50x, 49% of floor"} {
+		if !strings.Contains(svg, s) {
+			t.Errorf("plot lacks %q", s)
+		}
+	}
+}
+
+// TestPlotFitsLargeSpeedups: the bars are clamped below (0.25x) but not
+// above, so a best speedup past about 15x pushes its label, and past about
+// 70x its bar, beyond the plot's width.
+func TestPlotFitsLargeSpeedups(t *testing.T) {
+	r := &Report{}
+	for i, s := range []float64{0.1, 1, 16, 100} {
+		r.Best = append(r.Best, Row{HarnessResult: HarnessResult{Spec: "p" + strconv.Itoa(i), Backend: "cuda"}, SpeedupTF32: s, FloorFraction: 0.5})
+	}
+	checkInside(t, Plot(r))
+}
+
+// TestWriteNonFiniteSweepError: the verifier writes a relative error of
+// NaN or +Inf (as strings) for a run with NaN or unwritten outputs; a
+// random configuration like that must still give a report, report.json
+// included (encoding/json refuses NaN and Inf float64s).
+func TestWriteNonFiniteSweepError(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"e2e.json", "commit"} {
+		data, err := os.ReadFile(filepath.Join(fixtureGPU, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kernels, err := os.ReadFile(filepath.Join(fixtureGPU, "kernels.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The passed random configuration becomes an incorrect one whose
+	// outputs were never written.
+	old := `"disposition": "passed", "rel_l2": 9.0e-08,`
+	if !bytes.Contains(kernels, []byte(old)) {
+		t.Fatal("fixture changed: no passed random item")
+	}
+	kernels = bytes.Replace(kernels, []byte(old), []byte(`"disposition": "incorrect", "reason": "512 of 512 outputs never written (still NaN poison)", "rel_l2": "NaN",`), 1)
+	if err := os.WriteFile(filepath.Join(dir, "kernels.json"), kernels, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(fixtureRoot, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Sweeps[0].Passed != 0 || len(r.Sweeps[0].Failures) != 1 {
+		t.Errorf("sweep = %+v", r.Sweeps[0])
+	}
+	if err := Write(r, t.TempDir()); err != nil {
+		t.Errorf("Write: %v", err)
+	}
+}
+
+func TestBuildNeedsE2E(t *testing.T) {
+	if _, err := Build(fixtureRoot, t.TempDir()); err == nil || !strings.Contains(err.Error(), "no e2e.json") {
+		t.Errorf("Build without e2e.json: %v", err)
+	}
+}
+
+// TestWriteFixture: Write renders the three files, and report.json is the
+// report.
+func TestWriteFixture(t *testing.T) {
+	r := buildFixture(t)
+	dir := t.TempDir()
+	if err := Write(r, dir); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"REPORT.md": Markdown(r), PlotFile: Plot(r)} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || string(got) != want {
+			t.Errorf("%s: %v, content matches: %v", name, err, string(got) == want)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`"gpu": "Fixture GPU X100"`, `"geomean_speedup_vs_default": {`, `"backend": "cuda fp32"`, `"spec": "rp_a_t1"`} {
+		if !strings.Contains(string(data), s) {
+			t.Errorf("report.json lacks %s", s)
+		}
+	}
+}
+
+// TestCommittedReportUpToDate: out/REPORT.md, out/speedup.svg and
+// out/report.json are exactly what the committed results in out/gpu and
+// the specs render to (run make report when this fails).
+func TestCommittedReportUpToDate(t *testing.T) {
+	r, err := Build(repoRoot, filepath.Join(committed, "gpu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := Write(r, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"REPORT.md", PlotFile, "report.json"} {
+		want, err := os.ReadFile(filepath.Join(committed, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("out/%s is not what out/gpu renders to; first difference: %s", name, firstDiff(string(want), string(got)))
+		}
+	}
+	checkInside(t, Plot(r))
+}
+
+// firstDiff shows the first line where two texts differ.
+func firstDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			return "line " + strconv.Itoa(i+1) + ":\n committed: " + a + "\n rendered:  " + b
+		}
+	}
+	return "none"
+}
