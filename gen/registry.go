@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -16,7 +17,7 @@ func Registry(specs []Loaded) ([]byte, error) {
 	var items []jen.Code
 	for _, l := range specs {
 		p := l.Plan
-		if !contains(p.Spec.Kernel.Backends, "cuda") {
+		if !slices.Contains(p.Spec.Kernel.Backends, "cuda") {
 			continue
 		}
 		launch := p.Launch(OutDir + "/" + p.Spec.Name + "/cuda.py")
@@ -53,13 +54,4 @@ func literal(v reflect.Value) jen.Code {
 		return jen.Index(jen.Lit(v.Len())).Id(v.Type().Elem().Name()).Values(elems...)
 	}
 	return jen.Lit(v.Interface())
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -290,14 +290,8 @@ func (p *Plan) planPhases() {
 	p.Phases = phases
 }
 
-// KSteps is the length of a phase's reduction loop in BK-channel steps.
-func (p *Plan) KSteps(ph Phase) int { return ph.TapCount * p.CIChunks() }
-
 // CIChunks is how many BK-channel chunks cover one group's input channels.
 func (p *Plan) CIChunks() int { return ceilDiv(p.CinG, p.Tile.BK) }
-
-// WeightRepackLen is the element count of the re-laid-out weight.
-func (p *Plan) WeightRepackLen() int { return p.Conv.WeightLen() }
 
 func (p *Plan) String() string {
 	return fmt.Sprintf("%s: out %v, %d phases, grid %v x %d threads, tile %+v", p.Spec.Name, p.Out, len(p.Phases), p.Grid, p.Threads, p.Tile)

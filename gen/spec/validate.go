@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -204,7 +205,7 @@ func (d *decoder) evalConv(args []string, env map[string]Value) (map[string]Valu
 			name = convParams[i]
 		default:
 			keywords = true
-			if !contains(convParams, name) {
+			if !slices.Contains(convParams, name) {
 				bad("nn.ConvTranspose3d has no argument %s", name)
 				continue
 			}
@@ -275,15 +276,6 @@ func (d *decoder) compareBuilt(s *Spec, built map[string]Value) {
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func (d *decoder) validateKernel(k *Kernel) {
 	if k.Backends == nil {
 		k.Backends = DefaultBackends
@@ -298,7 +290,7 @@ func (d *decoder) validateKernel(k *Kernel) {
 	for i, b := range k.Backends {
 		f := fmt.Sprintf("kernel.backends[%d]", i)
 		switch {
-		case !contains(backends, b):
+		case !slices.Contains(backends, b):
 			d.fail(d.item("kernel.backends", i), f, strconv.Quote(b), "must be one of %s", strings.Join(backends, ", "))
 		case seen[b]:
 			d.fail(d.item("kernel.backends", i), f, strconv.Quote(b), "listed twice")
@@ -308,7 +300,7 @@ func (d *decoder) validateKernel(k *Kernel) {
 	switch {
 	case reduced[k.Precision]:
 		d.failAt("kernel.precision", strconv.Quote(k.Precision), "reduced precision is refused, %s; use fp32 or 3xtf32 (fp32-accurate)", seedRule)
-	case !contains(precisions, k.Precision):
+	case !slices.Contains(precisions, k.Precision):
 		d.failAt("kernel.precision", strconv.Quote(k.Precision), "must be one of %s", strings.Join(precisions, ", "))
 	}
 	t := k.Tile

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"convtgen/gen"
@@ -174,7 +175,7 @@ func specFile(root, path string, render func(*plan.Plan) (string, error)) Item {
 // planned is a planned spec rendered into the work folder.
 func planned(p *plan.Plan, render func(*plan.Plan) (string, error)) Item {
 	it := Item{Kernel: verify.KernelFromPlan(p, ""), InputDist: p.Spec.Problem.InputDist, plan: p}
-	if !hasBackend(p.Spec.Kernel.Backends, "cuda") {
+	if !slices.Contains(p.Spec.Kernel.Backends, "cuda") {
 		it.Pre, it.Reason = NotSupported, "the spec has no cuda backend"
 		return it
 	}
@@ -188,15 +189,6 @@ func planned(p *plan.Plan, render func(*plan.Plan) (string, error)) Item {
 	}
 	it.Kernel.File = file
 	return it
-}
-
-func hasBackend(list []string, b string) bool {
-	for _, x := range list {
-		if x == b {
-			return true
-		}
-	}
-	return false
 }
 
 // oneLine flattens a multi-line error (spec diagnostics) for the report.
