@@ -3,7 +3,8 @@
 #   1. the kernel verifier (bin/verify, built here by `make verifier`): every
 #      registered kernel and RANDOM_N random configurations, plus the tuning
 #      candidates when build/tune exists (`make tune`);
-#   2. the evaluator-style harness over every submission in out/, timed.
+#   2. the evaluator-style harness over every submission in out/, timed
+#      (embedded in bin/verify; the file itself when bin/verify is absent).
 # Results land in $OUT (default build/gpu); copy that folder back and run
 # `make report` (and `make apply-tune` after a tuning run).
 set -uo pipefail
@@ -26,5 +27,9 @@ if [ -x bin/verify ]; then
 else
   echo "gpu-check: no bin/verify (make verifier, and carry bin/): kernel tier skipped" >&2
 fi
-python3 verify/harness/evaluate.py --time --json "$out/e2e.json" out || status=1
+if [ -x bin/verify ]; then
+  bin/verify -root . -tiers e2e -time -e2e-json "$out/e2e.json" || status=1
+else
+  python3 verify/harness/evaluate.py --time --json "$out/e2e.json" out || status=1
+fi
 exit $status

@@ -17,6 +17,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,11 +25,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"convtgen/verify"
 	"convtgen/verify/gpu"
+	"convtgen/verify/harness"
 )
 
 // buildCommit is the default of -commit: make verifier sets it with
@@ -65,8 +68,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	o.Register(fs)
 	merge := fs.Bool("merge", false, "combine the report files given as arguments (with -json: into that file)")
+	tiers := fs.String("tiers", "kernel", "tiers to run, comma-separated: kernel (compile, run and check each kernel) and e2e (the embedded evaluator-style harness over out/, timed with -time)")
+	e2eJSON := fs.String("e2e-json", "e2e.json", "with the e2e tier: where the harness writes its results")
+	python := fs.String("python", "python3", "with the e2e tier: the python that has torch")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
+		return 2
+	}
+	kernelTier, e2eTier, err := parseTiers(*tiers)
+	if err != nil {
+		fmt.Fprintln(stderr, "verify:", err)
 		return 2
 	}
 	if o.Commit == "" {
@@ -113,16 +124,45 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	o.Work = work
 
-	var rep *gpu.Report
-	if o.GPUs > 0 {
-		rep, err = runShards(ctx, &o, exe, stderr)
-	} else {
-		rep, err = runLocal(ctx, &o, exe, stderr)
+	status := 0
+	if kernelTier {
+		var rep *gpu.Report
+		if o.GPUs > 0 {
+			rep, err = runShards(ctx, &o, exe, stderr)
+		} else {
+			rep, err = runLocal(ctx, &o, exe, stderr)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		status = finish(rep, o.JSON, stdout, stderr)
 	}
-	if err != nil {
-		return fail(err)
+	if e2eTier {
+		err := harness.Run(ctx, *python, o.Work, o.Time, *e2eJSON, []string{filepath.Join(o.Root, "out")}, stdout, stderr)
+		var exit *exec.ExitError
+		switch {
+		case errors.As(err, &exit):
+			status = max(status, 1) // some submission did not pass; the harness said which
+		case err != nil:
+			return fail(err)
+		}
 	}
-	return finish(rep, o.JSON, stdout, stderr)
+	return status
+}
+
+// parseTiers reads -tiers.
+func parseTiers(s string) (kernel, e2e bool, err error) {
+	for _, t := range strings.Split(s, ",") {
+		switch strings.TrimSpace(t) {
+		case "kernel":
+			kernel = true
+		case "e2e":
+			e2e = true
+		default:
+			return false, false, fmt.Errorf("-tiers %q: tiers are kernel and e2e", s)
+		}
+	}
+	return kernel, e2e, nil
 }
 
 // runLocal verifies this process's shard of the items on device 0.

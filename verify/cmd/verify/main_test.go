@@ -84,3 +84,23 @@ func TestCompileOnly(t *testing.T) {
 		t.Errorf("%+v", res)
 	}
 }
+
+func TestParseTiers(t *testing.T) {
+	for _, c := range []struct {
+		in          string
+		kernel, e2e bool
+		bad         bool
+	}{
+		{"kernel", true, false, false},
+		{"e2e", false, true, false},
+		{"kernel,e2e", true, true, false},
+		{" e2e , kernel ", true, true, false},
+		{"kernels", false, false, true},
+		{"", false, false, true},
+	} {
+		k, e, err := parseTiers(c.in)
+		if (err != nil) != c.bad || k != c.kernel || e != c.e2e {
+			t.Errorf("parseTiers(%q) = %v, %v, %v; want %v, %v, error %v", c.in, k, e, err, c.kernel, c.e2e, c.bad)
+		}
+	}
+}
