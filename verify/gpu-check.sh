@@ -4,7 +4,9 @@
 #      registered kernel and RANDOM_N random configurations, plus the tuning
 #      candidates when build/tune exists (`make tune`);
 #   2. the evaluator-style harness over every submission in out/, timed
-#      (embedded in bin/verify; the file itself when bin/verify is absent).
+#      (embedded in bin/verify; the file itself when bin/verify is absent);
+#   3. when build/random exists (`make random`), its Triton submissions in a
+#      parallel correctness sweep (the CUDA ones are the kernel verifier's).
 # Results land in $OUT (default build/gpu); copy that folder back and run
 # `make report` (and `make apply-tune` after a tuning run).
 set -uo pipefail
@@ -31,5 +33,8 @@ if [ -x bin/verify ]; then
   bin/verify -root . -tiers e2e -time -e2e-json "$out/e2e.json" || status=1
 else
   python3 verify/harness/evaluate.py --time --json "$out/e2e.json" out || status=1
+fi
+if [ -d build/random ]; then
+  python3 verify/harness/evaluate.py --sweep --backends triton --json "$out/random.json" build/random || status=1
 fi
 exit $status

@@ -66,6 +66,7 @@ RESULT_KEYS = (
     "time_ms", "ref_default_ms", "ref_strict_ms",
 )
 NO_REF_TIMES = {"ref_default_ms": None, "ref_strict_ms": None}
+SWEEP_TASKS_PER_WORKER = 8  # files a sweep worker evaluates before it is replaced
 
 
 # ---------------------------------------------------------------- command line
@@ -89,6 +90,11 @@ def parse_args(argv):
                         help="a spec directory (problem.py + cuda.py/triton.py) or a parent of some")
     parser.add_argument("--time", action="store_true",
                         help="also time submissions and references the evaluator's way")
+    parser.add_argument("--sweep", action="store_true",
+                        help="correctness only, many small configurations: --jobs worker processes "
+                             "evaluate the files in-process (no per-file child, no build phase)")
+    parser.add_argument("--backends", default=",".join(BACKENDS),
+                        help="comma-separated submission backends to evaluate (default: all)")
     parser.add_argument("--no-ref-time", action="store_true",
                         help="with --time, skip timing the references (tuning candidates share one problem)")
     parser.add_argument("--trials", type=positive_int, default=5, help="correctness trials (default 5)")
@@ -108,6 +114,11 @@ def parse_args(argv):
     child_mode = args.item or args.ref_timing
     if not child_mode and not args.dirs:
         parser.error("at least one DIR is required")
+    if args.sweep and args.time:
+        parser.error("--sweep checks correctness only; time without it")
+    args.backends = [b.strip() for b in args.backends.split(",")]
+    if not args.backends or any(b not in BACKENDS for b in args.backends):
+        parser.error(f"--backends: choose from {', '.join(BACKENDS)}")
     if child_mode and not args.result:
         parser.error("--item and --ref-timing need --result")
     return args
@@ -147,7 +158,7 @@ def spec_dirs(root):
     return found
 
 
-def discover_specs(roots):
+def discover_specs(roots, backends=BACKENDS):
     specs, seen = [], set()
     for root in roots:
         for path in spec_dirs(root):
@@ -155,7 +166,7 @@ def discover_specs(roots):
             if real in seen:
                 continue
             seen.add(real)
-            files = [os.path.join(real, b + ".py") for b in BACKENDS]
+            files = [os.path.join(real, b + ".py") for b in BACKENDS if b in backends]
             specs.append(Spec(os.path.basename(real), real, [f for f in files if os.path.isfile(f)]))
     return specs
 
@@ -432,6 +443,26 @@ def evaluate_all(specs, build_errors, args):
     return results
 
 
+def sweep_all(paths, args):
+    """Evaluate many small submissions in parallel worker processes, each file in-process.
+
+    Workers are recycled every few files, so a fault that poisons one CUDA context costs
+    at most those files; a worker that dies fails only the files it held."""
+    results = {}
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(args.jobs, len(paths)) or 1, mp_context=context,
+                             max_tasks_per_child=SWEEP_TASKS_PER_WORKER) as pool:
+        futures = {pool.submit(evaluate_submission, path, args): path for path in paths}
+        for done, future in enumerate(as_completed(futures), 1):
+            path = futures[future]
+            try:
+                results[path] = future.result()
+            except BrokenProcessPool as exc:
+                results[path] = new_result(path, reason=f"worker process died: {exc}")
+            progress(item_line(done, len(paths), results[path]))
+    return [results[p] for p in paths]
+
+
 def driver_version():
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
@@ -454,7 +485,7 @@ def environment():
 
 def run_all(args):
     try:
-        specs = discover_specs(args.dirs)
+        specs = discover_specs(args.dirs, args.backends)
     except ValueError as exc:
         print(f"evaluate.py: {exc}", file=sys.stderr)
         return 2
@@ -464,8 +495,12 @@ def run_all(args):
     # The evaluator compiles with device-side assertions on and keeps the variable set;
     # children inherit it, so builds and cache lookups see the same flags.
     os.environ["TORCH_USE_CUDA_DSA"] = "1"
-    build_errors = build_all([p for s in specs for p in s.submissions], args.jobs)
-    results = evaluate_all(specs, build_errors, args)
+    paths = [p for s in specs for p in s.submissions]
+    if args.sweep:
+        results = sweep_all(paths, args)
+    else:
+        build_errors = build_all(paths, args.jobs)
+        results = evaluate_all(specs, build_errors, args)
     print()
     print(format_table(results), flush=True)
     if args.json:

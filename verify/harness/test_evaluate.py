@@ -42,8 +42,15 @@ class ParseArgsTest(unittest.TestCase):
         self.assertEqual((args.trials, args.jobs, args.json, args.tol, args.timed),
                          (3, 4, "r.json", 1e-6, 10))
 
+    def test_sweep_and_backends(self):
+        args = evaluate.parse_args(["--sweep", "--backends", "triton", "d"])
+        self.assertTrue(args.sweep)
+        self.assertEqual(args.backends, ["triton"])
+        self.assertEqual(evaluate.parse_args(["d"]).backends, list(evaluate.BACKENDS))
+
     def test_usage_errors(self):
-        for argv in ([], ["--trials", "0", "a"], ["--jobs", "x", "a"], ["--item", "x/cuda.py"]):
+        for argv in ([], ["--trials", "0", "a"], ["--jobs", "x", "a"], ["--item", "x/cuda.py"],
+                     ["--sweep", "--time", "a"], ["--backends", "opencl", "a"]):
             with self.subTest(argv=argv), mock.patch("sys.stderr"), self.assertRaises(SystemExit):
                 evaluate.parse_args(argv)
 
@@ -82,6 +89,10 @@ class DiscoveryTest(unittest.TestCase):
         self.assertEqual(specs[0].submissions,
                          [self.path("out", "58", "cuda.py"), self.path("out", "58", "triton.py")])
         self.assertEqual(specs[1].submissions, [self.path("out", "61", "cuda.py")])
+
+    def test_backend_filter(self):
+        specs = evaluate.discover_specs([os.path.join(self.root, "out")], ["triton"])
+        self.assertEqual([s.submissions for s in specs], [[self.path("out", "58", "triton.py")], []])
 
     def test_spec_directory_and_duplicates(self):
         spec = os.path.join(self.root, "out", "61")

@@ -113,7 +113,8 @@ func Markdown(r *Report) string {
 		p("\n## Random configurations\n\n")
 		p("Random valid configurations (stride and dilation 1-3, kernel 1-5, padding, output_padding, groups, bias,\n")
 		p("odd and prime sizes, random tiles and precisions), rendered, compiled for sm_80 and sm_90 (a spill fails),\n")
-		p("run and checked against float64 on every output by the kernel verifier (`bin/verify -random N`).\n\n")
+		p("run and checked against float64 on every output by the kernel verifier (`bin/verify -random N`);\n")
+		p("\"end to end\" rows: the same kind of configurations run as submissions by the harness (`--sweep`).\n\n")
 		p("| backend | configurations | passed | max rel L2 vs fp64 |\n|---|---|---|---|\n")
 		for _, s := range r.Sweeps {
 			p("| %s | %d | %d | %.1e |\n", s.Backend, s.Configs, s.Passed, s.MaxRelL2)

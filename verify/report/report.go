@@ -153,6 +153,13 @@ func Build(root, dir string) (*Report, error) {
 		}
 	}
 	r.Sweeps = kernelSweeps(kernels.Results)
+	rnd, err := readRun(filepath.Join(dir, "random.json"))
+	if err != nil {
+		return nil, err
+	}
+	if rnd != nil {
+		r.Sweeps = append(r.Sweeps, harnessSweeps(rnd.Results)...)
+	}
 	logSum, count := map[string]float64{}, map[string]int{}
 	best := map[string]Row{}
 	for _, h := range e2e.Results {
@@ -199,6 +206,37 @@ func Build(root, dir string) (*Report, error) {
 		r.BestGeoMean = math.Exp(bestLog / float64(len(r.Best)))
 	}
 	return r, nil
+}
+
+// harnessSweeps summarises the harness's random-configuration sweep per
+// backend and precision.
+func harnessSweeps(results []HarnessResult) []Sweep {
+	byKey := map[string]*Sweep{}
+	var order []string
+	for _, h := range results {
+		key := h.Backend + " end to end"
+		s := byKey[key]
+		if s == nil {
+			s = &Sweep{Backend: key}
+			byKey[key] = s
+			order = append(order, key)
+		}
+		s.Configs++
+		if h.Disposition == "passed" {
+			s.Passed++
+		} else {
+			s.Failures = append(s.Failures, fmt.Sprintf("%s: %s %s", h.Spec, h.Disposition, firstLine(h.Reason)))
+		}
+		if h.MaxRelL2 != nil && !math.IsNaN(*h.MaxRelL2) && !math.IsInf(*h.MaxRelL2, 0) {
+			s.MaxRelL2 = math.Max(s.MaxRelL2, *h.MaxRelL2)
+		}
+	}
+	sort.Strings(order)
+	out := make([]Sweep, len(order))
+	for i, k := range order {
+		out[i] = *byKey[k]
+	}
+	return out
 }
 
 // readKernels reads the kernel verifier's report; a missing file is an
