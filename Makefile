@@ -4,7 +4,7 @@ CUDA_STUBS ?= .cache/cuda
 RANDOM_N ?= 60
 RANDOM_SEED ?= 1
 
-.PHONY: all generate check test verifier random tune apply-tune gpu-check report
+.PHONY: all generate check test verifier random tune apply-tune gpu-check bench report
 
 all: generate
 
@@ -57,6 +57,14 @@ apply-tune:
 # candidates) and the evaluator-style run of every submission.
 gpu-check:
 	verify/gpu-check.sh
+
+# On a GPU host: the benchmark alone, the evaluator's way (every submission
+# in out/ against PyTorch default and strict fp32; kernel-only times with
+# the kernel verifier when bin/verify is there).
+bench:
+	mkdir -p build/gpu
+	if [ -x bin/verify ]; then bin/verify -root . -tiers kernel,e2e -time -json build/gpu/kernels.json -e2e-json build/gpu/e2e.json; \
+	else python3 verify/harness/evaluate.py --time --json build/gpu/e2e.json out; fi
 
 # Keep the GPU host's results (copied back into build/gpu) in out/gpu and
 # render out/REPORT.md, out/report.json and the plot from them.
