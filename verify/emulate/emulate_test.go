@@ -1,0 +1,152 @@
+package emulate_test
+
+import (
+	"context"
+	"math"
+	"os/exec"
+	"testing"
+
+	"convtgen/gen"
+	"convtgen/gen/mutate"
+	"convtgen/gen/plan"
+	"convtgen/gen/ref"
+	"convtgen/verify"
+	"convtgen/verify/emulate"
+	"convtgen/verify/gpu"
+)
+
+// small draws random valid configurations (both precisions, random tiles)
+// small enough to emulate quickly. The cost is mostly barriers: one per
+// block and reduction step, and two per emulated mma.sync.
+func small(t *testing.T, n int, seed int64) []gen.Loaded {
+	t.Helper()
+	all, err := gen.Random(30*n, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []gen.Loaded
+	for _, l := range all {
+		p := l.Plan
+		steps := 0
+		for _, ph := range p.Phases {
+			steps = max(steps, ph.TapCount*p.CIChunks())
+		}
+		perStep := 1
+		if p.Tile.MMA {
+			perStep += 2 * 3 * (p.Tile.BK / 8) * (p.Tile.WM / 16) * (p.Tile.WN / 8)
+		}
+		barriers := p.Grid[0] * p.Grid[1] * p.Grid[2] * (steps + 1) * perStep
+		if p.Conv.OutputLen() <= 40000 && p.Threads <= 256 && barriers <= 20000 && len(out) < n {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func cxx(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("no g++ on PATH")
+	}
+	return path
+}
+
+// emulateOutput renders p's CUDA submission, runs its kernel on the CPU on
+// inputs of problem (p's own, or the unmutated plan's when p carries a
+// planted bug) and returns the output with the float64 reference's.
+func emulateOutput(t *testing.T, r *gen.Renderer, dir string, p, problem *plan.Plan, specPath string) ([]float32, []float64) {
+	t.Helper()
+	src, err := mutate.RenderCUDA(r, p, specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel, err := verify.KernelSource(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := emulate.Build(context.Background(), cxx(t), dir, kernel, p.Launch(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := problem.Conv
+	in := gpu.MakeInputs(c, problem.Spec.Problem.InputDist, 7)
+	y, err := prog.Run(context.Background(), in.X, in.W, in.B)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return y, ref.Forward(c, in.X, in.W, in.B)
+}
+
+func nanCount(y []float32) int {
+	n := 0
+	for _, v := range y {
+		if math.IsNaN(float64(v)) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestKernelsMatchReference runs the emitted kernels of random
+// configurations (any stride, padding, output_padding, dilation, groups,
+// bias, asymmetric sizes, both precisions, random tiles) on the CPU: every
+// output written, fp32-level error against float64.
+func TestKernelsMatchReference(t *testing.T) {
+	n := 12
+	if testing.Short() {
+		n = 4
+	}
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, l := range small(t, n, 11) {
+		t.Run(l.Plan.Spec.Name, func(t *testing.T) {
+			t.Log(l.Plan)
+			y, want := emulateOutput(t, r, dir, l.Plan, l.Plan, l.Path)
+			if nan := nanCount(y); nan > 0 {
+				t.Fatalf("%s: %d of %d outputs not written", l.Plan, nan, len(y))
+			}
+			if e := ref.RelL2(y, want); e > 1e-5 {
+				t.Fatalf("%s: relative L2 error %.2e > 1e-5", l.Plan, e)
+			}
+		})
+	}
+}
+
+// TestMutantsAreCaught plants each bug of gen/mutate in emulated kernels:
+// every mutant must come out wrong (large error or unwritten outputs), so a
+// kernel that passes TestKernelsMatchReference is not passing by accident.
+func TestMutantsAreCaught(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tried := map[string]int{}
+	perMutation := 2
+	if testing.Short() {
+		perMutation = 1
+	}
+	for _, l := range small(t, 10, 12) {
+		for _, m := range mutate.For(l.Plan) {
+			if tried[m.Name] >= perMutation {
+				continue
+			}
+			tried[m.Name]++
+			t.Run(l.Plan.Spec.Name+"~"+m.Name, func(t *testing.T) {
+				y, want := emulateOutput(t, r, dir, m.On(l.Plan), l.Plan, l.Path)
+				if nanCount(y) == 0 && ref.RelL2(y, want) < 1e-3 {
+					t.Fatalf("mutant %s of %s gives relative error %.2e with every output written: not caught", m.Name, l.Plan, ref.RelL2(y, want))
+				}
+			})
+		}
+	}
+	for _, m := range mutate.All() {
+		if tried[m.Name] == 0 {
+			t.Errorf("mutation %s applied to no configuration", m.Name)
+		}
+	}
+}
