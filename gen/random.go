@@ -44,8 +44,8 @@ func RandomSpec(r *rand.Rand, name string) string {
 		tile = fmt.Sprintf("\n  tile: {bm: %d, bn: %d, bk: %d, tm: %d, tn: %d}",
 			pick(64, 128, 256, 512), pick(8, 16, 32, 64), pick(1, 3, 4, 8, 16), pick(4, 8), pick(4, 8))
 	default:
-		tile = fmt.Sprintf("\n  tile: {bm: %d, bn: %d, bk: %d, wm: %d, wn: %d}",
-			pick(64, 128, 256), pick(8, 16, 32, 64), pick(8, 16, 24), pick(16, 32, 64), pick(8, 16, 32))
+		tile = fmt.Sprintf("\n  tile: {bm: %d, bn: %d, bk: %d, wm: %d, wn: %d, presplit: %t}",
+			pick(64, 128, 256), pick(8, 16, 32, 64), pick(8, 16, 24), pick(16, 32, 64), pick(8, 16, 32), r.Intn(2) == 0)
 	}
 	list := func(v [3]int) string { return fmt.Sprintf("[%d, %d, %d]", v[0], v[1], v[2]) }
 	return fmt.Sprintf(`version: 1

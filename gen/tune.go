@@ -32,14 +32,17 @@ type Candidate struct {
 }
 
 // candidateKernels lists the choices tried besides the spec's own: the
-// plan's defaults in both precisions, and 3xtf32 with narrower warp tiles
-// (more warps, fewer registers each), also with deeper reduction steps.
+// plan's defaults in both precisions, 3xtf32 with narrower warp tiles
+// (more warps, fewer registers each), also with deeper reduction steps,
+// and 3xtf32 with presplit staging.
 func candidateKernels() []spec.Kernel {
 	return []spec.Kernel{
 		{Precision: "fp32"},
 		{Precision: "3xtf32"},
 		{Precision: "3xtf32", Tile: spec.Tile{BM: 128, WM: 32}},
 		{Precision: "3xtf32", Tile: spec.Tile{BK: 32, WM: 32}},
+		{Precision: "3xtf32", Tile: spec.Tile{WM: 32, Presplit: true, MinBlocks: 1}},
+		{Precision: "3xtf32", Tile: spec.Tile{BM: 128, WM: 32, Presplit: true, MinBlocks: 1}},
 	}
 }
 
@@ -76,9 +79,9 @@ func hasChoice(cs []Candidate, precision string, t spec.Tile) bool {
 // apply to its precision.
 func resolvedTile(t plan.Tile) spec.Tile {
 	if t.MMA {
-		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, WM: t.WM, WN: t.WN}
+		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, WM: t.WM, WN: t.WN, Presplit: t.Presplit, MinBlocks: t.MinBlocks}
 	}
-	return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN}
+	return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN, MinBlocks: t.MinBlocks}
 }
 
 // ManifestFile names the candidates' list inside a tuning folder.
@@ -306,10 +309,13 @@ func setKernel(data []byte, w Candidate, name, note string) ([]byte, error) {
 	for _, f := range []struct {
 		k string
 		v int
-	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}} {
+	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"min_blocks", t.MinBlocks}} {
 		if f.v != 0 {
 			tile.Content = append(tile.Content, scalar(f.k), scalar(strconv.Itoa(f.v)))
 		}
+	}
+	if t.Presplit {
+		tile.Content = append(tile.Content, scalar("presplit"), scalar("true"))
 	}
 	setMapValue(kernel, "tile", tile)
 	for i := 0; i+1 < len(root.Content); i += 2 {

@@ -61,10 +61,13 @@ func tileYAML(t spec.Tile) string {
 	for _, kv := range []struct {
 		k string
 		v int
-	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}} {
+	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"min_blocks", t.MinBlocks}} {
 		if kv.v != 0 {
 			f = append(f, kv.k+": "+strconv.Itoa(kv.v))
 		}
+	}
+	if t.Presplit {
+		f = append(f, "presplit: true")
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }
@@ -128,8 +131,8 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 
 	// 58's own choice is the fp32 default: only 3xtf32 choices follow.
 	c58 := Candidates(specs[tuneSpec58])
-	if len(c58) != 4 {
-		t.Errorf("58: %d candidates, want 4 (the fp32 default is its own choice)", len(c58))
+	if len(c58) != 5 {
+		t.Errorf("58: %d candidates, want 5 (the fp32 default is its own choice)", len(c58))
 	}
 	for _, c := range c58[1:] {
 		if c.Precision != "3xtf32" {
@@ -148,6 +151,7 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		"l1_73_strided_padded_grouped_t1 fp32 {bm: 256, bn: 32, bk: 8, tm: 8, tn: 4}",
 		"l1_73_strided_padded_grouped_t2 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32}",
 		"l1_73_strided_padded_grouped_t3 3xtf32 {bm: 128, bn: 32, bk: 32, wm: 32, wn: 32}",
+		"l1_73_strided_padded_grouped_t4 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1, presplit: true}",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("73 candidates:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -530,8 +534,8 @@ func TestTuneWriteTune(t *testing.T) {
 	}
 	specs := tuneLoad(t, root)
 	want := append(Candidates(specs[tuneSpec58]), Candidates(specs[tuneSpec73])...)
-	if n != len(want) || n != 8 {
-		t.Errorf("WriteTune: %d candidates, want %d (8)", n, len(want))
+	if n != len(want) || n != 10 {
+		t.Errorf("WriteTune: %d candidates, want %d (10)", n, len(want))
 	}
 	manifest, err := ReadManifest(filepath.Join(dir, ManifestFile))
 	if err != nil {

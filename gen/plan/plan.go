@@ -65,6 +65,13 @@ type Tile struct {
 	// Shared-memory row padding in floats: the MMA fragment reads hit all
 	// 32 banks only when a tile row is offset by 8 banks from the next.
 	Pad int
+	// Presplit (MMA): tiles staged as TF32 hi and lo parts in fragment
+	// order (four arrays, no padding: vector fragment reads are
+	// conflict-free).
+	Presplit bool
+	// MinBlocks is the launch bounds' minimum of resident blocks per SM,
+	// 0 when the spec leaves the compiler free.
+	MinBlocks int
 }
 
 // Phase is one stride phase: the outputs with o ≡ R (mod stride) in every
@@ -89,9 +96,10 @@ type Tap struct {
 // Limits of the target (sm_80, A100): a block has at most 1024 threads and
 // 48 KiB of static shared memory (more needs a dynamic opt-in).
 const (
-	MaxThreads   = 1024
-	MaxSmemBytes = 48 * 1024
-	maxAccum     = 64 // TM*TN accumulators per thread, to stay clear of spills
+	MaxThreads      = 1024
+	MaxSmemBytes    = 48 * 1024
+	maxAccum        = 64 // TM*TN accumulators per thread, to stay clear of spills
+	maxThreadsPerSM = 2048
 )
 
 // New plans one spec. Errors point at the spec field they concern.
@@ -106,6 +114,9 @@ func New(s *spec.Spec) (*Plan, error) {
 		p.Threads = p.Tile.ThreadsM * p.Tile.ThreadsN
 	}
 	p.SmemBytes = 2 * p.Tile.BK * (p.Tile.BM + p.Tile.BN + 2*p.Tile.Pad) * 4
+	if p.Tile.Presplit {
+		p.SmemBytes *= 2 // each staged tile twice: TF32 hi and lo parts
+	}
 	if err := p.checkTile(); err != nil {
 		return nil, err
 	}
@@ -127,7 +138,7 @@ func New(s *spec.Spec) (*Plan, error) {
 // group's output channels with little padding (powers of two keep the
 // thread grid a power of two); BM gives about 256 threads per block.
 func chooseTile(t spec.Tile, cinG, coutG int) Tile {
-	r := Tile{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN}
+	r := Tile{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN, MinBlocks: t.MinBlocks}
 	if r.BN == 0 {
 		r.BN = min(64, nextPow2(coutG))
 		if waste := r.BN - coutG%r.BN; coutG%r.BN != 0 && waste*4 > r.BN {
@@ -166,7 +177,10 @@ func chooseTile(t spec.Tile, cinG, coutG int) Tile {
 // tiles of 64 x 32 (4 x 4 fragments), BN covering the group's channels, and
 // about four warps per block.
 func chooseMMATile(t spec.Tile, cinG, coutG int) Tile {
-	r := Tile{MMA: true, BM: t.BM, BN: t.BN, BK: t.BK, WM: t.WM, WN: t.WN, Pad: 8}
+	r := Tile{MMA: true, BM: t.BM, BN: t.BN, BK: t.BK, WM: t.WM, WN: t.WN, Pad: 8, Presplit: t.Presplit, MinBlocks: t.MinBlocks}
+	if r.Presplit {
+		r.Pad = 0
+	}
 	if r.BN == 0 {
 		r.BN = min(64, max(8, nextPow2(coutG)))
 	}
@@ -182,6 +196,9 @@ func chooseMMATile(t spec.Tile, cinG, coutG int) Tile {
 	}
 	if r.BK == 0 {
 		r.BK = min(16, 8*ceilDiv(cinG, 8))
+		if r.Presplit && 2*r.BK*(r.BM+r.BN)*2*4 > MaxSmemBytes {
+			r.BK = 8 // hi and lo parts double the staged bytes
+		}
 	}
 	r.WarpsM, r.WarpsN = max(1, r.BM/r.WM), max(1, r.BN/r.WN)
 	return r
@@ -225,6 +242,9 @@ func (p *Plan) checkTile() error {
 		if t.TM*t.TN > maxAccum {
 			bad("tm", t.TM, "tm*tn = %d accumulators per thread; at most %d fit in registers", t.TM*t.TN, maxAccum)
 		}
+	}
+	if t.MinBlocks*p.Threads > maxThreadsPerSM {
+		bad("min_blocks", t.MinBlocks, "asks for %d resident threads per SM; sm_80 holds at most %d", t.MinBlocks*p.Threads, maxThreadsPerSM)
 	}
 	if p.SmemBytes > MaxSmemBytes {
 		bad("bk", t.BK, "needs %d bytes of shared memory (two stages of bk x (bm+bn) floats, padded); sm_80 allows %d of static shared memory", p.SmemBytes, MaxSmemBytes)

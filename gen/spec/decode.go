@@ -334,13 +334,15 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 		"precision": func(n *yaml.Node, f string) { k.Precision, _ = d.str(n, f) },
 		"tile": func(n *yaml.Node, f string) {
 			d.fields(n, f, map[string]func(*yaml.Node, string){
-				"bm": func(n *yaml.Node, f string) { k.Tile.BM, _ = d.int(n, f) },
-				"bn": func(n *yaml.Node, f string) { k.Tile.BN, _ = d.int(n, f) },
-				"bk": func(n *yaml.Node, f string) { k.Tile.BK, _ = d.int(n, f) },
-				"tm": func(n *yaml.Node, f string) { k.Tile.TM, _ = d.int(n, f) },
-				"tn": func(n *yaml.Node, f string) { k.Tile.TN, _ = d.int(n, f) },
-				"wm": func(n *yaml.Node, f string) { k.Tile.WM, _ = d.int(n, f) },
-				"wn": func(n *yaml.Node, f string) { k.Tile.WN, _ = d.int(n, f) },
+				"bm":         func(n *yaml.Node, f string) { k.Tile.BM, _ = d.int(n, f) },
+				"bn":         func(n *yaml.Node, f string) { k.Tile.BN, _ = d.int(n, f) },
+				"bk":         func(n *yaml.Node, f string) { k.Tile.BK, _ = d.int(n, f) },
+				"tm":         func(n *yaml.Node, f string) { k.Tile.TM, _ = d.int(n, f) },
+				"tn":         func(n *yaml.Node, f string) { k.Tile.TN, _ = d.int(n, f) },
+				"wm":         func(n *yaml.Node, f string) { k.Tile.WM, _ = d.int(n, f) },
+				"wn":         func(n *yaml.Node, f string) { k.Tile.WN, _ = d.int(n, f) },
+				"presplit":   func(n *yaml.Node, f string) { k.Tile.Presplit, _ = d.bool(n, f) },
+				"min_blocks": func(n *yaml.Node, f string) { k.Tile.MinBlocks, _ = d.int(n, f) },
 			})
 		},
 	})

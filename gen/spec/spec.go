@@ -83,6 +83,14 @@ type Kernel struct {
 // WM x WN tile of tensor-core fragments. Zero means "let the plan choose".
 type Tile struct {
 	BM, BN, BK, TM, TN, WM, WN int
+	// Presplit (3xtf32): split operands into their TF32 parts once, when
+	// a tile is staged in shared memory, stored in fragment order so each
+	// lane loads its fragments with one vector read.
+	Presplit bool
+	// MinBlocks, when set, is the launch bounds' minimum of resident blocks
+	// per SM: 1 lets the compiler use up to 255 registers (no spills for
+	// occupancy's sake), more caps registers for occupancy.
+	MinBlocks int
 }
 
 // Value is a Python literal as the reference model sees it: an int, a bool

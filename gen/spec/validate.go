@@ -304,6 +304,9 @@ func (d *decoder) validateKernel(k *Kernel) {
 		d.failAt("kernel.precision", strconv.Quote(k.Precision), "must be one of %s", strings.Join(precisions, ", "))
 	}
 	t := k.Tile
+	if t.Presplit && k.Precision != "3xtf32" {
+		d.failAt("kernel.tile.presplit", "true", "splits operands into TF32 parts: only with precision 3xtf32 (precision is %s)", k.Precision)
+	}
 	for _, f := range []struct {
 		name string
 		v    int
@@ -316,6 +319,7 @@ func (d *decoder) validateKernel(k *Kernel) {
 		{"tn", t.TN, t.TN == 0 || t.TN == 4 || t.TN == 8},
 		{"wm", t.WM, t.WM == 0 || t.WM == 16 || t.WM == 32 || t.WM == 64},
 		{"wn", t.WN, t.WN == 0 || t.WN == 8 || t.WN == 16 || t.WN == 32 || t.WN == 64},
+		{"min_blocks", t.MinBlocks, t.MinBlocks >= 0 && t.MinBlocks <= 32},
 	} {
 		if !f.ok {
 			d.failAt("kernel.tile."+f.name, strconv.Itoa(f.v), "%s", tileRule[f.name])
@@ -324,13 +328,14 @@ func (d *decoder) validateKernel(k *Kernel) {
 }
 
 var tileRule = map[string]string{
-	"bm": "must be a power of two from 16 to 1024",
-	"bn": "must be a power of two from 4 to 256",
-	"bk": "must be from 1 to 64",
-	"tm": "must be 4 or 8 (each thread reads its rows as float4)",
-	"tn": "must be 4 or 8 (each thread reads its columns as float4)",
-	"wm": "must be 16, 32 or 64 (whole m16n8k8 fragments per warp)",
-	"wn": "must be 8, 16, 32 or 64 (whole m16n8k8 fragments per warp)",
+	"bm":         "must be a power of two from 16 to 1024",
+	"bn":         "must be a power of two from 4 to 256",
+	"bk":         "must be from 1 to 64",
+	"tm":         "must be 4 or 8 (each thread reads its rows as float4)",
+	"tn":         "must be 4 or 8 (each thread reads its columns as float4)",
+	"wm":         "must be 16, 32 or 64 (whole m16n8k8 fragments per warp)",
+	"wn":         "must be 8, 16, 32 or 64 (whole m16n8k8 fragments per warp)",
+	"min_blocks": "must be from 0 (unset) to 32 (resident blocks per SM)",
 }
 
 // item returns the node of a list element, or the list itself.

@@ -10,6 +10,7 @@ import (
 	"convtgen/gen/mutate"
 	"convtgen/gen/plan"
 	"convtgen/gen/ref"
+	"convtgen/gen/spec"
 	"convtgen/verify"
 	"convtgen/verify/emulate"
 	"convtgen/verify/gpu"
@@ -148,5 +149,47 @@ func TestMutantsAreCaught(t *testing.T) {
 		if tried[m.Name] == 0 {
 			t.Errorf("mutation %s applied to no configuration", m.Name)
 		}
+	}
+}
+
+// TestPresplitMatchesReference runs 3xtf32 configurations with their tiles
+// staged presplit, in fragment order, over tiles with several warps along
+// M and N and reduction steps of one and two k8 slices.
+func TestPresplitMatchesReference(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiles := []spec.Tile{
+		{BM: 64, BN: 16, BK: 16, WM: 32, WN: 8},
+		{BM: 128, BN: 32, BK: 16, WM: 32, WN: 16},
+		{BM: 64, BN: 64, BK: 8, WM: 32, WN: 32},
+		{BM: 256, BN: 8, BK: 8, WM: 64, WN: 8},
+	}
+	dir := t.TempDir()
+	n := 0
+	for _, l := range small(t, 40, 13) {
+		if n == 2*len(tiles) {
+			break
+		}
+		s := *l.Plan.Spec
+		s.Kernel.Precision = "3xtf32"
+		s.Kernel.Tile = tiles[n%len(tiles)]
+		s.Kernel.Tile.Presplit = true
+		p, err := plan.New(&s)
+		if err != nil {
+			t.Fatalf("%s with %+v: %v", s.Name, s.Kernel.Tile, err)
+		}
+		n++
+		t.Run(s.Name, func(t *testing.T) {
+			t.Log(p)
+			y, want := emulateOutput(t, r, dir, p, p, l.Path)
+			if nan := nanCount(y); nan > 0 {
+				t.Fatalf("%d of %d outputs not written", nan, len(y))
+			}
+			if e := ref.RelL2(y, want); e > 1e-5 {
+				t.Fatalf("relative L2 error %.2e > 1e-5", e)
+			}
+		})
 	}
 }

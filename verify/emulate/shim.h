@@ -25,6 +25,9 @@ struct dim3_ {
 struct alignas(16) float4 {
     float x, y, z, w;
 };
+struct alignas(8) float2 {
+    float x, y;
+};
 
 // One warp's meeting point for mma.sync: each lane posts its fragments,
 // then reads everyone's.
