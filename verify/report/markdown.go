@@ -125,9 +125,21 @@ func Markdown(r *Report) string {
 			}
 		}
 	}
+	if m := r.Mutation; m != nil {
+		p("\n## Mutation check\n\n")
+		p("Kernels rendered from plans with planted bugs (`bin/verify -mutate`, `gen/mutate`), run on the GPU\n")
+		p("on %s at commit `%s`: **caught %d of %d** (reported incorrect).\n\n", m.Date, m.Commit, m.Caught, m.Planted)
+		p("| planted bug | caught |\n|---|---|\n")
+		for _, name := range sortedCounts(m.ByMutation) {
+			p("| %s | %d |\n", name, m.ByMutation[name])
+		}
+		for _, k := range m.Missed {
+			p("- missed: %s (%s) %s\n", k.Spec, k.Disposition, firstLine(k.Reason))
+		}
+	}
 	if len(r.Tuning) > 0 {
 		p("\n## Tuning candidates (kernel verifier, kernel-only times)\n\n")
-		p("| candidate | precision | threads | result | rel L2 | ms mean / median | registers sm_90 |\n|---|---|---|---|---|---|---|\n")
+		p("| candidate | precision | tile | threads | result | rel L2 | ms mean / median | registers sm_90 |\n|---|---|---|---|---|---|---|---|\n")
 		for _, t := range r.Tuning {
 			rel, time := "–", "–"
 			if t.RelL2 != nil {
@@ -136,7 +148,7 @@ func Markdown(r *Report) string {
 			if t.Time != nil {
 				time = fmt.Sprintf("%.3f / %.3f", t.Time.MeanMS, t.Time.MedianMS)
 			}
-			p("| %s | %s | %d | %s | %s | %s | %d |\n", t.Spec, t.Precision, t.Threads, t.Disposition, rel, time, t.Arch["sm_90"].Registers)
+			p("| %s | %s | %s | %d | %s | %s | %s | %d |\n", t.Spec, t.Precision, r.TuningTiles[t.Spec], t.Threads, t.Disposition, rel, time, t.Arch["sm_90"].Registers)
 		}
 	}
 	return b.String()
@@ -172,6 +184,15 @@ func Plot(r *Report) string {
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+func sortedCounts(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func sortedKeys(m map[string]float64) []string {

@@ -93,6 +93,38 @@ type Report struct {
 	BestGeoMean float64            `json:"best_geomean_speedup_vs_default"`
 	Sweeps      []Sweep            `json:"random_sweep"`
 	Tuning      []gpu.Result       `json:"tuning,omitempty"`
+	TuningTiles map[string]string  `json:"tuning_tiles,omitempty"` // candidate -> its tile, as gen.Candidates plans it
+	Mutation    *Mutation          `json:"mutation_check,omitempty"`
+}
+
+// Mutation summarises the verifier's mutation check: kernels with planted
+// bugs, each of which must come out incorrect.
+type Mutation struct {
+	Date, Commit string
+	Planted      int            `json:"planted"`
+	Caught       int            `json:"caught"`
+	Missed       []gpu.Result   `json:"missed,omitempty"` // passed or failed instead of incorrect
+	ByMutation   map[string]int `json:"caught_by_mutation"`
+}
+
+func mutationCheck(rep *gpu.Report) *Mutation {
+	m := &Mutation{Date: rep.Date, Commit: rep.Commit, ByMutation: map[string]int{}}
+	for _, k := range rep.Results {
+		if k.Mutation == "" {
+			continue
+		}
+		m.Planted++
+		if k.Disposition == gpu.Incorrect {
+			m.Caught++
+			m.ByMutation[k.Mutation]++
+		} else {
+			m.Missed = append(m.Missed, k)
+		}
+	}
+	if m.Planted == 0 {
+		return nil
+	}
+	return m
 }
 
 func readRun(path string) (*HarnessRun, error) {
@@ -129,12 +161,16 @@ func Build(root, dir string) (*Report, error) {
 		precision string
 	}
 	byName := map[string]info{}
+	candidates := map[string]string{}
 	for _, l := range specs {
 		byName[l.Plan.Spec.Name] = info{l.Plan.Conv, l.Plan.Spec.Kernel.Precision}
+		for _, c := range gen.Candidates(l) {
+			candidates[c.Variant] = fmt.Sprintf("%+v", c.Tile)
+		}
 	}
 	commit, _ := os.ReadFile(filepath.Join(dir, "commit"))
 	r := &Report{GPU: e2e.GPU, Torch: e2e.Torch, CUDA: e2e.CUDA, CuDNN: e2e.CuDNN, Date: e2e.Date,
-		Commit: strings.TrimSpace(string(commit)), GeoMean: map[string]float64{}}
+		Commit: strings.TrimSpace(string(commit)), GeoMean: map[string]float64{}, TuningTiles: candidates}
 	if e2e.Driver != nil {
 		r.Driver = *e2e.Driver
 	}
@@ -153,6 +189,21 @@ func Build(root, dir string) (*Report, error) {
 		}
 	}
 	r.Sweeps = kernelSweeps(kernels.Results)
+	// A separate tuning run (gpu-check's tune-kernels.json) adds candidates.
+	tune, err := readKernels(filepath.Join(dir, "tune-kernels.json"))
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range tune.Results {
+		if strings.Contains(k.SpecPath, "tune/specs/") {
+			r.Tuning = append(r.Tuning, k)
+		}
+	}
+	mutate, err := readKernels(filepath.Join(dir, "mutate.json"))
+	if err != nil {
+		return nil, err
+	}
+	r.Mutation = mutationCheck(mutate)
 	rnd, err := readRun(filepath.Join(dir, "random.json"))
 	if err != nil {
 		return nil, err
