@@ -304,20 +304,11 @@ func setKernel(data []byte, w Candidate, name, note string) ([]byte, error) {
 		setMapValue(root, "name", scalar(name))
 	}
 	setMapValue(kernel, "precision", scalar(w.Precision))
-	tile := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
-	t := w.Tile
-	for _, f := range []struct {
-		k string
-		v int
-	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"min_blocks", t.MinBlocks}} {
-		if f.v != 0 {
-			tile.Content = append(tile.Content, scalar(f.k), scalar(strconv.Itoa(f.v)))
-		}
+	var tile yaml.Node // the tile's own flow mapping, as spec.Tile prints it
+	if err := yaml.Unmarshal([]byte(w.Tile.String()), &tile); err != nil {
+		return nil, err
 	}
-	if t.Presplit {
-		tile.Content = append(tile.Content, scalar("presplit"), scalar("true"))
-	}
-	setMapValue(kernel, "tile", tile)
+	setMapValue(kernel, "tile", tile.Content[0])
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if root.Content[i].Value == "kernel" {
 			root.Content[i].HeadComment = "# " + note

@@ -55,23 +55,6 @@ func tunePlan(t *testing.T, name string, data []byte) *plan.Plan {
 	return p
 }
 
-// tileYAML is the flow mapping setKernel writes for a tile.
-func tileYAML(t spec.Tile) string {
-	var f []string
-	for _, kv := range []struct {
-		k string
-		v int
-	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"min_blocks", t.MinBlocks}} {
-		if kv.v != 0 {
-			f = append(f, kv.k+": "+strconv.Itoa(kv.v))
-		}
-	}
-	if t.Presplit {
-		f = append(f, "presplit: true")
-	}
-	return "{" + strings.Join(f, ", ") + "}"
-}
-
 // checkCandidates checks the invariants of one spec's candidate list.
 func checkCandidates(t *testing.T, l Loaded, cs []Candidate) {
 	t.Helper()
@@ -144,7 +127,7 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 	c73 := Candidates(specs[tuneSpec73])
 	var got []string
 	for _, c := range c73 {
-		got = append(got, c.Variant+" "+c.Precision+" "+tileYAML(c.Tile))
+		got = append(got, c.Variant+" "+c.Precision+" "+c.Tile.String())
 	}
 	want := []string{
 		"l1_73_strided_padded_grouped 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32}",
@@ -442,7 +425,7 @@ func TestTuneApplyChangesChoice(t *testing.T) {
 		p := w.SpecPath
 		old, got := before[p], tuneRead(t, filepath.Join(root, p))
 		note := fmt.Sprintf("# precision and tile tuned on Tune GPU T1, 2031-02-03: %.3f ms mean (kernel), fastest of the %d candidates that passed with error <= 2.5e-6\n", w.MeanMS, w.Tried)
-		tile := "  tile: " + tileYAML(w.Tile) + "\n"
+		tile := "  tile: " + w.Tile.String() + "\n"
 		for _, s := range []string{note + "kernel:\n", "  precision: " + w.Precision + "\n", tile,
 			"# channels in\n", "  backends: [cuda, triton] # both backends\n", "  # the constructor's arguments\n  conv:\n"} {
 			if !strings.Contains(got, s) {
@@ -515,7 +498,7 @@ func TestTuneApplyAddsKernel(t *testing.T) {
 	}
 	got := tuneRead(t, path)
 	want := src[:i] + "# precision and tile tuned on G, 2031-01-01: 1.000 ms mean (kernel), fastest of the 2 candidates that passed with error <= 2.5e-6\n" +
-		"kernel:\n  precision: 3xtf32\n  tile: " + tileYAML(c.Tile) + "\n"
+		"kernel:\n  precision: 3xtf32\n  tile: " + c.Tile.String() + "\n"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}

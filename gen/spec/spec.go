@@ -4,6 +4,7 @@ package spec
 
 import (
 	"fmt"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -110,3 +111,21 @@ const (
 	BoolValue
 	TupleValue
 )
+
+// String renders the tile as the spec's YAML flow mapping, with only the
+// fields that are set.
+func (t Tile) String() string {
+	var f []string
+	for _, kv := range []struct {
+		k string
+		v int
+	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"min_blocks", t.MinBlocks}} {
+		if kv.v != 0 {
+			f = append(f, fmt.Sprintf("%s: %d", kv.k, kv.v))
+		}
+	}
+	if t.Presplit {
+		f = append(f, "presplit: true")
+	}
+	return "{" + strings.Join(f, ", ") + "}"
+}

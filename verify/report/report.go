@@ -165,7 +165,7 @@ func Build(root, dir string) (*Report, error) {
 	for _, l := range specs {
 		byName[l.Plan.Spec.Name] = info{l.Plan.Conv, l.Plan.Spec.Kernel.Precision}
 		for _, c := range gen.Candidates(l) {
-			candidates[c.Variant] = fmt.Sprintf("%+v", c.Tile)
+			candidates[c.Variant] = c.Tile.String()
 		}
 	}
 	commit, _ := os.ReadFile(filepath.Join(dir, "commit"))

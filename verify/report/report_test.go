@@ -192,7 +192,7 @@ func TestMarkdownFixture(t *testing.T) {
 		"\nNot passed:\n- rp_b (triton): incorrect — trial 0: relative L2 error 3.000e-04 > 1e-05\n- rp_c (cuda): failed — compile error: ptxas fatal\n",
 		"| cuda 3xtf32 | 1 | 1 | 9.0e-08 |\n| cuda fp32 | 1 | 0 | 0.0e+00 |\n",
 		"- rand_3_001: failed compile sm_80: registers spill to local memory\n",
-		"| rp_a_t1 | 3xtf32 | 128 | passed | 3.0e-07 | 0.008 / 0.008 | 120 |\n",
+		"| rp_a_t1 | 3xtf32 | {bm: 128, bn: 64, bk: 16, wm: 64, wn: 32} | 128 | passed | 3.0e-07 | 0.008 / 0.008 | 120 |\n",
 	} {
 		if !strings.Contains(md, s) {
 			t.Errorf("REPORT.md lacks %q", s)
