@@ -5,7 +5,9 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"convtgen/gen/geom"
+	"convtgen/gen/spec"
 )
 
 // RandomBackends are the backends a random configuration is rendered for.
@@ -19,80 +21,35 @@ var RandomBackends = []string{"cuda", "triton"}
 // geometry. The caller validates it.
 func RandomSpec(r *rand.Rand, name string) string {
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
-	var k, in, s, p, op, dil [3]int
+	var c geom.Conv
 	for i := range 3 {
-		k[i] = 1 + r.Intn(5)
-		in[i] = pick(1, 2, 3, 5, 7, 8, 11, 13)
-		s[i] = 1 + r.Intn(3)
-		dil[i] = 1 + r.Intn(3)
-		op[i] = r.Intn(max(s[i], dil[i]))
-		span := dil[i]*(k[i]-1) + op[i] // output = (in-1)*s + span + 1 - 2p must stay positive
-		p[i] = r.Intn((in[i]-1)*s[i]+span+1) / 2
+		c.Kernel[i] = 1 + r.Intn(5)
+		c.In[i] = pick(1, 2, 3, 5, 7, 8, 11, 13)
+		c.Stride[i] = 1 + r.Intn(3)
+		c.Dilation[i] = 1 + r.Intn(3)
+		c.OutputPadding[i] = r.Intn(max(c.Stride[i], c.Dilation[i]))
+		// output = (in-1)*stride + span + 1 - 2*padding must stay positive
+		span := c.Dilation[i]*(c.Kernel[i]-1) + c.OutputPadding[i]
+		c.Padding[i] = r.Intn((c.In[i]-1)*c.Stride[i]+span+1) / 2
 		if r.Intn(3) == 0 {
-			p[i] = 0
+			c.Padding[i] = 0
 		}
 	}
-	groups := pick(1, 1, 2, 3, 4)
-	cin := groups * (1 + r.Intn(pick(3, 9, 17)))
-	cout := groups * (1 + r.Intn(pick(3, 9, 17)))
-	bias := r.Intn(2) == 0
-	precision := []string{"fp32", "3xtf32"}[r.Intn(2)]
-	tile := ""
+	c.Groups = pick(1, 1, 2, 3, 4)
+	c.InChannels = c.Groups * (1 + r.Intn(pick(3, 9, 17)))
+	c.OutChannels = c.Groups * (1 + r.Intn(pick(3, 9, 17)))
+	c.Bias = r.Intn(2) == 0
+	k := spec.Kernel{Backends: RandomBackends, Precision: []string{"fp32", "3xtf32"}[r.Intn(2)]}
 	switch {
 	case r.Intn(2) == 0:
-	case precision == "fp32":
-		tile = fmt.Sprintf("\n  tile: {bm: %d, bn: %d, bk: %d, tm: %d, tn: %d}",
-			pick(64, 128, 256, 512), pick(8, 16, 32, 64), pick(1, 3, 4, 8, 16), pick(4, 8), pick(4, 8))
+	case k.Precision == "fp32":
+		k.Tile = spec.Tile{BM: pick(64, 128, 256, 512), BN: pick(8, 16, 32, 64), BK: pick(1, 3, 4, 8, 16), TM: pick(4, 8), TN: pick(4, 8)}
 	default:
-		tile = fmt.Sprintf("\n  tile: {bm: %d, bn: %d, bk: %d, wm: %d, wn: %d, presplit: %t}",
-			pick(64, 128, 256), pick(8, 16, 32, 64), pick(8, 16, 24), pick(16, 32, 64), pick(8, 16, 32), r.Intn(2) == 0)
+		k.Tile = spec.Tile{BM: pick(64, 128, 256), BN: pick(8, 16, 32, 64), BK: pick(8, 16, 24), WM: pick(16, 32, 64), WN: pick(8, 16, 32), Presplit: r.Intn(2) == 0}
 	}
-	list := func(v [3]int) string { return fmt.Sprintf("[%d, %d, %d]", v[0], v[1], v[2]) }
-	return fmt.Sprintf(`version: 1
-name: %s
-title: random configuration
-problem:
-  batch: %d
-  in_channels: %d
-  out_channels: %d
-  kernel: %s
-  input: %s
-  stride: %s
-  padding: %s
-  output_padding: %s
-  dilation: %s
-  groups: %d
-  bias: %t
-  input_dist: %s
-reference:
-  params:
-    - {name: in_channels, type: int}
-    - {name: out_channels, type: int}
-    - {name: kernel_size, type: tuple}
-    - {name: stride, type: tuple, default: [1, 1, 1]}
-    - {name: padding, type: tuple, default: [0, 0, 0]}
-    - {name: output_padding, type: tuple, default: [0, 0, 0]}
-    - {name: dilation, type: tuple, default: [1, 1, 1]}
-    - {name: groups, type: int, default: 1}
-    - {name: bias, type: bool, default: false}
-  conv:
-    - in_channels
-    - out_channels
-    - kernel_size
-    - stride=stride
-    - padding=padding
-    - output_padding=output_padding
-    - dilation=dilation
-    - groups=groups
-    - bias=bias
-  init_inputs: [%d, %d, %s, %s, %s, %s, %s, %d, %t]
-kernel:
-  backends: [%s]
-  precision: %s%s
-`, name, 1+r.Intn(3), cin, cout, list(k), list(in), list(s), list(p), list(op), list(dil), groups, bias,
-		[]string{"rand", "randn"}[r.Intn(2)],
-		cin, cout, list(k), list(s), list(p), list(op), list(dil), groups, bias,
-		strings.Join(RandomBackends, ", "), precision, tile)
+	c.Batch = 1 + r.Intn(3)
+	dist := []string{"rand", "randn"}[r.Intn(2)]
+	return spec.Generic(name, "random configuration", c, dist, k)
 }
 
 // Random returns n random configurations that pass validation and

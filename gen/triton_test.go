@@ -8,48 +8,14 @@ import (
 
 	"convtgen/gen/geom"
 	"convtgen/gen/plan"
+	"convtgen/gen/spec"
 )
 
 // tritonSpec is a spec in the random specs' reference format with the
 // given geometry, rendered for the triton backend.
 func tritonSpec(t *testing.T, c geom.Conv, precision string) *plan.Plan {
 	t.Helper()
-	list := func(v [3]int) string { return fmt.Sprintf("[%d, %d, %d]", v[0], v[1], v[2]) }
-	yaml := fmt.Sprintf(`version: 1
-name: triton_case
-problem:
-  batch: %d
-  in_channels: %d
-  out_channels: %d
-  kernel: %s
-  input: %s
-  stride: %s
-  padding: %s
-  output_padding: %s
-  dilation: %s
-  groups: %d
-  bias: %t
-reference:
-  params:
-    - {name: in_channels, type: int}
-    - {name: out_channels, type: int}
-    - {name: kernel_size, type: tuple}
-    - {name: stride, type: tuple, default: [1, 1, 1]}
-    - {name: padding, type: tuple, default: [0, 0, 0]}
-    - {name: output_padding, type: tuple, default: [0, 0, 0]}
-    - {name: dilation, type: tuple, default: [1, 1, 1]}
-    - {name: groups, type: int, default: 1}
-    - {name: bias, type: bool, default: false}
-  conv: [in_channels, out_channels, kernel_size, stride=stride, padding=padding,
-         output_padding=output_padding, dilation=dilation, groups=groups, bias=bias]
-  init_inputs: [%d, %d, %s, %s, %s, %s, %s, %d, %t]
-kernel:
-  backends: [triton]
-  precision: %s
-`, c.Batch, c.InChannels, c.OutChannels, list(c.Kernel), list(c.In), list(c.Stride), list(c.Padding),
-		list(c.OutputPadding), list(c.Dilation), c.Groups, c.Bias,
-		c.InChannels, c.OutChannels, list(c.Kernel), list(c.Stride), list(c.Padding), list(c.OutputPadding),
-		list(c.Dilation), c.Groups, c.Bias, precision)
+	yaml := spec.Generic("triton_case", "triton case", c, "rand", spec.Kernel{Backends: []string{"triton"}, Precision: precision})
 	p, errs := parseAndPlan("specs/triton_case.yaml", []byte(yaml))
 	if errs != nil {
 		t.Fatalf("spec: %v", errs)

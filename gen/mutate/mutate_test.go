@@ -30,56 +30,17 @@ type config struct {
 }
 
 func (c config) yaml() string {
-	l := func(v [3]int) string { return fmt.Sprintf("[%d, %d, %d]", v[0], v[1], v[2]) }
 	prec := c.precision
 	if prec == "" {
 		prec = "fp32"
 	}
-	tile := ""
+	conv := geom.Conv{Batch: c.batch, InChannels: c.cin, OutChannels: c.cout, In: c.in, Kernel: c.k,
+		Stride: c.s, Padding: c.p, OutputPadding: c.op, Dilation: c.d, Groups: c.groups, Bias: c.bias}
+	y := spec.Generic("mutate_test", "mutation test", conv, "rand", spec.Kernel{Backends: []string{"cuda"}, Precision: prec})
 	if c.tile != "" {
-		tile = "\n  tile: " + c.tile
+		y += "  tile: " + c.tile + "\n"
 	}
-	return fmt.Sprintf(`version: 1
-name: mutate_test
-problem:
-  batch: %d
-  in_channels: %d
-  out_channels: %d
-  kernel: %s
-  input: %s
-  stride: %s
-  padding: %s
-  output_padding: %s
-  dilation: %s
-  groups: %d
-  bias: %t
-reference:
-  params:
-    - {name: in_channels, type: int}
-    - {name: out_channels, type: int}
-    - {name: kernel_size, type: tuple}
-    - {name: stride, type: tuple, default: [1, 1, 1]}
-    - {name: padding, type: tuple, default: [0, 0, 0]}
-    - {name: output_padding, type: tuple, default: [0, 0, 0]}
-    - {name: dilation, type: tuple, default: [1, 1, 1]}
-    - {name: groups, type: int, default: 1}
-    - {name: bias, type: bool, default: false}
-  conv:
-    - in_channels
-    - out_channels
-    - kernel_size
-    - stride=stride
-    - padding=padding
-    - output_padding=output_padding
-    - dilation=dilation
-    - groups=groups
-    - bias=bias
-  init_inputs: [%d, %d, %s, %s, %s, %s, %s, %d, %t]
-kernel:
-  backends: [cuda]
-  precision: %s%s
-`, c.batch, c.cin, c.cout, l(c.k), l(c.in), l(c.s), l(c.p), l(c.op), l(c.d), c.groups, c.bias,
-		c.cin, c.cout, l(c.k), l(c.s), l(c.p), l(c.op), l(c.d), c.groups, c.bias, prec, tile)
+	return y
 }
 
 // plan plans c, or returns nil when c is not a valid spec (an empty

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"convtgen/gen/geom"
 	"convtgen/gen/plan"
 	"convtgen/gen/spec"
 )
@@ -21,59 +22,20 @@ type config struct {
 	tile                     string // flow mapping for kernel.tile, "" for none
 }
 
-// yaml writes a spec for c with the generic tuple-typed reference of
-// gen/random.go's RandomSpec. The tile line, when present, is line 40.
+// yaml writes a spec for c with the generic reference (spec.Generic). The
+// tile line, when present, is line 42.
 func (c config) yaml() string {
-	l := func(v [3]int) string { return fmt.Sprintf("[%d, %d, %d]", v[0], v[1], v[2]) }
 	prec := c.precision
 	if prec == "" {
 		prec = "fp32"
 	}
-	tile := ""
+	conv := geom.Conv{Batch: c.batch, InChannels: c.cin, OutChannels: c.cout, In: c.in, Kernel: c.k,
+		Stride: c.s, Padding: c.p, OutputPadding: c.op, Dilation: c.d, Groups: c.groups, Bias: c.bias}
+	y := spec.Generic("plan_test", "plan test", conv, "rand", spec.Kernel{Backends: []string{"cuda"}, Precision: prec})
 	if c.tile != "" {
-		tile = "\n  tile: " + c.tile
+		y += "  tile: " + c.tile + "\n"
 	}
-	return fmt.Sprintf(`version: 1
-name: plan_test
-problem:
-  batch: %d
-  in_channels: %d
-  out_channels: %d
-  kernel: %s
-  input: %s
-  stride: %s
-  padding: %s
-  output_padding: %s
-  dilation: %s
-  groups: %d
-  bias: %t
-reference:
-  params:
-    - {name: in_channels, type: int}
-    - {name: out_channels, type: int}
-    - {name: kernel_size, type: tuple}
-    - {name: stride, type: tuple, default: [1, 1, 1]}
-    - {name: padding, type: tuple, default: [0, 0, 0]}
-    - {name: output_padding, type: tuple, default: [0, 0, 0]}
-    - {name: dilation, type: tuple, default: [1, 1, 1]}
-    - {name: groups, type: int, default: 1}
-    - {name: bias, type: bool, default: false}
-  conv:
-    - in_channels
-    - out_channels
-    - kernel_size
-    - stride=stride
-    - padding=padding
-    - output_padding=output_padding
-    - dilation=dilation
-    - groups=groups
-    - bias=bias
-  init_inputs: [%d, %d, %s, %s, %s, %s, %s, %d, %t]
-kernel:
-  backends: [cuda]
-  precision: %s%s
-`, c.batch, c.cin, c.cout, l(c.k), l(c.in), l(c.s), l(c.p), l(c.op), l(c.d), c.groups, c.bias,
-		c.cin, c.cout, l(c.k), l(c.s), l(c.p), l(c.op), l(c.d), c.groups, c.bias, prec, tile)
+	return y
 }
 
 func (c config) parse(t testing.TB) *spec.Spec {
@@ -470,35 +432,35 @@ func TestTileFeasibility(t *testing.T) {
 		want                  []string
 	}{
 		{"too many threads", "", "{bm: 1024, bn: 256, bk: 4, tm: 4, tn: 4}", []string{
-			"plan_test.yaml:40:14: kernel.tile.bm: gives (bm/tm)*(bn/tn) = 16384 threads; a block needs a multiple of 32, at most 1024 (got 1024)",
+			"plan_test.yaml:42:14: kernel.tile.bm: gives (bm/tm)*(bn/tn) = 16384 threads; a block needs a multiple of 32, at most 1024 (got 1024)",
 		}},
 		{"threads not a multiple of 32", "", "{bm: 64, bn: 4, tm: 8, tn: 4}", []string{
-			"plan_test.yaml:40:14: kernel.tile.bm: gives (bm/tm)*(bn/tn) = 8 threads; a block needs a multiple of 32, at most 1024 (got 64)",
+			"plan_test.yaml:42:14: kernel.tile.bm: gives (bm/tm)*(bn/tn) = 8 threads; a block needs a multiple of 32, at most 1024 (got 64)",
 		}},
 		{"shared memory over 48 KiB", "", "{bm: 512, bk: 64}", []string{
-			"plan_test.yaml:40:23: kernel.tile.bk: needs 266240 bytes of shared memory (two stages of bk x (bm+bn) " + smemRule + " (got 64)",
+			"plan_test.yaml:42:23: kernel.tile.bk: needs 266240 bytes of shared memory (two stages of bk x (bm+bn) " + smemRule + " (got 64)",
 		}},
 		{"shared memory, bk left to the plan", "", "{bm: 1024, bn: 64, tm: 8, tn: 8}", []string{
-			"plan_test.yaml:40:9: kernel.tile.bk: needs 69632 bytes of shared memory (two stages of bk x (bm+bn) " + smemRule + " (got 8)",
+			"plan_test.yaml:42:9: kernel.tile.bk: needs 69632 bytes of shared memory (two stages of bk x (bm+bn) " + smemRule + " (got 8)",
 		}},
 		{"bn not a multiple of tn", "", "{bn: 4, tn: 8}", []string{
-			"plan_test.yaml:40:14: kernel.tile.bn: must be a multiple of tn=8 (got 4)",
+			"plan_test.yaml:42:14: kernel.tile.bn: must be a multiple of tn=8 (got 4)",
 		}},
 		// BUG (plan.go, checkTile): errors must come in file order, like
 		// the spec's (spec.Errors is documented "in file order"); checkTile
 		// returns them in the order it checks.
 		{"two at once, in file order", "", "{bk: 64, bm: 1024, bn: 256, tm: 4, tn: 4}", []string{
-			"plan_test.yaml:40:14: kernel.tile.bk: needs 655360 bytes of shared memory (two stages of bk x (bm+bn) " + smemRule + " (got 64)",
-			"plan_test.yaml:40:22: kernel.tile.bm: gives (bm/tm)*(bn/tn) = 16384 threads; a block needs a multiple of 32, at most 1024 (got 1024)",
+			"plan_test.yaml:42:14: kernel.tile.bk: needs 655360 bytes of shared memory (two stages of bk x (bm+bn) " + smemRule + " (got 64)",
+			"plan_test.yaml:42:22: kernel.tile.bm: gives (bm/tm)*(bn/tn) = 16384 threads; a block needs a multiple of 32, at most 1024 (got 1024)",
 		}},
 		{"3xtf32 accumulators", "3xtf32", "{bn: 64, wm: 64, wn: 64}", []string{
-			"plan_test.yaml:40:22: kernel.tile.wm: wm*wn/32 = 128 accumulators per thread; at most 64 fit in registers (got 64)",
+			"plan_test.yaml:42:22: kernel.tile.wm: wm*wn/32 = 128 accumulators per thread; at most 64 fit in registers (got 64)",
 		}},
 		{"3xtf32 bk", "3xtf32", "{bk: 12}", []string{
-			"plan_test.yaml:40:14: kernel.tile.bk: must be a multiple of 8 with 3xtf32 (m16n8k8 fragments) (got 12)",
+			"plan_test.yaml:42:14: kernel.tile.bk: must be a multiple of 8 with 3xtf32 (m16n8k8 fragments) (got 12)",
 		}},
 		{"3xtf32 bm below wm", "3xtf32", "{bm: 32}", []string{
-			"plan_test.yaml:40:14: kernel.tile.bm: must be a multiple of wm=64 (got 32)",
+			"plan_test.yaml:42:14: kernel.tile.bm: must be a multiple of wm=64 (got 32)",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -522,7 +484,7 @@ func TestTileAccumulatorGuard(t *testing.T) {
 	s := with(base72, func(c *config) { c.tile = "{bm: 512, bn: 64, tm: 8, tn: 8}" }).parse(t)
 	s.Kernel.Tile.TM = 16
 	_, err := plan.New(s)
-	want := "plan_test.yaml:40:31: kernel.tile.tm: tm*tn = 128 accumulators per thread; at most 64 fit in registers (got 16)"
+	want := "plan_test.yaml:42:31: kernel.tile.tm: tm*tn = 128 accumulators per thread; at most 64 fit in registers (got 16)"
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
 	}
