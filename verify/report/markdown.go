@@ -139,6 +139,7 @@ func Markdown(r *Report) string {
 	}
 	if len(r.Tuning) > 0 {
 		p("\n## Tuning candidates (kernel verifier, kernel-only times)\n\n")
+		p("From the runs of %s. A candidate's kernel is what its tile rendered at that commit.\n\n", strings.Join(r.TuningRuns, " and "))
 		p("| candidate | precision | tile | threads | result | rel L2 | ms mean / median | registers sm_90 |\n|---|---|---|---|---|---|---|---|\n")
 		for _, t := range r.Tuning {
 			rel, time := "–", "–"

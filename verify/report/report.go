@@ -94,6 +94,7 @@ type Report struct {
 	Sweeps      []Sweep            `json:"random_sweep"`
 	Tuning      []gpu.Result       `json:"tuning,omitempty"`
 	TuningTiles map[string]string  `json:"tuning_tiles,omitempty"` // candidate -> its tile, as gen.Candidates plans it
+	TuningRuns  []string           `json:"tuning_runs,omitempty"`  // date and commit of each run the candidates come from
 	Mutation    *Mutation          `json:"mutation_check,omitempty"`
 }
 
@@ -179,26 +180,36 @@ func Build(root, dir string) (*Report, error) {
 		return nil, err
 	}
 	byKernel := map[string]gpu.Result{}
+	tuningRun := func(rep *gpu.Report, rows []gpu.Result) {
+		if len(rows) > 0 {
+			r.TuningRuns = append(r.TuningRuns, fmt.Sprintf("%s at commit %s", rep.Date, rep.Commit))
+			r.Tuning = append(r.Tuning, rows...)
+		}
+	}
+	var tuned []gpu.Result
 	for _, k := range kernels.Results {
 		switch {
 		case strings.HasPrefix(k.SpecPath, "random/"):
 		case strings.Contains(k.SpecPath, "tune/specs/"):
-			r.Tuning = append(r.Tuning, k)
+			tuned = append(tuned, k)
 		default:
 			byKernel[k.Spec] = k
 		}
 	}
+	tuningRun(kernels, tuned)
 	r.Sweeps = kernelSweeps(kernels.Results)
 	// A separate tuning run (gpu-check's tune-kernels.json) adds candidates.
 	tune, err := readKernels(filepath.Join(dir, "tune-kernels.json"))
 	if err != nil {
 		return nil, err
 	}
+	tuned = nil
 	for _, k := range tune.Results {
 		if strings.Contains(k.SpecPath, "tune/specs/") {
-			r.Tuning = append(r.Tuning, k)
+			tuned = append(tuned, k)
 		}
 	}
+	tuningRun(tune, tuned)
 	mutate, err := readKernels(filepath.Join(dir, "mutate.json"))
 	if err != nil {
 		return nil, err
