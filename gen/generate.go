@@ -230,7 +230,7 @@ func Generate(root string, check bool) ([]Change, error) {
 	return changes, Apply(root, files, changes)
 }
 
-// Describe formats a change for the command's output.
+// String formats a change for the command's output.
 func (c Change) String() string {
 	if c.Remove {
 		return fmt.Sprintf("remove %s", c.Path)

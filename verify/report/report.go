@@ -270,35 +270,50 @@ func Build(root, dir string) (*Report, error) {
 	return r, nil
 }
 
-// harnessSweeps summarises the harness's random-configuration sweep per
-// backend and precision.
-func harnessSweeps(results []HarnessResult) []Sweep {
-	byKey := map[string]*Sweep{}
-	var order []string
-	for _, h := range results {
-		key := h.Backend + " end to end"
-		s := byKey[key]
-		if s == nil {
-			s = &Sweep{Backend: key}
-			byKey[key] = s
-			order = append(order, key)
-		}
-		s.Configs++
-		if h.Disposition == "passed" {
-			s.Passed++
-		} else {
-			s.Failures = append(s.Failures, fmt.Sprintf("%s: %s %s", h.Spec, h.Disposition, firstLine(h.Reason)))
-		}
-		if h.MaxRelL2 != nil && !math.IsNaN(*h.MaxRelL2) && !math.IsInf(*h.MaxRelL2, 0) {
-			s.MaxRelL2 = math.Max(s.MaxRelL2, *h.MaxRelL2)
-		}
+// sweepTally counts a random sweep's outcomes per key (backend and
+// precision, or backend end to end), in key order.
+type sweepTally map[string]*Sweep
+
+// add records one configuration; err is its error when finite, or nil
+// (failures are listed, not folded into the maximum).
+func (t sweepTally) add(key, spec string, passed bool, disposition, reason string, err *float64) {
+	s := t[key]
+	if s == nil {
+		s = &Sweep{Backend: key}
+		t[key] = s
 	}
-	sort.Strings(order)
-	out := make([]Sweep, len(order))
-	for i, k := range order {
-		out[i] = *byKey[k]
+	s.Configs++
+	if passed {
+		s.Passed++
+	} else {
+		s.Failures = append(s.Failures, fmt.Sprintf("%s: %s %s", spec, disposition, firstLine(reason)))
+	}
+	if err != nil && !math.IsNaN(*err) && !math.IsInf(*err, 0) {
+		s.MaxRelL2 = math.Max(s.MaxRelL2, *err)
+	}
+}
+
+func (t sweepTally) sweeps() []Sweep {
+	keys := make([]string, 0, len(t))
+	for k := range t {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]Sweep, len(keys))
+	for i, k := range keys {
+		out[i] = *t[k]
 	}
 	return out
+}
+
+// harnessSweeps summarises the harness's random-configuration sweep per
+// backend.
+func harnessSweeps(results []HarnessResult) []Sweep {
+	t := sweepTally{}
+	for _, h := range results {
+		t.add(h.Backend+" end to end", h.Spec, h.Disposition == "passed", h.Disposition, h.Reason, h.MaxRelL2)
+	}
+	return t.sweeps()
 }
 
 // readKernels reads the kernel verifier's report; a missing file is an
@@ -313,35 +328,19 @@ func readKernels(path string) (*gpu.Report, error) {
 // kernelSweeps summarises the verifier's random configurations per
 // backend and precision.
 func kernelSweeps(items []gpu.Result) []Sweep {
-	byBackend := map[string]*Sweep{}
-	var order []string
+	t := sweepTally{}
 	for _, k := range items {
 		if !strings.HasPrefix(k.SpecPath, "random/") {
 			continue
 		}
-		key := k.Backend + " " + k.Precision
-		s := byBackend[key]
-		if s == nil {
-			s = &Sweep{Backend: key}
-			byBackend[key] = s
-			order = append(order, key)
+		var err *float64
+		if k.RelL2 != nil {
+			e := float64(*k.RelL2)
+			err = &e
 		}
-		s.Configs++
-		if k.Disposition == gpu.Passed {
-			s.Passed++
-		} else {
-			s.Failures = append(s.Failures, fmt.Sprintf("%s: %s %s", k.Spec, k.Disposition, firstLine(k.Reason)))
-		}
-		if k.RelL2 != nil && !math.IsNaN(float64(*k.RelL2)) && !math.IsInf(float64(*k.RelL2), 0) {
-			s.MaxRelL2 = math.Max(s.MaxRelL2, float64(*k.RelL2)) // failures are listed, not folded in
-		}
+		t.add(k.Backend+" "+k.Precision, k.Spec, k.Disposition == gpu.Passed, string(k.Disposition), k.Reason, err)
 	}
-	sort.Strings(order)
-	out := make([]Sweep, len(order))
-	for i, b := range order {
-		out[i] = *byBackend[b]
-	}
-	return out
+	return t.sweeps()
 }
 
 func firstLine(s string) string {
