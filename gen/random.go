@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -16,7 +17,8 @@ var RandomBackends = []string{"cuda", "triton"}
 // RandomSpec writes the YAML of one random valid small configuration:
 // stride, dilation and kernel sizes of 1 to 3 (kernel up to 5) per
 // dimension, odd and prime extents, groups, bias, output_padding, either
-// precision, and half of the time an explicit random tile, so the sweep
+// precision, and half of the time an explicit random tile (and Triton
+// choices), so the sweep
 // exercises the kernel's loader and fragment mappings as well as its
 // geometry. The caller validates it.
 func RandomSpec(r *rand.Rand, name string) string {
@@ -49,7 +51,24 @@ func RandomSpec(r *rand.Rand, name string) string {
 	}
 	c.Batch = 1 + r.Intn(3)
 	dist := []string{"rand", "randn"}[r.Intn(2)]
+	k.Triton = randomTriton(name)
 	return spec.Generic(name, "random configuration", c, dist, k)
+}
+
+// randomTriton draws, half of the time, explicit Triton choices (either
+// precision, block sizes, warps, stages, layout). It draws from its own
+// source, seeded by the name, so that the CUDA configurations of a seed
+// stay what they were before Triton choices were drawn.
+func randomTriton(name string) spec.Triton {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	r := rand.New(rand.NewSource(int64(h.Sum64())))
+	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
+	if r.Intn(2) == 0 {
+		return spec.Triton{}
+	}
+	return spec.Triton{Precision: []string{"fp32", "3xtf32"}[r.Intn(2)], BlockM: pick(16, 32, 64, 128), BlockN: pick(16, 32, 64),
+		BlockK: pick(16, 32), Warps: pick(2, 4, 8), Stages: pick(1, 2, 3), ChannelsLast: r.Intn(2) == 0}
 }
 
 // Random returns n random configurations that pass validation and

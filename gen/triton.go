@@ -7,15 +7,17 @@ import (
 )
 
 // TritonView is what templates/triton.py.tmpl prints beyond the shared
-// View: the Triton kernel's tiling, launch options and per-phase constants,
-// all decided here so that the template only prints.
+// View: the Triton kernel's tiling and launch options, decided here so that
+// the template only prints.
 //
-// The Triton kernel runs one launch per stride phase. Inside a phase the
-// contributing taps are, per dimension, an arithmetic progression of kernel
-// indices (k = K0 + j*KStep) whose input offsets fall by OffStep per step
-// (off = Off0 - j*OffStep); a phase's taps are the product of its three
-// progressions, in the plan's order (depth slowest, width fastest). So each
-// phase needs only nine small numbers for its taps instead of a table.
+// The Triton kernel is one launch over all stride phases, interleaved: the
+// program id's residue picks the phase, so neighbouring programs compute
+// the same rows of different phases, whose partial-sector stores then meet
+// in L2. Each program derives its phase's extents and taps from the phase
+// index with the arithmetic of residueTaps (below, the Go statement of the
+// same formula, which the tests hold against the plan): per dimension the
+// taps reaching residue r are an arithmetic progression of kernel indices
+// k0, k0+KStep, ... whose input offsets fall by OffStep per step.
 type TritonView struct {
 	Kernel  string // the @triton.jit function
 	Wrapper string // the Python function that checks, allocates and launches
@@ -24,6 +26,12 @@ type TritonView struct {
 	// for precision fp32, "tf32x3" (three TF32 tensor-core products,
 	// fp32-level error) for 3xtf32. Never plain "tf32".
 	InputPrecision string
+	// SliceSum: each reduction step's tl.dot starts from zero and is added
+	// to the running sum with an fp32 add. The tensor cores truncate their
+	// sums, a bias that grows when thousands of products accumulate in the
+	// same registers; bounding each tensor-core sum to one step keeps the
+	// error at fp32 level. Set for tf32x3 (FMA rounds correctly).
+	SliceSum bool
 
 	// Tiling: a program computes BlockM output positions of one phase by
 	// BlockN output channels of one group, BlockK input channels per step.
@@ -31,30 +39,32 @@ type TritonView struct {
 	// 16; channel counts below that are padded with masks.
 	BlockM, BlockN, BlockK int
 	NumWarps, NumStages    int
-	NTiles                 int // BlockN tiles over one group's output channels
-	CIChunks               int // BlockK chunks over one group's input channels
+	ChannelsLast           bool // both dot operands contiguous along input channels
+	NTiles                 int  // BlockN tiles over one group's output channels
+	CIChunks               int  // BlockK chunks over one group's input channels
+	MTiles                 int  // BlockM tiles over the largest phase's rows
+	NumPhases              int  // stride_d * stride_h * stride_w
+	Programs               int  // NumPhases * MTiles * NTiles * groups
 
 	// Int64 is set when a tensor has 2^31 elements or more: the kernel then
-	// widens its index vectors so every offset is computed in 64 bits.
+	// widens its program id and index vectors so every offset is 64-bit.
 	Int64 bool
 
 	KStep   [3]int // stride / gcd(stride, dilation), per dimension
 	OffStep [3]int // dilation / gcd(stride, dilation), per dimension
 
-	Phases []TritonPhase // the plan's phases, in the plan's order
+	Phases []TritonPhase // every phase, in the kernel's order (for the docstring)
 }
 
-// TritonPhase is one stride phase as the Triton kernel sees it.
+// TritonPhase is one stride phase as the Triton kernel computes it.
 type TritonPhase struct {
-	R      [3]int // output residue: o = R + stride*q
-	Q      [3]int // outputs of the phase per dimension
-	M      int    // batch * Q[0]*Q[1]*Q[2], the GEMM's rows
-	MTiles int    // BlockM tiles over M
-	Grid   int    // programs of the launch: groups * MTiles * NTiles
-	Taps   int    // contributing taps: Count[0]*Count[1]*Count[2]
-	Count  [3]int // taps per dimension (all zero when the phase has none)
-	K0     [3]int // kernel index of the first tap per dimension
-	Off0   [3]int // input offset of the first tap per dimension
+	R     [3]int // output residue: o = R + stride*q
+	Q     [3]int // outputs of the phase per dimension
+	M     int    // batch * Q[0]*Q[1]*Q[2], the GEMM's rows
+	Taps  int    // contributing taps: Count[0]*Count[1]*Count[2]
+	Count [3]int // taps per dimension
+	K0    [3]int // kernel index of the first tap per dimension (the kernel size when none)
+	Off0  [3]int // input offset of the first tap per dimension
 }
 
 // Triton tiling defaults.
@@ -70,64 +80,88 @@ const (
 // TritonInputPrecision maps a spec precision to tl.dot's input_precision.
 var TritonInputPrecision = map[string]string{"fp32": "ieee", "3xtf32": "tf32x3"}
 
-// newTritonView computes the Triton backend's numbers from the plan. It
-// panics only if the plan breaks its own invariant (a phase's taps not a
-// product of arithmetic progressions), which the tests sweep for.
+// newTritonView computes the Triton backend's numbers from the plan and the
+// spec's Triton choices (zero fields take the defaults above).
 func newTritonView(p *plan.Plan) *TritonView {
 	c := p.Conv
-	prec, ok := TritonInputPrecision[p.Spec.Kernel.Precision]
+	k := p.Spec.Kernel
+	precision := k.Triton.Precision
+	if precision == "" {
+		precision = k.Precision
+	}
+	prec, ok := TritonInputPrecision[precision]
 	if !ok {
-		panic(fmt.Sprintf("triton: no tl.dot input_precision for precision %q", p.Spec.Kernel.Precision))
+		panic(fmt.Sprintf("triton: no tl.dot input_precision for precision %q", precision))
 	}
 	maxM := 0
 	for _, ph := range p.Phases {
 		maxM = max(maxM, ph.M)
 	}
+	or := func(v, def int) int {
+		if v != 0 {
+			return v
+		}
+		return def
+	}
+	t := k.Triton
 	v := &TritonView{
 		Kernel:         p.Spec.Name + "_phase_igemm",
 		Wrapper:        "implicit_gemm_forward",
 		InputPrecision: prec,
-		BlockM:         min(tritonBlockM, max(32, pow2AtLeast(maxM))),
-		BlockN:         tritonBlockN(p.CoutG),
-		BlockK:         tritonBlockK(p.CinG),
-		NumWarps:       tritonNumWarps,
-		NumStages:      tritonNumStages,
+		SliceSum:       prec == "tf32x3",
+		BlockM:         or(t.BlockM, min(tritonBlockM, max(32, pow2AtLeast(maxM)))),
+		BlockN:         or(t.BlockN, tritonBlockN(p.CoutG)),
+		BlockK:         or(t.BlockK, tritonBlockK(p.CinG)),
+		NumWarps:       or(t.Warps, tritonNumWarps),
+		NumStages:      or(t.Stages, tritonNumStages),
+		ChannelsLast:   t.ChannelsLast,
+		NumPhases:      c.Stride[0] * c.Stride[1] * c.Stride[2],
 		Int64:          max(c.InputLen(), c.OutputLen(), c.WeightLen()) >= 1<<31,
 	}
 	v.NTiles = divUp(p.CoutG, v.BlockN)
 	v.CIChunks = divUp(p.CinG, v.BlockK)
+	v.MTiles = max(1, divUp(maxM, v.BlockM))
+	v.Programs = v.NumPhases * v.MTiles * v.NTiles * c.Groups
 	for i := range 3 {
 		g := gcdInt(c.Stride[i], c.Dilation[i])
 		v.KStep[i] = c.Stride[i] / g
 		v.OffStep[i] = c.Dilation[i] / g
 	}
-	for _, ph := range p.Phases {
-		tp := TritonPhase{R: ph.R, Q: ph.Q, M: ph.M, MTiles: divUp(ph.M, v.BlockM), Taps: ph.TapCount}
-		tp.Grid = c.Groups * tp.MTiles * v.NTiles
-		taps := p.Taps[ph.TapStart : ph.TapStart+ph.TapCount]
-		if len(taps) > 0 {
-			// Taps come depth-major: the first tap starts every progression,
-			// and the counts are the distinct kernel indices per dimension.
-			for i := range 3 {
-				tp.K0[i], tp.Off0[i] = taps[0].K[i], taps[0].Off[i]
-				seen := map[int]bool{}
-				for _, t := range taps {
-					seen[t.K[i]] = true
-				}
-				tp.Count[i] = len(seen)
-			}
-		}
-		if got := tp.ExpandTaps(v, c.Kernel); !sameTaps(got, taps) {
-			panic(fmt.Sprintf("triton: %s: the taps of phase %v are not the product of arithmetic progressions: plan %v, progressions %v",
-				p.Spec.Name, ph.R, taps, got))
+	for ph := range v.NumPhases {
+		r := [3]int{ph / (c.Stride[1] * c.Stride[2]), ph / c.Stride[2] % c.Stride[1], ph % c.Stride[2]}
+		tp := TritonPhase{R: r, M: c.Batch, Taps: 1}
+		for i := range 3 {
+			tp.Q[i] = divUp(p.Out[i]-r[i], c.Stride[i])
+			tp.M *= tp.Q[i]
+			tp.K0[i], tp.Count[i], tp.Off0[i] = residueTaps(r[i], c.Kernel[i], c.Stride[i], c.Padding[i], c.Dilation[i], v.KStep[i])
+			tp.Taps *= tp.Count[i]
 		}
 		v.Phases = append(v.Phases, tp)
 	}
 	return v
 }
 
+// residueTaps is the kernel's _residue_taps: along one dimension, the taps
+// reaching outputs o = r + stride*q are the kernel indices k with
+// (r + pad - k*dil) divisible by the stride. The first, k0, is below
+// kStep (the progression's step) if there is one; count of them follow
+// kStep apart, and tap k0 reads input index q + off0. No tap: k0 = size,
+// count 0. Integer division truncates toward zero, as Triton's does; it is
+// exact wherever a tap exists.
+func residueTaps(r, size, stride, pad, dil, kStep int) (k0, count, off0 int) {
+	k0 = size
+	for j := 0; j < kStep && j < size; j++ {
+		if (r+pad-j*dil)%stride == 0 && k0 == size {
+			k0 = j
+		}
+	}
+	count = (size - k0 + kStep - 1) / kStep
+	off0 = (r + pad - k0*dil) / stride
+	return k0, count, off0
+}
+
 // ExpandTaps lists the taps the kernel visits for this phase, in its loop
-// order: the inverse of what newTritonView derived, used to check it.
+// order (depth slowest, width fastest).
 func (tp TritonPhase) ExpandTaps(v *TritonView, kernel [3]int) []plan.Tap {
 	var taps []plan.Tap
 	for a := 0; a < tp.Count[0]; a++ {

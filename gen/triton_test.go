@@ -65,8 +65,20 @@ func TestTritonBlockSizes(t *testing.T) {
 		t.Errorf("tiny: BLOCK_M %d BLOCK_N %d (%d tiles) BLOCK_K %d (%d chunks); want 32, 64 (2), 16 (3)",
 			v.BlockM, v.BlockN, v.NTiles, v.BlockK, v.CIChunks)
 	}
-	if g := v.Phases[0].Grid; g != 2*1*2 {
-		t.Errorf("tiny: grid %d, want groups*M tiles*N tiles = 4", g)
+	if v.Programs != 1*1*2*2 || v.MTiles != 1 || v.NumPhases != 1 {
+		t.Errorf("tiny: %d programs (%d phases, %d M tiles), want phases*M tiles*N tiles*groups = 4", v.Programs, v.NumPhases, v.MTiles)
+	}
+
+	// The spec's Triton choices replace the defaults, precision included.
+	p := tritonSpec(t, l1_72, "fp32")
+	p.Spec.Kernel.Triton = spec.Triton{Precision: "3xtf32", BlockM: 64, BlockN: 32, BlockK: 64, Warps: 8, Stages: 4, ChannelsLast: true}
+	v = newTritonView(p)
+	if v.BlockM != 64 || v.BlockN != 32 || v.BlockK != 64 || v.NumWarps != 8 || v.NumStages != 4 || !v.ChannelsLast ||
+		v.InputPrecision != "tf32x3" || !v.SliceSum {
+		t.Errorf("l1_72 with Triton choices: %+v", v)
+	}
+	if v.MTiles != divUp(8*12*24*48, 64) || v.Programs != 8*v.MTiles*1*4 {
+		t.Errorf("l1_72: %d M tiles, %d programs", v.MTiles, v.Programs)
 	}
 
 	// 2^31 elements in the output: 64-bit offsets.
@@ -92,21 +104,30 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 	for _, p := range plans {
 		v := newTritonView(p)
 		c := p.Conv
-		if len(v.Phases) != len(p.Phases) {
-			t.Fatalf("%s: %d Triton phases for %d plan phases", p.Spec.Name, len(v.Phases), len(p.Phases))
+		if v.NumPhases != c.Stride[0]*c.Stride[1]*c.Stride[2] || len(v.Phases) != v.NumPhases {
+			t.Fatalf("%s: %d phases (%d listed) for stride %v", p.Spec.Name, v.NumPhases, len(v.Phases), c.Stride)
 		}
-		outputs := 0
-		for i, tp := range v.Phases {
-			ph := p.Phases[i]
-			name := fmt.Sprintf("%s phase %v", p.Spec.Name, ph.R)
-			if tp.R != ph.R || tp.Q != ph.Q || tp.M != ph.M || tp.Taps != ph.TapCount {
-				t.Errorf("%s: R %v Q %v M %d taps %d; plan R %v Q %v M %d taps %d", name, tp.R, tp.Q, tp.M, tp.Taps, ph.R, ph.Q, ph.M, ph.TapCount)
+		planned := map[[3]int]plan.Phase{}
+		for _, ph := range p.Phases {
+			planned[ph.R] = ph
+		}
+		outputs, maxM := 0, 0
+		for _, tp := range v.Phases {
+			name := fmt.Sprintf("%s phase %v", p.Spec.Name, tp.R)
+			ph, ok := planned[tp.R]
+			if !ok {
+				// The plan leaves out phases with no outputs; the kernel
+				// visits them and must find them empty.
+				if tp.M != 0 {
+					t.Errorf("%s: %d rows, but the plan has no such phase", name, tp.M)
+				}
+				continue
+			}
+			if tp.Q != ph.Q || tp.M != ph.M || tp.Taps != ph.TapCount {
+				t.Errorf("%s: Q %v M %d taps %d; plan Q %v M %d taps %d", name, tp.Q, tp.M, tp.Taps, ph.Q, ph.M, ph.TapCount)
 			}
 			if tp.Count[0]*tp.Count[1]*tp.Count[2] != tp.Taps {
 				t.Errorf("%s: counts %v do not multiply to %d taps", name, tp.Count, tp.Taps)
-			}
-			if tp.MTiles != divUp(tp.M, v.BlockM) || tp.Grid != c.Groups*tp.MTiles*v.NTiles {
-				t.Errorf("%s: %d M tiles, grid %d", name, tp.MTiles, tp.Grid)
 			}
 			got := tp.ExpandTaps(v, c.Kernel)
 			if !sameTaps(got, p.Taps[ph.TapStart:ph.TapStart+ph.TapCount]) {
@@ -116,9 +137,13 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 				t.Errorf("%s: progressions give %v, the definition %v", name, got, want)
 			}
 			outputs += tp.M
+			maxM = max(maxM, tp.M)
 		}
 		if o := p.Out; outputs != c.Batch*o[0]*o[1]*o[2] {
 			t.Errorf("%s: phases cover %d output positions, want %d", p.Spec.Name, outputs, c.Batch*o[0]*o[1]*o[2])
+		}
+		if v.MTiles != divUp(maxM, v.BlockM) || v.Programs != v.NumPhases*v.MTiles*v.NTiles*c.Groups {
+			t.Errorf("%s: %d M tiles for %d rows at most, %d programs", p.Spec.Name, v.MTiles, maxM, v.Programs)
 		}
 	}
 
@@ -143,7 +168,7 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 	for _, tp := range v.Phases {
 		if tp.Taps == 0 {
 			empty++
-			if tp.Count != [3]int{} {
+			if tp.Count[0] != 0 && tp.Count[1] != 0 && tp.Count[2] != 0 {
 				t.Errorf("l1_77 phase %v: no taps but counts %v", tp.R, tp.Count)
 			}
 		}
@@ -227,14 +252,14 @@ func TestTritonRender(t *testing.T) {
 		}
 		for _, want := range []string{
 			"@triton.jit", "class Model(nn.Module):", "nn.ConvTranspose3d(" + strings.Join(p.Spec.Reference.Conv, ", ") + ")",
-			"INT64_OFFSETS=False", "PHASES = (",
+			"INT64_OFFSETS=False", "PROGRAMS = ",
 		} {
 			if !strings.Contains(src, want) {
 				t.Errorf("%s: missing %q", c.precision, want)
 			}
 		}
-		if got := strings.Count(src, "dict(R_D="); got != len(p.Phases) {
-			t.Errorf("%d phase entries, want %d", got, len(p.Phases))
+		if got := strings.Count(src, "#   r = ("); got != c.conv.Stride[0]*c.conv.Stride[1]*c.conv.Stride[2] {
+			t.Errorf("%d phase entries, want %d", got, c.conv.Stride[0]*c.conv.Stride[1]*c.conv.Stride[2])
 		}
 		if hasBias := strings.Contains(src, "b_ptr"); hasBias != c.conv.Bias {
 			t.Errorf("bias %v but b_ptr in the kernel: %v", c.conv.Bias, hasBias)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -20,15 +21,18 @@ import (
 // correct one is written back into the spec (ApplyTune), so `go generate`
 // reproduces the tuned kernel without a GPU.
 
-// Candidate is one kernel choice tried for a spec. The spec's own choice is
-// a candidate too (Current): its times come from the run over out/.
+// Candidate is one kernel choice tried for a spec and backend. The spec's
+// own choice is a candidate too (Current): its times come from the run
+// over out/.
 type Candidate struct {
 	Current   bool
-	Variant   string    // problem folder name: the spec's name, or <spec>_t<i>
-	Spec      string    // spec name
-	SpecPath  string    // spec file, relative to the root
-	Precision string    // fp32 or 3xtf32
-	Tile      spec.Tile // fully resolved, as the plan chose it
+	Backend   string      // cuda or triton
+	Variant   string      // problem folder name: the spec's name, or <spec>_t<i> (cuda), <spec>_x<i> (triton)
+	Spec      string      // spec name
+	SpecPath  string      // spec file, relative to the root
+	Precision string      // fp32 or 3xtf32
+	Tile      spec.Tile   // cuda: fully resolved, as the plan chose it
+	Triton    spec.Triton `json:",omitempty"` // triton: fully resolved, as the generator chose it
 }
 
 // candidateKernels lists the choices tried besides the spec's own: the
@@ -46,11 +50,92 @@ func candidateKernels() []spec.Kernel {
 	}
 }
 
+// tritonCandidates lists the Triton choices tried besides the spec's own:
+// 3xtf32 in both layouts, then with channels last (both operands
+// contiguous along the reduction, as the tensor cores' 32-bit operands
+// want them) at other block heights and warp counts, and fp32 channels
+// last.
+func tritonCandidates() []spec.Triton {
+	return []spec.Triton{
+		{Precision: "3xtf32"},
+		{Precision: "3xtf32", ChannelsLast: true},
+		{Precision: "3xtf32", ChannelsLast: true, Warps: 8},
+		{Precision: "3xtf32", ChannelsLast: true, BlockM: 64},
+		{Precision: "3xtf32", ChannelsLast: true, BlockM: 256, Warps: 8},
+		{Precision: "fp32", ChannelsLast: true},
+	}
+}
+
 // Candidates plans the spec's own choice and every other candidate of one
-// spec; infeasible and duplicate choices are skipped.
+// spec, for each of its backends; infeasible and duplicate choices are
+// skipped.
 func Candidates(l Loaded) []Candidate {
+	var out []Candidate
+	if slices.Contains(l.Plan.Spec.Kernel.Backends, "cuda") {
+		out = append(out, cudaCandidates(l)...)
+	}
+	if slices.Contains(l.Plan.Spec.Kernel.Backends, "triton") {
+		out = append(out, TritonCandidates(l)...)
+	}
+	return out
+}
+
+// TritonCandidates is the Triton half of Candidates.
+func TritonCandidates(l Loaded) []Candidate {
 	own := l.Plan.Spec
-	out := []Candidate{{Current: true, Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
+	out := []Candidate{{Current: true, Backend: "triton", Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
+		Triton: resolvedTriton(l.Plan)}}
+	out[0].Precision = out[0].Triton.Precision
+	for i, t := range tritonCandidates() {
+		s := *own
+		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: t.Precision, Triton: t}
+		s.Name = fmt.Sprintf("%s_x%d", own.Name, i+1)
+		p, err := plan.New(&s)
+		if err != nil {
+			continue
+		}
+		r := resolvedTriton(p)
+		if slices.ContainsFunc(out, func(c Candidate) bool { return c.Triton == r }) {
+			continue
+		}
+		out = append(out, Candidate{Backend: "triton", Variant: s.Name, Spec: own.Name, SpecPath: l.Path,
+			Precision: r.Precision, Triton: r})
+	}
+	return out
+}
+
+// kernel is the spec kernel section that renders the candidate alone.
+func (c Candidate) kernel() spec.Kernel {
+	if c.Backend == "triton" {
+		return spec.Kernel{Backends: []string{"triton"}, Precision: c.Precision, Triton: c.Triton}
+	}
+	return spec.Kernel{Backends: []string{"cuda"}, Precision: c.Precision, Tile: c.Tile}
+}
+
+// Choice is the candidate's kernel choice as the spec writes it.
+func (c Candidate) Choice() string {
+	if c.Backend == "triton" {
+		return c.Triton.String()
+	}
+	return c.Precision + " " + c.Tile.String()
+}
+
+// resolvedTriton is the spec form of the Triton choices the generator
+// makes for a plan, every field set.
+func resolvedTriton(p *plan.Plan) spec.Triton {
+	v := newTritonView(p)
+	prec := p.Spec.Kernel.Triton.Precision
+	if prec == "" {
+		prec = p.Spec.Kernel.Precision
+	}
+	return spec.Triton{Precision: prec, BlockM: v.BlockM, BlockN: v.BlockN, BlockK: v.BlockK,
+		Warps: v.NumWarps, Stages: v.NumStages, ChannelsLast: v.ChannelsLast}
+}
+
+// cudaCandidates is the CUDA half of Candidates.
+func cudaCandidates(l Loaded) []Candidate {
+	own := l.Plan.Spec
+	out := []Candidate{{Current: true, Backend: "cuda", Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
 		Precision: own.Kernel.Precision, Tile: resolvedTile(l.Plan.Tile)}}
 	for _, k := range candidateKernels() {
 		s := *l.Plan.Spec
@@ -60,7 +145,7 @@ func Candidates(l Loaded) []Candidate {
 		if err != nil || hasChoice(out, k.Precision, resolvedTile(p.Tile)) {
 			continue
 		}
-		out = append(out, Candidate{Variant: s.Name, Spec: l.Plan.Spec.Name, SpecPath: l.Path,
+		out = append(out, Candidate{Backend: "cuda", Variant: s.Name, Spec: l.Plan.Spec.Name, SpecPath: l.Path,
 			Precision: k.Precision, Tile: resolvedTile(p.Tile)})
 	}
 	return out
@@ -68,7 +153,7 @@ func Candidates(l Loaded) []Candidate {
 
 func hasChoice(cs []Candidate, precision string, t spec.Tile) bool {
 	for _, c := range cs {
-		if c.Precision == precision && c.Tile == t {
+		if c.Backend == "cuda" && c.Precision == precision && c.Tile == t {
 			return true
 		}
 	}
@@ -107,7 +192,7 @@ func WriteTune(root, dir string) (int, error) {
 				continue // rendered in out/ already
 			}
 			s := *l.Plan.Spec
-			s.Name, s.Kernel = c.Variant, spec.Kernel{Backends: []string{"cuda"}, Precision: c.Precision, Tile: c.Tile}
+			s.Name, s.Kernel = c.Variant, c.kernel()
 			p, err := plan.New(&s)
 			if err != nil {
 				return 0, err
@@ -121,8 +206,11 @@ func WriteTune(root, dir string) (int, error) {
 					return 0, err
 				}
 			}
-			// The candidate as a spec file too, so the kernel verifier can
-			// time it (bin/verify -specs) without a PyTorch build.
+			if c.Backend != "cuda" {
+				continue
+			}
+			// A CUDA candidate as a spec file too, so the kernel verifier
+			// can time it (bin/verify -specs) without a PyTorch build.
 			src, err := os.ReadFile(filepath.Join(root, l.Path))
 			if err == nil {
 				src, err = setKernel(src, c, c.Variant, "tuning candidate of "+l.Path)
@@ -213,33 +301,37 @@ type Winner struct {
 // current choice only when it is TuneMinGain faster. Specs whose current
 // choice has no timing are left out.
 func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
-	byVariant := map[string]Timing{}
+	type key struct{ variant, backend string }
+	timings := map[key]Timing{}
 	for _, res := range runs {
 		for _, t := range append(res.Results, res.Items...) {
-			if t.Backend == "cuda" {
-				byVariant[t.Spec] = t
-			}
+			timings[key{t.Spec, t.Backend}] = t
 		}
 	}
 	usable := func(c Candidate) (float64, bool) {
-		t, ok := byVariant[c.Variant]
+		t, ok := timings[key{c.Variant, c.Backend}]
 		err, known := t.relL2()
 		if !ok || t.Disposition != "passed" || t.TimeMS == nil || !known || !(err <= TuneMaxRelL2) {
 			return 0, false
 		}
 		return t.TimeMS.Mean, true
 	}
-	var out []Winner
-	for i := 0; i < len(cands); {
-		j := i + 1
-		for j < len(cands) && cands[j].Spec == cands[i].Spec {
-			j++
+	// One group per spec and backend, in the candidates' order.
+	type group struct{ spec, backend string }
+	var order []group
+	groups := map[group][]Candidate{}
+	for _, c := range cands {
+		g := group{c.Spec, c.Backend}
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
 		}
-		group := cands[i:j]
-		i = j
+		groups[g] = append(groups[g], c)
+	}
+	var out []Winner
+	for _, g := range order {
 		var w *Winner
 		tried, currentOK := 0, false
-		for _, c := range group {
+		for _, c := range groups[g] {
 			ms, ok := usable(c)
 			if !ok {
 				continue
@@ -262,7 +354,12 @@ func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 		w.Tried = tried
 		out = append(out, *w)
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Spec < out[b].Spec })
+	sort.SliceStable(out, func(a, b int) bool {
+		if out[a].Spec != out[b].Spec {
+			return out[a].Spec < out[b].Spec
+		}
+		return out[a].Backend < out[b].Backend
+	})
 	return out
 }
 
@@ -275,7 +372,12 @@ func ApplyTune(root string, winners []Winner, gpu, date string) error {
 		if err != nil {
 			return err
 		}
-		out, err := setKernel(data, w.Candidate, "", fmt.Sprintf("precision and tile tuned on %s, %s: %.3f ms mean (kernel), fastest of the %d candidates that passed with error <= 2.5e-6", gpu, date, w.MeanMS, w.Tried))
+		what, how := "precision and tile", "kernel"
+		if w.Backend == "triton" {
+			what, how = "triton", "end to end"
+		}
+		out, err := setKernel(data, w.Candidate, "", fmt.Sprintf("%s tuned on %s, %s: %.3f ms mean (%s), fastest of the %d candidates that passed with error <= 2.5e-6",
+			what, gpu, date, w.MeanMS, how, w.Tried))
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.SpecPath, err)
 		}
@@ -286,9 +388,10 @@ func ApplyTune(root string, winners []Winner, gpu, date string) error {
 	return nil
 }
 
-// setKernel rewrites a spec's kernel.precision and kernel.tile (and its
-// name, when one is given), keeping the rest of the document and its
-// comments as they were.
+// setKernel rewrites a spec's kernel.precision and kernel.tile, or for a
+// Triton candidate its kernel.triton (and its name, when one is given),
+// keeping the rest of the document and its comments as they were. The
+// comment goes above the section it is about.
 func setKernel(data []byte, w Candidate, name, note string) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -303,15 +406,26 @@ func setKernel(data []byte, w Candidate, name, note string) ([]byte, error) {
 	if name != "" {
 		setMapValue(root, "name", scalar(name))
 	}
-	setMapValue(kernel, "precision", scalar(w.Precision))
-	var tile yaml.Node // the tile's own flow mapping, as spec.Tile prints it
-	if err := yaml.Unmarshal([]byte(w.Tile.String()), &tile); err != nil {
+	field, flow := "tile", w.Tile.String()
+	if w.Backend == "triton" {
+		field, flow = "triton", w.Triton.String()
+	} else {
+		setMapValue(kernel, "precision", scalar(w.Precision))
+	}
+	var choice yaml.Node // the choice's own flow mapping, as spec prints it
+	if err := yaml.Unmarshal([]byte(flow), &choice); err != nil {
 		return nil, err
 	}
-	setMapValue(kernel, "tile", tile.Content[0])
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value == "kernel" {
-			root.Content[i].HeadComment = "# " + note
+	setMapValue(kernel, field, choice.Content[0])
+	// The note goes above kernel for CUDA (precision and tile), above
+	// kernel.triton for Triton.
+	parent, key := root, "kernel"
+	if w.Backend == "triton" {
+		parent, key = kernel, "triton"
+	}
+	for i := 0; i+1 < len(parent.Content); i += 2 {
+		if parent.Content[i].Value == key {
+			parent.Content[i].HeadComment = "# " + note
 		}
 	}
 	var buf bytes.Buffer

@@ -63,7 +63,7 @@ func checkCandidates(t *testing.T, l Loaded, cs []Candidate) {
 		t.Fatalf("%s: no candidates", l.Path)
 	}
 	first := cs[0]
-	want := Candidate{Current: true, Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
+	want := Candidate{Current: true, Backend: "cuda", Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
 		Precision: own.Kernel.Precision, Tile: resolvedTile(l.Plan.Tile)}
 	if first != want {
 		t.Errorf("%s: first candidate %+v, want the spec's own choice %+v", l.Path, first, want)
@@ -109,11 +109,11 @@ func checkCandidates(t *testing.T, l Loaded, cs []Candidate) {
 func TestTuneCandidatesCommitted(t *testing.T) {
 	specs := tuneLoad(t, tuneRoot)
 	for _, l := range specs {
-		checkCandidates(t, l, Candidates(l))
+		checkCandidates(t, l, cudaCandidates(l))
 	}
 
 	// 58's own choice is the fp32 default: only 3xtf32 choices follow.
-	c58 := Candidates(specs[tuneSpec58])
+	c58 := cudaCandidates(specs[tuneSpec58])
 	if len(c58) != 5 {
 		t.Errorf("58: %d candidates, want 5 (the fp32 default is its own choice)", len(c58))
 	}
@@ -124,7 +124,7 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 	}
 	// 73's own choice is the {bm: 128, wm: 32} candidate: skipped, and the
 	// deeper-bk one after it still gets the next free name.
-	c73 := Candidates(specs[tuneSpec73])
+	c73 := cudaCandidates(specs[tuneSpec73])
 	var got []string
 	for _, c := range c73 {
 		got = append(got, c.Variant+" "+c.Precision+" "+c.Tile.String())
@@ -151,7 +151,7 @@ func TestTuneCandidatesRandom(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range specs {
-		cs := Candidates(l)
+		cs := cudaCandidates(l)
 		if len(cs) < 2 || len(cs) > 1+len(candidateKernels()) {
 			t.Errorf("%s: %d candidates", l.Plan.Spec.Name, len(cs))
 		}
@@ -164,10 +164,10 @@ func TestTuneCandidatesRandom(t *testing.T) {
 func tuneFixtureCandidates() []Candidate {
 	var cs []Candidate
 	add := func(name string, variants int) {
-		cs = append(cs, Candidate{Current: true, Variant: name, Spec: name, SpecPath: "specs/" + name + ".yaml",
+		cs = append(cs, Candidate{Current: true, Backend: "cuda", Variant: name, Spec: name, SpecPath: "specs/" + name + ".yaml",
 			Precision: "fp32", Tile: spec.Tile{BM: 256, BN: 32, BK: 8, TM: 8, TN: 4}})
 		for i := 1; i <= variants; i++ {
-			cs = append(cs, Candidate{Variant: fmt.Sprintf("%s_t%d", name, i), Spec: name, SpecPath: "specs/" + name + ".yaml",
+			cs = append(cs, Candidate{Backend: "cuda", Variant: fmt.Sprintf("%s_t%d", name, i), Spec: name, SpecPath: "specs/" + name + ".yaml",
 				Precision: "3xtf32", Tile: spec.Tile{BM: 128 << (i % 2), BN: 32, BK: 16, WM: 32, WN: 32}})
 		}
 	}
@@ -359,7 +359,7 @@ func TestTuneApplyReproducesCommitted(t *testing.T) {
 		}
 		ms, _ := strconv.ParseFloat(m[3], 64)
 		tried, _ := strconv.Atoi(m[4])
-		w := Winner{Candidate: Candidates(specs[p])[0], MeanMS: ms, Tried: tried}
+		w := Winner{Candidate: cudaCandidates(specs[p])[0], MeanMS: ms, Tried: tried}
 		if err := ApplyTune(root, []Winner{w}, m[1], m[2]); err != nil {
 			t.Fatal(err)
 		}
@@ -406,7 +406,7 @@ func TestTuneApplyChangesChoice(t *testing.T) {
 		before[p] = tuneRead(t, filepath.Join(root, p))
 	}
 	pick := func(p, precision string) Candidate {
-		for _, c := range Candidates(specs[p])[1:] {
+		for _, c := range cudaCandidates(specs[p])[1:] {
 			if c.Precision == precision {
 				return c
 			}
@@ -468,7 +468,7 @@ func TestTuneApplyChangesChoice(t *testing.T) {
 	// The tree still loads, and its own choices are now the winners.
 	after := tuneLoad(t, root)
 	for _, w := range winners {
-		if c := Candidates(after[w.SpecPath])[0]; c.Precision != w.Precision || c.Tile != w.Tile {
+		if c := cudaCandidates(after[w.SpecPath])[0]; c.Precision != w.Precision || c.Tile != w.Tile {
 			t.Errorf("%s: own choice now %s %+v, want %s %+v", w.SpecPath, c.Precision, c.Tile, w.Precision, w.Tile)
 		}
 	}
@@ -487,7 +487,7 @@ func TestTuneApplyAddsKernel(t *testing.T) {
 	tuneWrite(t, path, src[:i])
 	l := tuneLoad(t, root)[tuneSpec58]
 	var c Candidate
-	for _, cand := range Candidates(l) {
+	for _, cand := range cudaCandidates(l) {
 		if cand.Precision == "3xtf32" {
 			c = cand
 			break
@@ -517,8 +517,10 @@ func TestTuneWriteTune(t *testing.T) {
 	}
 	specs := tuneLoad(t, root)
 	want := append(Candidates(specs[tuneSpec58]), Candidates(specs[tuneSpec73])...)
-	if n != len(want) || n != 10 {
-		t.Errorf("WriteTune: %d candidates, want %d (10)", n, len(want))
+	// 73's own Triton choice (3xtf32 with the default tiles) is the first
+	// Triton candidate: one fewer.
+	if n != len(want) || n != 10+(1+len(tritonCandidates()))+len(tritonCandidates()) {
+		t.Errorf("WriteTune: %d candidates, want %d (10 CUDA, 13 Triton)", n, len(want))
 	}
 	manifest, err := ReadManifest(filepath.Join(dir, ManifestFile))
 	if err != nil {
@@ -536,6 +538,18 @@ func TestTuneWriteTune(t *testing.T) {
 				if _, err := os.Stat(p); err == nil {
 					t.Errorf("%s written for the current choice", p)
 				}
+			}
+			continue
+		}
+		if c.Backend == "triton" {
+			// A Triton candidate: its submission and problem only.
+			for f, want := range map[string]bool{"problem.py": true, "triton.py": true, "cuda.py": false} {
+				if _, err := os.Stat(filepath.Join(folder, f)); (err == nil) != want {
+					t.Errorf("%s: %s present %v, want %v", c.Variant, f, err == nil, want)
+				}
+			}
+			if _, err := os.Stat(specFile); err == nil {
+				t.Errorf("%s: a kernel-verifier spec for a Triton candidate", c.Variant)
 			}
 			continue
 		}
@@ -565,7 +579,7 @@ func TestTuneWriteTune(t *testing.T) {
 	}
 	// The candidates' specs form a valid spec tree of their own (unique
 	// names), as bin/verify -specs reads them.
-	if loaded, err := LoadAll(dir); err != nil || len(loaded) != n-2 {
+	if loaded, err := LoadAll(dir); err != nil || len(loaded) != 10-2 {
 		t.Errorf("LoadAll(tuning folder): %d specs, %v", len(loaded), err)
 	}
 }
@@ -578,5 +592,61 @@ func TestTuneReadManifestErrors(t *testing.T) {
 	tuneWrite(t, bad, "{not json")
 	if _, err := ReadManifest(bad); err == nil {
 		t.Error("malformed manifest read without error")
+	}
+}
+
+// TestTuneTritonCandidates: each committed spec's Triton candidates start
+// with its own choice, are distinct, and are fully resolved (rendering a
+// candidate's choice gives that choice back).
+func TestTuneTritonCandidates(t *testing.T) {
+	for _, l := range tuneLoad(t, tuneRoot) {
+		cs := TritonCandidates(l)
+		if len(cs) < 2 || !cs[0].Current || cs[0].Backend != "triton" || cs[0].Variant != l.Plan.Spec.Name {
+			t.Errorf("%s: candidates %+v", l.Path, cs)
+			continue
+		}
+		seen := map[spec.Triton]string{}
+		for i, c := range cs {
+			if i > 0 && (c.Current || c.Backend != "triton" || !strings.HasPrefix(c.Variant, l.Plan.Spec.Name+"_x")) {
+				t.Errorf("%s: candidate %d = %+v", l.Path, i, c)
+			}
+			if other, dup := seen[c.Triton]; dup {
+				t.Errorf("%s: %s repeats %s", l.Path, c.Variant, other)
+			}
+			seen[c.Triton] = c.Variant
+			s := *l.Plan.Spec
+			s.Kernel = c.kernel()
+			p, err := plan.New(&s)
+			if err != nil {
+				t.Errorf("%s: %s: %v", l.Path, c.Variant, err)
+				continue
+			}
+			if got := resolvedTriton(p); got != c.Triton || c.Precision != c.Triton.Precision {
+				t.Errorf("%s: %s resolves to %s, not %s (precision %s)", l.Path, c.Variant, got, c.Triton, c.Precision)
+			}
+		}
+	}
+}
+
+// TestTuneApplyTriton: a Triton winner goes into kernel.triton, with its
+// note, and leaves the CUDA choice alone.
+func TestTuneApplyTriton(t *testing.T) {
+	root := tuneCopy(t, tuneSpec58)
+	before := tuneLoad(t, root)[tuneSpec58]
+	w := TritonCandidates(before)[2]
+	if err := ApplyTune(root, []Winner{{Candidate: w, MeanMS: 2, Tried: 5}}, "G", "2031-01-01"); err != nil {
+		t.Fatal(err)
+	}
+	src := tuneRead(t, filepath.Join(root, tuneSpec58))
+	note := "  # triton tuned on G, 2031-01-01: 2.000 ms mean (end to end), fastest of the 5 candidates that passed with error <= 2.5e-6\n  triton: " + w.Triton.String() + "\n"
+	if !strings.Contains(src, note) {
+		t.Errorf("spec lacks\n%s\ngot\n%s", note, src)
+	}
+	after := tuneLoad(t, root)[tuneSpec58]
+	if got := TritonCandidates(after)[0].Triton; got != w.Triton {
+		t.Errorf("Triton choice after applying: %s, want %s", got, w.Triton)
+	}
+	if a, b := cudaCandidates(after)[0], cudaCandidates(before)[0]; a.Precision != b.Precision || a.Tile != b.Tile {
+		t.Errorf("CUDA choice changed: %s -> %s", b.Choice(), a.Choice())
 	}
 }

@@ -789,6 +789,9 @@ func (c *checker) precision() {
 	mode := ""
 	if c.want != nil {
 		mode = c.want.Kernel.Precision
+		if c.backend == "triton" && c.want.Kernel.Triton.Precision != "" {
+			mode = c.want.Kernel.Triton.Precision
+		}
 	}
 	f := c.f
 	if mode == "fp32" {

@@ -286,3 +286,30 @@ func TestProseIsNotCode(t *testing.T) {
 		t.Errorf("%s", f)
 	}
 }
+
+// TestRandomFilesPass: the static rules hold on random configurations too,
+// whose Triton choices (precision included) differ from their CUDA ones.
+func TestRandomFilesPass(t *testing.T) {
+	specs, err := gen.Random(60, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range specs {
+		files, err := r.Render(l.Plan, l.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if filepath.Base(f.Path) == "problem.py" {
+				continue
+			}
+			for _, finding := range CheckFile(f.Path, f.Data, l.Plan.Spec) {
+				t.Errorf("%s:%s", f.Path, finding)
+			}
+		}
+	}
+}

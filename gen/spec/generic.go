@@ -18,6 +18,9 @@ func Generic(name, title string, c geom.Conv, inputDist string, k Kernel) string
 	if k.Tile != (Tile{}) {
 		tile = "\n  tile: " + k.Tile.String()
 	}
+	if k.Triton != (Triton{}) {
+		tile += "\n  triton: " + k.Triton.String()
+	}
 	return fmt.Sprintf(`version: 1
 name: %s
 title: %s

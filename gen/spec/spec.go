@@ -75,7 +75,44 @@ type Param struct {
 type Kernel struct {
 	Backends  []string // cuda and/or triton
 	Precision string   // fp32 or 3xtf32
-	Tile      Tile     // zero fields are chosen by the plan
+	Tile      Tile     // CUDA tiles; zero fields are chosen by the plan
+	Triton    Triton   // Triton choices; zero fields are chosen by the generator
+}
+
+// Triton holds the Triton backend's choices: tl.dot's precision (empty:
+// the kernel's precision), a program's block of BlockM output positions by
+// BlockN output channels stepping BlockK input channels, the warps per
+// program and the software-pipelining depth. ChannelsLast makes both dot
+// operands contiguous along the reduction (input channels): the input is
+// permuted to (batch, D, H, W, channels) inside every forward and the
+// weight re-laid out with input channels fastest, the layout the tensor
+// cores' shared-memory operands want for 32-bit types.
+type Triton struct {
+	Precision              string
+	BlockM, BlockN, BlockK int
+	Warps, Stages          int
+	ChannelsLast           bool
+}
+
+// String renders the choices as the spec's YAML flow mapping, with only
+// the fields that are set.
+func (t Triton) String() string {
+	var f []string
+	if t.Precision != "" {
+		f = append(f, "precision: "+t.Precision)
+	}
+	for _, kv := range []struct {
+		k string
+		v int
+	}{{"block_m", t.BlockM}, {"block_n", t.BlockN}, {"block_k", t.BlockK}, {"warps", t.Warps}, {"stages", t.Stages}} {
+		if kv.v != 0 {
+			f = append(f, fmt.Sprintf("%s: %d", kv.k, kv.v))
+		}
+	}
+	if t.ChannelsLast {
+		f = append(f, "channels_last: true")
+	}
+	return "{" + strings.Join(f, ", ") + "}"
 }
 
 // Tile sizes of the implicit GEMM: a block computes BM output positions by

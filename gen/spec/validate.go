@@ -297,11 +297,26 @@ func (d *decoder) validateKernel(k *Kernel) {
 		}
 		seen[b] = true
 	}
-	switch {
-	case reduced[k.Precision]:
-		d.failAt("kernel.precision", strconv.Quote(k.Precision), "reduced precision is refused, %s; use fp32 or 3xtf32 (fp32-accurate)", seedRule)
-	case !slices.Contains(precisions, k.Precision):
-		d.failAt("kernel.precision", strconv.Quote(k.Precision), "must be one of %s", strings.Join(precisions, ", "))
+	d.precision("kernel.precision", k.Precision)
+	if k.Triton.Precision != "" {
+		d.precision("kernel.triton.precision", k.Triton.Precision)
+	}
+	tt := k.Triton
+	pow2 := func(v, lo, hi int) bool { return v == 0 || v >= lo && v <= hi && v&(v-1) == 0 }
+	for _, f := range []struct {
+		name string
+		v    int
+		ok   bool
+	}{
+		{"block_m", tt.BlockM, pow2(tt.BlockM, 16, 256)},
+		{"block_n", tt.BlockN, pow2(tt.BlockN, 16, 256)},
+		{"block_k", tt.BlockK, pow2(tt.BlockK, 16, 128)},
+		{"warps", tt.Warps, pow2(tt.Warps, 1, 16)},
+		{"stages", tt.Stages, tt.Stages >= 0 && tt.Stages <= 8},
+	} {
+		if !f.ok {
+			d.failAt("kernel.triton."+f.name, strconv.Itoa(f.v), "%s", tritonRule[f.name])
+		}
 	}
 	t := k.Tile
 	if t.Presplit && k.Precision != "3xtf32" {
@@ -324,6 +339,25 @@ func (d *decoder) validateKernel(k *Kernel) {
 		if !f.ok {
 			d.failAt("kernel.tile."+f.name, strconv.Itoa(f.v), "%s", tileRule[f.name])
 		}
+	}
+}
+
+var tritonRule = map[string]string{
+	"block_m": "must be a power of two from 16 to 256 (tl.dot's smallest block is 16)",
+	"block_n": "must be a power of two from 16 to 256 (tl.dot's smallest block is 16)",
+	"block_k": "must be a power of two from 16 to 128 (tl.dot's smallest block is 16)",
+	"warps":   "must be 1, 2, 4, 8 or 16",
+	"stages":  "must be from 0 (unset) to 8",
+}
+
+// precision checks one precision field: reduced precisions are refused
+// with the seed's rule, unknown ones listed.
+func (d *decoder) precision(field, p string) {
+	switch {
+	case reduced[p]:
+		d.failAt(field, strconv.Quote(p), "reduced precision is refused, %s; use fp32 or 3xtf32 (fp32-accurate)", seedRule)
+	case !slices.Contains(precisions, p):
+		d.failAt(field, strconv.Quote(p), "must be one of %s", strings.Join(precisions, ", "))
 	}
 }
 

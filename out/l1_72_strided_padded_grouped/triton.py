@@ -13,16 +13,19 @@ K = in_channels/groups * taps, with no masked-out multiply-adds. Along each
 dimension a phase's taps are evenly spaced (k = k0 + j*stride/gcd(stride,
 dilation)), so a phase is described by a few constants, not a table.
 
-One launch per phase. A program computes BLOCK_M output positions of the phase
-by BLOCK_N output channels of one group, stepping over (tap, BLOCK_K input
-channels) with tl.dot and fp32 accumulation.
+One launch covers every phase: program p works on phase p mod NUM_PHASES, so
+neighbouring programs compute the same rows of different phases, whose
+outputs share cache sectors, and their stores meet in L2. A program derives
+its phase's extents and taps from the phase index (_residue_taps) and
+computes BLOCK_M of the phase's output positions by BLOCK_N output channels
+of one group, stepping over (tap, BLOCK_K input channels) with tl.dot and
+fp32 accumulation.
 Products are true fp32: input_precision "ieee" (FMA, no reduced-precision
 rounding).
 Each output is written exactly once (no atomics), bias fused. Every forward
-first re-lays the weight out as (group, tap, in, out) so that weight tiles
-load contiguously; that copy is part of the timed forward. The spec's numbers
-are tl.constexpr: Triton compiles one specialisation per phase on the first
-call.
+first re-lays the weight out as (group, tap, in/g, out/g) so that weight tiles
+load contiguously; that copy is part of the timed forward. The spec's
+numbers are tl.constexpr.
 """
 import torch
 import torch.nn as nn
@@ -37,15 +40,17 @@ OUTPUT_SHAPE = (8, 32, 24, 48, 96)
 # re-layout permutes.
 WEIGHT_GROUPED = (4, 8, 8, 105)
 
-# The kernel's problem constants. A phase's taps step by K_STEP in the kernel
-# index and their input offsets fall by OFF_STEP (stride and dilation divided
-# by their gcd).
+# The kernel's problem constants. Along each dimension a phase's taps step by
+# K_STEP in the kernel index and their input offsets fall by OFF_STEP (stride
+# and dilation divided by their gcd).
 PROBLEM = dict(
-    C_IN=32, C_OUT=32, C_IN_G=8, C_OUT_G=8,
+    BATCH=8, C_IN=32, C_OUT=32, C_IN_G=8, C_OUT_G=8,
     IN_D=12, IN_H=24, IN_W=48,
     OUT_D=24, OUT_H=48, OUT_W=96,
-    K_H=5, K_W=7, KERNEL_TAPS=105,
+    K_D=3, K_H=5, K_W=7,
     STRIDE_D=2, STRIDE_H=2, STRIDE_W=2,
+    PAD_D=1, PAD_H=2, PAD_W=3,
+    DIL_D=1, DIL_H=1, DIL_W=1,
     K_STEP_D=2, K_STEP_H=2, K_STEP_W=2,
     OFF_STEP_D=1, OFF_STEP_H=1, OFF_STEP_W=1,
 )
@@ -57,174 +62,185 @@ TILING = dict(
     BLOCK_M=128,  # output positions of one phase per program
     BLOCK_N=16,  # output channels of one group per program
     BLOCK_K=16,  # input channels per reduction step
+    NUM_PHASES=8,  # stride phases, interleaved over the programs
+    M_TILES=864,  # BLOCK_M tiles over the largest phase's rows
     N_TILES=1,  # BLOCK_N tiles over out_channels/groups
     CI_CHUNKS=1,  # BLOCK_K steps over in_channels/groups, per tap
+    CHANNELS_LAST=False,  # input as (batch, D, H, W, channels), weight (group, tap, out, in)
     INT64_OFFSETS=False,  # 64-bit offsets: only when a tensor has 2^31+ elements
 )
+PROGRAMS = 27648  # NUM_PHASES * M_TILES * N_TILES * groups
 NUM_WARPS = 4
 NUM_STAGES = 3  # loads kept in flight ahead of the tl.dot
 
-# ---- Stride phases (from the plan) ------------------------------------------
-# Each entry: the launch's program count (groups * M_TILES * N_TILES) and the
-# phase's constants. Outputs o = R + stride*q with q < Q per dimension; TAPS_*
-# taps per dimension, the first at kernel index K0 reading input q + OFF0.
-PHASES = (
-    # r = (0, 0, 0): 9 taps (1 x 3 x 3), M = 110592
-    (3456, dict(R_D=0, R_H=0, R_W=0, Q_D=12, Q_H=24, Q_W=48, M=110592, M_TILES=864,
-         TAPS_D=1, TAPS_H=3, TAPS_W=3, K0_D=1, K0_H=0, K0_W=1,
-         OFF0_D=0, OFF0_H=1, OFF0_W=1)),
-    # r = (0, 0, 1): 12 taps (1 x 3 x 4), M = 110592
-    (3456, dict(R_D=0, R_H=0, R_W=1, Q_D=12, Q_H=24, Q_W=48, M=110592, M_TILES=864,
-         TAPS_D=1, TAPS_H=3, TAPS_W=4, K0_D=1, K0_H=0, K0_W=0,
-         OFF0_D=0, OFF0_H=1, OFF0_W=2)),
-    # r = (0, 1, 0): 6 taps (1 x 2 x 3), M = 110592
-    (3456, dict(R_D=0, R_H=1, R_W=0, Q_D=12, Q_H=24, Q_W=48, M=110592, M_TILES=864,
-         TAPS_D=1, TAPS_H=2, TAPS_W=3, K0_D=1, K0_H=1, K0_W=1,
-         OFF0_D=0, OFF0_H=1, OFF0_W=1)),
-    # r = (0, 1, 1): 8 taps (1 x 2 x 4), M = 110592
-    (3456, dict(R_D=0, R_H=1, R_W=1, Q_D=12, Q_H=24, Q_W=48, M=110592, M_TILES=864,
-         TAPS_D=1, TAPS_H=2, TAPS_W=4, K0_D=1, K0_H=1, K0_W=0,
-         OFF0_D=0, OFF0_H=1, OFF0_W=2)),
-    # r = (1, 0, 0): 18 taps (2 x 3 x 3), M = 110592
-    (3456, dict(R_D=1, R_H=0, R_W=0, Q_D=12, Q_H=24, Q_W=48, M=110592, M_TILES=864,
-         TAPS_D=2, TAPS_H=3, TAPS_W=3, K0_D=0, K0_H=0, K0_W=1,
-         OFF0_D=1, OFF0_H=1, OFF0_W=1)),
-    # r = (1, 0, 1): 24 taps (2 x 3 x 4), M = 110592
-    (3456, dict(R_D=1, R_H=0, R_W=1, Q_D=12, Q_H=24, Q_W=48, M=110592, M_TILES=864,
-         TAPS_D=2, TAPS_H=3, TAPS_W=4, K0_D=0, K0_H=0, K0_W=0,
-         OFF0_D=1, OFF0_H=1, OFF0_W=2)),
-    # r = (1, 1, 0): 12 taps (2 x 2 x 3), M = 110592
-    (3456, dict(R_D=1, R_H=1, R_W=0, Q_D=12, Q_H=24, Q_W=48, M=110592, M_TILES=864,
-         TAPS_D=2, TAPS_H=2, TAPS_W=3, K0_D=0, K0_H=1, K0_W=1,
-         OFF0_D=1, OFF0_H=1, OFF0_W=1)),
-    # r = (1, 1, 1): 16 taps (2 x 2 x 4), M = 110592
-    (3456, dict(R_D=1, R_H=1, R_W=1, Q_D=12, Q_H=24, Q_W=48, M=110592, M_TILES=864,
-         TAPS_D=2, TAPS_H=2, TAPS_W=4, K0_D=0, K0_H=1, K0_W=0,
-         OFF0_D=1, OFF0_H=1, OFF0_W=2)),
-)
+# The phases, as the kernel derives them (r: output residue, Q: outputs per
+# dimension, M: GEMM rows, taps per dimension):
+#   r = (0, 0, 0): Q = (12, 24, 48), M = 110592, 9 taps (1 x 3 x 3)
+#   r = (0, 0, 1): Q = (12, 24, 48), M = 110592, 12 taps (1 x 3 x 4)
+#   r = (0, 1, 0): Q = (12, 24, 48), M = 110592, 6 taps (1 x 2 x 3)
+#   r = (0, 1, 1): Q = (12, 24, 48), M = 110592, 8 taps (1 x 2 x 4)
+#   r = (1, 0, 0): Q = (12, 24, 48), M = 110592, 18 taps (2 x 3 x 3)
+#   r = (1, 0, 1): Q = (12, 24, 48), M = 110592, 24 taps (2 x 3 x 4)
+#   r = (1, 1, 0): Q = (12, 24, 48), M = 110592, 12 taps (2 x 2 x 3)
+#   r = (1, 1, 1): Q = (12, 24, 48), M = 110592, 16 taps (2 x 2 x 4)
 
 
 # ---- The kernel -------------------------------------------------------------
 @triton.jit
+def _residue_taps(r, SIZE: tl.constexpr, STRIDE: tl.constexpr, PAD: tl.constexpr, DIL: tl.constexpr,
+                  K_STEP: tl.constexpr):
+    """Along one dimension, the taps that reach outputs o = r + STRIDE*q: the
+    kernel indices k with (r + PAD - k*DIL) divisible by STRIDE. They are k0,
+    k0 + K_STEP, ... (count of them; none when k0 == SIZE), and tap k0 reads
+    input index q + off0."""
+    k0 = r * 0 + SIZE
+    for j in tl.static_range(K_STEP):
+        if j < SIZE:
+            k0 = tl.where(((r + PAD - j * DIL) % STRIDE == 0) & (k0 == SIZE), j, k0)
+    count = (SIZE - k0 + K_STEP - 1) // K_STEP
+    off0 = (r + PAD - k0 * DIL) // STRIDE  # exact wherever a tap exists
+    return k0, count, off0
+
+
+@triton.jit
 def l1_72_strided_padded_grouped_phase_igemm(
     x_ptr, w_ptr, y_ptr,
-    # Problem: channels, extents, kernel, stride, tap progressions.
-    C_IN: tl.constexpr, C_OUT: tl.constexpr, C_IN_G: tl.constexpr, C_OUT_G: tl.constexpr,
+    # Problem: sizes, channels, kernel, stride, padding, dilation, tap steps.
+    BATCH: tl.constexpr, C_IN: tl.constexpr, C_OUT: tl.constexpr, C_IN_G: tl.constexpr, C_OUT_G: tl.constexpr,
     IN_D: tl.constexpr, IN_H: tl.constexpr, IN_W: tl.constexpr,
     OUT_D: tl.constexpr, OUT_H: tl.constexpr, OUT_W: tl.constexpr,
-    K_H: tl.constexpr, K_W: tl.constexpr, KERNEL_TAPS: tl.constexpr,
+    K_D: tl.constexpr, K_H: tl.constexpr, K_W: tl.constexpr,
     STRIDE_D: tl.constexpr, STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr,
+    PAD_D: tl.constexpr, PAD_H: tl.constexpr, PAD_W: tl.constexpr,
+    DIL_D: tl.constexpr, DIL_H: tl.constexpr, DIL_W: tl.constexpr,
     K_STEP_D: tl.constexpr, K_STEP_H: tl.constexpr, K_STEP_W: tl.constexpr,
     OFF_STEP_D: tl.constexpr, OFF_STEP_H: tl.constexpr, OFF_STEP_W: tl.constexpr,
-    # Phase: its outputs and the first tap of each progression.
-    R_D: tl.constexpr, R_H: tl.constexpr, R_W: tl.constexpr,
-    Q_D: tl.constexpr, Q_H: tl.constexpr, Q_W: tl.constexpr,
-    M: tl.constexpr, M_TILES: tl.constexpr,
-    TAPS_D: tl.constexpr, TAPS_H: tl.constexpr, TAPS_W: tl.constexpr,
-    K0_D: tl.constexpr, K0_H: tl.constexpr, K0_W: tl.constexpr,
-    OFF0_D: tl.constexpr, OFF0_H: tl.constexpr, OFF0_W: tl.constexpr,
-    # Tiling.
+    # Tiling and layout.
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    N_TILES: tl.constexpr, CI_CHUNKS: tl.constexpr, INT64_OFFSETS: tl.constexpr,
+    NUM_PHASES: tl.constexpr, M_TILES: tl.constexpr, N_TILES: tl.constexpr, CI_CHUNKS: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, INT64_OFFSETS: tl.constexpr,
 ):
-    # x is (batch, C_IN, IN_D, IN_H, IN_W), w the re-laid weight (groups,
-    # KERNEL_TAPS, C_IN_G, C_OUT_G), y is (batch, C_OUT, OUT_D, OUT_H, OUT_W);
-    # all contiguous float32.
+    # x is the input, (batch, C_IN, IN_D, IN_H, IN_W) or with CHANNELS_LAST
+    # (batch, IN_D, IN_H, IN_W, C_IN); w the re-laid weight (groups, taps,
+    # C_IN_G, C_OUT_G) or (groups, taps, C_OUT_G, C_IN_G); y is (batch, C_OUT,
+    # OUT_D, OUT_H, OUT_W); all contiguous float32.
+    IN_DHW: tl.constexpr = IN_D * IN_H * IN_W
+    OUT_DHW: tl.constexpr = OUT_D * OUT_H * OUT_W
+    # Strides of the input between channels and between positions.
+    X_CH: tl.constexpr = 1 if CHANNELS_LAST else IN_DHW
+    X_POS: tl.constexpr = C_IN if CHANNELS_LAST else 1
 
-    # ---- Which tile: program -> (group, M tile, N tile) ----------------------
-    # N tiles vary fastest: the programs that share an input tile run together
-    # and find it in L2.
+    # ---- Which tile: program -> (phase, N tile, M tile, group) ---------------
+    # Phases vary fastest (their stores meet in L2), then N tiles (the
+    # programs that share an input tile run together and find it in L2).
     pid = tl.program_id(0)
-    pid_n = pid % N_TILES
-    pid_m = (pid // N_TILES) % M_TILES
-    g = pid // (N_TILES * M_TILES)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     if INT64_OFFSETS:
-        # A tensor has 2^31 elements or more: widen the index vectors once, so
-        # that every offset computed from them is 64-bit.
-        pid_m = pid_m.to(tl.int64)
-        g = g.to(tl.int64)
+        # A tensor has 2^31 elements or more: widen the program id and the
+        # index vectors once, so that every offset computed from them is 64-bit.
+        pid = pid.to(tl.int64)
         offs_n = offs_n.to(tl.int64)
         offs_k = offs_k.to(tl.int64)
+    phase = pid % NUM_PHASES
+    tile = pid // NUM_PHASES
+    pid_n = tile % N_TILES
+    pid_m = (tile // N_TILES) % M_TILES
+    g = tile // (N_TILES * M_TILES)
+
+    # ---- The phase: residue, extents, taps -----------------------------------
+    r_d = phase // (STRIDE_H * STRIDE_W)
+    r_h = (phase // STRIDE_W) % STRIDE_H
+    r_w = phase % STRIDE_W
+    q_d = (OUT_D - r_d + STRIDE_D - 1) // STRIDE_D  # outputs o = r + STRIDE*q per dimension
+    q_h = (OUT_H - r_h + STRIDE_H - 1) // STRIDE_H
+    q_w = (OUT_W - r_w + STRIDE_W - 1) // STRIDE_W
+    rows = BATCH * q_d * q_h * q_w  # the phase's GEMM rows
+    k0_d, taps_d, off0_d = _residue_taps(r_d, K_D, STRIDE_D, PAD_D, DIL_D, K_STEP_D)
+    k0_h, taps_h, off0_h = _residue_taps(r_h, K_H, STRIDE_H, PAD_H, DIL_H, K_STEP_H)
+    k0_w, taps_w, off0_w = _residue_taps(r_w, K_W, STRIDE_W, PAD_W, DIL_W, K_STEP_W)
 
     # Rows: GEMM row m is output (n, qd, qh, qw) of this phase, qw fastest.
+    # (Divisors kept at least 1: an empty phase has rows == 0 and masks all.)
+    q_w1 = tl.maximum(q_w, 1)
+    q_hw1 = tl.maximum(q_h * q_w, 1)
+    q_dhw1 = tl.maximum(q_d * q_h * q_w, 1)
     m = pid_m * BLOCK_M + offs_m  # [BLOCK_M]
-    m_ok = m < M
-    n = m // (Q_D * Q_H * Q_W)
-    qd = (m // (Q_H * Q_W)) % Q_D
-    qh = (m // Q_W) % Q_H
-    qw = m % Q_W
+    m_ok = m < rows
+    n = m // q_dhw1
+    qd = (m // q_hw1) % tl.maximum(q_d, 1)
+    qh = (m // q_w1) % tl.maximum(q_h, 1)
+    qw = m % q_w1
     # Columns: output channel co of group g.
     co = pid_n * BLOCK_N + offs_n  # [BLOCK_N]
     co_ok = co < C_OUT_G
     # Input element (n, first channel of group g, qd, qh, qw): a tap shifts it
-    # by a constant, a channel by one input volume.
-    x_row = (n * C_IN + g * C_IN_G) * (IN_D * IN_H * IN_W) + (qd * IN_H + qh) * IN_W + qw  # [BLOCK_M]
+    # by a constant number of positions, a channel by X_CH.
+    x_row = n * (C_IN * IN_DHW) + g * (C_IN_G * X_CH) + ((qd * IN_H + qh) * IN_W + qw) * X_POS  # [BLOCK_M]
 
     # ---- Reduction over (tap, chunk of BLOCK_K input channels) -----------------
-    # One flat loop, so that Triton pipelines its loads across taps. A phase
-    # that no tap reaches (stride and dilation sharing a factor) skips it: its
-    # outputs are the bias alone.
+    # One flat loop, so that Triton pipelines its loads across taps. A
+    # program past its phase's rows, or in a phase no tap reaches (stride and
+    # dilation sharing a factor), runs no step: its outputs are the bias.
+    taps_hw = taps_h * taps_w
+    steps = tl.where(pid_m * BLOCK_M < rows, taps_d * taps_hw * CI_CHUNKS, 0)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    if TAPS_D * TAPS_H * TAPS_W > 0:
-        for step in range(TAPS_D * TAPS_H * TAPS_W * CI_CHUNKS):
-            tap = step // CI_CHUNKS
-            td = tap // (TAPS_H * TAPS_W)
-            th = (tap // TAPS_W) % TAPS_H
-            tw = tap % TAPS_W
-            ci = (step % CI_CHUNKS) * BLOCK_K + offs_k  # [BLOCK_K] input channel within the group
-            ci_ok = ci < C_IN_G
-            # This tap reads input index q + off per dimension.
-            off_d = OFF0_D - td * OFF_STEP_D
-            off_h = OFF0_H - th * OFF_STEP_H
-            off_w = OFF0_W - tw * OFF_STEP_W
-            inside = (m_ok & (qd + off_d >= 0) & (qd + off_d < IN_D) & (qh + off_h >= 0) & (qh + off_h < IN_H)
-                      & (qw + off_w >= 0) & (qw + off_w < IN_W))  # [BLOCK_M]; outside reads zero
-            # A, loaded transposed as [BLOCK_K, BLOCK_M]: rows along the fast
-            # axis, where neighbouring rows are neighbouring input columns, so
-            # a warp's loads coalesce.
-            a_ptrs = (x_ptr + (x_row + (off_d * IN_H + off_h) * IN_W + off_w)[None, :]
-                      + (ci * (IN_D * IN_H * IN_W))[:, None])
-            a_t = tl.load(a_ptrs, mask=ci_ok[:, None] & inside[None, :], other=0.0)
-            # B, [BLOCK_K, BLOCK_N] of the weight at this tap: contiguous along co.
-            flat = ((K0_D + td * K_STEP_D) * K_H + K0_H + th * K_STEP_H) * K_W + K0_W + tw * K_STEP_W
-            w_ptrs = w_ptr + ((g * KERNEL_TAPS + flat) * C_IN_G + ci)[:, None] * C_OUT_G + co[None, :]
-            b = tl.load(w_ptrs, mask=ci_ok[:, None] & co_ok[None, :], other=0.0)
-            acc = tl.dot(tl.trans(a_t), b, acc=acc, input_precision="ieee")  # [BLOCK_M, BLOCK_N]
+    for step in range(steps):
+        tap = step // CI_CHUNKS
+        td = tap // tl.maximum(taps_hw, 1)
+        th = (tap // tl.maximum(taps_w, 1)) % tl.maximum(taps_h, 1)
+        tw = tap % tl.maximum(taps_w, 1)
+        ci = (step % CI_CHUNKS) * BLOCK_K + offs_k  # [BLOCK_K] input channel within the group
+        ci_ok = ci < C_IN_G
+        # This tap reads input index q + off per dimension.
+        off_d = off0_d - td * OFF_STEP_D
+        off_h = off0_h - th * OFF_STEP_H
+        off_w = off0_w - tw * OFF_STEP_W
+        inside = (m_ok & (qd + off_d >= 0) & (qd + off_d < IN_D) & (qh + off_h >= 0) & (qh + off_h < IN_H)
+                  & (qw + off_w >= 0) & (qw + off_w < IN_W))  # [BLOCK_M]; outside reads zero
+        # A, [BLOCK_M, BLOCK_K] of the input at this tap.
+        a_ptrs = x_ptr + (x_row + ((off_d * IN_H + off_h) * IN_W + off_w) * X_POS)[:, None] + (ci * X_CH)[None, :]
+        a = tl.load(a_ptrs, mask=inside[:, None] & ci_ok[None, :], other=0.0)
+        # B, [BLOCK_K, BLOCK_N] of the weight at this tap.
+        flat = ((k0_d + td * K_STEP_D) * K_H + k0_h + th * K_STEP_H) * K_W + k0_w + tw * K_STEP_W
+        w_tap = w_ptr + (g * (K_D * K_H * K_W) + flat) * (C_IN_G * C_OUT_G)
+        if CHANNELS_LAST:
+            w_ptrs = w_tap + co[None, :] * C_IN_G + ci[:, None]
+        else:
+            w_ptrs = w_tap + ci[:, None] * C_OUT_G + co[None, :]
+        b = tl.load(w_ptrs, mask=ci_ok[:, None] & co_ok[None, :], other=0.0)
+        acc = tl.dot(a, b, acc=acc, input_precision="ieee")  # [BLOCK_M, BLOCK_N]
 
     # ---- Epilogue: bias, then each output written once ------------------------
-    # Output (n, g*C_OUT_G + co, R + STRIDE*q), stored transposed like A: rows
-    # along the fast axis.
-    y_row = (n * (C_OUT * OUT_D * OUT_H * OUT_W)
-             + ((R_D + STRIDE_D * qd) * OUT_H + R_H + STRIDE_H * qh) * OUT_W + R_W + STRIDE_W * qw)  # [BLOCK_M]
-    y_ptrs = y_ptr + y_row[None, :] + ((g * C_OUT_G + co) * (OUT_D * OUT_H * OUT_W))[:, None]
-    tl.store(y_ptrs, tl.trans(acc), mask=co_ok[:, None] & m_ok[None, :])
+    # Output (n, g*C_OUT_G + co, r + STRIDE*q).
+    y_row = n * (C_OUT * OUT_DHW) + ((r_d + STRIDE_D * qd) * OUT_H + r_h + STRIDE_H * qh) * OUT_W + r_w + STRIDE_W * qw
+    y_ptrs = y_ptr + y_row[:, None] + ((g * C_OUT_G + co) * OUT_DHW)[None, :]
+    tl.store(y_ptrs, acc, mask=m_ok[:, None] & co_ok[None, :])
 
 
 # ---- The wrapper: checks, allocates, launches --------------------------------
 def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """ConvTranspose3d forward of this problem: weight re-layout, then one
-    kernel launch per stride phase, one after the other."""
+    """ConvTranspose3d forward of this problem: weight re-layout, then
+    one kernel launch over every stride phase."""
     if not (x.is_cuda and x.dtype == torch.float32 and tuple(x.shape) == INPUT_SHAPE):
         raise ValueError(f"x must be a float32 CUDA tensor of shape {INPUT_SHAPE}: the kernel is generated for it")
     if not (weight.device == x.device and weight.dtype == torch.float32 and tuple(weight.shape) == WEIGHT_SHAPE):
         raise ValueError(f"weight must be a float32 tensor of shape {WEIGHT_SHAPE} on the device of x")
-    x = x.contiguous()  # no copy when it already is
-    # Weight re-layout, inside every forward and counted in its time (nothing
-    # is cached across calls): (in, out/g, kd, kh, kw) -> (g, tap, in/g, out/g),
-    # so that a B tile row is contiguous. A torch permute + contiguous is one
-    # copy kernel and no convolution; a Triton kernel would be the same copy
-    # in more code. detach(): the kernel has no backward, autograd need not
-    # record the copy.
+    # Re-layouts, inside every forward and counted in its time (nothing is
+    # cached across calls). A torch permute + contiguous is one copy kernel
+    # and no convolution; a Triton kernel would be the same copy in more
+    # code. detach(): the kernel has no backward, autograd need not record
+    # the copies.
+    # The weight (in, out/g, kd, kh, kw) to (g, tap, in/g, out/g), so that a
+    # B tile row is contiguous.
+    xk = x.contiguous()  # no copy when it already is
     wt = weight.detach().reshape(WEIGHT_GROUPED).permute(0, 3, 1, 2).contiguous()
     y = torch.empty(OUTPUT_SHAPE, device=x.device, dtype=torch.float32)
-    for programs, phase in PHASES:
-        l1_72_strided_padded_grouped_phase_igemm[(programs,)](
-            x, wt, y, **PROBLEM, **phase, **TILING,
-            num_warps=NUM_WARPS, num_stages=NUM_STAGES,
-        )
+    l1_72_strided_padded_grouped_phase_igemm[(PROGRAMS,)](
+        xk, wt, y, **PROBLEM, **TILING,
+        num_warps=NUM_WARPS, num_stages=NUM_STAGES,
+    )
     return y
 
 

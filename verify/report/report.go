@@ -166,6 +166,9 @@ func Build(root, dir string) (*Report, error) {
 	for _, l := range specs {
 		byName[l.Plan.Spec.Name] = info{l.Plan.Conv, l.Plan.Spec.Kernel.Precision}
 		for _, c := range gen.Candidates(l) {
+			if c.Backend != "cuda" {
+				continue // the tuning rows are the kernel verifier's
+			}
 			candidates[c.Variant] = c.Tile.String()
 		}
 	}

@@ -77,7 +77,7 @@ func applyTuning(root, resultPaths, manifestPath string) error {
 	}
 	winners := gen.PickWinners(cands, runs...)
 	for _, w := range winners {
-		fmt.Printf("%-44s %-7s %+v  %.3f ms (of %d)\n", w.Spec, w.Precision, w.Tile, w.MeanMS, w.Tried)
+		fmt.Printf("%-44s %-6s %s  %.3f ms (of %d)\n", w.Spec, w.Backend, w.Choice(), w.MeanMS, w.Tried)
 	}
 	date := runs[0].Date
 	if len(date) >= 10 {
