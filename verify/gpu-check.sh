@@ -1,40 +1,69 @@
 #!/usr/bin/env bash
 # The GPU host's half of verification (python3 with torch there; no Go).
-#   1. the kernel verifier (bin/verify, built here by `make verifier`): every
-#      registered kernel and RANDOM_N random configurations, plus the tuning
-#      candidates when build/tune exists (`make tune`);
-#   2. the evaluator-style harness over every submission in out/, timed
-#      (embedded in bin/verify; the file itself when bin/verify is absent);
-#   3. when build/random exists (`make random`), its Triton submissions in a
-#      parallel correctness sweep (the CUDA ones are the kernel verifier's).
+# Usage: verify/gpu-check.sh [STAGE ...]   (default: kernels tune e2e random)
+#   kernels  the kernel verifier (bin/verify, built here by `make verifier`):
+#            every registered kernel and RANDOM_N random configurations
+#            (seed SEED), sharded over GPUS GPUs;
+#   tune     the tuning candidates of build/tune (`make tune`): CUDA ones
+#            through the kernel verifier, Triton ones (and the specs' own
+#            Triton choices in out/) through the harness, timed; TUNE
+#            (default "cuda triton") picks the backends;
+#   e2e      the evaluator-style harness over every submission in out/,
+#            timed (embedded in bin/verify; the file itself without it);
+#   random   the Triton submissions of build/random (`make random`) in a
+#            parallel correctness sweep (the CUDA ones are the kernel
+#            verifier's).
 # Results land in $OUT (default build/gpu); copy that folder back and run
-# `make report` (and `make apply-tune` after a tuning run).
+# `make report` (and `make apply-tune` after a tuning run). Each stage's
+# failure is reported in the exit status; the later stages still run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 export TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-/tmp/convtgen-extensions}
+harness=verify/harness/evaluate.py
 status=0
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.csv"
 echo "${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}" >"$out/commit"
 
-if [ -x bin/verify ]; then
-  bin/verify -root . -time -random "${RANDOM_N:-60}" -seed "${SEED:-1}" -json "$out/kernels.json" || status=1
-  if [ -d build/tune/specs ]; then
-    bin/verify -root . -time -specs "$(ls build/tune/specs/*.yaml | paste -sd, -)" -json "$out/tune-kernels.json" || status=1
-    bin/verify -merge "$out/kernels.json" "$out/tune-kernels.json" -json "$out/kernels.json" || status=1
-  fi
-else
-  echo "gpu-check: no bin/verify (make verifier, and carry bin/): kernel tier skipped" >&2
-fi
-if [ -x bin/verify ]; then
-  bin/verify -root . -tiers e2e -time -e2e-json "$out/e2e.json" || status=1
-else
-  python3 verify/harness/evaluate.py --time --json "$out/e2e.json" out || status=1
-fi
-if [ -d build/random ]; then
-  python3 verify/harness/evaluate.py --sweep --backends triton --json "$out/random.json" build/random || status=1
-fi
+need_verify() {
+  [ -x bin/verify ] && return 0
+  echo "gpu-check: no bin/verify (make verifier, and carry bin/): $1 skipped" >&2
+  return 1
+}
+
+for stage in "${@:-kernels tune e2e random}"; do
+  for s in $stage; do
+    echo "== gpu-check: $s"
+    case $s in
+    kernels)
+      need_verify "kernel tier" &&
+        { bin/verify -root . -time -random "${RANDOM_N:-60}" -seed "${SEED:-1}" -gpus "${GPUS:-1}" -json "$out/kernels.json" || status=1; } ;;
+    tune)
+      tune=${TUNE:-cuda triton}
+      if [[ $tune == *cuda* ]] && [ -d build/tune/specs ] && need_verify "CUDA tuning"; then
+        bin/verify -root . -time -specs "$(ls build/tune/specs/*.yaml | paste -sd, -)" -json "$out/tune-kernels.json" || status=1
+      fi
+      if [[ $tune == *triton* ]] && [ -d build/tune ]; then
+        # Fewer trials than the evaluator's: this ranks candidates; the
+        # winners are measured the evaluator's way afterwards (e2e).
+        python3 "$harness" --time --no-ref-time --trials 2 --timed 30 --timeout 300 --backends triton \
+          --json "$out/tune-triton.json" build/tune out || status=1
+      fi ;;
+    e2e)
+      if [ -x bin/verify ]; then
+        bin/verify -root . -tiers e2e -time -e2e-json "$out/e2e.json" || status=1
+      else
+        python3 "$harness" --time --json "$out/e2e.json" out || status=1
+      fi ;;
+    random)
+      [ -d build/random ] && { python3 "$harness" --sweep --backends triton --json "$out/random.json" build/random || status=1; } ;;
+    *)
+      echo "gpu-check: unknown stage $s" >&2
+      exit 2 ;;
+    esac
+  done
+done
 exit $status

@@ -247,7 +247,7 @@ func TestTritonDotPrecision(t *testing.T) {
 		if !strings.Contains(string(base), `tl.dot(a, b, input_precision="ieee")`) {
 			t.Fatal("triton base changed: no tl.dot(a, b, input_precision=\"ieee\")")
 		}
-		s.Kernel.Precision = tc.precision
+		s.Kernel.Precision, s.Kernel.Triton.Precision = tc.precision, ""
 		fired := false
 		for _, f := range CheckFile("triton.py", []byte(src), &s) {
 			if f.Rule == "precision-mode" {

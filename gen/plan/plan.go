@@ -100,7 +100,16 @@ const (
 	MaxSmemBytes    = 48 * 1024
 	maxAccum        = 64 // TM*TN accumulators per thread, to stay clear of spills
 	maxThreadsPerSM = 2048
+	regsPerSM       = 65536
 )
+
+// mmaRegisters estimates the registers a 3xtf32 thread needs: its
+// accumulators, the TF32 hi/lo parts of its A and B fragments and of one
+// slice's partial sums, and about 80 for addresses, gathers and indices
+// (measured: a 32x32 warp tile takes 130-255 registers when it can).
+func mmaRegisters(wm, wn int) int {
+	return wm*wn/32 + 2*(wm/16*4+wn/8*2) + 4 + 80
+}
 
 // New plans one spec. Errors point at the spec field they concern.
 func New(s *spec.Spec) (*Plan, error) {
@@ -228,6 +237,10 @@ func (p *Plan) checkTile() error {
 		}
 		if p.Threads > MaxThreads {
 			bad("bm", t.BM, "gives 32*(bm/wm)*(bn/wn) = %d threads; a block has at most %d", p.Threads, MaxThreads)
+		} else if need, have := mmaRegisters(t.WM, t.WN), regsPerSM/p.Threads; need > have {
+			// ptxas must fit a thread in 65536/threads registers and
+			// spills what does not fit (seen at 512 threads, 32x32 warps).
+			bad("bm", t.BM, "gives %d threads, %d registers each, but a %dx%d warp tile needs about %d", p.Threads, have, t.WM, t.WN, need)
 		}
 	} else {
 		if t.BM%t.TM != 0 {

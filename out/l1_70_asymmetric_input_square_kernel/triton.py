@@ -20,8 +20,10 @@ its phase's extents and taps from the phase index (_residue_taps) and
 computes BLOCK_M of the phase's output positions by BLOCK_N output channels
 of one group, stepping over (tap, BLOCK_K input channels) with tl.dot and
 fp32 accumulation.
-Products are true fp32: input_precision "ieee" (FMA, no reduced-precision
-rounding).
+Products are 3xTF32: input_precision "tf32x3" (each operand split into two
+TF32 parts, three tensor-core products: fp32-level error). The tensor cores
+truncate their sums, so each step's product starts from zero and is added to
+the running sum in fp32: the truncation never compounds over the reduction.
 Each output is written exactly once (no atomics), bias fused. Every forward
 first re-lays the weight out as (group, tap, in/g, out/g) so that weight tiles
 load contiguously; that copy is part of the timed forward. The spec's
@@ -203,7 +205,7 @@ def l1_70_asymmetric_input_square_kernel_phase_igemm(
         else:
             w_ptrs = w_tap + ci[:, None] * C_OUT_G + co[None, :]
         b = tl.load(w_ptrs, mask=ci_ok[:, None] & co_ok[None, :], other=0.0)
-        acc = tl.dot(a, b, acc=acc, input_precision="ieee")  # [BLOCK_M, BLOCK_N]
+        acc += tl.dot(a, b, input_precision="tf32x3")  # [BLOCK_M, BLOCK_N], from zero
 
     # ---- Epilogue: bias, then each output written once ------------------------
     # Output (n, g*C_OUT_G + co, r + STRIDE*q).

@@ -575,8 +575,12 @@ def as_double(x):
 
 
 def rel_l2(out, truth):
-    """||out - truth|| / ||truth|| in float64."""
-    return (torch.linalg.vector_norm(out.double() - truth) / torch.linalg.vector_norm(truth)).item()
+    """||out - truth|| / ||truth|| in float64; the absolute error ||out - truth||
+    when the truth is all zeros (a configuration no tap reaches, without bias),
+    as the Go reference does, rather than 0/0."""
+    err = torch.linalg.vector_norm(out.double() - truth)
+    scale = torch.linalg.vector_norm(truth)
+    return (err / scale if scale > 0 else err).item()
 
 
 def same_inputs(inputs, saved):

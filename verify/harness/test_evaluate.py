@@ -1,6 +1,7 @@
 """Tests of evaluate.py's pure parts; they run without torch or a GPU:
 python3 -m unittest discover -s verify/harness   (or: cd verify/harness && python3 -m unittest)"""
 
+import importlib.util
 import json
 import math
 import os
@@ -273,3 +274,14 @@ class IsolationTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipUnless(importlib.util.find_spec("torch"), "needs torch (the GPU host has it)")
+class RelL2Test(unittest.TestCase):
+    def test_relative_and_zero_truth(self):
+        import torch
+        truth = torch.tensor([3.0, 4.0], dtype=torch.float64)
+        self.assertAlmostEqual(evaluate.rel_l2(torch.tensor([3.0, 4.5]), truth), 0.1)
+        zero = torch.zeros(2, dtype=torch.float64)
+        self.assertEqual(evaluate.rel_l2(torch.zeros(2), zero), 0.0)  # not 0/0
+        self.assertEqual(evaluate.rel_l2(torch.tensor([0.0, 2.0]), zero), 2.0)
