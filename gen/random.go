@@ -68,7 +68,7 @@ func randomTriton(name string) spec.Triton {
 		return spec.Triton{}
 	}
 	return spec.Triton{Precision: []string{"fp32", "3xtf32"}[r.Intn(2)], BlockM: pick(16, 32, 64, 128), BlockN: pick(16, 32, 64),
-		BlockK: pick(16, 32), Warps: pick(2, 4, 8), Stages: pick(1, 2, 3), ChannelsLast: r.Intn(2) == 0, TilesPerProgram: pick(0, 1, 3, 4)}
+		BlockK: pick(16, 32), Warps: pick(2, 4, 8), Stages: pick(1, 2, 3), ChannelsLast: r.Intn(2) == 0}
 }
 
 // Random returns n random configurations that pass validation and

@@ -42,8 +42,7 @@ type TritonView struct {
 	ChannelsLast           bool // both dot operands contiguous along input channels
 	NTiles                 int  // BlockN tiles over one group's output channels
 	CIChunks               int  // BlockK chunks over one group's input channels
-	TilesPerProgram        int  // BlockM tiles one program computes in turn
-	MTiles                 int  // groups of TilesPerProgram BlockM tiles over the largest phase's rows
+	MTiles                 int  // BlockM tiles over the largest phase's rows
 	NumPhases              int  // stride_d * stride_h * stride_w
 	Programs               int  // NumPhases * MTiles * NTiles * groups
 
@@ -106,23 +105,22 @@ func newTritonView(p *plan.Plan) *TritonView {
 	}
 	t := k.Triton
 	v := &TritonView{
-		Kernel:          p.Spec.Name + "_phase_igemm",
-		Wrapper:         "implicit_gemm_forward",
-		InputPrecision:  prec,
-		SliceSum:        prec == "tf32x3",
-		BlockM:          or(t.BlockM, min(tritonBlockM, max(32, pow2AtLeast(maxM)))),
-		BlockN:          or(t.BlockN, tritonBlockN(p.CoutG)),
-		BlockK:          or(t.BlockK, tritonBlockK(p.CinG)),
-		NumWarps:        or(t.Warps, tritonNumWarps),
-		NumStages:       or(t.Stages, tritonNumStages),
-		TilesPerProgram: or(t.TilesPerProgram, 1),
-		ChannelsLast:    t.ChannelsLast,
-		NumPhases:       c.Stride[0] * c.Stride[1] * c.Stride[2],
-		Int64:           max(c.InputLen(), c.OutputLen(), c.WeightLen()) >= 1<<31,
+		Kernel:         p.Spec.Name + "_phase_igemm",
+		Wrapper:        "implicit_gemm_forward",
+		InputPrecision: prec,
+		SliceSum:       prec == "tf32x3",
+		BlockM:         or(t.BlockM, min(tritonBlockM, max(32, pow2AtLeast(maxM)))),
+		BlockN:         or(t.BlockN, tritonBlockN(p.CoutG)),
+		BlockK:         or(t.BlockK, tritonBlockK(p.CinG)),
+		NumWarps:       or(t.Warps, tritonNumWarps),
+		NumStages:      or(t.Stages, tritonNumStages),
+		ChannelsLast:   t.ChannelsLast,
+		NumPhases:      c.Stride[0] * c.Stride[1] * c.Stride[2],
+		Int64:          max(c.InputLen(), c.OutputLen(), c.WeightLen()) >= 1<<31,
 	}
 	v.NTiles = divUp(p.CoutG, v.BlockN)
 	v.CIChunks = divUp(p.CinG, v.BlockK)
-	v.MTiles = max(1, divUp(divUp(maxM, v.BlockM), v.TilesPerProgram))
+	v.MTiles = max(1, divUp(maxM, v.BlockM))
 	v.Programs = v.NumPhases * v.MTiles * v.NTiles * c.Groups
 	for i := range 3 {
 		g := gcdInt(c.Stride[i], c.Dilation[i])

@@ -142,7 +142,7 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 		if o := p.Out; outputs != c.Batch*o[0]*o[1]*o[2] {
 			t.Errorf("%s: phases cover %d output positions, want %d", p.Spec.Name, outputs, c.Batch*o[0]*o[1]*o[2])
 		}
-		if v.MTiles != max(1, divUp(divUp(maxM, v.BlockM), v.TilesPerProgram)) || v.Programs != v.NumPhases*v.MTiles*v.NTiles*c.Groups {
+		if v.MTiles != divUp(maxM, v.BlockM) || v.Programs != v.NumPhases*v.MTiles*v.NTiles*c.Groups {
 			t.Errorf("%s: %d M tiles for %d rows at most, %d programs", p.Spec.Name, v.MTiles, maxM, v.Programs)
 		}
 	}

@@ -53,8 +53,7 @@ func candidateKernels() []spec.Kernel {
 // tritonCandidates lists the Triton choices tried besides the spec's own:
 // 3xtf32 in both layouts, then with channels last (both operands
 // contiguous along the reduction, as the tensor cores' 32-bit operands
-// want them) at other block heights and warp counts, with several tiles
-// per program (pipelining across tiles of few steps), and fp32 channels
+// want them) at other block heights and warp counts, and fp32 channels
 // last.
 func tritonCandidates() []spec.Triton {
 	return []spec.Triton{
@@ -63,9 +62,6 @@ func tritonCandidates() []spec.Triton {
 		{Precision: "3xtf32", ChannelsLast: true, Warps: 8},
 		{Precision: "3xtf32", ChannelsLast: true, BlockM: 64},
 		{Precision: "3xtf32", ChannelsLast: true, BlockM: 256, Warps: 8},
-		{Precision: "3xtf32", ChannelsLast: true, BlockM: 64, TilesPerProgram: 4},
-		{Precision: "3xtf32", ChannelsLast: true, BlockM: 64, TilesPerProgram: 16},
-		{Precision: "3xtf32", ChannelsLast: true, TilesPerProgram: 4},
 		{Precision: "fp32", ChannelsLast: true},
 	}
 }
@@ -133,7 +129,7 @@ func resolvedTriton(p *plan.Plan) spec.Triton {
 		prec = p.Spec.Kernel.Precision
 	}
 	return spec.Triton{Precision: prec, BlockM: v.BlockM, BlockN: v.BlockN, BlockK: v.BlockK,
-		Warps: v.NumWarps, Stages: v.NumStages, TilesPerProgram: v.TilesPerProgram, ChannelsLast: v.ChannelsLast}
+		Warps: v.NumWarps, Stages: v.NumStages, ChannelsLast: v.ChannelsLast}
 }
 
 // cudaCandidates is the CUDA half of Candidates.

@@ -348,14 +348,13 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 		"triton": func(n *yaml.Node, f string) {
 			t := &k.Triton
 			d.fields(n, f, map[string]func(*yaml.Node, string){
-				"precision":         func(n *yaml.Node, f string) { t.Precision, _ = d.str(n, f) },
-				"block_m":           func(n *yaml.Node, f string) { t.BlockM, _ = d.int(n, f) },
-				"block_n":           func(n *yaml.Node, f string) { t.BlockN, _ = d.int(n, f) },
-				"block_k":           func(n *yaml.Node, f string) { t.BlockK, _ = d.int(n, f) },
-				"warps":             func(n *yaml.Node, f string) { t.Warps, _ = d.int(n, f) },
-				"stages":            func(n *yaml.Node, f string) { t.Stages, _ = d.int(n, f) },
-				"tiles_per_program": func(n *yaml.Node, f string) { t.TilesPerProgram, _ = d.int(n, f) },
-				"channels_last":     func(n *yaml.Node, f string) { t.ChannelsLast, _ = d.bool(n, f) },
+				"precision":     func(n *yaml.Node, f string) { t.Precision, _ = d.str(n, f) },
+				"block_m":       func(n *yaml.Node, f string) { t.BlockM, _ = d.int(n, f) },
+				"block_n":       func(n *yaml.Node, f string) { t.BlockN, _ = d.int(n, f) },
+				"block_k":       func(n *yaml.Node, f string) { t.BlockK, _ = d.int(n, f) },
+				"warps":         func(n *yaml.Node, f string) { t.Warps, _ = d.int(n, f) },
+				"stages":        func(n *yaml.Node, f string) { t.Stages, _ = d.int(n, f) },
+				"channels_last": func(n *yaml.Node, f string) { t.ChannelsLast, _ = d.bool(n, f) },
 			})
 		},
 	})

@@ -87,14 +87,10 @@ type Kernel struct {
 // permuted to (batch, D, H, W, channels) inside every forward and the
 // weight re-laid out with input channels fastest, the layout the tensor
 // cores' shared-memory operands want for 32-bit types.
-// TilesPerProgram is how many BlockM tiles one program computes one after
-// the other in one pipelined loop (for problems whose tiles have few
-// reduction steps).
 type Triton struct {
 	Precision              string
 	BlockM, BlockN, BlockK int
 	Warps, Stages          int
-	TilesPerProgram        int
 	ChannelsLast           bool
 }
 
@@ -108,7 +104,7 @@ func (t Triton) String() string {
 	for _, kv := range []struct {
 		k string
 		v int
-	}{{"block_m", t.BlockM}, {"block_n", t.BlockN}, {"block_k", t.BlockK}, {"warps", t.Warps}, {"stages", t.Stages}, {"tiles_per_program", t.TilesPerProgram}} {
+	}{{"block_m", t.BlockM}, {"block_n", t.BlockN}, {"block_k", t.BlockK}, {"warps", t.Warps}, {"stages", t.Stages}} {
 		if kv.v != 0 {
 			f = append(f, fmt.Sprintf("%s: %d", kv.k, kv.v))
 		}

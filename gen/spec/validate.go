@@ -313,7 +313,6 @@ func (d *decoder) validateKernel(k *Kernel) {
 		{"block_k", tt.BlockK, pow2(tt.BlockK, 16, 128)},
 		{"warps", tt.Warps, pow2(tt.Warps, 1, 16)},
 		{"stages", tt.Stages, tt.Stages >= 0 && tt.Stages <= 8},
-		{"tiles_per_program", tt.TilesPerProgram, tt.TilesPerProgram >= 0 && tt.TilesPerProgram <= 64},
 	} {
 		if !f.ok {
 			d.failAt("kernel.triton."+f.name, strconv.Itoa(f.v), "%s", tritonRule[f.name])
@@ -344,12 +343,11 @@ func (d *decoder) validateKernel(k *Kernel) {
 }
 
 var tritonRule = map[string]string{
-	"block_m":           "must be a power of two from 16 to 256 (tl.dot's smallest block is 16)",
-	"block_n":           "must be a power of two from 16 to 256 (tl.dot's smallest block is 16)",
-	"block_k":           "must be a power of two from 16 to 128 (tl.dot's smallest block is 16)",
-	"warps":             "must be 1, 2, 4, 8 or 16",
-	"stages":            "must be from 0 (unset) to 8",
-	"tiles_per_program": "must be from 0 (unset) to 64",
+	"block_m": "must be a power of two from 16 to 256 (tl.dot's smallest block is 16)",
+	"block_n": "must be a power of two from 16 to 256 (tl.dot's smallest block is 16)",
+	"block_k": "must be a power of two from 16 to 128 (tl.dot's smallest block is 16)",
+	"warps":   "must be 1, 2, 4, 8 or 16",
+	"stages":  "must be from 0 (unset) to 8",
 }
 
 // precision checks one precision field: reduced precisions are refused

@@ -66,8 +66,7 @@ TILING = dict(
     BLOCK_N=64,  # output channels of one group per program
     BLOCK_K=32,  # input channels per reduction step
     NUM_PHASES=8,  # stride phases, interleaved over the programs
-    M_TILES=4629,  # groups of TILES_PER_PROGRAM BLOCK_M tiles over the largest phase's rows
-    TILES_PER_PROGRAM=1,  # BLOCK_M tiles one program computes, one after the other
+    M_TILES=4629,  # BLOCK_M tiles over the largest phase's rows
     N_TILES=1,  # BLOCK_N tiles over out_channels/groups
     CI_CHUNKS=1,  # BLOCK_K steps over in_channels/groups, per tap
     CHANNELS_LAST=True,  # input as (batch, D, H, W, channels), weight (group, tap, out, in)
@@ -107,31 +106,6 @@ def _residue_taps(r, SIZE: tl.constexpr, STRIDE: tl.constexpr, PAD: tl.constexpr
 
 
 @triton.jit
-def _tile_rows(mt, rows, q_d, q_h, q_w, BLOCK_M: tl.constexpr):
-    """The rows of M tile mt: GEMM row m is output (n, qd, qh, qw) of the
-    phase, qw fastest. Divisors are kept at least 1: an empty phase has
-    rows == 0 and masks everything."""
-    m = mt * BLOCK_M + tl.arange(0, BLOCK_M)
-    q_w1 = tl.maximum(q_w, 1)
-    q_hw1 = tl.maximum(q_h * q_w, 1)
-    n = m // tl.maximum(q_d * q_h * q_w, 1)
-    qd = (m // q_hw1) % tl.maximum(q_d, 1)
-    qh = (m // q_w1) % tl.maximum(q_h, 1)
-    qw = m % q_w1
-    return m < rows, n, qd, qh, qw
-
-
-@triton.jit
-def _store_tile(y_ptr, out, m_ok, n, qd, qh, qw, r_d, r_h, r_w, y_col, co_ok,
-                Y_N: tl.constexpr, OUT_H: tl.constexpr, OUT_W: tl.constexpr,
-                STRIDE_D: tl.constexpr, STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr):
-    """Writes a finished [BLOCK_M, BLOCK_N] tile: row m to output position
-    r + STRIDE*q of its batch element n, column co to its channel plane."""
-    y_row = n * Y_N + ((r_d + STRIDE_D * qd) * OUT_H + r_h + STRIDE_H * qh) * OUT_W + r_w + STRIDE_W * qw
-    tl.store(y_ptr + y_row[:, None] + y_col[None, :], out, mask=m_ok[:, None] & co_ok[None, :])
-
-
-@triton.jit
 def l1_77_padded_dilated_strided_phase_igemm(
     x_ptr, w_ptr, y_ptr,
     # Problem: sizes, channels, kernel, stride, padding, dilation, tap steps.
@@ -147,7 +121,6 @@ def l1_77_padded_dilated_strided_phase_igemm(
     # Tiling and layout.
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     NUM_PHASES: tl.constexpr, M_TILES: tl.constexpr, N_TILES: tl.constexpr, CI_CHUNKS: tl.constexpr,
-    TILES_PER_PROGRAM: tl.constexpr,
     CHANNELS_LAST: tl.constexpr, INT64_OFFSETS: tl.constexpr,
 ):
     # x is the input, (batch, C_IN, IN_D, IN_H, IN_W) or with CHANNELS_LAST
@@ -160,10 +133,11 @@ def l1_77_padded_dilated_strided_phase_igemm(
     X_CH: tl.constexpr = 1 if CHANNELS_LAST else IN_DHW
     X_POS: tl.constexpr = C_IN if CHANNELS_LAST else 1
 
-    # ---- Which tiles: program -> (phase, N tile, M tiles, group) -------------
+    # ---- Which tile: program -> (phase, N tile, M tile, group) ---------------
     # Phases vary fastest (their stores meet in L2), then N tiles (the
     # programs that share an input tile run together and find it in L2).
     pid = tl.program_id(0)
+    offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     if INT64_OFFSETS:
@@ -190,46 +164,47 @@ def l1_77_padded_dilated_strided_phase_igemm(
     k0_h, taps_h, off0_h = _residue_taps(r_h, K_H, STRIDE_H, PAD_H, DIL_H, K_STEP_H)
     k0_w, taps_w, off0_w = _residue_taps(r_w, K_W, STRIDE_W, PAD_W, DIL_W, K_STEP_W)
 
+    # Rows: GEMM row m is output (n, qd, qh, qw) of this phase, qw fastest.
+    # (Divisors kept at least 1: an empty phase has rows == 0 and masks all.)
+    q_w1 = tl.maximum(q_w, 1)
+    q_hw1 = tl.maximum(q_h * q_w, 1)
+    q_dhw1 = tl.maximum(q_d * q_h * q_w, 1)
+    m = pid_m * BLOCK_M + offs_m  # [BLOCK_M]
+    m_ok = m < rows
+    n = m // q_dhw1
+    qd = (m // q_hw1) % tl.maximum(q_d, 1)
+    qh = (m // q_w1) % tl.maximum(q_h, 1)
+    qw = m % q_w1
     # Columns: output channel co of group g.
     co = pid_n * BLOCK_N + offs_n  # [BLOCK_N]
     co_ok = co < C_OUT_G
-    # Output channel co's plane, and the bias.
-    y_col = (g * C_OUT_G + co) * OUT_DHW  # [BLOCK_N]
+    # Input element (n, first channel of group g, qd, qh, qw): a tap shifts it
+    # by a constant number of positions, a channel by X_CH.
+    x_row = n * (C_IN * IN_DHW) + g * (C_IN_G * X_CH) + ((qd * IN_H + qh) * IN_W + qw) * X_POS  # [BLOCK_M]
 
-    # ---- Reduction over (M tile, tap, chunk of BLOCK_K input channels) --------
-    # One flat loop over this program's TILES_PER_PROGRAM M tiles and, for
-    # each, its steps, so that Triton pipelines the loads across taps and
-    # tiles (a tile of few steps is otherwise all latency). Tiles past the
-    # phase's rows are skipped; a phase no tap reaches (stride and dilation
-    # sharing a factor) runs no step and writes the bias alone.
+    # ---- Reduction over (tap, chunk of BLOCK_K input channels) -----------------
+    # One flat loop, so that Triton pipelines its loads across taps. A
+    # program past its phase's rows, or in a phase no tap reaches (stride and
+    # dilation sharing a factor), runs no step: its outputs are the bias.
     taps_hw = taps_h * taps_w
-    tile_steps = taps_d * taps_hw * CI_CHUNKS
-    mt0 = pid_m * TILES_PER_PROGRAM
-    tiles = tl.minimum(tl.maximum((rows + BLOCK_M - 1) // BLOCK_M - mt0, 0), TILES_PER_PROGRAM)
-    m_ok, n, qd, qh, qw = _tile_rows(mt0, rows, q_d, q_h, q_w, BLOCK_M)
+    steps = tl.where(pid_m * BLOCK_M < rows, taps_d * taps_hw * CI_CHUNKS, 0)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for it in range(tiles * tile_steps):
-        step = it % tl.maximum(tile_steps, 1)
-        if TILES_PER_PROGRAM > 1:
-            m_ok, n, qd, qh, qw = _tile_rows(mt0 + it // tile_steps, rows, q_d, q_h, q_w, BLOCK_M)
+    for step in range(steps):
         tap = step // CI_CHUNKS
         td = tap // tl.maximum(taps_hw, 1)
         th = (tap // tl.maximum(taps_w, 1)) % tl.maximum(taps_h, 1)
         tw = tap % tl.maximum(taps_w, 1)
         ci = (step % CI_CHUNKS) * BLOCK_K + offs_k  # [BLOCK_K] input channel within the group
         ci_ok = ci < C_IN_G
-        # This tap reads input index q + off per dimension: row m's element
-        # (n, first channel of group g, q + off), a channel X_CH further each.
+        # This tap reads input index q + off per dimension.
         off_d = off0_d - td * OFF_STEP_D
         off_h = off0_h - th * OFF_STEP_H
         off_w = off0_w - tw * OFF_STEP_W
-        id_ = qd + off_d
-        ih = qh + off_h
-        iw = qw + off_w
-        inside = m_ok & (id_ >= 0) & (id_ < IN_D) & (ih >= 0) & (ih < IN_H) & (iw >= 0) & (iw < IN_W)  # [BLOCK_M]
-        x_row = n * (C_IN * IN_DHW) + g * (C_IN_G * X_CH) + ((id_ * IN_H + ih) * IN_W + iw) * X_POS  # [BLOCK_M]
-        # A, [BLOCK_M, BLOCK_K] of the input at this tap; zero outside it.
-        a = tl.load(x_ptr + x_row[:, None] + (ci * X_CH)[None, :], mask=inside[:, None] & ci_ok[None, :], other=0.0)
+        inside = (m_ok & (qd + off_d >= 0) & (qd + off_d < IN_D) & (qh + off_h >= 0) & (qh + off_h < IN_H)
+                  & (qw + off_w >= 0) & (qw + off_w < IN_W))  # [BLOCK_M]; outside reads zero
+        # A, [BLOCK_M, BLOCK_K] of the input at this tap.
+        a_ptrs = x_ptr + (x_row + ((off_d * IN_H + off_h) * IN_W + off_w) * X_POS)[:, None] + (ci * X_CH)[None, :]
+        a = tl.load(a_ptrs, mask=inside[:, None] & ci_ok[None, :], other=0.0)
         # B, [BLOCK_K, BLOCK_N] of the weight at this tap.
         flat = ((k0_d + td * K_STEP_D) * K_H + k0_h + th * K_STEP_H) * K_W + k0_w + tw * K_STEP_W
         w_tap = w_ptr + (g * (K_D * K_H * K_W) + flat) * (C_IN_G * C_OUT_G)
@@ -239,22 +214,12 @@ def l1_77_padded_dilated_strided_phase_igemm(
             w_ptrs = w_tap + ci[:, None] * C_OUT_G + co[None, :]
         b = tl.load(w_ptrs, mask=ci_ok[:, None] & co_ok[None, :], other=0.0)
         acc += tl.dot(a, b, input_precision="tf32x3")  # [BLOCK_M, BLOCK_N], from zero
-        if TILES_PER_PROGRAM > 1:
-            if step == tile_steps - 1:  # the tile is complete: write it, start the next
-                _store_tile(y_ptr, acc, m_ok, n, qd, qh, qw, r_d, r_h, r_w, y_col, co_ok,
-                            C_OUT * OUT_DHW, OUT_H, OUT_W, STRIDE_D, STRIDE_H, STRIDE_W)
-                acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
 
     # ---- Epilogue: bias, then each output written once ------------------------
-    if TILES_PER_PROGRAM == 1:
-        _store_tile(y_ptr, acc, m_ok, n, qd, qh, qw, r_d, r_h, r_w, y_col, co_ok,
-                    C_OUT * OUT_DHW, OUT_H, OUT_W, STRIDE_D, STRIDE_H, STRIDE_W)
-    else:
-        # The tiles of a phase no tap reaches: the bias alone.
-        for t in range(tl.where(tile_steps == 0, tiles, 0)):
-            m_ok, n, qd, qh, qw = _tile_rows(mt0 + t, rows, q_d, q_h, q_w, BLOCK_M)
-            _store_tile(y_ptr, acc, m_ok, n, qd, qh, qw, r_d, r_h, r_w, y_col, co_ok,
-                        C_OUT * OUT_DHW, OUT_H, OUT_W, STRIDE_D, STRIDE_H, STRIDE_W)
+    # Output (n, g*C_OUT_G + co, r + STRIDE*q).
+    y_row = n * (C_OUT * OUT_DHW) + ((r_d + STRIDE_D * qd) * OUT_H + r_h + STRIDE_H * qh) * OUT_W + r_w + STRIDE_W * qw
+    y_ptrs = y_ptr + y_row[:, None] + ((g * C_OUT_G + co) * OUT_DHW)[None, :]
+    tl.store(y_ptrs, acc, mask=m_ok[:, None] & co_ok[None, :])
 
 
 # ---- The wrapper: checks, allocates, launches --------------------------------
