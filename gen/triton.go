@@ -85,10 +85,7 @@ var TritonInputPrecision = map[string]string{"fp32": "ieee", "3xtf32": "tf32x3"}
 func newTritonView(p *plan.Plan) *TritonView {
 	c := p.Conv
 	k := p.Spec.Kernel
-	precision := k.Triton.Precision
-	if precision == "" {
-		precision = k.Precision
-	}
+	precision := k.PrecisionFor("triton")
 	prec, ok := TritonInputPrecision[precision]
 	if !ok {
 		panic(fmt.Sprintf("triton: no tl.dot input_precision for precision %q", precision))

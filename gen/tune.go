@@ -124,11 +124,7 @@ func (c Candidate) Choice() string {
 // makes for a plan, every field set.
 func resolvedTriton(p *plan.Plan) spec.Triton {
 	v := newTritonView(p)
-	prec := p.Spec.Kernel.Triton.Precision
-	if prec == "" {
-		prec = p.Spec.Kernel.Precision
-	}
-	return spec.Triton{Precision: prec, BlockM: v.BlockM, BlockN: v.BlockN, BlockK: v.BlockK,
+	return spec.Triton{Precision: p.Spec.Kernel.PrecisionFor("triton"), BlockM: v.BlockM, BlockN: v.BlockN, BlockK: v.BlockK,
 		Warps: v.NumWarps, Stages: v.NumStages, ChannelsLast: v.ChannelsLast}
 }
 

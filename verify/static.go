@@ -788,10 +788,7 @@ func (f *pyFile) dotPrecisions(args []byte) (vals []string, stated bool) {
 func (c *checker) precision() {
 	mode := ""
 	if c.want != nil {
-		mode = c.want.Kernel.Precision
-		if c.backend == "triton" && c.want.Kernel.Triton.Precision != "" {
-			mode = c.want.Kernel.Triton.Precision
-		}
+		mode = c.want.Kernel.PrecisionFor(c.backend)
 	}
 	f := c.f
 	if mode == "fp32" {

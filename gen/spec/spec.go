@@ -79,6 +79,15 @@ type Kernel struct {
 	Triton    Triton   // Triton choices; zero fields are chosen by the generator
 }
 
+// PrecisionFor is the precision a backend's kernel computes in: the
+// Triton section's own when it sets one, else the kernel's.
+func (k Kernel) PrecisionFor(backend string) string {
+	if backend == "triton" && k.Triton.Precision != "" {
+		return k.Triton.Precision
+	}
+	return k.Precision
+}
+
 // Triton holds the Triton backend's choices: tl.dot's precision (empty:
 // the kernel's precision), a program's block of BlockM output positions by
 // BlockN output channels stepping BlockK input channels, the warps per

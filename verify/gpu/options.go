@@ -59,7 +59,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.IntVar(&o.Runs, "runs", DefaultTiming.Runs, "timed runs with -time")
 	fs.IntVar(&o.Warmup, "warmup", DefaultTiming.Warmup, "untimed warm-up runs with -time")
 	fs.BoolVar(&o.CompileOnly, "compile-only", false, "compile (and report registers and spills) but run nothing: kernels are not_run")
-	fs.StringVar(&o.Commit, "commit", "", "commit to report when git rev-parse HEAD fails in -root (default: the commit the binary was built from)")
+	fs.StringVar(&o.Commit, "commit", "", "commit to report (default: the commit the binary was built from, else git rev-parse HEAD in -root)")
 	fs.BoolVar(&o.Mutate, "mutate", false, "mutation check: after each kernel, its planted-bug mutants (gen/mutate), items <spec>~<mutation> that must come out incorrect; compiles -arch only; exit 1 if a mutant passes or fails")
 }
 

@@ -12,11 +12,11 @@ import (
 )
 
 // NewReport fills a report's header: the GPU (when this build can see
-// one), the date, the commit (git, else fallback) and the host.
-func NewReport(o *Options, root, commitFallback string) *Report {
+// one), the date, the commit (the given one, else git's) and the host.
+func NewReport(o *Options, root, knownCommit string) *Report {
 	r := &Report{
 		Date:   time.Now().UTC().Format(time.RFC3339),
-		Commit: commit(root, commitFallback),
+		Commit: commit(root, knownCommit),
 		Arch:   o.Arch,
 		Seed:   o.Seed,
 		Random: o.Random,
@@ -34,14 +34,19 @@ func NewReport(o *Options, root, commitFallback string) *Report {
 	return r
 }
 
-// commit is `git rev-parse HEAD` in root, or fallback when git is missing
-// or root is no repository (a copy carried to the GPU host).
-func commit(root, fallback string) string {
+// commit is the known commit (-commit, or the one the binary was built
+// from: its kernel registry is compiled in, so it names what runs), else
+// `git rev-parse HEAD` in root. Git comes second because a tree copied to
+// a GPU host may carry a stale .git.
+func commit(root, known string) string {
+	if known != "" {
+		return known
+	}
 	out, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
 	if c := strings.TrimSpace(string(out)); err == nil && c != "" {
 		return c
 	}
-	return fallback
+	return ""
 }
 
 // DriverString formats cuDriverGetVersion's number ("13.0").

@@ -12,11 +12,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"convtgen/gen"
 	"convtgen/gen/geom"
+	"convtgen/gen/spec"
 	"convtgen/verify/gpu"
 )
 
@@ -158,13 +160,13 @@ func Build(root, dir string) (*Report, error) {
 		return nil, err
 	}
 	type info struct {
-		conv      geom.Conv
-		precision string
+		conv   geom.Conv
+		kernel spec.Kernel
 	}
 	byName := map[string]info{}
 	candidates := map[string]string{}
 	for _, l := range specs {
-		byName[l.Plan.Spec.Name] = info{l.Plan.Conv, l.Plan.Spec.Kernel.Precision}
+		byName[l.Plan.Spec.Name] = info{l.Plan.Conv, l.Plan.Spec.Kernel}
 		for _, c := range gen.Candidates(l) {
 			if c.Backend != "cuda" {
 				continue // the tuning rows are the kernel verifier's
@@ -200,7 +202,18 @@ func Build(root, dir string) (*Report, error) {
 		}
 	}
 	tuningRun(kernels, tuned)
-	r.Sweeps = kernelSweeps(kernels.Results)
+	// Further random-configuration runs of the kernel verifier (other
+	// seeds: -merge joins only runs of one seed) count in the same tally.
+	randomItems := kernels.Results
+	more, _ := filepath.Glob(filepath.Join(dir, "random-kernels*.json"))
+	for _, path := range more {
+		extra, err := readKernels(path)
+		if err != nil {
+			return nil, err
+		}
+		randomItems = append(slices.Clone(randomItems), extra.Results...)
+	}
+	r.Sweeps = kernelSweeps(randomItems)
 	// A separate tuning run (gpu-check's tune-kernels.json) adds candidates.
 	tune, err := readKernels(filepath.Join(dir, "tune-kernels.json"))
 	if err != nil {
@@ -232,8 +245,9 @@ func Build(root, dir string) (*Report, error) {
 		if !ok {
 			continue // a spec removed since the run
 		}
-		row := Row{HarnessResult: h, Precision: in.precision, GFLOPs: in.conv.FLOPs() / 1e9}
-		row.FloorMS = in.conv.FloorMS(in.precision)
+		precision := in.kernel.PrecisionFor(h.Backend)
+		row := Row{HarnessResult: h, Precision: precision, GFLOPs: in.conv.FLOPs() / 1e9}
+		row.FloorMS = in.conv.FloorMS(precision)
 		if k, ok := byKernel[h.Spec]; ok && h.Backend == "cuda" {
 			row.Arch = k.Arch
 			if k.Time != nil {
@@ -261,12 +275,16 @@ func Build(root, dir string) (*Report, error) {
 	for b, s := range logSum {
 		r.GeoMean[b] = math.Exp(s / float64(count[b]))
 	}
-	var bestLog float64
 	for _, row := range best {
 		r.Best = append(r.Best, row)
+	}
+	// Summed in spec order: a map's order would change the last digits
+	// from one rendering to the next.
+	sort.Slice(r.Best, func(i, j int) bool { return r.Best[i].Spec < r.Best[j].Spec })
+	var bestLog float64
+	for _, row := range r.Best {
 		bestLog += math.Log(row.SpeedupTF32)
 	}
-	sort.Slice(r.Best, func(i, j int) bool { return r.Best[i].Spec < r.Best[j].Spec })
 	if len(r.Best) > 0 {
 		r.BestGeoMean = math.Exp(bestLog / float64(len(r.Best)))
 	}

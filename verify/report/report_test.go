@@ -452,3 +452,36 @@ func firstDiff(want, got string) string {
 	}
 	return "none"
 }
+
+// TestExtraRandomRuns: random-kernels*.json files (runs of other seeds)
+// join the kernel verifier's random tally.
+func TestExtraRandomRuns(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"e2e.json", "commit", "kernels.json"} {
+		data, err := os.ReadFile(filepath.Join(fixtureGPU, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kernels, err := os.ReadFile(filepath.Join(fixtureGPU, "kernels.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same run again, as another seed's: every random item counts twice.
+	if err := os.WriteFile(filepath.Join(dir, "random-kernels-7.json"), kernels, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(fixtureRoot, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Sweeps) != 2 || r.Sweeps[0].Configs != 2 || r.Sweeps[0].Passed != 2 || r.Sweeps[1].Configs != 2 || len(r.Sweeps[1].Failures) != 2 {
+		t.Errorf("sweeps = %+v", r.Sweeps)
+	}
+	if len(r.Tuning) != 1 {
+		t.Errorf("tuning rows = %d; an extra random run must not add any", len(r.Tuning))
+	}
+}
