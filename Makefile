@@ -45,10 +45,11 @@ tune:
 	rm -rf build/tune
 	$(GO) run ./gen/cmd/convtgen -tune build/tune
 
-# Write the fastest correct candidate of each spec back into the spec and
-# regenerate (RESULTS: results with the current choices' and the candidates'
-# times, comma-separated: the kernel verifier's kernels.json has both).
-RESULTS ?= build/gpu/kernels.json
+# Write the fastest correct candidate of each spec and backend back into the
+# spec and regenerate (RESULTS: results with the current choices' and the
+# candidates' times, comma-separated: gpu-check's tune stage writes the CUDA
+# ones to tune-kernels.json, the Triton ones to tune-triton.json).
+RESULTS ?= build/gpu/kernels.json,build/gpu/tune-kernels.json,build/gpu/tune-triton.json
 apply-tune:
 	$(GO) run ./gen/cmd/convtgen -apply-tune $(RESULTS) -manifest build/tune/manifest.json
 

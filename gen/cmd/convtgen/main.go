@@ -8,8 +8,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -66,6 +68,11 @@ func applyTuning(root, resultPaths, manifestPath string) error {
 	var runs []gen.HarnessResults
 	for _, path := range strings.Split(resultPaths, ",") {
 		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			// A tuning run may time one backend only (TUNE=cuda or triton).
+			fmt.Fprintf(os.Stderr, "convtgen: %s: not there, skipped\n", path)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -74,6 +81,9 @@ func applyTuning(root, resultPaths, manifestPath string) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		runs = append(runs, res)
+	}
+	if len(runs) == 0 {
+		return fmt.Errorf("no results among %s", resultPaths)
 	}
 	winners := gen.PickWinners(cands, runs...)
 	for _, w := range winners {
