@@ -340,16 +340,7 @@ func TestPlotFitsLargeSpeedups(t *testing.T) {
 // random configuration like that must still give a report, report.json
 // included (encoding/json refuses NaN and Inf float64s).
 func TestWriteNonFiniteSweepError(t *testing.T) {
-	dir := t.TempDir()
-	for _, name := range []string{"e2e.json", "commit"} {
-		data, err := os.ReadFile(filepath.Join(fixtureGPU, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := fixtureCopy(t, "e2e.json", "commit")
 	kernels, err := os.ReadFile(filepath.Join(fixtureGPU, "kernels.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -456,16 +447,7 @@ func firstDiff(want, got string) string {
 // TestExtraRandomRuns: random-kernels*.json files (runs of other seeds)
 // join the kernel verifier's random tally.
 func TestExtraRandomRuns(t *testing.T) {
-	dir := t.TempDir()
-	for _, name := range []string{"e2e.json", "commit", "kernels.json"} {
-		data, err := os.ReadFile(filepath.Join(fixtureGPU, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := fixtureCopy(t, "e2e.json", "commit", "kernels.json")
 	kernels, err := os.ReadFile(filepath.Join(fixtureGPU, "kernels.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -484,4 +466,20 @@ func TestExtraRandomRuns(t *testing.T) {
 	if len(r.Tuning) != 1 {
 		t.Errorf("tuning rows = %d; an extra random run must not add any", len(r.Tuning))
 	}
+}
+
+// fixtureCopy copies the named files of the GPU fixture into a new folder.
+func fixtureCopy(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(fixtureGPU, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
