@@ -96,19 +96,26 @@ type Tap struct {
 // Limits of the target (sm_80, A100): a block has at most 1024 threads and
 // 48 KiB of static shared memory (more needs a dynamic opt-in).
 const (
-	MaxThreads      = 1024
-	MaxSmemBytes    = 48 * 1024
-	maxAccum        = 64 // TM*TN accumulators per thread, to stay clear of spills
-	maxThreadsPerSM = 2048
-	regsPerSM       = 65536
+	MaxThreads       = 1024
+	MaxSmemBytes     = 48 * 1024
+	maxAccum         = 64 // TM*TN accumulators per thread, to stay clear of spills
+	maxThreadsPerSM  = 2048
+	regsPerSM        = 65536
+	maxRegsPerThread = 255
 )
 
 // mmaRegisters estimates the registers a 3xtf32 thread needs: its
 // accumulators, the TF32 hi/lo parts of its A and B fragments and of one
 // slice's partial sums, and about 80 for addresses, gathers and indices
 // (measured: a 32x32 warp tile takes 130-255 registers when it can).
-func mmaRegisters(wm, wn int) int {
-	return wm*wn/32 + 2*(wm/16*4+wn/8*2) + 4 + 80
+// Presplit staging splits its gathered values as it stores them, which
+// costs about 64 more (a presplit 64x32 warp tile spilled at 255).
+func mmaRegisters(wm, wn int, presplit bool) int {
+	n := wm*wn/32 + 2*(wm/16*4+wn/8*2) + 4 + 80
+	if presplit {
+		n += 64
+	}
+	return n
 }
 
 // New plans one spec. Errors point at the spec field they concern.
@@ -232,14 +239,16 @@ func (p *Plan) checkTile() error {
 		if t.BK%8 != 0 {
 			bad("bk", t.BK, "must be a multiple of 8 with 3xtf32 (m16n8k8 fragments)")
 		}
-		if acc := t.WM * t.WN / 32; acc > maxAccum {
+		acc := t.WM * t.WN / 32
+		if acc > maxAccum {
 			bad("wm", t.WM, "wm*wn/32 = %d accumulators per thread; at most %d fit in registers", acc, maxAccum)
 		}
 		if p.Threads > MaxThreads {
 			bad("bm", t.BM, "gives 32*(bm/wm)*(bn/wn) = %d threads; a block has at most %d", p.Threads, MaxThreads)
-		} else if need, have := mmaRegisters(t.WM, t.WN), regsPerSM/p.Threads; need > have {
-			// ptxas must fit a thread in 65536/threads registers and
-			// spills what does not fit (seen at 512 threads, 32x32 warps).
+		} else if need, have := mmaRegisters(t.WM, t.WN, t.Presplit), min(maxRegsPerThread, regsPerSM/p.Threads); acc <= maxAccum && need > have {
+			// ptxas must fit a thread in min(255, 65536/threads) registers
+			// and spills what does not fit (seen at 512 threads with 32x32
+			// warp tiles, and with presplit 64x32 ones).
 			bad("bm", t.BM, "gives %d threads, %d registers each, but a %dx%d warp tile needs about %d", p.Threads, have, t.WM, t.WN, need)
 		}
 	} else {

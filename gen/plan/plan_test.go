@@ -459,6 +459,9 @@ func TestTileFeasibility(t *testing.T) {
 		{"3xtf32 registers", "3xtf32", "{bm: 256, bn: 64, wm: 32, wn: 32}", []string{
 			"plan_test.yaml:42:14: kernel.tile.bm: gives 512 threads, 128 registers each, but a 32x32 warp tile needs about 148 (got 256)",
 		}},
+		{"3xtf32 presplit registers", "3xtf32", "{bm: 128, bn: 32, wm: 64, wn: 32, presplit: true}", []string{
+			"plan_test.yaml:42:14: kernel.tile.bm: gives 64 threads, 255 registers each, but a 64x32 warp tile needs about 260 (got 128)",
+		}},
 		{"3xtf32 bk", "3xtf32", "{bk: 12}", []string{
 			"plan_test.yaml:42:14: kernel.tile.bk: must be a multiple of 8 with 3xtf32 (m16n8k8 fragments) (got 12)",
 		}},
