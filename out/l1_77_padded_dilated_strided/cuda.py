@@ -122,11 +122,21 @@ extern "C" __global__ void l1_77_padded_dilated_strided_repack_weight(const floa
 // lo*hi + hi*lo + hi*hi on the tensor cores with fp32 accumulation. The
 // dropped lo*lo term is below fp32 rounding, so the result has fp32-level
 // error at tensor-core speed.
+//
+// Each part is rounded to TF32 (10 mantissa bits) to nearest, ties away
+// from zero, as cvt.rna.tf32.f32 does for finite values: add half of the
+// dropped range to the bits, then clear it. Written out because sm_80 has
+// no such instruction: the cvt compiles to the same add and mask plus an
+// infinity test and select, a third more instructions in the hot loop.
+__device__ __forceinline__ unsigned round_tf32(float x)
+{
+    return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+}
+
 __device__ __forceinline__ void split_tf32(float x, unsigned& hi, unsigned& lo)
 {
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hi) : "f"(x));
-    const float rest = x - __uint_as_float(hi);
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(lo) : "f"(rest));
+    hi = round_tf32(x);
+    lo = round_tf32(x - __uint_as_float(hi));
 }
 
 // acc += a * b: one m16n8k8 TF32 product (a row-major 16x8, b column-major 8x8).

@@ -32,10 +32,8 @@ var shim string
 const RepackThreads = 256
 
 // ptxHelpers are the kernel's only inline-PTX functions, with the bodies
-// that stand in for them.
+// that stand in for them (the TF32 split is plain C and runs as it is).
 var ptxHelpers = []struct{ signature, body string }{
-	{"__device__ __forceinline__ void split_tf32(float x, unsigned& hi, unsigned& lo)",
-		"{\n    hi = emu_cvt_rna_tf32(x);\n    lo = emu_cvt_rna_tf32(x - __uint_as_float(hi));\n}"},
 	{"__device__ __forceinline__ void mma_tf32(float* acc, const unsigned* a, const unsigned* b)",
 		"{\n    emu_mma_m16n8k8(acc, a, b);\n}"},
 }

@@ -2,7 +2,7 @@
 // own source runs on the host: every CUDA thread is a host thread, the
 // threads of one block run together (blocks one after another), and
 // __syncthreads and the warp-wide mma.sync are barriers. Slow, exact in
-// indexing, and close in arithmetic (TF32 rounding as cvt.rna does it,
+// indexing, and close in arithmetic (the kernel's own TF32 rounding,
 // tensor-core sums in double).
 #include <algorithm>
 #include <barrier>
@@ -45,10 +45,6 @@ inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 template <class T> inline T __ldg(const T* p) { return *p; }
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
-
-// cvt.rna.tf32.f32: keep 10 mantissa bits, rounding to nearest with ties
-// away from zero (add half of the dropped range, then truncate).
-inline unsigned emu_cvt_rna_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
 
 // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 with the PTX ISA's
 // fragment layout: lane 4g+t holds A[g][t], A[g+8][t], A[g][t+4],
