@@ -389,6 +389,18 @@ func TestParseErrors(t *testing.T) {
 			[]string{`base.yaml:39:14: kernel.tile.wm: must be 16, 32 or 64 (whole m16n8k8 fragments per warp) (got 8)`}},
 		{"tile wn", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {wn: 4}"}},
 			[]string{`base.yaml:39:14: kernel.tile.wn: must be 8, 16, 32 or 64 (whole m16n8k8 fragments per warp) (got 4)`}},
+		{"triton precision tf32", []edit{{"  precision: fp32", "  precision: fp32\n  triton: {precision: tf32}"}},
+			[]string{`base.yaml:39:23: kernel.triton.precision: reduced precision is refused, ` + seedRule + `; use fp32 or 3xtf32 (fp32-accurate) (got "tf32")`}},
+		{"triton blocks, warps and stages, all at once", []edit{{"  precision: fp32", "  precision: fp32\n  triton: {block_m: 100, block_n: 8, block_k: 256, warps: 3, stages: 9}"}},
+			[]string{
+				`base.yaml:39:21: kernel.triton.block_m: must be a power of two from 16 to 256 (tl.dot's smallest block is 16) (got 100)`,
+				`base.yaml:39:35: kernel.triton.block_n: must be a power of two from 16 to 256 (tl.dot's smallest block is 16) (got 8)`,
+				`base.yaml:39:47: kernel.triton.block_k: must be a power of two from 16 to 128 (tl.dot's smallest block is 16) (got 256)`,
+				`base.yaml:39:59: kernel.triton.warps: must be 1, 2, 4, 8 or 16 (got 3)`,
+				`base.yaml:39:70: kernel.triton.stages: must be from 0 (unset) to 8 (got 9)`,
+			}},
+		{"triton unknown key", []edit{{"  precision: fp32", "  precision: fp32\n  triton: {block_z: 16}"}},
+			[]string{"base.yaml:39:12: kernel.triton.block_z: unknown key; known: block_k, block_m, block_n, channels_last, precision, stages, warps"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
