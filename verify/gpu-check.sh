@@ -3,7 +3,7 @@
 # Usage: verify/gpu-check.sh [STAGE ...]   (default: kernels tune e2e random)
 #   kernels  the kernel verifier (bin/verify, built here by `make verifier`):
 #            every registered kernel and RANDOM_N random configurations
-#            (seed SEED), sharded over GPUS GPUs;
+#            (seed SEED); GPUS=N shards them over N GPUs (one child each);
 #   tune     the tuning candidates of build/tune (`make tune`): CUDA ones
 #            through the kernel verifier, Triton ones (and the specs' own
 #            Triton choices in out/) through the harness, timed; TUNE
@@ -40,7 +40,7 @@ for stage in "${@:-kernels tune e2e random}"; do
     case $s in
     kernels)
       need_verify "kernel tier" &&
-        { bin/verify -root . -time -random "${RANDOM_N:-60}" -seed "${SEED:-1}" -gpus "${GPUS:-1}" -json "$out/kernels.json" || status=1; } ;;
+        { bin/verify -root . -time -random "${RANDOM_N:-60}" -seed "${SEED:-1}" -gpus "${GPUS:-0}" -json "$out/kernels.json" || status=1; } ;;
     tune)
       tune=${TUNE:-cuda triton}
       if [[ $tune == *cuda* ]] && [ -d build/tune/specs ] && need_verify "CUDA tuning"; then
