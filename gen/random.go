@@ -52,17 +52,16 @@ func RandomSpec(r *rand.Rand, name string) string {
 	c.Batch = 1 + r.Intn(3)
 	dist := []string{"rand", "randn"}[r.Intn(2)]
 	k.Triton = randomTriton(name)
+	k.Tile.CpAsync = !k.Tile.Presplit && nameCoin(name, "cp_async")
 	return spec.Generic(name, "random configuration", c, dist, k)
 }
 
 // randomTriton draws, half of the time, explicit Triton choices (either
-// precision, block sizes, warps, stages, layout). It draws from its own
-// source, seeded by the name, so that the CUDA configurations of a seed
-// stay what they were before Triton choices were drawn.
+// precision, block sizes, warps, stages, layout). Choices added after the
+// first sweeps draw from sources of their own, seeded by the name, so that
+// a seed's earlier configurations stay what they were.
 func randomTriton(name string) spec.Triton {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	r := rand.New(rand.NewSource(int64(h.Sum64())))
+	r := nameRand(name, "triton")
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
 	if r.Intn(2) == 0 {
 		return spec.Triton{}
@@ -114,3 +113,14 @@ func WriteRandom(dir string, n int, seed int64) (int, error) {
 	}
 	return len(specs), os.WriteFile(filepath.Join(dir, "SEED"), []byte(fmt.Sprintf("%d %d\n", seed, n)), 0o644)
 }
+
+// nameRand is a random source seeded by a configuration's name and the
+// choice it draws.
+func nameRand(name, choice string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(name + "/" + choice))
+	return rand.New(rand.NewSource(int64(h.Sum64())))
+}
+
+// nameCoin is a fair coin per configuration name and choice.
+func nameCoin(name, choice string) bool { return nameRand(name, choice).Intn(2) == 0 }

@@ -38,7 +38,8 @@ type Candidate struct {
 // candidateKernels lists the choices tried besides the spec's own: the
 // plan's defaults in both precisions, 3xtf32 with narrower warp tiles
 // (more warps, fewer registers each), also with deeper reduction steps,
-// and 3xtf32 with presplit staging.
+// 3xtf32 with presplit staging, and the 3xtf32 default with cp.async
+// copies (cudaCandidates adds the spec's own tile with them too).
 func candidateKernels() []spec.Kernel {
 	return []spec.Kernel{
 		{Precision: "fp32"},
@@ -47,6 +48,7 @@ func candidateKernels() []spec.Kernel {
 		{Precision: "3xtf32", Tile: spec.Tile{BK: 32, WM: 32}},
 		{Precision: "3xtf32", Tile: spec.Tile{WM: 32, Presplit: true, MinBlocks: 1}},
 		{Precision: "3xtf32", Tile: spec.Tile{BM: 128, WM: 32, Presplit: true, MinBlocks: 1}},
+		{Precision: "3xtf32", Tile: spec.Tile{CpAsync: true}},
 	}
 }
 
@@ -132,17 +134,23 @@ func resolvedTriton(p *plan.Plan) spec.Triton {
 func cudaCandidates(l Loaded) []Candidate {
 	own := l.Plan.Spec
 	out := []Candidate{{Current: true, Backend: "cuda", Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
-		Precision: own.Kernel.Precision, Tile: resolvedTile(l.Plan.Tile)}}
-	for _, k := range candidateKernels() {
+		Precision: own.Kernel.Precision, Tile: l.Plan.Tile.Spec()}}
+	kernels := candidateKernels()
+	if t := out[0].Tile; !t.Presplit && !t.CpAsync {
+		// The spec's own choice with its tiles copied by cp.async.
+		t.CpAsync = true
+		kernels = append(kernels, spec.Kernel{Precision: own.Kernel.Precision, Tile: t})
+	}
+	for _, k := range kernels {
 		s := *l.Plan.Spec
 		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, Precision: k.Precision, Tile: k.Tile}
 		s.Name = fmt.Sprintf("%s_t%d", l.Plan.Spec.Name, len(out))
 		p, err := plan.New(&s)
-		if err != nil || hasChoice(out, k.Precision, resolvedTile(p.Tile)) {
+		if err != nil || hasChoice(out, k.Precision, p.Tile.Spec()) {
 			continue
 		}
 		out = append(out, Candidate{Backend: "cuda", Variant: s.Name, Spec: l.Plan.Spec.Name, SpecPath: l.Path,
-			Precision: k.Precision, Tile: resolvedTile(p.Tile)})
+			Precision: k.Precision, Tile: p.Tile.Spec()})
 	}
 	return out
 }
@@ -154,15 +162,6 @@ func hasChoice(cs []Candidate, precision string, t spec.Tile) bool {
 		}
 	}
 	return false
-}
-
-// resolvedTile is the spec form of a planned tile: only the fields that
-// apply to its precision.
-func resolvedTile(t plan.Tile) spec.Tile {
-	if t.MMA {
-		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, WM: t.WM, WN: t.WN, Presplit: t.Presplit, MinBlocks: t.MinBlocks}
-	}
-	return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN, MinBlocks: t.MinBlocks}
 }
 
 // ManifestFile names the candidates' list inside a tuning folder.

@@ -64,7 +64,7 @@ func checkCandidates(t *testing.T, l Loaded, cs []Candidate) {
 	}
 	first := cs[0]
 	want := Candidate{Current: true, Backend: "cuda", Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
-		Precision: own.Kernel.Precision, Tile: resolvedTile(l.Plan.Tile)}
+		Precision: own.Kernel.Precision, Tile: l.Plan.Tile.Spec()}
 	if first != want {
 		t.Errorf("%s: first candidate %+v, want the spec's own choice %+v", l.Path, first, want)
 	}
@@ -94,7 +94,7 @@ func checkCandidates(t *testing.T, l Loaded, cs []Candidate) {
 			t.Errorf("%s: %s is infeasible: %v", l.Path, c.Variant, err)
 			continue
 		}
-		if got := resolvedTile(p.Tile); got != c.Tile {
+		if got := p.Tile.Spec(); got != c.Tile {
 			t.Errorf("%s: %s plans to %+v, not its tile %+v", l.Path, c.Variant, got, c.Tile)
 		}
 		if p.Tile.MMA != (c.Precision == "3xtf32") {
@@ -114,11 +114,11 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 
 	// 58's own choice is the {bk: 32, wm: 32} 3xtf32 candidate: skipped.
 	c58 := cudaCandidates(specs[tuneSpec58])
-	if len(c58) > len(candidateKernels()) {
-		t.Errorf("58: %d candidates, want at most %d (its own choice is one of them)", len(c58), len(candidateKernels()))
+	if len(c58) > len(candidateKernels())+1 {
+		t.Errorf("58: %d candidates, want at most %d (its own choice is one of them, and its cp.async variant one more)", len(c58), len(candidateKernels())+1)
 	}
 	for _, c := range c58[1:] {
-		if c.Precision == "3xtf32" && c.Tile.BK == 32 && c.Tile.WM == 32 && !c.Tile.Presplit {
+		if c.Precision == "3xtf32" && c.Tile.BK == 32 && c.Tile.WM == 32 && !c.Tile.Presplit && !c.Tile.CpAsync {
 			t.Errorf("58: %s repeats its own choice %s", c.Variant, c.Tile)
 		}
 	}
@@ -135,6 +135,8 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		"l1_73_strided_padded_grouped_t2 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32}",
 		"l1_73_strided_padded_grouped_t3 3xtf32 {bm: 128, bn: 32, bk: 32, wm: 32, wn: 32}",
 		"l1_73_strided_padded_grouped_t4 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1, presplit: true}",
+		"l1_73_strided_padded_grouped_t5 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, cp_async: true}",
+		"l1_73_strided_padded_grouped_t6 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, cp_async: true}",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("73 candidates:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -461,7 +463,7 @@ func TestTuneApplyChangesChoice(t *testing.T) {
 		if !reflect.DeepEqual(specFields(pl.Spec), specFields(wasSpec)) {
 			t.Errorf("%s: spec changed:\n%+v\nwas\n%+v", p, specFields(pl.Spec), specFields(wasSpec))
 		}
-		if pl.Spec.Kernel.Precision != w.Precision || pl.Spec.Kernel.Tile != w.Tile || resolvedTile(pl.Tile) != w.Tile {
+		if pl.Spec.Kernel.Precision != w.Precision || pl.Spec.Kernel.Tile != w.Tile || pl.Tile.Spec() != w.Tile {
 			t.Errorf("%s: plans %s %+v (spec tile %+v), want %s %+v", p, pl.Spec.Kernel.Precision, pl.Tile, pl.Spec.Kernel.Tile, w.Precision, w.Tile)
 		}
 	}
@@ -503,7 +505,7 @@ func TestTuneApplyAddsKernel(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	p := tunePlan(t, tuneSpec58, []byte(got))
-	if resolvedTile(p.Tile) != c.Tile || !reflect.DeepEqual(p.Spec.Kernel.Backends, spec.DefaultBackends) {
+	if p.Tile.Spec() != c.Tile || !reflect.DeepEqual(p.Spec.Kernel.Backends, spec.DefaultBackends) {
 		t.Errorf("plans %+v with backends %v", p.Tile, p.Spec.Kernel.Backends)
 	}
 }
@@ -567,7 +569,7 @@ func TestTuneWriteTune(t *testing.T) {
 			t.Errorf("%s.yaml lacks its note:\n%s", c.Variant, src)
 		}
 		p := tunePlan(t, specFile, []byte(src))
-		if p.Spec.Name != c.Variant || p.Spec.Kernel.Precision != c.Precision || resolvedTile(p.Tile) != c.Tile {
+		if p.Spec.Name != c.Variant || p.Spec.Kernel.Precision != c.Precision || p.Tile.Spec() != c.Tile {
 			t.Errorf("%s.yaml plans %s %s %+v, want %s %s %+v", c.Variant, p.Spec.Name, p.Spec.Kernel.Precision, p.Tile, c.Variant, c.Precision, c.Tile)
 		}
 		orig := specs[c.SpecPath].Plan

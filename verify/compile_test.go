@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"convtgen/gen"
+	"convtgen/gen/plan"
 )
 
 // Real nvcc 11.8 output (nvcc -cubin -arch=sm_80 -O3 -Xptxas -v) for an
@@ -249,4 +250,65 @@ func occupancy(p PtxasInfo, threads int, arch string) string {
 	byThreads := 2048 / threads
 	blocks := min(byRegs, bySmem, byThreads, 32)
 	return fmt.Sprintf("blocks/SM %d (by registers %d, smem %d, threads %d), warps/SM %d/64", blocks, byRegs, bySmem, byThreads, blocks*warps)
+}
+
+// TestCpAsyncKernelsCompile builds the cp.async variant of two committed
+// specs' kernels (one per precision) for sm_80 and sm_90: the copies are
+// inline PTX that only nvcc checks, and they must not cost a spill.
+func TestCpAsyncKernelsCompile(t *testing.T) {
+	nvcc := nvccOrSkip(t)
+	specs, err := gen.LoadAll("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	precisions := map[string]bool{}
+	for _, l := range specs {
+		s := *l.Plan.Spec
+		if precisions[s.Kernel.Precision] {
+			continue
+		}
+		precisions[s.Kernel.Precision] = true
+		s.Kernel.Backends, s.Kernel.Tile.CpAsync = []string{"cuda"}, true
+		p, err := plan.New(&s)
+		if err != nil {
+			t.Fatalf("%s with cp_async: %v", s.Name, err)
+		}
+		files, err := r.Render(p, l.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if filepath.Base(f.Path) != "cuda.py" {
+				continue
+			}
+			source, err := KernelSource(f.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(source, "cp.async.ca.shared.global") {
+				t.Fatalf("%s: no cp.async in the kernel", s.Name)
+			}
+			for _, arch := range []string{"sm_80", "sm_90"} {
+				t.Run(s.Name+"/"+s.Kernel.Precision+"/"+arch, func(t *testing.T) {
+					t.Parallel()
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+					defer cancel()
+					info, _, err := CompileKernel(ctx, nvcc, source, arch, "")
+					for _, p := range info {
+						t.Log(p.String())
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+		}
+	}
+	if len(precisions) != 2 {
+		t.Errorf("committed specs cover precisions %v, want fp32 and 3xtf32", precisions)
+	}
 }

@@ -31,6 +31,7 @@ var Kernels = []Kernel{{
 	Spec:      "l1_58_asymmetric_input_asymmetric_kernel",
 	SpecPath:  "specs/level1/58_asymmetric_input_asymmetric_kernel.yaml",
 	Threads:   128,
+	Tile:      "{bm: 128, bn: 16, bk: 32, wm: 32, wn: 16}",
 }, {
 	Conv: geom.Conv{
 		Batch:         8,
@@ -57,6 +58,7 @@ var Kernels = []Kernel{{
 	Spec:      "l1_61_square_input_square_kernel",
 	SpecPath:  "specs/level1/61_square_input_square_kernel.yaml",
 	Threads:   256,
+	Tile:      "{bm: 256, bn: 64, bk: 8, tm: 8, tn: 8}",
 }, {
 	Conv: geom.Conv{
 		Batch:         16,
@@ -83,6 +85,7 @@ var Kernels = []Kernel{{
 	Spec:      "l1_68_square_input_asymmetric_kernel",
 	SpecPath:  "specs/level1/68_square_input_asymmetric_kernel.yaml",
 	Threads:   128,
+	Tile:      "{bm: 128, bn: 64, bk: 16, wm: 64, wn: 32}",
 }, {
 	Conv: geom.Conv{
 		Batch:         8,
@@ -109,6 +112,7 @@ var Kernels = []Kernel{{
 	Spec:      "l1_70_asymmetric_input_square_kernel",
 	SpecPath:  "specs/level1/70_asymmetric_input_square_kernel.yaml",
 	Threads:   128,
+	Tile:      "{bm: 256, bn: 32, bk: 16, wm: 64, wn: 32}",
 }, {
 	Conv: geom.Conv{
 		Batch:         8,
@@ -135,6 +139,7 @@ var Kernels = []Kernel{{
 	Spec:      "l1_72_strided_padded_grouped",
 	SpecPath:  "specs/level1/72_strided_padded_grouped.yaml",
 	Threads:   128,
+	Tile:      "{bm: 512, bn: 8, bk: 8, tm: 8, tn: 4}",
 }, {
 	Conv: geom.Conv{
 		Batch:         4,
@@ -161,6 +166,7 @@ var Kernels = []Kernel{{
 	Spec:      "l1_73_strided_padded_grouped",
 	SpecPath:  "specs/level1/73_strided_padded_grouped.yaml",
 	Threads:   128,
+	Tile:      "{bm: 128, bn: 32, bk: 16, wm: 32, wn: 32}",
 }, {
 	Conv: geom.Conv{
 		Batch:         16,
@@ -187,4 +193,5 @@ var Kernels = []Kernel{{
 	Spec:      "l1_77_padded_dilated_strided",
 	SpecPath:  "specs/level1/77_padded_dilated_strided.yaml",
 	Threads:   128,
+	Tile:      "{bm: 128, bn: 64, bk: 16, wm: 64, wn: 32}",
 }}

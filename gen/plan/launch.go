@@ -15,6 +15,7 @@ type Launch struct {
 	Threads   int
 	SmemBytes int
 	Precision string
+	Tile      string // the tile in spec form, as the plan resolved it
 	Conv      geom.Conv
 	Out       [3]int
 	FLOPs     float64
@@ -33,6 +34,7 @@ func (p *Plan) Launch(file string) Launch {
 		Threads:   p.Threads,
 		SmemBytes: p.SmemBytes,
 		Precision: p.Spec.Kernel.Precision,
+		Tile:      p.Tile.Spec().String(),
 		Conv:      p.Conv,
 		Out:       p.Out,
 		FLOPs:     p.Conv.FLOPs(),

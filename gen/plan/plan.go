@@ -72,6 +72,17 @@ type Tile struct {
 	// MinBlocks is the launch bounds' minimum of resident blocks per SM,
 	// 0 when the spec leaves the compiler free.
 	MinBlocks int
+	// CpAsync: tiles copied global -> shared with cp.async.
+	CpAsync bool
+}
+
+// Spec is the tile in spec form: every field the kernel uses, only the
+// ones of its precision.
+func (t Tile) Spec() spec.Tile {
+	if t.MMA {
+		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, WM: t.WM, WN: t.WN, Presplit: t.Presplit, MinBlocks: t.MinBlocks, CpAsync: t.CpAsync}
+	}
+	return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN, MinBlocks: t.MinBlocks, CpAsync: t.CpAsync}
 }
 
 // Phase is one stride phase: the outputs with o ≡ R (mod stride) in every
@@ -154,7 +165,7 @@ func New(s *spec.Spec) (*Plan, error) {
 // group's output channels with little padding (powers of two keep the
 // thread grid a power of two); BM gives about 256 threads per block.
 func chooseTile(t spec.Tile, cinG, coutG int) Tile {
-	r := Tile{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN, MinBlocks: t.MinBlocks}
+	r := Tile{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN, MinBlocks: t.MinBlocks, CpAsync: t.CpAsync}
 	if r.BN == 0 {
 		r.BN = min(64, nextPow2(coutG))
 		if waste := r.BN - coutG%r.BN; coutG%r.BN != 0 && waste*4 > r.BN {
@@ -193,7 +204,7 @@ func chooseTile(t spec.Tile, cinG, coutG int) Tile {
 // tiles of 64 x 32 (4 x 4 fragments), BN covering the group's channels, and
 // about four warps per block.
 func chooseMMATile(t spec.Tile, cinG, coutG int) Tile {
-	r := Tile{MMA: true, BM: t.BM, BN: t.BN, BK: t.BK, WM: t.WM, WN: t.WN, Pad: 8, Presplit: t.Presplit, MinBlocks: t.MinBlocks}
+	r := Tile{MMA: true, BM: t.BM, BN: t.BN, BK: t.BK, WM: t.WM, WN: t.WN, Pad: 8, Presplit: t.Presplit, MinBlocks: t.MinBlocks, CpAsync: t.CpAsync}
 	if r.Presplit {
 		r.Pad = 0
 	}

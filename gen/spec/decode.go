@@ -343,6 +343,7 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 				"wn":         func(n *yaml.Node, f string) { k.Tile.WN, _ = d.int(n, f) },
 				"presplit":   func(n *yaml.Node, f string) { k.Tile.Presplit, _ = d.bool(n, f) },
 				"min_blocks": func(n *yaml.Node, f string) { k.Tile.MinBlocks, _ = d.int(n, f) },
+				"cp_async":   func(n *yaml.Node, f string) { k.Tile.CpAsync, _ = d.bool(n, f) },
 			})
 		},
 		"triton": func(n *yaml.Node, f string) {

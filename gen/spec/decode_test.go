@@ -206,7 +206,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key in a param", []edit{{"{name: groups, type: int, default: 1}", "{name: groups, type: int, defualt: 1}"}},
 			[]string{"base.yaml:24:33: reference.params[6].defualt: unknown key; known: default, name, type"}},
 		{"unknown key in tile", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {bm: 64, bz: 2}"}},
-			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, min_blocks, presplit, tm, tn, wm, wn"}},
+			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, cp_async, min_blocks, presplit, tm, tn, wm, wn"}},
 		// BUG (decode.go, fields): an empty key is reported with the
 		// field name of its mapping only ("problem." here, "" at the top).
 		{"empty key", []edit{{"  groups: 4\n", "  groups: 4\n  \"\": 1\n"}},
@@ -399,6 +399,8 @@ func TestParseErrors(t *testing.T) {
 				`base.yaml:39:59: kernel.triton.warps: must be 1, 2, 4, 8 or 16 (got 3)`,
 				`base.yaml:39:70: kernel.triton.stages: must be from 0 (unset) to 8 (got 9)`,
 			}},
+		{"cp_async with presplit", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {presplit: true, cp_async: true}"}},
+			[]string{"base.yaml:39:36: kernel.tile.cp_async: copies tiles without passing through registers, where presplit splits them: choose one (got true)"}},
 		{"triton unknown key", []edit{{"  precision: fp32", "  precision: fp32\n  triton: {block_z: 16}"}},
 			[]string{"base.yaml:39:12: kernel.triton.block_z: unknown key; known: block_k, block_m, block_n, channels_last, precision, stages, warps"}},
 	}

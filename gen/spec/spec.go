@@ -138,6 +138,9 @@ type Tile struct {
 	// per SM: 1 lets the compiler use up to 255 registers (no spills for
 	// occupancy's sake), more caps registers for occupancy.
 	MinBlocks int
+	// CpAsync: tiles go from global to shared memory with cp.async (sm_80),
+	// skipping the registers, while the previous step computes.
+	CpAsync bool
 }
 
 // Value is a Python literal as the reference model sees it: an int, a bool
@@ -172,6 +175,9 @@ func (t Tile) String() string {
 	}
 	if t.Presplit {
 		f = append(f, "presplit: true")
+	}
+	if t.CpAsync {
+		f = append(f, "cp_async: true")
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }

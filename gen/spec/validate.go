@@ -322,6 +322,9 @@ func (d *decoder) validateKernel(k *Kernel) {
 	if t.Presplit && k.Precision != "3xtf32" {
 		d.failAt("kernel.tile.presplit", "true", "splits operands into TF32 parts: only with precision 3xtf32 (precision is %s)", k.Precision)
 	}
+	if t.CpAsync && t.Presplit {
+		d.failAt("kernel.tile.cp_async", "true", "copies tiles without passing through registers, where presplit splits them: choose one")
+	}
 	for _, f := range []struct {
 		name string
 		v    int

@@ -114,7 +114,7 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ x, const float*
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // Two stages of each tile: the next step's loads fill one while the
-    // FMAs read the other, so one barrier per step suffices.
+    // products read the other, so one barrier per step suffices.
     __shared__ __align__(16) float a_tile[2][kBK][kBM + kPad];
     __shared__ __align__(16) float b_tile[2][kBK][kBN + kPad];
 
@@ -192,7 +192,7 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ x, const float*
             if (e < kBK * kBN) b_tile[buf][e / kBN][e % kBN] = b_reg[j];
         }
     };
-    // ---- Main loop: FMAs of step ks-1 overlap the loads of step ks -------
+    // ---- Main loop: the FMAs of one step overlap the next step's loads ---
     const int tm = tid % kThreadsM, tn = tid / kThreadsM;
     float acc[kTM][kTN];
     #pragma unroll

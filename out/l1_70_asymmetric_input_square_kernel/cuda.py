@@ -146,7 +146,7 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ x, const fl
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // Two stages of each tile: the next step's loads fill one while the
-    // FMAs read the other, so one barrier per step suffices.
+    // products read the other, so one barrier per step suffices.
     __shared__ __align__(16) float a_tile[2][kBK][kBM + kPad];
     __shared__ __align__(16) float b_tile[2][kBK][kBN + kPad];
 

@@ -199,7 +199,7 @@ l1_72_strided_padded_grouped_igemm(const float* __restrict__ x, const float* __r
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // Two stages of each tile: the next step's loads fill one while the
-    // FMAs read the other, so one barrier per step suffices.
+    // products read the other, so one barrier per step suffices.
     __shared__ __align__(16) float a_tile[2][kBK][kBM + kPad];
     __shared__ __align__(16) float b_tile[2][kBK][kBN + kPad];
 
@@ -277,7 +277,7 @@ l1_72_strided_padded_grouped_igemm(const float* __restrict__ x, const float* __r
             if (e < kBK * kBN) b_tile[buf][e / kBN][e % kBN] = b_reg[j];
         }
     };
-    // ---- Main loop: FMAs of step ks-1 overlap the loads of step ks -------
+    // ---- Main loop: the FMAs of one step overlap the next step's loads ---
     const int tm = tid % kThreadsM, tn = tid / kThreadsM;
     float acc[kTM][kTN];
     #pragma unroll

@@ -36,6 +36,12 @@ const RepackThreads = 256
 var ptxHelpers = []struct{ signature, body string }{
 	{"__device__ __forceinline__ void mma_tf32(float* acc, const unsigned* a, const unsigned* b)",
 		"{\n    emu_mma_m16n8k8(acc, a, b);\n}"},
+	// cp.async copies at once: every read of a stage comes after the
+	// kernel's wait and barrier, so an immediate copy is one valid order.
+	{"__device__ __forceinline__ void cp_async_f32(float* dst, const float* src, bool valid)",
+		"{\n    *dst = valid ? *src : 0.0f;\n}"},
+	{"__device__ __forceinline__ void cp_async_wait_all()",
+		"{\n}"},
 }
 
 // hostSource replaces the inline-PTX helpers of a kernel source with their

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"convtgen/gen"
@@ -156,33 +157,66 @@ func TestMutantsAreCaught(t *testing.T) {
 // staged presplit, in fragment order, over tiles with several warps along
 // M and N and reduction steps of one and two k8 slices.
 func TestPresplitMatchesReference(t *testing.T) {
-	r, err := gen.NewRenderer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tiles := []spec.Tile{
+	var kernels []spec.Kernel
+	for _, tile := range []spec.Tile{
 		{BM: 64, BN: 16, BK: 16, WM: 32, WN: 8},
 		{BM: 128, BN: 32, BK: 16, WM: 32, WN: 16},
 		{BM: 64, BN: 64, BK: 8, WM: 32, WN: 32},
 		{BM: 256, BN: 8, BK: 8, WM: 64, WN: 8},
+	} {
+		tile.Presplit = true
+		kernels = append(kernels, spec.Kernel{Precision: "3xtf32", Tile: tile})
+	}
+	emulateKernels(t, 13, kernels, "split_tf32(v, hi, lo)")
+}
+
+// TestCpAsyncMatchesReference runs both precisions with their tiles copied
+// by cp.async (the emulator copies at once; the kernel's ordering of waits
+// and barriers is what the GPU run checks), with one and several steps per
+// tap and loads that do not divide evenly among the threads.
+func TestCpAsyncMatchesReference(t *testing.T) {
+	kernels := []spec.Kernel{
+		{Precision: "fp32", Tile: spec.Tile{CpAsync: true}},
+		{Precision: "fp32", Tile: spec.Tile{BM: 64, BN: 8, BK: 3, TM: 4, TN: 4, CpAsync: true}},
+		{Precision: "3xtf32", Tile: spec.Tile{CpAsync: true}},
+		{Precision: "3xtf32", Tile: spec.Tile{BM: 64, BN: 16, BK: 8, WM: 32, WN: 8, CpAsync: true}},
+	}
+	emulateKernels(t, 14, kernels, "cp_async_f32(&a_tile[buf]")
+}
+
+// emulateKernels runs each kernel choice on two small random
+// configurations (seeded), checking that the rendered source has marker
+// (the feature under test is really there), that every output is written,
+// and fp32-level error.
+func emulateKernels(t *testing.T, seed int64, kernels []spec.Kernel, marker string) {
+	t.Helper()
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	n := 0
-	for _, l := range small(t, 40, 13) {
-		if n == 2*len(tiles) {
+	for _, l := range small(t, 40, seed) {
+		if n == 2*len(kernels) {
 			break
 		}
 		s := *l.Plan.Spec
-		s.Kernel.Precision = "3xtf32"
-		s.Kernel.Tile = tiles[n%len(tiles)]
-		s.Kernel.Tile.Presplit = true
+		k := kernels[n%len(kernels)]
+		s.Kernel.Precision, s.Kernel.Tile = k.Precision, k.Tile
 		p, err := plan.New(&s)
 		if err != nil {
-			t.Fatalf("%s with %+v: %v", s.Name, s.Kernel.Tile, err)
+			t.Fatalf("%s with %s %s: %v", s.Name, k.Precision, k.Tile, err)
 		}
 		n++
 		t.Run(s.Name, func(t *testing.T) {
 			t.Log(p)
+			src, err := mutate.RenderCUDA(r, p, l.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(src), marker) {
+				t.Fatalf("the kernel has no %q", marker)
+			}
 			y, want := emulateOutput(t, r, dir, p, p, l.Path)
 			if nan := nanCount(y); nan > 0 {
 				t.Fatalf("%d of %d outputs not written", nan, len(y))

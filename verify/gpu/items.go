@@ -37,7 +37,7 @@ func (it *Item) Result() Result {
 	return Result{
 		Index: it.Index, Spec: k.Spec, SpecPath: k.SpecPath, File: k.File, Backend: "cuda",
 		Disposition: it.Pre, Reason: it.Reason, Mutation: it.Mutation,
-		FLOPs: k.FLOPs, MinBytes: k.MinBytes, Precision: k.Precision, Grid: k.Grid, Threads: k.Threads,
+		FLOPs: k.FLOPs, MinBytes: k.MinBytes, Precision: k.Precision, Tile: k.Tile, Grid: k.Grid, Threads: k.Threads,
 	}
 }
 

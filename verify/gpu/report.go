@@ -120,6 +120,7 @@ type Result struct {
 	FLOPs       float64             `json:"flops"`
 	MinBytes    float64             `json:"min_bytes"`
 	Precision   string              `json:"precision,omitempty"`
+	Tile        string              `json:"tile,omitempty"` // the plan's tile, in spec form
 	Grid        [3]int              `json:"grid"`
 	Threads     int                 `json:"threads"`
 	Seconds     float64             `json:"seconds"` // wall time of the kernel's run (child process)

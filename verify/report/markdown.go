@@ -139,7 +139,7 @@ func Markdown(r *Report) string {
 	}
 	if len(r.Tuning) > 0 {
 		p("\n## Tuning candidates (kernel verifier, kernel-only times)\n\n")
-		p("From the runs of %s. A candidate's kernel is what its tile rendered at that commit.\n\n", strings.Join(r.TuningRuns, " and "))
+		p("From the runs of %s. A candidate's kernel is what its tile rendered at that commit (the tile as the verifier recorded it; – for runs that did not record it).\n\n", strings.Join(r.TuningRuns, " and "))
 		p("| candidate | precision | tile | threads | result | rel L2 | ms mean / median | registers sm_90 |\n|---|---|---|---|---|---|---|---|\n")
 		for _, t := range r.Tuning {
 			rel, time := "–", "–"
@@ -149,7 +149,11 @@ func Markdown(r *Report) string {
 			if t.Time != nil {
 				time = fmt.Sprintf("%.3f / %.3f", t.Time.MeanMS, t.Time.MedianMS)
 			}
-			p("| %s | %s | %s | %d | %s | %s | %s | %d |\n", t.Spec, t.Precision, r.TuningTiles[t.Spec], t.Threads, t.Disposition, rel, time, t.Arch["sm_90"].Registers)
+			tile := t.Tile
+			if tile == "" {
+				tile = "–"
+			}
+			p("| %s | %s | %s | %d | %s | %s | %s | %d |\n", t.Spec, t.Precision, tile, t.Threads, t.Disposition, rel, time, t.Arch["sm_90"].Registers)
 		}
 	}
 	return b.String()

@@ -95,8 +95,7 @@ type Report struct {
 	BestGeoMean float64            `json:"best_geomean_speedup_vs_default"`
 	Sweeps      []Sweep            `json:"random_sweep"`
 	Tuning      []gpu.Result       `json:"tuning,omitempty"`
-	TuningTiles map[string]string  `json:"tuning_tiles,omitempty"` // candidate -> its tile, as gen.Candidates plans it
-	TuningRuns  []string           `json:"tuning_runs,omitempty"`  // date and commit of each run the candidates come from
+	TuningRuns  []string           `json:"tuning_runs,omitempty"` // date and commit of each run the candidates come from
 	Mutation    *Mutation          `json:"mutation_check,omitempty"`
 }
 
@@ -164,19 +163,12 @@ func Build(root, dir string) (*Report, error) {
 		kernel spec.Kernel
 	}
 	byName := map[string]info{}
-	candidates := map[string]string{}
 	for _, l := range specs {
 		byName[l.Plan.Spec.Name] = info{l.Plan.Conv, l.Plan.Spec.Kernel}
-		for _, c := range gen.Candidates(l) {
-			if c.Backend != "cuda" {
-				continue // the tuning rows are the kernel verifier's
-			}
-			candidates[c.Variant] = c.Tile.String()
-		}
 	}
 	commit, _ := os.ReadFile(filepath.Join(dir, "commit"))
 	r := &Report{GPU: e2e.GPU, Torch: e2e.Torch, CUDA: e2e.CUDA, CuDNN: e2e.CuDNN, Date: e2e.Date,
-		Commit: strings.TrimSpace(string(commit)), GeoMean: map[string]float64{}, TuningTiles: candidates}
+		Commit: strings.TrimSpace(string(commit)), GeoMean: map[string]float64{}}
 	if e2e.Driver != nil {
 		r.Driver = *e2e.Driver
 	}
