@@ -132,10 +132,10 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 	want := []string{
 		"l1_73_strided_padded_grouped 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32}",
 		"l1_73_strided_padded_grouped_t1 fp32 {bm: 256, bn: 32, bk: 8, tm: 8, tn: 4}",
-		"l1_73_strided_padded_grouped_t2 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32}",
+		"l1_73_strided_padded_grouped_t2 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 		"l1_73_strided_padded_grouped_t3 3xtf32 {bm: 128, bn: 32, bk: 32, wm: 32, wn: 32}",
 		"l1_73_strided_padded_grouped_t4 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1, presplit: true}",
-		"l1_73_strided_padded_grouped_t5 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, cp_async: true}",
+		"l1_73_strided_padded_grouped_t5 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1, cp_async: true}",
 		"l1_73_strided_padded_grouped_t6 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, cp_async: true}",
 	}
 	if !reflect.DeepEqual(got, want) {

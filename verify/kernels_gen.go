@@ -85,7 +85,7 @@ var Kernels = []Kernel{{
 	Spec:      "l1_68_square_input_asymmetric_kernel",
 	SpecPath:  "specs/level1/68_square_input_asymmetric_kernel.yaml",
 	Threads:   128,
-	Tile:      "{bm: 128, bn: 64, bk: 16, wm: 64, wn: 32}",
+	Tile:      "{bm: 128, bn: 64, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 }, {
 	Conv: geom.Conv{
 		Batch:         8,
@@ -112,7 +112,7 @@ var Kernels = []Kernel{{
 	Spec:      "l1_70_asymmetric_input_square_kernel",
 	SpecPath:  "specs/level1/70_asymmetric_input_square_kernel.yaml",
 	Threads:   128,
-	Tile:      "{bm: 256, bn: 32, bk: 16, wm: 64, wn: 32}",
+	Tile:      "{bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 }, {
 	Conv: geom.Conv{
 		Batch:         8,
@@ -193,5 +193,5 @@ var Kernels = []Kernel{{
 	Spec:      "l1_77_padded_dilated_strided",
 	SpecPath:  "specs/level1/77_padded_dilated_strided.yaml",
 	Threads:   128,
-	Tile:      "{bm: 128, bn: 64, bk: 16, wm: 64, wn: 32}",
+	Tile:      "{bm: 128, bn: 64, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 }}

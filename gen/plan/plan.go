@@ -113,6 +113,8 @@ const (
 	maxThreadsPerSM  = 2048
 	regsPerSM        = 65536
 	maxRegsPerThread = 255
+	smallBlock       = 128 // threads
+	smallBlockRegs   = 168 // what ptxas may cap a small block's registers at
 )
 
 // mmaRegisters estimates the registers a 3xtf32 thread needs: its
@@ -228,6 +230,13 @@ func chooseMMATile(t spec.Tile, cinG, coutG int) Tile {
 		}
 	}
 	r.WarpsM, r.WarpsN = max(1, r.BM/r.WM), max(1, r.BN/r.WN)
+	if r.MinBlocks == 0 && 32*r.WarpsM*r.WarpsN <= smallBlock && mmaRegisters(r.WM, r.WN, r.Presplit) > smallBlockRegs {
+		// ptxas (CUDA 13) may cap a small block at 168 registers to fit
+		// more blocks per SM, and spill (seen: the default 64x32 warp tile
+		// at 128 threads). min_blocks 1 lifts the cap to 255; where nothing
+		// was capped the code is the same (nvcc 11.8: identical SASS).
+		r.MinBlocks = 1
+	}
 	return r
 }
 
@@ -256,11 +265,15 @@ func (p *Plan) checkTile() error {
 		}
 		if p.Threads > MaxThreads {
 			bad("bm", t.BM, "gives 32*(bm/wm)*(bn/wn) = %d threads; a block has at most %d", p.Threads, MaxThreads)
-		} else if need, have := mmaRegisters(t.WM, t.WN, t.Presplit), min(maxRegsPerThread, regsPerSM/p.Threads); acc <= maxAccum && need > have {
-			// ptxas must fit a thread in min(255, 65536/threads) registers
-			// and spills what does not fit (seen at 512 threads with 32x32
-			// warp tiles, and with presplit 64x32 ones).
-			bad("bm", t.BM, "gives %d threads, %d registers each, but a %dx%d warp tile needs about %d", p.Threads, have, t.WM, t.WN, need)
+		} else if need, have := mmaRegisters(t.WM, t.WN, t.Presplit), min(maxRegsPerThread, regsPerSM/(max(1, t.MinBlocks)*p.Threads)); acc <= maxAccum && need > have {
+			// ptxas must fit a thread in min(255, 65536/(min_blocks*threads))
+			// registers and spills what does not fit (seen at 512 threads
+			// with 32x32 warp tiles, and with presplit 64x32 ones).
+			field, got := "bm", t.BM
+			if need <= min(maxRegsPerThread, regsPerSM/p.Threads) {
+				field, got = "min_blocks", t.MinBlocks // one block per SM would fit
+			}
+			bad(field, got, "gives %d threads, %d registers each (min_blocks %d), but a %dx%d warp tile needs about %d", p.Threads, have, max(1, t.MinBlocks), t.WM, t.WN, need)
 		}
 	} else {
 		if t.BM%t.TM != 0 {

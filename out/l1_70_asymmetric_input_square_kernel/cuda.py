@@ -141,7 +141,7 @@ __device__ __forceinline__ void mma_tf32(float* acc, const unsigned* a, const un
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads)
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
 l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ x, const float* __restrict__ wt,
     const float* __restrict__ bias, float* __restrict__ y)
 {
