@@ -17,10 +17,9 @@ var RandomBackends = []string{"cuda", "triton"}
 // RandomSpec writes the YAML of one random valid small configuration:
 // stride, dilation and kernel sizes of 1 to 3 (kernel up to 5) per
 // dimension, odd and prime extents, groups, bias, output_padding, either
-// precision, and half of the time an explicit random tile (and Triton
-// choices), so the sweep
-// exercises the kernel's loader and fragment mappings as well as its
-// geometry. The caller validates it.
+// precision, and half of the time an explicit random tile and Triton
+// choices, so the sweep exercises the kernels' loaders and fragment
+// mappings as well as their geometry. The caller validates it.
 func RandomSpec(r *rand.Rand, name string) string {
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
 	var c geom.Conv

@@ -157,38 +157,6 @@ func residueTaps(r, size, stride, pad, dil, kStep int) (k0, count, off0 int) {
 	return k0, count, off0
 }
 
-// ExpandTaps lists the taps the kernel visits for this phase, in its loop
-// order (depth slowest, width fastest).
-func (tp TritonPhase) ExpandTaps(v *TritonView, kernel [3]int) []plan.Tap {
-	var taps []plan.Tap
-	for a := 0; a < tp.Count[0]; a++ {
-		for b := 0; b < tp.Count[1]; b++ {
-			for e := 0; e < tp.Count[2]; e++ {
-				var t plan.Tap
-				for i, j := range [3]int{a, b, e} {
-					t.K[i] = tp.K0[i] + j*v.KStep[i]
-					t.Off[i] = tp.Off0[i] - j*v.OffStep[i]
-				}
-				t.Flat = (t.K[0]*kernel[1]+t.K[1])*kernel[2] + t.K[2]
-				taps = append(taps, t)
-			}
-		}
-	}
-	return taps
-}
-
-func sameTaps(a, b []plan.Tap) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // tritonBlockN covers a group's output channels with one power-of-two tile
 // when they fit in 64 (each input tile is then read once per group), else
 // 64-wide tiles; never below tl.dot's 16.

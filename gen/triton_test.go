@@ -129,7 +129,7 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 			if tp.Count[0]*tp.Count[1]*tp.Count[2] != tp.Taps {
 				t.Errorf("%s: counts %v do not multiply to %d taps", name, tp.Count, tp.Taps)
 			}
-			got := tp.ExpandTaps(v, c.Kernel)
+			got := expandTaps(tp, v, c.Kernel)
 			if !sameTaps(got, p.Taps[ph.TapStart:ph.TapStart+ph.TapCount]) {
 				t.Errorf("%s: progressions give %v, plan has %v", name, got, p.Taps[ph.TapStart:ph.TapStart+ph.TapCount])
 			}
@@ -265,4 +265,36 @@ func TestTritonRender(t *testing.T) {
 			t.Errorf("bias %v but b_ptr in the kernel: %v", c.conv.Bias, hasBias)
 		}
 	}
+}
+
+// expandTaps lists the taps the kernel visits for a phase, in its loop
+// order (depth slowest, width fastest).
+func expandTaps(tp TritonPhase, v *TritonView, kernel [3]int) []plan.Tap {
+	var taps []plan.Tap
+	for a := 0; a < tp.Count[0]; a++ {
+		for b := 0; b < tp.Count[1]; b++ {
+			for e := 0; e < tp.Count[2]; e++ {
+				var t plan.Tap
+				for i, j := range [3]int{a, b, e} {
+					t.K[i] = tp.K0[i] + j*v.KStep[i]
+					t.Off[i] = tp.Off0[i] - j*v.OffStep[i]
+				}
+				t.Flat = (t.K[0]*kernel[1]+t.K[1])*kernel[2] + t.K[2]
+				taps = append(taps, t)
+			}
+		}
+	}
+	return taps
+}
+
+func sameTaps(a, b []plan.Tap) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -34,36 +34,35 @@ need_verify() {
   return 1
 }
 
-for stage in "${@:-kernels tune e2e random}"; do
-  for s in $stage; do
-    echo "== gpu-check: $s"
-    case $s in
-    kernels)
-      need_verify "kernel tier" &&
-        { bin/verify -root . -time -random "${RANDOM_N:-60}" -seed "${SEED:-1}" -gpus "${GPUS:-0}" -json "$out/kernels.json" || status=1; } ;;
-    tune)
-      tune=${TUNE:-cuda triton}
-      if [[ $tune == *cuda* ]] && [ -d build/tune/specs ] && need_verify "CUDA tuning"; then
-        bin/verify -root . -time -specs "$(ls build/tune/specs/*.yaml | paste -sd, -)" -json "$out/tune-kernels.json" || status=1
-      fi
-      if [[ $tune == *triton* ]] && [ -d build/tune ]; then
-        # Fewer trials than the evaluator's: this ranks candidates; the
-        # winners are measured the evaluator's way afterwards (e2e).
-        python3 "$harness" --time --no-ref-time --trials 2 --timed 30 --timeout 300 --backends triton \
-          --json "$out/tune-triton.json" build/tune out || status=1
-      fi ;;
-    e2e)
-      if [ -x bin/verify ]; then
-        bin/verify -root . -tiers e2e -time -e2e-json "$out/e2e.json" || status=1
-      else
-        python3 "$harness" --time --json "$out/e2e.json" out || status=1
-      fi ;;
-    random)
-      [ -d build/random ] && { python3 "$harness" --sweep --backends triton --json "$out/random.json" build/random || status=1; } ;;
-    *)
-      echo "gpu-check: unknown stage $s" >&2
-      exit 2 ;;
-    esac
-  done
+stages=${*:-kernels tune e2e random}
+for s in $stages; do
+  echo "== gpu-check: $s"
+  case $s in
+  kernels)
+    need_verify "kernel tier" &&
+      { bin/verify -root . -time -random "${RANDOM_N:-60}" -seed "${SEED:-1}" -gpus "${GPUS:-0}" -json "$out/kernels.json" || status=1; } ;;
+  tune)
+    tune=${TUNE:-cuda triton}
+    if [[ $tune == *cuda* ]] && [ -d build/tune/specs ] && need_verify "CUDA tuning"; then
+      bin/verify -root . -time -specs "$(ls build/tune/specs/*.yaml | paste -sd, -)" -json "$out/tune-kernels.json" || status=1
+    fi
+    if [[ $tune == *triton* ]] && [ -d build/tune ]; then
+      # Fewer trials than the evaluator's: this ranks candidates; the
+      # winners are measured the evaluator's way afterwards (e2e).
+      python3 "$harness" --time --no-ref-time --trials 2 --timed 30 --timeout 300 --backends triton \
+        --json "$out/tune-triton.json" build/tune out || status=1
+    fi ;;
+  e2e)
+    if [ -x bin/verify ]; then
+      bin/verify -root . -tiers e2e -time -e2e-json "$out/e2e.json" || status=1
+    else
+      python3 "$harness" --time --json "$out/e2e.json" out || status=1
+    fi ;;
+  random)
+    [ -d build/random ] && { python3 "$harness" --sweep --backends triton --json "$out/random.json" build/random || status=1; } ;;
+  *)
+    echo "gpu-check: unknown stage $s" >&2
+    exit 2 ;;
+  esac
 done
 exit $status

@@ -117,6 +117,12 @@ const (
 	smallBlockRegs   = 168 // what ptxas may cap a small block's registers at
 )
 
+// registersPerThread is what ptxas can give each thread of a block when
+// minBlocks blocks (at least one) must fit on an SM.
+func registersPerThread(threads, minBlocks int) int {
+	return min(maxRegsPerThread, regsPerSM/(max(1, minBlocks)*threads))
+}
+
 // mmaRegisters estimates the registers a 3xtf32 thread needs: its
 // accumulators, the TF32 hi/lo parts of its A and B fragments and of one
 // slice's partial sums, and about 80 for addresses, gathers and indices
@@ -265,12 +271,12 @@ func (p *Plan) checkTile() error {
 		}
 		if p.Threads > MaxThreads {
 			bad("bm", t.BM, "gives 32*(bm/wm)*(bn/wn) = %d threads; a block has at most %d", p.Threads, MaxThreads)
-		} else if need, have := mmaRegisters(t.WM, t.WN, t.Presplit), min(maxRegsPerThread, regsPerSM/(max(1, t.MinBlocks)*p.Threads)); acc <= maxAccum && need > have {
+		} else if need, have := mmaRegisters(t.WM, t.WN, t.Presplit), registersPerThread(p.Threads, t.MinBlocks); acc <= maxAccum && need > have {
 			// ptxas must fit a thread in min(255, 65536/(min_blocks*threads))
 			// registers and spills what does not fit (seen at 512 threads
 			// with 32x32 warp tiles, and with presplit 64x32 ones).
 			field, got := "bm", t.BM
-			if need <= min(maxRegsPerThread, regsPerSM/p.Threads) {
+			if need <= registersPerThread(p.Threads, 1) {
 				field, got = "min_blocks", t.MinBlocks // one block per SM would fit
 			}
 			bad(field, got, "gives %d threads, %d registers each (min_blocks %d), but a %dx%d warp tile needs about %d", p.Threads, have, max(1, t.MinBlocks), t.WM, t.WN, need)

@@ -302,22 +302,13 @@ func (d *decoder) validateKernel(k *Kernel) {
 		d.precision("kernel.triton.precision", k.Triton.Precision)
 	}
 	tt := k.Triton
-	pow2 := func(v, lo, hi int) bool { return v == 0 || v >= lo && v <= hi && v&(v-1) == 0 }
-	for _, f := range []struct {
-		name string
-		v    int
-		ok   bool
-	}{
-		{"block_m", tt.BlockM, pow2(tt.BlockM, 16, 256)},
-		{"block_n", tt.BlockN, pow2(tt.BlockN, 16, 256)},
-		{"block_k", tt.BlockK, pow2(tt.BlockK, 16, 128)},
-		{"warps", tt.Warps, pow2(tt.Warps, 1, 16)},
+	d.sizes("kernel.triton.", tritonRule, []sizeCheck{
+		{"block_m", tt.BlockM, pow2In(tt.BlockM, 16, 256)},
+		{"block_n", tt.BlockN, pow2In(tt.BlockN, 16, 256)},
+		{"block_k", tt.BlockK, pow2In(tt.BlockK, 16, 128)},
+		{"warps", tt.Warps, pow2In(tt.Warps, 1, 16)},
 		{"stages", tt.Stages, tt.Stages >= 0 && tt.Stages <= 8},
-	} {
-		if !f.ok {
-			d.failAt("kernel.triton."+f.name, strconv.Itoa(f.v), "%s", tritonRule[f.name])
-		}
-	}
+	})
 	t := k.Tile
 	if t.Presplit && k.Precision != "3xtf32" {
 		d.failAt("kernel.tile.presplit", "true", "splits operands into TF32 parts: only with precision 3xtf32 (precision is %s)", k.Precision)
@@ -325,25 +316,36 @@ func (d *decoder) validateKernel(k *Kernel) {
 	if t.CpAsync && t.Presplit {
 		d.failAt("kernel.tile.cp_async", "true", "copies tiles without passing through registers, where presplit splits them: choose one")
 	}
-	for _, f := range []struct {
-		name string
-		v    int
-		ok   bool
-	}{
-		{"bm", t.BM, t.BM == 0 || t.BM >= 16 && t.BM <= 1024 && t.BM&(t.BM-1) == 0},
-		{"bn", t.BN, t.BN == 0 || t.BN >= 4 && t.BN <= 256 && t.BN&(t.BN-1) == 0},
+	d.sizes("kernel.tile.", tileRule, []sizeCheck{
+		{"bm", t.BM, pow2In(t.BM, 16, 1024)},
+		{"bn", t.BN, pow2In(t.BN, 4, 256)},
 		{"bk", t.BK, t.BK == 0 || t.BK >= 1 && t.BK <= 64},
 		{"tm", t.TM, t.TM == 0 || t.TM == 4 || t.TM == 8},
 		{"tn", t.TN, t.TN == 0 || t.TN == 4 || t.TN == 8},
 		{"wm", t.WM, t.WM == 0 || t.WM == 16 || t.WM == 32 || t.WM == 64},
 		{"wn", t.WN, t.WN == 0 || t.WN == 8 || t.WN == 16 || t.WN == 32 || t.WN == 64},
 		{"min_blocks", t.MinBlocks, t.MinBlocks >= 0 && t.MinBlocks <= 32},
-	} {
-		if !f.ok {
-			d.failAt("kernel.tile."+f.name, strconv.Itoa(f.v), "%s", tileRule[f.name])
+	})
+}
+
+// sizeCheck is one integer kernel field and whether its value is allowed.
+type sizeCheck struct {
+	name string
+	v    int
+	ok   bool
+}
+
+// sizes reports every check that failed, under prefix, with its rule.
+func (d *decoder) sizes(prefix string, rules map[string]string, checks []sizeCheck) {
+	for _, c := range checks {
+		if !c.ok {
+			d.failAt(prefix+c.name, strconv.Itoa(c.v), "%s", rules[c.name])
 		}
 	}
 }
+
+// pow2In: unset (0), or a power of two from lo to hi.
+func pow2In(v, lo, hi int) bool { return v == 0 || v >= lo && v <= hi && v&(v-1) == 0 }
 
 var tritonRule = map[string]string{
 	"block_m": "must be a power of two from 16 to 256 (tl.dot's smallest block is 16)",

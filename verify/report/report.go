@@ -196,14 +196,14 @@ func Build(root, dir string) (*Report, error) {
 	tuningRun(kernels, tuned)
 	// Further random-configuration runs of the kernel verifier (other
 	// seeds: -merge joins only runs of one seed) count in the same tally.
-	randomItems := kernels.Results
+	randomItems := slices.Clone(kernels.Results)
 	more, _ := filepath.Glob(filepath.Join(dir, "random-kernels*.json"))
 	for _, path := range more {
 		extra, err := readKernels(path)
 		if err != nil {
 			return nil, err
 		}
-		randomItems = append(slices.Clone(randomItems), extra.Results...)
+		randomItems = append(randomItems, extra.Results...)
 	}
 	r.Sweeps = kernelSweeps(randomItems)
 	// A separate tuning run (gpu-check's tune-kernels.json) adds candidates.
