@@ -63,7 +63,7 @@ TAIL_CHARS = 4000  # enough of a compiler log or traceback to show the first err
 RESULT_KEYS = (
     "spec", "backend", "disposition", "reason", "max_rel_l2", "ref_default_rel_l2",
     "allclose_1e2", "allclose_1e4", "nan_outputs", "trials",
-    "time_ms", "ref_default_ms", "ref_strict_ms",
+    "time_ms", "ref_default_ms", "ref_strict_ms", "sha256",
 )
 NO_REF_TIMES = {"ref_default_ms": None, "ref_strict_ms": None}
 SWEEP_TASKS_PER_WORKER = 8  # files a sweep worker evaluates before it is replaced
@@ -186,8 +186,19 @@ def new_result(path, disposition="failed", reason=""):
     """A result with every JSON key; null means not measured."""
     result = dict.fromkeys(RESULT_KEYS)
     result.update(spec=os.path.basename(os.path.dirname(os.path.abspath(path))),
-                  backend=backend_of(path), disposition=disposition, reason=reason)
+                  backend=backend_of(path), disposition=disposition, reason=reason,
+                  sha256=file_sha256(path))
     return result
+
+
+def file_sha256(path):
+    """The submission's digest: the report tells a result of an older file
+    from one of the file now in out/."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def tail(text, limit=TAIL_CHARS):

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -89,11 +90,18 @@ func Markdown(r *Report) string {
 			a, b := row.Arch["sm_80"], row.Arch["sm_90"]
 			regs = fmt.Sprintf("%d/%d, %d/%d", a.Registers, b.Registers, a.SpillBytes, b.SpillBytes)
 		}
+		status := row.Disposition
+		if row.OlderFile {
+			status += " (older file)"
+		}
 		p("| %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %.3f | %s | %s | %s |\n",
-			row.Spec, row.Backend, row.Precision, row.Disposition, sci(row.MaxRelL2), yes(row.Allclose1e2), yes(row.Allclose1e4),
+			row.Spec, row.Backend, row.Precision, status, sci(row.MaxRelL2), yes(row.Allclose1e2), yes(row.Allclose1e4),
 			ms(row.TimeMS), ms(row.RefDefaultMS), ms(row.RefStrictMS), ratio(row.SpeedupTF32), ratio(row.SpeedupStrict), row.FloorMS, frac, kernel, regs)
 	}
 	p("\n")
+	if slices.ContainsFunc(r.Rows, func(row Row) bool { return row.OlderFile }) {
+		p("Rows marked (older file) were measured on a file that has changed since (a spec edited or retuned): their precision and floor are the current spec's.\n\n")
+	}
 	for _, backend := range sortedKeys(r.GeoMean) {
 		p("Geometric-mean speedup over PyTorch default, %s: **%.2fx**.\n", backend, r.GeoMean[backend])
 	}

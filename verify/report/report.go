@@ -5,6 +5,8 @@
 package report
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +45,7 @@ type HarnessResult struct {
 	TimeMS          *Times   `json:"time_ms"`
 	RefDefaultMS    *Times   `json:"ref_default_ms"`
 	RefStrictMS     *Times   `json:"ref_strict_ms"`
+	SHA256          string   `json:"sha256,omitempty"` // of the file measured
 }
 
 // HarnessRun is one harness JSON document.
@@ -69,6 +72,10 @@ type Row struct {
 	// architecture, and the kernel-only mean time.
 	Arch     map[string]gpu.ArchInfo `json:"arch,omitempty"`
 	KernelMS float64                 `json:"kernel_ms,omitempty"`
+	// OlderFile: the file measured is not the one in out/ now (the spec
+	// was edited or retuned since), so the precision shown may not be
+	// the one measured.
+	OlderFile bool `json:"older_file,omitempty"`
 }
 
 // Sweep summarises a random-configuration run per backend.
@@ -240,6 +247,7 @@ func Build(root, dir string) (*Report, error) {
 		precision := in.kernel.PrecisionFor(h.Backend)
 		row := Row{HarnessResult: h, Precision: precision, GFLOPs: in.conv.FLOPs() / 1e9}
 		row.FloorMS = in.conv.FloorMS(precision)
+		row.OlderFile = h.SHA256 != "" && h.SHA256 != fileSHA256(filepath.Join(root, "out", h.Spec, h.Backend+".py"))
 		if k, ok := byKernel[h.Spec]; ok && h.Backend == "cuda" {
 			row.Arch = k.Arch
 			if k.Time != nil {
@@ -364,4 +372,14 @@ func firstLine(s string) string {
 		s = s[:160] + "…"
 	}
 	return s
+}
+
+// fileSHA256 is the hex SHA-256 of a file, "" when it cannot be read.
+func fileSHA256(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }

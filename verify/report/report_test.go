@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"io"
 	"math"
@@ -482,4 +483,62 @@ func fixtureCopy(t *testing.T, names ...string) string {
 		}
 	}
 	return dir
+}
+
+// A row whose recorded file digest differs from the file now in out/ is
+// marked as measured on an older file; a matching or missing digest is not.
+func TestOlderFileRows(t *testing.T) {
+	root := t.TempDir()
+	if err := os.CopyFS(filepath.Join(root, "specs"), os.DirFS(filepath.Join(fixtureRoot, "specs"))); err != nil {
+		t.Fatal(err)
+	}
+	current := []byte("# the rp_a submission now\n")
+	for _, backend := range []string{"cuda", "triton"} {
+		writeFileT(t, filepath.Join(root, "out", "rp_a", backend+".py"), current)
+	}
+	data, err := os.ReadFile(filepath.Join(fixtureGPU, "e2e.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run map[string]any
+	if err := json.Unmarshal(data, &run); err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range run["results"].([]any) {
+		res := res.(map[string]any)
+		switch res["spec"].(string) + "/" + res["backend"].(string) {
+		case "rp_a/cuda":
+			res["sha256"] = fileSHA256(filepath.Join(fixtureGPU, "e2e.json")) // some other file's
+		case "rp_a/triton":
+			res["sha256"] = fileSHA256(filepath.Join(root, "out", "rp_a", "triton.py"))
+		}
+	}
+	dir := fixtureCopy(t, "commit", "kernels.json")
+	data, err = json.Marshal(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFileT(t, filepath.Join(dir, "e2e.json"), data)
+	r, err := Build(root, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range r.Rows {
+		if want := row.Spec+"/"+row.Backend == "rp_a/cuda"; row.OlderFile != want {
+			t.Errorf("%s/%s: older file %v, want %v", row.Spec, row.Backend, row.OlderFile, want)
+		}
+	}
+	if n := strings.Count(Markdown(r), "| passed (older file) |"); n != 1 {
+		t.Errorf("%d rows marked (older file) in the markdown, want 1", n)
+	}
+}
+
+func writeFileT(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
