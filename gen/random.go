@@ -19,7 +19,9 @@ var RandomBackends = []string{"cuda", "triton"}
 // dimension, odd and prime extents, groups, bias, output_padding, either
 // precision, and half of the time an explicit random tile and Triton
 // choices, so the sweep exercises the kernels' loaders and fragment
-// mappings as well as their geometry. The caller validates it.
+// mappings as well as their geometry; half of the configurations have
+// input channels per group in whole 16- or 32-wide chunks. The caller
+// validates it.
 func RandomSpec(r *rand.Rand, name string) string {
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
 	var c geom.Conv
@@ -38,6 +40,11 @@ func RandomSpec(r *rand.Rand, name string) string {
 	}
 	c.Groups = pick(1, 1, 2, 3, 4)
 	c.InChannels = c.Groups * (1 + r.Intn(pick(3, 9, 17)))
+	if nameCoin(name, "whole_chunks") {
+		// Channels per group in whole 16- or 32-wide chunks, the case
+		// where the Triton kernel's padded input is read unmasked.
+		c.InChannels = c.Groups * 16 * (1 + nameRand(name, "chunks").Intn(2))
+	}
 	c.OutChannels = c.Groups * (1 + r.Intn(pick(3, 9, 17)))
 	c.Bias = r.Intn(2) == 0
 	k := spec.Kernel{Backends: RandomBackends, Precision: []string{"fp32", "3xtf32"}[r.Intn(2)]}
@@ -56,17 +63,20 @@ func RandomSpec(r *rand.Rand, name string) string {
 }
 
 // randomTriton draws, half of the time, explicit Triton choices (either
-// precision, block sizes, warps, stages, layout). Choices added after the
-// first sweeps draw from sources of their own, seeded by the name, so that
-// a seed's earlier configurations stay what they were.
+// precision, block sizes, warps, stages, layout), and W fusion and the
+// padded input each half of the time. Choices added after the first
+// sweeps draw from sources of their own, seeded by the name, so that
+// adding one leaves a seed's other draws as they were.
 func randomTriton(name string) spec.Triton {
 	r := nameRand(name, "triton")
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
-	if r.Intn(2) == 0 {
-		return spec.Triton{}
+	var t spec.Triton
+	if r.Intn(2) != 0 {
+		t = spec.Triton{Precision: []string{"fp32", "3xtf32"}[r.Intn(2)], BlockM: pick(16, 32, 64, 128), BlockN: pick(16, 32, 64),
+			BlockK: pick(16, 32), Warps: pick(2, 4, 8), Stages: pick(1, 2, 3), ChannelsLast: r.Intn(2) == 0}
 	}
-	return spec.Triton{Precision: []string{"fp32", "3xtf32"}[r.Intn(2)], BlockM: pick(16, 32, 64, 128), BlockN: pick(16, 32, 64),
-		BlockK: pick(16, 32), Warps: pick(2, 4, 8), Stages: pick(1, 2, 3), ChannelsLast: r.Intn(2) == 0}
+	t.FuseW, t.PadInput = nameCoin(name, "fuse_w"), nameCoin(name, "pad_input")
+	return t
 }
 
 // Random returns n random configurations that pass validation and

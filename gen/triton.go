@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"strings"
 
 	"convtgen/gen/plan"
 )
@@ -43,8 +44,30 @@ type TritonView struct {
 	NTiles                 int  // BlockN tiles over one group's output channels
 	CIChunks               int  // BlockK chunks over one group's input channels
 	MTiles                 int  // BlockM tiles over the largest phase's rows
-	NumPhases              int  // stride_d * stride_h * stride_w
+	NumPhases              int  // phases spread over programs: stride_d * stride_h * (stride_w / WPhases)
 	Programs               int  // NumPhases * MTiles * NTiles * groups
+
+	// FuseW: every program computes all WPhases = stride_w output phases
+	// along W; its BlockN columns are (phase, channel) pairs, WPad phases
+	// (a power of two) of BlockN/WPad channels. Along W it steps over the
+	// WShifts input offsets WOffMax, WOffMax-1, ... that any phase's taps
+	// read; per column the weight is that phase's tap at the offset, or
+	// zero where none is (WUsed of the WShifts*stride_w pairs are taps).
+	FuseW            bool
+	WPhases, WPad    int
+	COBlock          int // output channels per program: BlockN / WPad
+	WShifts, WOffMax int
+	WUsed            int
+
+	// PadInput: the input is copied into a zero border of PadLo/PadHi
+	// elements per dimension (XShape: the padded D, H, W) that holds every
+	// read of every program, so input loads need no masks (set only when
+	// BlockK divides the group's input channels).
+	PadInput     bool
+	PadLo, PadHi [3]int
+	XShape       [3]int
+	XShapeTuple  string // the padded input tensor's shape, in its layout
+	XSlice       string // where the input sits in it along D, H, W ("lo:lo+size, ...")
 
 	// Int64 is set when a tensor has 2^31 elements or more: the kernel then
 	// widens its program id and index vectors so every offset is 64-bit.
@@ -115,16 +138,13 @@ func newTritonView(p *plan.Plan) *TritonView {
 		NumPhases:      c.Stride[0] * c.Stride[1] * c.Stride[2],
 		Int64:          max(c.InputLen(), c.OutputLen(), c.WeightLen()) >= 1<<31,
 	}
-	v.NTiles = divUp(p.CoutG, v.BlockN)
-	v.CIChunks = divUp(p.CinG, v.BlockK)
-	v.MTiles = max(1, divUp(maxM, v.BlockM))
-	v.Programs = v.NumPhases * v.MTiles * v.NTiles * c.Groups
 	for i := range 3 {
 		g := gcdInt(c.Stride[i], c.Dilation[i])
 		v.KStep[i] = c.Stride[i] / g
 		v.OffStep[i] = c.Dilation[i] / g
 	}
-	for ph := range v.NumPhases {
+	all := c.Stride[0] * c.Stride[1] * c.Stride[2]
+	for ph := range all {
 		r := [3]int{ph / (c.Stride[1] * c.Stride[2]), ph / c.Stride[2] % c.Stride[1], ph % c.Stride[2]}
 		tp := TritonPhase{R: r, M: c.Batch, Taps: 1}
 		for i := range 3 {
@@ -135,7 +155,107 @@ func newTritonView(p *plan.Plan) *TritonView {
 		}
 		v.Phases = append(v.Phases, tp)
 	}
+	v.WPhases, v.WPad = 1, 1
+	if t.FuseW && c.Stride[2] > 1 {
+		v.FuseW = true
+		v.WPhases, v.WPad = c.Stride[2], pow2AtLeast(c.Stride[2])
+		lo, hi, used := wShifts(c.Kernel[2], c.Stride[2], c.Padding[2], c.Dilation[2])
+		v.WShifts, v.WOffMax, v.WUsed = hi-lo+1, hi, used
+		// Rows cover the whole W grid of phase 0 (the longest).
+		maxM = c.Batch * divUp(p.Out[2], c.Stride[2])
+		maxM *= maxRows(v.Phases, func(tp TritonPhase) int { return tp.Q[0] * tp.Q[1] })
+		if t.BlockN == 0 {
+			v.BlockN = max(tritonMinBlock, min(tritonMaxBlockN, v.WPad*pow2AtLeast(p.CoutG)))
+		}
+		v.BlockN = max(v.BlockN, v.WPad) // at least one channel of each phase
+	}
+	v.NumPhases = all / v.WPhases
+	v.COBlock = v.BlockN / v.WPad
+	v.NTiles = divUp(p.CoutG, v.COBlock)
+	v.CIChunks = divUp(p.CinG, v.BlockK)
+	v.MTiles = max(1, divUp(maxM, v.BlockM))
+	v.Programs = v.NumPhases * v.MTiles * v.NTiles * c.Groups
+	v.XShape = c.In
+	// The padded input is read without any mask, so only whole channel
+	// chunks: with a partial chunk the channel mask stays and the border
+	// would save nothing.
+	if t.PadInput && p.CinG%v.BlockK == 0 {
+		v.PadInput = true
+		v.PadLo, v.PadHi = inputPads(v, c.In, p.Out, c.Stride)
+		for i := range 3 {
+			v.XShape[i] = c.In[i] + v.PadLo[i] + v.PadHi[i]
+		}
+		x := v.XShape
+		var sl []string
+		for i := range 3 {
+			sl = append(sl, fmt.Sprintf("%d:%d", v.PadLo[i], v.PadLo[i]+c.In[i]))
+		}
+		v.XSlice = strings.Join(sl, ", ")
+		v.XShapeTuple = ints(c.Batch, c.InChannels, x[0], x[1], x[2])
+		if v.ChannelsLast {
+			v.XShapeTuple = ints(c.Batch, x[0], x[1], x[2], c.InChannels)
+		}
+	}
 	return v
+}
+
+// maxRows is the largest f over the phases.
+func maxRows(phases []TritonPhase, f func(TritonPhase) int) int {
+	m := 0
+	for _, tp := range phases {
+		m = max(m, f(tp))
+	}
+	return m
+}
+
+// wShifts: along W, output o = r + stride*q reads input q + (r + pad -
+// k*dil)/stride through tap k when that divides. Each tap k serves exactly
+// one residue r, so the (phase, offset) pairs that are taps number size;
+// lo..hi is the range of their offsets, the shifts a fused program steps
+// over.
+func wShifts(size, stride, pad, dil int) (lo, hi, used int) {
+	first := true
+	for k := range size {
+		for r := range stride {
+			if n := r + pad - k*dil; n%stride == 0 {
+				off := n / stride
+				if first || off < lo {
+					lo = off
+				}
+				if first || off > hi {
+					hi = off
+				}
+				first = false
+				used++
+			}
+		}
+	}
+	return lo, hi, used
+}
+
+// inputPads is the zero border that holds every input read of the kernel:
+// per dimension, over every phase that has taps, q from 0 to its extent
+// (the common W grid when W is fused) plus each tap's offset.
+func inputPads(v *TritonView, in, out, stride [3]int) (lo, hi [3]int) {
+	for i := range 3 {
+		minRead, maxRead := 0, in[i]-1
+		for _, tp := range v.Phases {
+			// A program reads when its phase has rows and taps; fused, the
+			// W phases share rows and shifts, so only D and H decide.
+			if v.FuseW && tp.Q[0]*tp.Q[1]*tp.Count[0]*tp.Count[1] == 0 || !v.FuseW && (tp.M == 0 || tp.Taps == 0) {
+				continue
+			}
+			first, last := tp.Off0[i]-(tp.Count[i]-1)*v.OffStep[i], tp.Off0[i] // offsets fall along the taps
+			q := tp.Q[i]
+			if i == 2 && v.FuseW {
+				first, last, q = v.WOffMax-v.WShifts+1, v.WOffMax, divUp(out[2], stride[2])
+			}
+			minRead = min(minRead, first)
+			maxRead = max(maxRead, q-1+last)
+		}
+		lo[i], hi[i] = -minRead, maxRead-(in[i]-1)
+	}
+	return lo, hi
 }
 
 // residueTaps is the kernel's _residue_taps: along one dimension, the taps

@@ -104,8 +104,8 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 	for _, p := range plans {
 		v := newTritonView(p)
 		c := p.Conv
-		if v.NumPhases != c.Stride[0]*c.Stride[1]*c.Stride[2] || len(v.Phases) != v.NumPhases {
-			t.Fatalf("%s: %d phases (%d listed) for stride %v", p.Spec.Name, v.NumPhases, len(v.Phases), c.Stride)
+		if v.NumPhases*v.WPhases != c.Stride[0]*c.Stride[1]*c.Stride[2] || len(v.Phases) != c.Stride[0]*c.Stride[1]*c.Stride[2] {
+			t.Fatalf("%s: %d phases of %d W phases (%d listed) for stride %v", p.Spec.Name, v.NumPhases, v.WPhases, len(v.Phases), c.Stride)
 		}
 		planned := map[[3]int]plan.Phase{}
 		for _, ph := range p.Phases {
@@ -141,6 +141,9 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 		}
 		if o := p.Out; outputs != c.Batch*o[0]*o[1]*o[2] {
 			t.Errorf("%s: phases cover %d output positions, want %d", p.Spec.Name, outputs, c.Batch*o[0]*o[1]*o[2])
+		}
+		if v.FuseW {
+			maxM = c.Batch * divUp(p.Out[2], c.Stride[2]) * divUp(p.Out[0], c.Stride[0]) * divUp(p.Out[1], c.Stride[1])
 		}
 		if v.MTiles != divUp(maxM, v.BlockM) || v.Programs != v.NumPhases*v.MTiles*v.NTiles*c.Groups {
 			t.Errorf("%s: %d M tiles for %d rows at most, %d programs", p.Spec.Name, v.MTiles, maxM, v.Programs)
@@ -297,4 +300,100 @@ func sameTaps(a, b []plan.Tap) bool {
 		}
 	}
 	return true
+}
+
+// TestFusedWAndPads holds the fused-W column arithmetic and the input
+// border against the definition, on random configurations with both
+// options on: along W, every (output, tap) pair is served by exactly one
+// (shift, column) of a fused program and no column takes a tap that does
+// not exist; every input index any program reads lies inside the border.
+func TestFusedWAndPads(t *testing.T) {
+	random, err := Random(300, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fused, padded := 0, 0
+	for _, l := range random {
+		s := *l.Plan.Spec
+		s.Kernel.Backends = []string{"triton"}
+		s.Kernel.Triton.FuseW, s.Kernel.Triton.PadInput = true, true
+		p, err := plan.New(&s)
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		v := newTritonView(p)
+		c := p.Conv
+		k, st, pad, dil := c.Kernel[2], c.Stride[2], c.Padding[2], c.Dilation[2]
+		if v.FuseW != (st > 1) {
+			t.Fatalf("%s: fused %v at stride_w %d", s.Name, v.FuseW, st)
+		}
+		if v.FuseW {
+			fused++
+			// The kernel's column arithmetic, shift by shift.
+			served := map[[2]int]int{} // (residue, kw) -> times a column takes it
+			for u := range v.WShifts {
+				off := v.WOffMax - u
+				for rw := range st {
+					kwDil := rw + pad - off*st
+					if kwDil >= 0 && kwDil%dil == 0 && kwDil/dil < k {
+						served[[2]int{rw, kwDil / dil}]++
+					}
+				}
+			}
+			want := 0
+			for rw := range st {
+				for kw := range k {
+					if n := rw + pad - kw*dil; n%st == 0 {
+						want++
+						if served[[2]int{rw, kw}] != 1 {
+							t.Errorf("%s: residue %d tap %d served %d times", s.Name, rw, kw, served[[2]int{rw, kw}])
+						}
+					}
+				}
+			}
+			if len(served) != want || v.WUsed != want || want != k {
+				t.Errorf("%s: %d pairs served, %d taps by definition, WUsed %d, kernel %d", s.Name, len(served), want, v.WUsed, k)
+			}
+		}
+		// The border is made only where whole channel chunks allow
+		// unmasked loads.
+		if v.PadInput != (p.CinG%v.BlockK == 0) {
+			t.Errorf("%s: padded input %v with %d channels per group, block_k %d", s.Name, v.PadInput, p.CinG, v.BlockK)
+		}
+		if !v.PadInput {
+			continue
+		}
+		padded++
+		// Every read: per dimension, q over the phase's extent (the common
+		// W grid when fused) plus each offset the program steps over.
+		for i := range 3 {
+			for _, tp := range v.Phases {
+				if tp.Q[0]*tp.Q[1]*tp.Count[0]*tp.Count[1] == 0 || !v.FuseW && tp.Taps == 0 || tp.M == 0 && !v.FuseW {
+					continue
+				}
+				q, offs := tp.Q[i], []int{}
+				for j := range tp.Count[i] {
+					offs = append(offs, tp.Off0[i]-j*v.OffStep[i])
+				}
+				if i == 2 && v.FuseW {
+					q, offs = divUp(p.Out[2], st), nil
+					for u := range v.WShifts {
+						offs = append(offs, v.WOffMax-u)
+					}
+				}
+				for _, off := range offs {
+					if lo, hi := off, q-1+off; lo < -v.PadLo[i] || hi > c.In[i]-1+v.PadHi[i] {
+						t.Errorf("%s: dimension %d phase %v reads %d..%d, border holds %d..%d",
+							s.Name, i, tp.R, lo, hi, -v.PadLo[i], c.In[i]-1+v.PadHi[i])
+					}
+				}
+			}
+			if v.PadLo[i] < 0 || v.PadHi[i] < 0 || v.XShape[i] != c.In[i]+v.PadLo[i]+v.PadHi[i] {
+				t.Errorf("%s: dimension %d border %d/%d, padded extent %d", s.Name, i, v.PadLo[i], v.PadHi[i], v.XShape[i])
+			}
+		}
+	}
+	if fused < 50 || padded < 30 {
+		t.Errorf("only %d of 300 random configurations have stride_w > 1, %d whole channel chunks", fused, padded)
+	}
 }

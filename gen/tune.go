@@ -56,8 +56,17 @@ func candidateKernels() []spec.Kernel {
 // 3xtf32 in both layouts, then with channels last (both operands
 // contiguous along the reduction, as the tensor cores' 32-bit operands
 // want them) at other block heights and warp counts, and fp32 channels
-// last.
-func tritonCandidates() []spec.Triton {
+// last; then the spec's own choice with a padded input, with its W phases
+// fused, and with both, and fused padded channels-last tiles of three
+// heights (fusing is dropped, and the candidate with it, at stride_w 1).
+func tritonCandidates(own spec.Triton) []spec.Triton {
+	with := func(t spec.Triton, fuse, pad bool) spec.Triton {
+		if fuse && !t.FuseW {
+			t.BlockN = 0 // the default then counts the phases' columns
+		}
+		t.FuseW, t.PadInput = t.FuseW || fuse, t.PadInput || pad
+		return t
+	}
 	return []spec.Triton{
 		{Precision: "3xtf32"},
 		{Precision: "3xtf32", ChannelsLast: true},
@@ -65,6 +74,12 @@ func tritonCandidates() []spec.Triton {
 		{Precision: "3xtf32", ChannelsLast: true, BlockM: 64},
 		{Precision: "3xtf32", ChannelsLast: true, BlockM: 256, Warps: 8},
 		{Precision: "fp32", ChannelsLast: true},
+		with(own, false, true),
+		with(own, true, false),
+		with(own, true, true),
+		{Precision: "3xtf32", ChannelsLast: true, FuseW: true, PadInput: true},
+		{Precision: "3xtf32", ChannelsLast: true, FuseW: true, PadInput: true, BlockM: 64},
+		{Precision: "3xtf32", ChannelsLast: true, FuseW: true, PadInput: true, BlockM: 128, Warps: 8},
 	}
 }
 
@@ -88,7 +103,7 @@ func TritonCandidates(l Loaded) []Candidate {
 	out := []Candidate{{Current: true, Backend: "triton", Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
 		Triton: resolvedTriton(l.Plan)}}
 	out[0].Precision = out[0].Triton.Precision
-	for i, t := range tritonCandidates() {
+	for i, t := range tritonCandidates(out[0].Triton) {
 		s := *own
 		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: t.Precision, Triton: t}
 		s.Name = fmt.Sprintf("%s_x%d", own.Name, i+1)
@@ -127,7 +142,7 @@ func (c Candidate) Choice() string {
 func resolvedTriton(p *plan.Plan) spec.Triton {
 	v := newTritonView(p)
 	return spec.Triton{Precision: p.Spec.Kernel.PrecisionFor("triton"), BlockM: v.BlockM, BlockN: v.BlockN, BlockK: v.BlockK,
-		Warps: v.NumWarps, Stages: v.NumStages, ChannelsLast: v.ChannelsLast}
+		Warps: v.NumWarps, Stages: v.NumStages, ChannelsLast: v.ChannelsLast, FuseW: v.FuseW, PadInput: v.PadInput}
 }
 
 // cudaCandidates is the CUDA half of Candidates.

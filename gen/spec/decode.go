@@ -356,6 +356,8 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 				"warps":         func(n *yaml.Node, f string) { t.Warps, _ = d.int(n, f) },
 				"stages":        func(n *yaml.Node, f string) { t.Stages, _ = d.int(n, f) },
 				"channels_last": func(n *yaml.Node, f string) { t.ChannelsLast, _ = d.bool(n, f) },
+				"fuse_w":        func(n *yaml.Node, f string) { t.FuseW, _ = d.bool(n, f) },
+				"pad_input":     func(n *yaml.Node, f string) { t.PadInput, _ = d.bool(n, f) },
 			})
 		},
 	})

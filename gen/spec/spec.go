@@ -95,12 +95,20 @@ func (k Kernel) PrecisionFor(backend string) string {
 // operands contiguous along the reduction (input channels): the input is
 // permuted to (batch, D, H, W, channels) inside every forward and the
 // weight re-laid out with input channels fastest, the layout the tensor
-// cores' shared-memory operands want for 32-bit types.
+// cores' shared-memory operands want for 32-bit types. FuseW gives a
+// program every output phase along W (stride_w of them) as columns beside
+// its channels, so each input tile it loads feeds stride_w times as many
+// products and the phases' interleaved outputs are written together (no
+// effect at stride_w 1). PadInput copies the input into a zero border
+// wide enough that no tap reads outside it, so the kernel's input loads
+// need no masks (only where block_k divides the group's input channels).
 type Triton struct {
 	Precision              string
 	BlockM, BlockN, BlockK int
 	Warps, Stages          int
 	ChannelsLast           bool
+	FuseW                  bool
+	PadInput               bool
 }
 
 // String renders the choices as the spec's YAML flow mapping, with only
@@ -118,8 +126,13 @@ func (t Triton) String() string {
 			f = append(f, fmt.Sprintf("%s: %d", kv.k, kv.v))
 		}
 	}
-	if t.ChannelsLast {
-		f = append(f, "channels_last: true")
+	for _, kv := range []struct {
+		k string
+		v bool
+	}{{"channels_last", t.ChannelsLast}, {"fuse_w", t.FuseW}, {"pad_input", t.PadInput}} {
+		if kv.v {
+			f = append(f, kv.k+": true")
+		}
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }

@@ -20,6 +20,9 @@ its phase's extents and taps from the phase index (_residue_taps) and
 computes BLOCK_M of the phase's output positions by BLOCK_N output channels
 of one group, stepping over (tap, BLOCK_K input channels) with tl.dot and
 fp32 accumulation.
+The input is copied into a zero border that holds every read of every
+program (rows past a phase's end read its last row and are not stored), so
+the input loads carry no masks.
 Products are 3xTF32: input_precision "tf32x3" (each operand split into two
 TF32 parts, three tensor-core products: fp32-level error). The tensor cores
 truncate their sums, so each step's product starts from zero and is added to
@@ -39,6 +42,8 @@ import triton.language as tl
 INPUT_SHAPE = (16, 32, 16, 32, 32)  # (batch, in_channels, depth, height, width)
 WEIGHT_SHAPE = (32, 64, 3, 3, 3)  # PyTorch's (in_channels, out_channels/groups, kd, kh, kw)
 OUTPUT_SHAPE = (16, 64, 33, 65, 65)
+# The input as the kernel reads it: inside a zero border, channels last.
+X_SHAPE = (16, 18, 34, 34, 32)
 # The weight seen as (groups, in/groups, out/groups, taps): the view the
 # re-layout permutes.
 WEIGHT_GROUPED = (1, 32, 64, 27)
@@ -67,10 +72,16 @@ TILING = dict(
     BLOCK_K=32,  # input channels per reduction step
     NUM_PHASES=8,  # stride phases, interleaved over the programs
     M_TILES=4629,  # BLOCK_M tiles over the largest phase's rows
-    N_TILES=1,  # BLOCK_N tiles over out_channels/groups
+    N_TILES=1,  # channel tiles over out_channels/groups
     CI_CHUNKS=1,  # BLOCK_K steps over in_channels/groups, per tap
     CHANNELS_LAST=True,  # input as (batch, D, H, W, channels), weight (group, tap, out, in)
     INT64_OFFSETS=False,  # 64-bit offsets: only when a tensor has 2^31+ elements
+    FUSE_W=False,  # a program computes every W phase: columns are (phase, channel)
+    W_PHASES=1, W_PAD=1,  # W phases per program, padded to a power of two in the columns
+    W_SHIFTS=0, W_OFF_MAX=0,  # fused: input offsets along W, W_OFF_MAX down
+    PAD_INPUT=True,  # the input sits in a zero border that holds every read
+    LO_D=1, LO_H=1, LO_W=1,  # border before the input per dimension
+    X_D=18, X_H=34, X_W=34,  # the input's extents as the kernel reads it
 )
 PROGRAMS = 37032  # NUM_PHASES * M_TILES * N_TILES * groups
 NUM_WARPS = 4
@@ -122,16 +133,28 @@ def l1_77_padded_dilated_strided_phase_igemm(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     NUM_PHASES: tl.constexpr, M_TILES: tl.constexpr, N_TILES: tl.constexpr, CI_CHUNKS: tl.constexpr,
     CHANNELS_LAST: tl.constexpr, INT64_OFFSETS: tl.constexpr,
+    FUSE_W: tl.constexpr, W_PHASES: tl.constexpr, W_PAD: tl.constexpr, W_SHIFTS: tl.constexpr, W_OFF_MAX: tl.constexpr,
+    PAD_INPUT: tl.constexpr, LO_D: tl.constexpr, LO_H: tl.constexpr, LO_W: tl.constexpr,
+    X_D: tl.constexpr, X_H: tl.constexpr, X_W: tl.constexpr,
 ):
-    # x is the input, (batch, C_IN, IN_D, IN_H, IN_W) or with CHANNELS_LAST
-    # (batch, IN_D, IN_H, IN_W, C_IN); w the re-laid weight (groups, taps,
-    # C_IN_G, C_OUT_G) or (groups, taps, C_OUT_G, C_IN_G); y is (batch, C_OUT,
-    # OUT_D, OUT_H, OUT_W); all contiguous float32.
-    IN_DHW: tl.constexpr = IN_D * IN_H * IN_W
+    # x is the input as (batch, C_IN, X_D, X_H, X_W) or with CHANNELS_LAST
+    # (batch, X_D, X_H, X_W, C_IN): the module's input, or with PAD_INPUT
+    # that input inside a zero border of LO_* leading elements; w the
+    # re-laid weight (groups, taps, C_IN_G, C_OUT_G) or (groups, taps,
+    # C_OUT_G, C_IN_G); y is (batch, C_OUT, OUT_D, OUT_H, OUT_W); all
+    # contiguous float32.
+    X_DHW: tl.constexpr = X_D * X_H * X_W
     OUT_DHW: tl.constexpr = OUT_D * OUT_H * OUT_W
     # Strides of the input between channels and between positions.
-    X_CH: tl.constexpr = 1 if CHANNELS_LAST else IN_DHW
+    X_CH: tl.constexpr = 1 if CHANNELS_LAST else X_DHW
     X_POS: tl.constexpr = C_IN if CHANNELS_LAST else 1
+    # Channels per program: BLOCK_N columns are W_PAD phases of CO_BLOCK
+    # output channels (W_PAD is 1 unless FUSE_W).
+    CO_BLOCK: tl.constexpr = BLOCK_N // W_PAD
+    # A padded input is read without masks: whole channel chunks only.
+    tl.static_assert(not PAD_INPUT or C_IN_G % BLOCK_K == 0)
+    # Fused, a W shift's taps differ per column and the shifts step by 1.
+    W_OFF_STEP: tl.constexpr = 1 if FUSE_W else OFF_STEP_W
 
     # ---- Which tile: program -> (phase, N tile, M tile, group) ---------------
     # Phases vary fastest (their stores meet in L2), then N tiles (the
@@ -153,16 +176,23 @@ def l1_77_padded_dilated_strided_phase_igemm(
     g = tile // (N_TILES * M_TILES)
 
     # ---- The phase: residue, extents, taps -----------------------------------
-    r_d = phase // (STRIDE_H * STRIDE_W)
-    r_h = (phase // STRIDE_W) % STRIDE_H
-    r_w = phase % STRIDE_W
+    # Phases over (D, H, W / W_PHASES); fused, every W residue is a column.
+    R_W: tl.constexpr = STRIDE_W // W_PHASES  # W residues spread over programs
+    r_d = phase // (STRIDE_H * R_W)
+    r_h = (phase // R_W) % STRIDE_H
+    r_w = phase % R_W  # the first of the program's W residues
     q_d = (OUT_D - r_d + STRIDE_D - 1) // STRIDE_D  # outputs o = r + STRIDE*q per dimension
     q_h = (OUT_H - r_h + STRIDE_H - 1) // STRIDE_H
     q_w = (OUT_W - r_w + STRIDE_W - 1) // STRIDE_W
     rows = BATCH * q_d * q_h * q_w  # the phase's GEMM rows
     k0_d, taps_d, off0_d = _residue_taps(r_d, K_D, STRIDE_D, PAD_D, DIL_D, K_STEP_D)
     k0_h, taps_h, off0_h = _residue_taps(r_h, K_H, STRIDE_H, PAD_H, DIL_H, K_STEP_H)
-    k0_w, taps_w, off0_w = _residue_taps(r_w, K_W, STRIDE_W, PAD_W, DIL_W, K_STEP_W)
+    if FUSE_W:
+        # Every input offset any W phase reads, W_OFF_MAX down; per column
+        # the tap (if any) is found at each step.
+        k0_w, taps_w, off0_w = r_d * 0, r_d * 0 + W_SHIFTS, r_d * 0 + W_OFF_MAX
+    else:
+        k0_w, taps_w, off0_w = _residue_taps(r_w, K_W, STRIDE_W, PAD_W, DIL_W, K_STEP_W)
 
     # Rows: GEMM row m is output (n, qd, qh, qw) of this phase, qw fastest.
     # (Divisors kept at least 1: an empty phase has rows == 0 and masks all.)
@@ -171,16 +201,20 @@ def l1_77_padded_dilated_strided_phase_igemm(
     q_dhw1 = tl.maximum(q_d * q_h * q_w, 1)
     m = pid_m * BLOCK_M + offs_m  # [BLOCK_M]
     m_ok = m < rows
+    if PAD_INPUT:
+        # Rows past the phase read its last row (in bounds); never stored.
+        m = tl.minimum(m, tl.maximum(rows, 1) - 1)
     n = m // q_dhw1
     qd = (m // q_hw1) % tl.maximum(q_d, 1)
     qh = (m // q_w1) % tl.maximum(q_h, 1)
     qw = m % q_w1
-    # Columns: output channel co of group g.
-    co = pid_n * BLOCK_N + offs_n  # [BLOCK_N]
-    co_ok = co < C_OUT_G
-    # Input element (n, first channel of group g, qd, qh, qw): a tap shifts it
-    # by a constant number of positions, a channel by X_CH.
-    x_row = n * (C_IN * IN_DHW) + g * (C_IN_G * X_CH) + ((qd * IN_H + qh) * IN_W + qw) * X_POS  # [BLOCK_M]
+    # Columns: W residue rw and output channel co of group g.
+    rw = r_w + offs_n // CO_BLOCK  # [BLOCK_N]
+    co = pid_n * CO_BLOCK + offs_n % CO_BLOCK  # [BLOCK_N]
+    co_ok = (co < C_OUT_G) & (offs_n // CO_BLOCK < W_PHASES)
+    # Input element (n, first channel of group g, qd, qh, qw) in x: a tap
+    # shifts it by a constant number of positions, a channel by X_CH.
+    x_row = n * (C_IN * X_DHW) + g * (C_IN_G * X_CH) + (((qd + LO_D) * X_H + qh + LO_H) * X_W + qw + LO_W) * X_POS
 
     # ---- Reduction over (tap, chunk of BLOCK_K input channels) -----------------
     # One flat loop, so that Triton pipelines its loads across taps. A
@@ -199,27 +233,40 @@ def l1_77_padded_dilated_strided_phase_igemm(
         # This tap reads input index q + off per dimension.
         off_d = off0_d - td * OFF_STEP_D
         off_h = off0_h - th * OFF_STEP_H
-        off_w = off0_w - tw * OFF_STEP_W
-        inside = (m_ok & (qd + off_d >= 0) & (qd + off_d < IN_D) & (qh + off_h >= 0) & (qh + off_h < IN_H)
-                  & (qw + off_w >= 0) & (qw + off_w < IN_W))  # [BLOCK_M]; outside reads zero
+        off_w = off0_w - tw * W_OFF_STEP
         # A, [BLOCK_M, BLOCK_K] of the input at this tap.
-        a_ptrs = x_ptr + (x_row + ((off_d * IN_H + off_h) * IN_W + off_w) * X_POS)[:, None] + (ci * X_CH)[None, :]
-        a = tl.load(a_ptrs, mask=inside[:, None] & ci_ok[None, :], other=0.0)
-        # B, [BLOCK_K, BLOCK_N] of the weight at this tap.
-        flat = ((k0_d + td * K_STEP_D) * K_H + k0_h + th * K_STEP_H) * K_W + k0_w + tw * K_STEP_W
-        w_tap = w_ptr + (g * (K_D * K_H * K_W) + flat) * (C_IN_G * C_OUT_G)
-        if CHANNELS_LAST:
-            w_ptrs = w_tap + co[None, :] * C_IN_G + ci[:, None]
+        a_ptrs = x_ptr + (x_row + ((off_d * X_H + off_h) * X_W + off_w) * X_POS)[:, None] + (ci * X_CH)[None, :]
+        if PAD_INPUT:
+            # Every read is inside the border and every chunk is whole: no mask.
+            a = tl.load(a_ptrs)
         else:
-            w_ptrs = w_tap + ci[:, None] * C_OUT_G + co[None, :]
-        b = tl.load(w_ptrs, mask=ci_ok[:, None] & co_ok[None, :], other=0.0)
+            inside = (m_ok & (qd + off_d >= 0) & (qd + off_d < IN_D) & (qh + off_h >= 0) & (qh + off_h < IN_H)
+                      & (qw + off_w >= 0) & (qw + off_w < IN_W))  # [BLOCK_M]; outside reads zero
+            a = tl.load(a_ptrs, mask=inside[:, None] & ci_ok[None, :], other=0.0)
+        # B, [BLOCK_K, BLOCK_N] of the weight at this tap: per column when
+        # fused (column rw's tap at offset off_w, zero where it has none).
+        if FUSE_W:
+            kw_dil = rw + PAD_W - off_w * STRIDE_W  # [BLOCK_N], kw * DIL_W where a tap exists
+            kw = kw_dil // DIL_W
+            b_ok = co_ok & (kw_dil >= 0) & (kw_dil % DIL_W == 0) & (kw < K_W)
+        else:
+            kw = k0_w + tw * K_STEP_W
+            b_ok = co_ok
+        flat = ((k0_d + td * K_STEP_D) * K_H + k0_h + th * K_STEP_H) * K_W + kw
+        w_col = w_ptr + (g * (K_D * K_H * K_W) + flat) * (C_IN_G * C_OUT_G) + co * (C_IN_G if CHANNELS_LAST else 1)
+        w_ptrs = w_col[None, :] + ci[:, None] * (1 if CHANNELS_LAST else C_OUT_G)
+        b = tl.load(w_ptrs, mask=ci_ok[:, None] & b_ok[None, :], other=0.0)
         acc += tl.dot(a, b, input_precision="tf32x3")  # [BLOCK_M, BLOCK_N], from zero
 
     # ---- Epilogue: bias, then each output written once ------------------------
-    # Output (n, g*C_OUT_G + co, r + STRIDE*q).
-    y_row = n * (C_OUT * OUT_DHW) + ((r_d + STRIDE_D * qd) * OUT_H + r_h + STRIDE_H * qh) * OUT_W + r_w + STRIDE_W * qw
-    y_ptrs = y_ptr + y_row[:, None] + ((g * C_OUT_G + co) * OUT_DHW)[None, :]
-    tl.store(y_ptrs, acc, mask=m_ok[:, None] & co_ok[None, :])
+    # Output (n, g*C_OUT_G + co, r + STRIDE*q); fused, column rw's W index
+    # can pass OUT_W on the last q.
+    y_row = n * (C_OUT * OUT_DHW) + ((r_d + STRIDE_D * qd) * OUT_H + r_h + STRIDE_H * qh) * OUT_W + STRIDE_W * qw
+    y_ptrs = y_ptr + y_row[:, None] + ((g * C_OUT_G + co) * OUT_DHW + rw)[None, :]
+    y_ok = m_ok[:, None] & co_ok[None, :]
+    if FUSE_W:
+        y_ok = y_ok & (STRIDE_W * qw[:, None] + rw[None, :] < OUT_W)
+    tl.store(y_ptrs, acc, mask=y_ok)
 
 
 # ---- The wrapper: checks, allocates, launches --------------------------------
@@ -237,7 +284,9 @@ def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor
     # the copies.
     # Input channels fastest in both operands: x to (batch, D, H, W, C_IN),
     # the weight (in, out/g, kd, kh, kw) to (g, tap, out/g, in/g).
-    xk = x.detach().permute(0, 2, 3, 4, 1).contiguous()
+    # The input lands inside a zero border (X_SHAPE) that holds every read.
+    xk = x.new_zeros(X_SHAPE)
+    xk[:, 1:17, 1:33, 1:33, :] = x.detach().permute(0, 2, 3, 4, 1)
     wt = weight.detach().reshape(WEIGHT_GROUPED).permute(0, 3, 2, 1).contiguous()
     y = torch.empty(OUTPUT_SHAPE, device=x.device, dtype=torch.float32)
     l1_77_padded_dilated_strided_phase_igemm[(PROGRAMS,)](
