@@ -58,6 +58,7 @@ func RandomSpec(r *rand.Rand, name string) string {
 	c.Batch = 1 + r.Intn(3)
 	dist := []string{"rand", "randn"}[r.Intn(2)]
 	k.Triton = randomTriton(name)
+	k.Triton.SplitWeight = k.PrecisionFor("triton") == "3xtf32" && nameCoin(name, "split_weight")
 	k.Tile.CpAsync = !k.Tile.Presplit && nameCoin(name, "cp_async")
 	return spec.Generic(name, "random configuration", c, dist, k)
 }

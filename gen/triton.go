@@ -69,6 +69,11 @@ type TritonView struct {
 	XShapeTuple  string // the padded input tensor's shape, in its layout
 	XSlice       string // where the input sits in it along D, H, W ("lo:lo+size, ...")
 
+	// SplitWeight: 3xTF32 with the weight split into its TF32 parts once
+	// per forward and the input tile split in the kernel; three tl.dot
+	// with input_precision "tf32" on exact TF32 parts.
+	SplitWeight bool
+
 	// Int64 is set when a tensor has 2^31 elements or more: the kernel then
 	// widens its program id and index vectors so every offset is 64-bit.
 	Int64 bool
@@ -135,6 +140,7 @@ func newTritonView(p *plan.Plan) *TritonView {
 		NumWarps:       or(t.Warps, tritonNumWarps),
 		NumStages:      or(t.Stages, tritonNumStages),
 		ChannelsLast:   t.ChannelsLast,
+		SplitWeight:    t.SplitWeight && prec == "tf32x3",
 		NumPhases:      c.Stride[0] * c.Stride[1] * c.Stride[2],
 		Int64:          max(c.InputLen(), c.OutputLen(), c.WeightLen()) >= 1<<31,
 	}

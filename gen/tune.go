@@ -58,8 +58,14 @@ func candidateKernels() []spec.Kernel {
 // want them) at other block heights and warp counts, and fp32 channels
 // last; then the spec's own choice with a padded input, with its W phases
 // fused, and with both, and fused padded channels-last tiles of three
-// heights (fusing is dropped, and the candidate with it, at stride_w 1).
+// heights (fusing is dropped, and the candidate with it, at stride_w 1);
+// then the spec's own choice with the weight split outside tl.dot, alone
+// and with a padded input (3xtf32 only).
 func tritonCandidates(own spec.Triton) []spec.Triton {
+	split := func(t spec.Triton, pad bool) spec.Triton {
+		t.SplitWeight, t.PadInput = t.Precision == "3xtf32", t.PadInput || pad
+		return t
+	}
 	with := func(t spec.Triton, fuse, pad bool) spec.Triton {
 		if fuse && !t.FuseW {
 			t.BlockN = 0 // the default then counts the phases' columns
@@ -80,6 +86,8 @@ func tritonCandidates(own spec.Triton) []spec.Triton {
 		{Precision: "3xtf32", ChannelsLast: true, FuseW: true, PadInput: true},
 		{Precision: "3xtf32", ChannelsLast: true, FuseW: true, PadInput: true, BlockM: 64},
 		{Precision: "3xtf32", ChannelsLast: true, FuseW: true, PadInput: true, BlockM: 128, Warps: 8},
+		split(own, false),
+		split(own, true),
 	}
 }
 
@@ -142,7 +150,7 @@ func (c Candidate) Choice() string {
 func resolvedTriton(p *plan.Plan) spec.Triton {
 	v := newTritonView(p)
 	return spec.Triton{Precision: p.Spec.Kernel.PrecisionFor("triton"), BlockM: v.BlockM, BlockN: v.BlockN, BlockK: v.BlockK,
-		Warps: v.NumWarps, Stages: v.NumStages, ChannelsLast: v.ChannelsLast, FuseW: v.FuseW, PadInput: v.PadInput}
+		Warps: v.NumWarps, Stages: v.NumStages, ChannelsLast: v.ChannelsLast, FuseW: v.FuseW, PadInput: v.PadInput, SplitWeight: v.SplitWeight}
 }
 
 // cudaCandidates is the CUDA half of Candidates.

@@ -25,10 +25,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -762,6 +764,9 @@ var (
 	tlDotRe       = regexp.MustCompile(`\btl\s*\.\s*dot\s*\(`)
 	inputPrecRe   = regexp.MustCompile(`\binput_precision\s*=\s*(?:["'](\w+)["']|([A-Za-z_]\w*))`)
 	allowTF32True = regexp.MustCompile(`\ballow_tf32\s*=\s*True\b`)
+	// splitOperands: a tl.dot's first two arguments, names ending in _hi or
+	// _lo (the TF32 parts of a hand-written 3xTF32 product).
+	splitOperands = regexp.MustCompile(`^\s*\w+_(hi|lo)\s*,\s*\w+_(hi|lo)\s*,`)
 )
 
 // dotPrecisions returns the input_precision values a tl.dot call's
@@ -784,7 +789,9 @@ func (f *pyFile) dotPrecisions(args []byte) (vals []string, stated bool) {
 
 // precision checks the arithmetic against the spec's precision: an fp32 kernel
 // has no TF32 at all; a Triton tl.dot states its input precision (it defaults
-// to TF32 for fp32 inputs), ieee, or tf32x3 for 3xtf32.
+// to TF32 for fp32 inputs), ieee, or for 3xtf32 either tf32x3 or tf32 on
+// split parts: operands named *_hi/*_lo, never lo*lo, and the file holding
+// all three products hi*hi, hi*lo and lo*hi (fewer are plain TF32).
 func (c *checker) precision() {
 	mode := ""
 	if c.want != nil {
@@ -796,6 +803,8 @@ func (c *checker) precision() {
 			c.add("precision-mode", m[0], "the spec asks for fp32 (FFMA) but the source uses TF32: %q", c.f.lineText(m[0]))
 		}
 	}
+	products := map[string]bool{}
+	firstSplit := -1
 	for _, m := range tlDotRe.FindAllIndex(f.code, -1) {
 		end := matchParen(f.code, m[1]-1)
 		if end < 0 {
@@ -814,10 +823,20 @@ func (c *checker) precision() {
 			c.add("precision-mode", m[0], "tl.dot's input_precision is given by a name no string is assigned to")
 		}
 		for _, v := range vals {
+			if s := splitOperands.FindSubmatch(args); v == "tf32" && mode == "3xtf32" && s != nil && string(s[1])+string(s[2]) != "lolo" {
+				products[string(s[1])+"*"+string(s[2])] = true
+				if firstSplit < 0 {
+					firstSplit = m[0]
+				}
+				continue
+			}
 			if v != "ieee" && (v != "tf32x3" || mode == "fp32") {
 				c.add("precision-mode", m[0], "tl.dot input_precision=%q does not give %s results", v, map[bool]string{true: "fp32", false: "fp32-level"}[mode == "fp32"])
 			}
 		}
+	}
+	if firstSplit >= 0 && !(products["hi*hi"] && products["hi*lo"] && products["lo*hi"]) {
+		c.add("precision-mode", firstSplit, "TF32 products of split parts give fp32-level results only as hi*hi + hi*lo + lo*hi; this file has %v", slices.Sorted(maps.Keys(products)))
 	}
 }
 

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -252,6 +253,12 @@ func TestTritonDotPrecision(t *testing.T) {
 		{`tl.dot(a, b, input_precision="tf32x3")`, "3xtf32", false},
 		{`tl.dot(a, b, input_precision="tf32")`, "3xtf32", true},
 		{`tl.dot(a, b, allow_tf32=True, input_precision="ieee")`, "fp32", true},
+		// Hand-written 3xTF32: tf32 on split parts, all three products.
+		{split3("a_lo, b_hi", "a_hi, b_lo", "a_hi, b_hi"), "3xtf32", false},
+		{split3("a_lo, b_hi", "a_hi, b_lo", "a_hi, b_hi"), "fp32", true},
+		{split3("a_hi, b_hi", "a_hi, b_hi", "a_hi, b_hi"), "3xtf32", true}, // plain TF32
+		{split3("a_lo, b_lo", "a_hi, b_lo", "a_hi, b_hi"), "3xtf32", true},
+		{split3("a, b_hi", "a_hi, b_lo", "a_hi, b_hi"), "3xtf32", true},
 	} {
 		src := strings.Replace(string(base), `tl.dot(a, b, input_precision="ieee")`, tc.dot, 1)
 		if !strings.Contains(string(base), `tl.dot(a, b, input_precision="ieee")`) {
@@ -322,4 +329,9 @@ func TestRandomFilesPass(t *testing.T) {
 			}
 		}
 	}
+}
+
+// split3 is three tf32 dots over the given operand pairs, summed.
+func split3(p, q, r string) string {
+	return fmt.Sprintf(`tl.dot(%s, input_precision="tf32") + tl.dot(%s, input_precision="tf32") + tl.dot(%s, input_precision="tf32")`, p, q, r)
 }

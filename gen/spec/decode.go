@@ -358,6 +358,7 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 				"channels_last": func(n *yaml.Node, f string) { t.ChannelsLast, _ = d.bool(n, f) },
 				"fuse_w":        func(n *yaml.Node, f string) { t.FuseW, _ = d.bool(n, f) },
 				"pad_input":     func(n *yaml.Node, f string) { t.PadInput, _ = d.bool(n, f) },
+				"split_weight":  func(n *yaml.Node, f string) { t.SplitWeight, _ = d.bool(n, f) },
 			})
 		},
 	})

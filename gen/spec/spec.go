@@ -102,6 +102,9 @@ func (k Kernel) PrecisionFor(backend string) string {
 // effect at stride_w 1). PadInput copies the input into a zero border
 // wide enough that no tap reads outside it, so the kernel's input loads
 // need no masks (only where block_k divides the group's input channels).
+// SplitWeight (3xtf32) makes the weight's TF32 high and low parts once per
+// forward and splits only the input tile in the kernel, whose three
+// products are then tl.dot calls on exact TF32 values.
 type Triton struct {
 	Precision              string
 	BlockM, BlockN, BlockK int
@@ -109,6 +112,7 @@ type Triton struct {
 	ChannelsLast           bool
 	FuseW                  bool
 	PadInput               bool
+	SplitWeight            bool
 }
 
 // String renders the choices as the spec's YAML flow mapping, with only
@@ -129,7 +133,7 @@ func (t Triton) String() string {
 	for _, kv := range []struct {
 		k string
 		v bool
-	}{{"channels_last", t.ChannelsLast}, {"fuse_w", t.FuseW}, {"pad_input", t.PadInput}} {
+	}{{"channels_last", t.ChannelsLast}, {"fuse_w", t.FuseW}, {"pad_input", t.PadInput}, {"split_weight", t.SplitWeight}} {
 		if kv.v {
 			f = append(f, kv.k+": true")
 		}

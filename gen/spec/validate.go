@@ -309,6 +309,9 @@ func (d *decoder) validateKernel(k *Kernel) {
 		{"warps", tt.Warps, pow2In(tt.Warps, 1, 16)},
 		{"stages", tt.Stages, tt.Stages >= 0 && tt.Stages <= 8},
 	})
+	if tt.SplitWeight && k.PrecisionFor("triton") != "3xtf32" {
+		d.failAt("kernel.triton.split_weight", "true", "splits operands into TF32 parts: only with precision 3xtf32 (the Triton precision is %s)", k.PrecisionFor("triton"))
+	}
 	t := k.Tile
 	if t.Presplit && k.Precision != "3xtf32" {
 		d.failAt("kernel.tile.presplit", "true", "splits operands into TF32 parts: only with precision 3xtf32 (precision is %s)", k.Precision)

@@ -225,8 +225,11 @@ def l1_68_square_input_asymmetric_kernel_phase_igemm(
         # A, [BLOCK_M, BLOCK_K] of the input at this tap.
         a_ptrs = x_ptr + (x_row + ((off_d * X_H + off_h) * X_W + off_w) * X_POS)[:, None] + (ci * X_CH)[None, :]
         if PAD_INPUT:
-            # Every read is inside the border and every chunk is whole: no mask.
-            a = tl.load(a_ptrs)
+            # Every read is inside the border and every chunk is whole. The
+            # row mask, though redundant, keeps Triton's software pipeline
+            # from issuing loads of steps that never run (unmasked loads
+            # read garbage offsets in programs that have no step).
+            a = tl.load(a_ptrs, mask=m_ok[:, None], other=0.0)
         else:
             inside = (m_ok & (qd + off_d >= 0) & (qd + off_d < IN_D) & (qh + off_h >= 0) & (qh + off_h < IN_H)
                       & (qw + off_w >= 0) & (qw + off_w < IN_W))  # [BLOCK_M]; outside reads zero
@@ -241,9 +244,10 @@ def l1_68_square_input_asymmetric_kernel_phase_igemm(
             kw = k0_w + tw * K_STEP_W
             b_ok = co_ok
         flat = ((k0_d + td * K_STEP_D) * K_H + k0_h + th * K_STEP_H) * K_W + kw
-        w_col = w_ptr + (g * (K_D * K_H * K_W) + flat) * (C_IN_G * C_OUT_G) + co * (C_IN_G if CHANNELS_LAST else 1)
-        w_ptrs = w_col[None, :] + ci[:, None] * (1 if CHANNELS_LAST else C_OUT_G)
-        b = tl.load(w_ptrs, mask=ci_ok[:, None] & b_ok[None, :], other=0.0)
+        w_col = (g * (K_D * K_H * K_W) + flat) * (C_IN_G * C_OUT_G) + co * (C_IN_G if CHANNELS_LAST else 1)
+        w_offs = w_col[None, :] + ci[:, None] * (1 if CHANNELS_LAST else C_OUT_G)
+        b_mask = ci_ok[:, None] & b_ok[None, :]
+        b = tl.load(w_ptr + w_offs, mask=b_mask, other=0.0)
         acc += tl.dot(a, b, input_precision="tf32x3")  # [BLOCK_M, BLOCK_N], from zero
 
     # ---- Epilogue: bias, then each output written once ------------------------
