@@ -61,8 +61,8 @@ type TritonView struct {
 
 	// PadInput: the input is copied into a zero border of PadLo/PadHi
 	// elements per dimension (XShape: the padded D, H, W) that holds every
-	// read of every program, so input loads need no masks (set only when
-	// BlockK divides the group's input channels).
+	// read of every program, so input loads need no masks (set only at
+	// stride 1 and when BlockK divides the group's input channels).
 	PadInput     bool
 	PadLo, PadHi [3]int
 	XShape       [3]int
@@ -183,9 +183,13 @@ func newTritonView(p *plan.Plan) *TritonView {
 	v.Programs = v.NumPhases * v.MTiles * v.NTiles * c.Groups
 	v.XShape = c.In
 	// The padded input is read without any mask, so only whole channel
-	// chunks: with a partial chunk the channel mask stays and the border
-	// would save nothing.
-	if t.PadInput && p.CinG%v.BlockK == 0 {
+	// chunks (with a partial chunk the channel mask stays and the border
+	// would save nothing), and only at stride 1, where every program runs
+	// reduction steps: with strides some programs run none, and there
+	// Triton's software pipeline (num_stages > 1) issued unmasked loads
+	// that faulted or corrupted the sum (two random configurations on the
+	// H200; a row mask did not help).
+	if t.PadInput && p.CinG%v.BlockK == 0 && c.Stride == [3]int{1, 1, 1} {
 		v.PadInput = true
 		v.PadLo, v.PadHi = inputPads(v, c.In, p.Out, c.Stride)
 		for i := range 3 {

@@ -111,7 +111,7 @@ def _residue_taps(r, SIZE: tl.constexpr, STRIDE: tl.constexpr, PAD: tl.constexpr
 
 @triton.jit
 def l1_58_asymmetric_input_asymmetric_kernel_phase_igemm(
-    x_ptr, w_ptr, y_ptr,
+    x_ptr, w_ptr, w_lo_ptr, y_ptr,
     # Problem: sizes, channels, kernel, stride, padding, dilation, tap steps.
     BATCH: tl.constexpr, C_IN: tl.constexpr, C_OUT: tl.constexpr, C_IN_G: tl.constexpr, C_OUT_G: tl.constexpr,
     IN_D: tl.constexpr, IN_H: tl.constexpr, IN_W: tl.constexpr,
@@ -230,11 +230,8 @@ def l1_58_asymmetric_input_asymmetric_kernel_phase_igemm(
         # A, [BLOCK_M, BLOCK_K] of the input at this tap.
         a_ptrs = x_ptr + (x_row + ((off_d * X_H + off_h) * X_W + off_w) * X_POS)[:, None] + (ci * X_CH)[None, :]
         if PAD_INPUT:
-            # Every read is inside the border and every chunk is whole. The
-            # row mask, though redundant, keeps Triton's software pipeline
-            # from issuing loads of steps that never run (unmasked loads
-            # read garbage offsets in programs that have no step).
-            a = tl.load(a_ptrs, mask=m_ok[:, None], other=0.0)
+            # Every read is inside the border and every chunk is whole: no mask.
+            a = tl.load(a_ptrs)
         else:
             inside = (m_ok & (qd + off_d >= 0) & (qd + off_d < IN_D) & (qh + off_h >= 0) & (qh + off_h < IN_H)
                       & (qw + off_w >= 0) & (qw + off_w < IN_W))  # [BLOCK_M]; outside reads zero
@@ -252,8 +249,19 @@ def l1_58_asymmetric_input_asymmetric_kernel_phase_igemm(
         w_col = (g * (K_D * K_H * K_W) + flat) * (C_IN_G * C_OUT_G) + co * (C_IN_G if CHANNELS_LAST else 1)
         w_offs = w_col[None, :] + ci[:, None] * (1 if CHANNELS_LAST else C_OUT_G)
         b_mask = ci_ok[:, None] & b_ok[None, :]
-        b = tl.load(w_ptr + w_offs, mask=b_mask, other=0.0)
-        acc += tl.dot(a, b, input_precision="tf32x3")  # [BLOCK_M, BLOCK_N], from zero
+        # 3xTF32 by hand: the weight comes in exact TF32 parts (w_ptr the
+        # high, w_lo_ptr the low), the input tile is split here (round to
+        # the nearest TF32, then the exact remainder), and each tl.dot
+        # multiplies exact TF32 values: lo*hi + hi*lo + hi*hi, summed from
+        # zero within the step and added to the running sum in fp32.
+        b_hi = tl.load(w_ptr + w_offs, mask=b_mask, other=0.0)
+        b_lo = tl.load(w_lo_ptr + w_offs, mask=b_mask, other=0.0)
+        a_hi = ((a.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+        a_lo = a - a_hi
+        part = tl.dot(a_lo, b_hi, input_precision="tf32")
+        part = tl.dot(a_hi, b_lo, acc=part, input_precision="tf32")
+        part = tl.dot(a_hi, b_hi, acc=part, input_precision="tf32")
+        acc += part  # [BLOCK_M, BLOCK_N]
 
     # ---- Epilogue: bias, then each output written once ------------------------
     # Output (n, g*C_OUT_G + co, r + STRIDE*q); fused, column rw's W index
@@ -285,9 +293,13 @@ def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor
     xk = x.new_zeros(X_SHAPE)
     xk[:, 2:18, 4:36, 6:70, :] = x.detach().permute(0, 2, 3, 4, 1)
     wt = weight.detach().reshape(WEIGHT_GROUPED).permute(0, 3, 2, 1).contiguous()
+    # The weight's TF32 parts: the nearest TF32 value (add half a unit of
+    # its last place, clear the 13 bits TF32 drops) and the exact rest.
+    w_hi = ((wt.view(torch.int32) + 0x1000) & -8192).view(torch.float32)
+    w_lo = wt - w_hi
     y = torch.empty(OUTPUT_SHAPE, device=x.device, dtype=torch.float32)
     l1_58_asymmetric_input_asymmetric_kernel_phase_igemm[(PROGRAMS,)](
-        xk, wt, y, **PROBLEM, **TILING,
+        xk, w_hi, w_lo, y, **PROBLEM, **TILING,
         num_warps=NUM_WARPS, num_stages=NUM_STAGES,
     )
     return y

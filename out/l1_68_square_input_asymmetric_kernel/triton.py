@@ -20,6 +20,9 @@ its phase's extents and taps from the phase index (_residue_taps) and
 computes BLOCK_M of the phase's output positions by BLOCK_N output channels
 of one group, stepping over (tap, BLOCK_K input channels) with tl.dot and
 fp32 accumulation.
+The input is copied into a zero border that holds every read of every
+program (rows past a phase's end read its last row and are not stored), so
+the input loads carry no masks.
 Products are 3xTF32: input_precision "tf32x3" (each operand split into two
 TF32 parts, three tensor-core products: fp32-level error). The tensor cores
 truncate their sums, so each step's product starts from zero and is added to
@@ -39,6 +42,8 @@ import triton.language as tl
 INPUT_SHAPE = (16, 32, 64, 64, 64)  # (batch, in_channels, depth, height, width)
 WEIGHT_SHAPE = (32, 64, 3, 5, 5)  # PyTorch's (in_channels, out_channels/groups, kd, kh, kw)
 OUTPUT_SHAPE = (16, 64, 66, 68, 68)
+# The input as the kernel reads it: inside a zero border, channels last.
+X_SHAPE = (16, 68, 72, 72, 32)
 # The weight seen as (groups, in/groups, out/groups, taps): the view the
 # re-layout permutes.
 WEIGHT_GROUPED = (1, 32, 64, 75)
@@ -74,9 +79,9 @@ TILING = dict(
     FUSE_W=False,  # a program computes every W phase: columns are (phase, channel)
     W_PHASES=1, W_PAD=1,  # W phases per program, padded to a power of two in the columns
     W_SHIFTS=0, W_OFF_MAX=0,  # fused: input offsets along W, W_OFF_MAX down
-    PAD_INPUT=False,  # the input sits in a zero border that holds every read
-    LO_D=0, LO_H=0, LO_W=0,  # border before the input per dimension
-    X_D=64, X_H=64, X_W=64,  # the input's extents as the kernel reads it
+    PAD_INPUT=True,  # the input sits in a zero border that holds every read
+    LO_D=2, LO_H=4, LO_W=4,  # border before the input per dimension
+    X_D=68, X_H=72, X_W=72,  # the input's extents as the kernel reads it
 )
 PROGRAMS = 38148  # NUM_PHASES * M_TILES * N_TILES * groups
 NUM_WARPS = 4
@@ -106,7 +111,7 @@ def _residue_taps(r, SIZE: tl.constexpr, STRIDE: tl.constexpr, PAD: tl.constexpr
 
 @triton.jit
 def l1_68_square_input_asymmetric_kernel_phase_igemm(
-    x_ptr, w_ptr, y_ptr,
+    x_ptr, w_ptr, w_lo_ptr, y_ptr,
     # Problem: sizes, channels, kernel, stride, padding, dilation, tap steps.
     BATCH: tl.constexpr, C_IN: tl.constexpr, C_OUT: tl.constexpr, C_IN_G: tl.constexpr, C_OUT_G: tl.constexpr,
     IN_D: tl.constexpr, IN_H: tl.constexpr, IN_W: tl.constexpr,
@@ -225,11 +230,8 @@ def l1_68_square_input_asymmetric_kernel_phase_igemm(
         # A, [BLOCK_M, BLOCK_K] of the input at this tap.
         a_ptrs = x_ptr + (x_row + ((off_d * X_H + off_h) * X_W + off_w) * X_POS)[:, None] + (ci * X_CH)[None, :]
         if PAD_INPUT:
-            # Every read is inside the border and every chunk is whole. The
-            # row mask, though redundant, keeps Triton's software pipeline
-            # from issuing loads of steps that never run (unmasked loads
-            # read garbage offsets in programs that have no step).
-            a = tl.load(a_ptrs, mask=m_ok[:, None], other=0.0)
+            # Every read is inside the border and every chunk is whole: no mask.
+            a = tl.load(a_ptrs)
         else:
             inside = (m_ok & (qd + off_d >= 0) & (qd + off_d < IN_D) & (qh + off_h >= 0) & (qh + off_h < IN_H)
                       & (qw + off_w >= 0) & (qw + off_w < IN_W))  # [BLOCK_M]; outside reads zero
@@ -247,8 +249,19 @@ def l1_68_square_input_asymmetric_kernel_phase_igemm(
         w_col = (g * (K_D * K_H * K_W) + flat) * (C_IN_G * C_OUT_G) + co * (C_IN_G if CHANNELS_LAST else 1)
         w_offs = w_col[None, :] + ci[:, None] * (1 if CHANNELS_LAST else C_OUT_G)
         b_mask = ci_ok[:, None] & b_ok[None, :]
-        b = tl.load(w_ptr + w_offs, mask=b_mask, other=0.0)
-        acc += tl.dot(a, b, input_precision="tf32x3")  # [BLOCK_M, BLOCK_N], from zero
+        # 3xTF32 by hand: the weight comes in exact TF32 parts (w_ptr the
+        # high, w_lo_ptr the low), the input tile is split here (round to
+        # the nearest TF32, then the exact remainder), and each tl.dot
+        # multiplies exact TF32 values: lo*hi + hi*lo + hi*hi, summed from
+        # zero within the step and added to the running sum in fp32.
+        b_hi = tl.load(w_ptr + w_offs, mask=b_mask, other=0.0)
+        b_lo = tl.load(w_lo_ptr + w_offs, mask=b_mask, other=0.0)
+        a_hi = ((a.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+        a_lo = a - a_hi
+        part = tl.dot(a_lo, b_hi, input_precision="tf32")
+        part = tl.dot(a_hi, b_lo, acc=part, input_precision="tf32")
+        part = tl.dot(a_hi, b_hi, acc=part, input_precision="tf32")
+        acc += part  # [BLOCK_M, BLOCK_N]
 
     # ---- Epilogue: bias, then each output written once ------------------------
     # Output (n, g*C_OUT_G + co, r + STRIDE*q); fused, column rw's W index
@@ -276,11 +289,17 @@ def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor
     # the copies.
     # Input channels fastest in both operands: x to (batch, D, H, W, C_IN),
     # the weight (in, out/g, kd, kh, kw) to (g, tap, out/g, in/g).
-    xk = x.detach().permute(0, 2, 3, 4, 1).contiguous()
+    # The input lands inside a zero border (X_SHAPE) that holds every read.
+    xk = x.new_zeros(X_SHAPE)
+    xk[:, 2:66, 4:68, 4:68, :] = x.detach().permute(0, 2, 3, 4, 1)
     wt = weight.detach().reshape(WEIGHT_GROUPED).permute(0, 3, 2, 1).contiguous()
+    # The weight's TF32 parts: the nearest TF32 value (add half a unit of
+    # its last place, clear the 13 bits TF32 drops) and the exact rest.
+    w_hi = ((wt.view(torch.int32) + 0x1000) & -8192).view(torch.float32)
+    w_lo = wt - w_hi
     y = torch.empty(OUTPUT_SHAPE, device=x.device, dtype=torch.float32)
     l1_68_square_input_asymmetric_kernel_phase_igemm[(PROGRAMS,)](
-        xk, wt, y, **PROBLEM, **TILING,
+        xk, w_hi, w_lo, y, **PROBLEM, **TILING,
         num_warps=NUM_WARPS, num_stages=NUM_STAGES,
     )
     return y

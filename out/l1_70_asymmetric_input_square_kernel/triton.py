@@ -224,11 +224,8 @@ def l1_70_asymmetric_input_square_kernel_phase_igemm(
         # A, [BLOCK_M, BLOCK_K] of the input at this tap.
         a_ptrs = x_ptr + (x_row + ((off_d * X_H + off_h) * X_W + off_w) * X_POS)[:, None] + (ci * X_CH)[None, :]
         if PAD_INPUT:
-            # Every read is inside the border and every chunk is whole. The
-            # row mask, though redundant, keeps Triton's software pipeline
-            # from issuing loads of steps that never run (unmasked loads
-            # read garbage offsets in programs that have no step).
-            a = tl.load(a_ptrs, mask=m_ok[:, None], other=0.0)
+            # Every read is inside the border and every chunk is whole: no mask.
+            a = tl.load(a_ptrs)
         else:
             inside = (m_ok & (qd + off_d >= 0) & (qd + off_d < IN_D) & (qh + off_h >= 0) & (qh + off_h < IN_H)
                       & (qw + off_w >= 0) & (qw + off_w < IN_W))  # [BLOCK_M]; outside reads zero
