@@ -10,6 +10,8 @@
 #            (default "cuda triton") picks the backends;
 #   e2e      the evaluator-style harness over every submission in out/,
 #            timed (embedded in bin/verify; the file itself without it);
+#            with GPUS=2 or more, CUDA and Triton on two GPUs at once,
+#            merged into one e2e.json;
 #   random   the Triton submissions of build/random (`make random`) in a
 #            parallel correctness sweep (the CUDA ones are the kernel
 #            verifier's).
@@ -53,7 +55,15 @@ for s in $stages; do
         --json "$out/tune-triton.json" build/tune out || status=1
     fi ;;
   e2e)
-    if [ -x bin/verify ]; then
+    if [ "${GPUS:-0}" -ge 2 ]; then
+      # One backend per GPU (CUDA on the first, Triton on the second), then
+      # one document: each row is still timed alone on its GPU.
+      CUDA_VISIBLE_DEVICES=0 python3 "$harness" --time --backends cuda --json "$out/e2e-cuda.json" out & cuda=$!
+      CUDA_VISIBLE_DEVICES=1 python3 "$harness" --time --backends triton --json "$out/e2e-triton.json" out & triton=$!
+      wait $cuda || status=1
+      wait $triton || status=1
+      python3 "$harness" --merge --json "$out/e2e.json" "$out/e2e-cuda.json" "$out/e2e-triton.json" || status=1
+    elif [ -x bin/verify ]; then
       bin/verify -root . -tiers e2e -time -e2e-json "$out/e2e.json" || status=1
     else
       python3 "$harness" --time --json "$out/e2e.json" out || status=1

@@ -106,6 +106,9 @@ def parse_args(argv):
     parser.add_argument("--timeout", type=positive_int, default=1200,
                         help="seconds allowed for one file's evaluation (default 1200)")
     parser.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
+    parser.add_argument("--merge", action="store_true",
+                        help="the arguments are result JSON files of one machine (say one per GPU): "
+                             "write their results as one document to --json")
     # Internal modes: the parent re-runs this file in a child process for each evaluation.
     parser.add_argument("--item", help=argparse.SUPPRESS)
     parser.add_argument("--ref-timing", help=argparse.SUPPRESS)
@@ -116,6 +119,8 @@ def parse_args(argv):
         parser.error("at least one DIR is required")
     if args.sweep and args.time:
         parser.error("--sweep checks correctness only; time without it")
+    if args.merge and not args.json:
+        parser.error("--merge writes its document to --json")
     args.backends = [b.strip() for b in args.backends.split(",")]
     if not args.backends or any(b not in BACKENDS for b in args.backends):
         parser.error(f"--backends: choose from {', '.join(BACKENDS)}")
@@ -275,6 +280,47 @@ def json_document(env, results):
     document = dict(env)
     document["results"] = [{k: r[k] for k in RESULT_KEYS} for r in results]
     return finite(document)
+
+
+ENV_KEYS = ("gpu", "torch", "cuda", "cudnn", "driver")
+
+
+def merge_documents(docs):
+    """One document of several runs' results, sorted by spec and backend: the
+    runs must share the machine's environment and not repeat a result. The
+    date is the earliest run's."""
+    if not docs:
+        raise ValueError("nothing to merge")
+    for doc in docs[1:]:
+        for key in ENV_KEYS:
+            if doc.get(key) != docs[0].get(key):
+                raise ValueError(f"runs differ in {key}: {docs[0].get(key)!r} and {doc.get(key)!r}")
+    merged = {k: v for k, v in docs[0].items() if k != "results"}
+    merged["date"] = min(doc.get("date") or "" for doc in docs)
+    seen, results = set(), []
+    for doc in docs:
+        for r in doc["results"]:
+            key = (r["spec"], r["backend"])
+            if key in seen:
+                raise ValueError(f"{key[0]}/{key[1]} is in more than one run")
+            seen.add(key)
+            results.append(r)
+    merged["results"] = sorted(results, key=lambda r: (r["spec"], r["backend"]))
+    return merged
+
+
+def merge_main(args):
+    docs = []
+    for path in args.dirs:
+        with open(path, encoding="utf-8") as f:
+            docs.append(json.load(f))
+    try:
+        merged = merge_documents(docs)
+    except ValueError as exc:
+        print(f"evaluate.py --merge: {exc}", file=sys.stderr)
+        return 2
+    write_json(args.json, merged, allow_nan=False)
+    return 0
 
 
 def write_json(path, value, allow_nan=True):
@@ -727,6 +773,8 @@ def main(argv=None):
         return item_main(args)
     if args.ref_timing:
         return ref_timing_main(args)
+    if args.merge:
+        return merge_main(args)
     return run_all(args)
 
 

@@ -221,6 +221,40 @@ class OutputTest(unittest.TestCase):
         self.assertEqual(evaluate.tail("x" * 10 + "end", limit=3), "...end")
 
 
+class MergeTest(unittest.TestCase):
+    ENV = {"gpu": "G", "torch": "t", "cuda": "c", "cudnn": "d", "driver": "v"}
+
+    def doc(self, date, *keys, **env):
+        return dict(self.ENV, **env, date=date, results=[{"spec": s, "backend": b} for s, b in keys])
+
+    def test_sorted_union_earliest_date(self):
+        m = evaluate.merge_documents([self.doc("2030-01-02", ("b", "triton"), ("a", "triton")),
+                                      self.doc("2030-01-01", ("a", "cuda"))])
+        self.assertEqual([(r["spec"], r["backend"]) for r in m["results"]],
+                         [("a", "cuda"), ("a", "triton"), ("b", "triton")])
+        self.assertEqual(m["date"], "2030-01-01")
+        self.assertEqual(m["gpu"], "G")
+
+    def test_refusals(self):
+        with self.assertRaisesRegex(ValueError, "differ in gpu"):
+            evaluate.merge_documents([self.doc("x", ("a", "cuda")), self.doc("x", ("a", "triton"), gpu="H")])
+        with self.assertRaisesRegex(ValueError, "a/cuda is in more than one run"):
+            evaluate.merge_documents([self.doc("x", ("a", "cuda")), self.doc("x", ("a", "cuda"))])
+
+    def test_main_writes_json(self):
+        with tempfile.TemporaryDirectory() as d:
+            ins = []
+            for i, key in enumerate([("a", "cuda"), ("a", "triton")]):
+                ins.append(os.path.join(d, f"{i}.json"))
+                write(ins[-1], json.dumps(self.doc("x", key)))
+            out = os.path.join(d, "e2e.json")
+            self.assertEqual(evaluate.main(["--merge", "--json", out] + ins), 0)
+            with open(out, encoding="utf-8") as f:
+                self.assertEqual(len(json.load(f)["results"]), 2)
+            with self.assertRaises(SystemExit):
+                evaluate.parse_args(["--merge"] + ins)  # no --json
+
+
 class IsolationTest(unittest.TestCase):
     """The process plumbing, with stand-in child commands instead of GPU evaluations."""
 
