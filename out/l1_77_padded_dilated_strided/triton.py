@@ -20,12 +20,15 @@ its phase's extents and taps from the phase index (_residue_taps) and
 computes BLOCK_M of the phase's output positions by BLOCK_N output channels
 of one group, stepping over (tap, BLOCK_K input channels) with tl.dot and
 fp32 accumulation.
-Products are 3xTF32: input_precision "tf32x3" (each operand split into two
-TF32 parts, three tensor-core products: fp32-level error). The tensor cores
-truncate their sums, so each step's product starts from zero and is added to
-the running sum in fp32: the truncation never compounds over the reduction.
+Products are 3xTF32, written out: each operand is split into its nearest
+TF32 value and the exact remainder (the weight once per forward, the input
+tile in the kernel), and three tensor-core products of exact TF32 parts,
+lo*hi + hi*lo + hi*hi (input_precision "tf32" on values TF32 holds
+exactly), give fp32-level error. The tensor cores truncate their sums, so
+each step's products start from zero and are added to the running sum in
+fp32: the truncation never compounds over the reduction.
 Each output is written exactly once (no atomics), bias fused. Every forward
-first re-lays the weight out as (group, tap, out/g, in/g) and the input
+first re-lays the weight out as (group, tap, out/g, in/g) (and splits it) and the input
 as (batch, D, H, W, channels), so that both dot operands are contiguous
 along the reduction; those copies are part of the timed forward. The spec's
 numbers are tl.constexpr.

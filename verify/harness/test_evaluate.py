@@ -221,6 +221,21 @@ class OutputTest(unittest.TestCase):
         self.assertEqual(evaluate.tail("x" * 10 + "end", limit=3), "...end")
 
 
+class DigestTest(unittest.TestCase):
+    def test_code_after_the_docstring(self):
+        with tempfile.TemporaryDirectory() as d:
+            def digest(text):
+                write(os.path.join(d, "s.py"), text)
+                return evaluate.code_sha256(os.path.join(d, "s.py"))
+            code = "\nimport torch\nX = 1\n"
+            a = digest('# header\n"""Prose."""' + code)
+            self.assertEqual(a, digest('# header\n"""Other prose,\nlonger."""' + code))
+            self.assertNotEqual(a, digest('# header\n"""Prose."""' + code + "Y = 2\n"))
+            import hashlib
+            self.assertEqual(a, hashlib.sha256(code.encode()).hexdigest())
+            self.assertIsNone(evaluate.code_sha256(os.path.join(d, "missing.py")))
+
+
 class MergeTest(unittest.TestCase):
     ENV = {"gpu": "G", "torch": "t", "cuda": "c", "cudnn": "d", "driver": "v"}
 

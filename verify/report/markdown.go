@@ -100,7 +100,7 @@ func Markdown(r *Report) string {
 	}
 	p("\n")
 	if slices.ContainsFunc(r.Rows, func(row Row) bool { return row.OlderFile }) {
-		p("Rows marked (older file) were measured on a file that has changed since (a spec edited or retuned): their precision and floor are the current spec's.\n\n")
+		p("Rows marked (older file) were measured on code that has changed since (a spec edited or retuned): their precision and floor are the current spec's.\n\n")
 	}
 	for _, backend := range sortedKeys(r.GeoMean) {
 		p("Geometric-mean speedup over PyTorch default, %s: **%.2fx**.\n", backend, r.GeoMean[backend])

@@ -5,6 +5,7 @@
 package report
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -45,7 +46,7 @@ type HarnessResult struct {
 	TimeMS          *Times   `json:"time_ms"`
 	RefDefaultMS    *Times   `json:"ref_default_ms"`
 	RefStrictMS     *Times   `json:"ref_strict_ms"`
-	SHA256          string   `json:"sha256,omitempty"` // of the file measured
+	SHA256          string   `json:"sha256,omitempty"` // of the code measured (codeSHA256)
 }
 
 // HarnessRun is one harness JSON document.
@@ -72,7 +73,7 @@ type Row struct {
 	// architecture, and the kernel-only mean time.
 	Arch     map[string]gpu.ArchInfo `json:"arch,omitempty"`
 	KernelMS float64                 `json:"kernel_ms,omitempty"`
-	// OlderFile: the file measured is not the one in out/ now (the spec
+	// OlderFile: the code measured is not the one in out/ now (the spec
 	// was edited or retuned since), so the precision shown may not be
 	// the one measured.
 	OlderFile bool `json:"older_file,omitempty"`
@@ -247,7 +248,7 @@ func Build(root, dir string) (*Report, error) {
 		precision := in.kernel.PrecisionFor(h.Backend)
 		row := Row{HarnessResult: h, Precision: precision, GFLOPs: in.conv.FLOPs() / 1e9}
 		row.FloorMS = in.conv.FloorMS(precision)
-		row.OlderFile = h.SHA256 != "" && h.SHA256 != fileSHA256(filepath.Join(root, "out", h.Spec, h.Backend+".py"))
+		row.OlderFile = h.SHA256 != "" && h.SHA256 != codeSHA256(filepath.Join(root, "out", h.Spec, h.Backend+".py"))
 		if k, ok := byKernel[h.Spec]; ok && h.Backend == "cuda" {
 			row.Arch = k.Arch
 			if k.Time != nil {
@@ -374,11 +375,19 @@ func firstLine(s string) string {
 	return s
 }
 
-// fileSHA256 is the hex SHA-256 of a file, "" when it cannot be read.
-func fileSHA256(path string) string {
+// codeSHA256 is the harness's digest of a submission (code_sha256 in
+// evaluate.py): the hex SHA-256 of the file after its module docstring, ""
+// when it cannot be read.
+func codeSHA256(path string) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return ""
+	}
+	const quotes = `"""`
+	if start := bytes.Index(data, []byte(quotes)); start >= 0 {
+		if end := bytes.Index(data[start+3:], []byte(quotes)); end >= 0 {
+			data = data[start+3+end+3:]
+		}
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])

@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
 	"io"
@@ -508,9 +510,9 @@ func TestOlderFileRows(t *testing.T) {
 		res := res.(map[string]any)
 		switch res["spec"].(string) + "/" + res["backend"].(string) {
 		case "rp_a/cuda":
-			res["sha256"] = fileSHA256(filepath.Join(fixtureGPU, "e2e.json")) // some other file's
+			res["sha256"] = codeSHA256(filepath.Join(fixtureGPU, "e2e.json")) // some other file's
 		case "rp_a/triton":
-			res["sha256"] = fileSHA256(filepath.Join(root, "out", "rp_a", "triton.py"))
+			res["sha256"] = codeSHA256(filepath.Join(root, "out", "rp_a", "triton.py"))
 		}
 	}
 	dir := fixtureCopy(t, "commit", "kernels.json")
@@ -530,6 +532,31 @@ func TestOlderFileRows(t *testing.T) {
 	}
 	if n := strings.Count(Markdown(r), "| passed (older file) |"); n != 1 {
 		t.Errorf("%d rows marked (older file) in the markdown, want 1", n)
+	}
+}
+
+// The digest skips the module docstring, the same bytes the harness hashes.
+func TestCodeSHA256(t *testing.T) {
+	dir := t.TempDir()
+	digest := func(text string) string {
+		path := filepath.Join(dir, "s.py")
+		writeFileT(t, path, []byte(text))
+		return codeSHA256(path)
+	}
+	code := "\nimport torch\nX = 1\n"
+	a := digest("# header\n\"\"\"Prose.\"\"\"" + code)
+	if b := digest("# header\n\"\"\"Other prose,\nlonger.\"\"\"" + code); a != b {
+		t.Errorf("a docstring edit changed the digest")
+	}
+	if c := digest("# header\n\"\"\"Prose.\"\"\"" + code + "Y = 2\n"); c == a {
+		t.Errorf("a code edit left the digest")
+	}
+	sum := sha256.Sum256([]byte(code))
+	if want := hex.EncodeToString(sum[:]); a != want {
+		t.Errorf("digest %s, want the SHA-256 of the code after the docstring %s", a, want)
+	}
+	if d := digest("X = 1\n"); d == "" || d == a {
+		t.Errorf("no docstring: digest %q", d)
 	}
 }
 
