@@ -2,6 +2,8 @@ package gen
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -400,4 +402,74 @@ func TestFusedWAndPads(t *testing.T) {
 	if fused < 50 || padded < 30 {
 		t.Errorf("only %d of 300 random configurations have stride_w > 1, %d need a border", fused, padded)
 	}
+}
+
+// TestTritonOptionsRender renders every combination of the Triton options
+// on a strided and a stride-1 problem: each option shows in the kernel's
+// constants and code exactly where the view applies it (fuse_w only with
+// stride_w > 1, pad_input only at stride 1, split_weight in 3xtf32), and
+// every file is valid Python.
+func TestTritonOptionsRender(t *testing.T) {
+	r, err := NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	strided := geom.Conv{Batch: 2, InChannels: 32, OutChannels: 16, In: [3]int{4, 5, 6}, Kernel: [3]int{3, 3, 3},
+		Stride: [3]int{2, 2, 2}, Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true}
+	unit := strided
+	unit.Stride, unit.Padding = [3]int{1, 1, 1}, [3]int{0, 0, 0}
+	dir := t.TempDir()
+	var files []string
+	for ci, c := range []geom.Conv{strided, unit} {
+		for combo := range 8 {
+			fuse, pad, split := combo&1 != 0, combo&2 != 0, combo&4 != 0
+			k := spec.Kernel{Backends: []string{"triton"}, Precision: "3xtf32",
+				Triton: spec.Triton{ChannelsLast: true, BlockK: 32, FuseW: fuse, PadInput: pad, SplitWeight: split}}
+			p, errs := parseAndPlan("specs/triton_case.yaml", []byte(spec.Generic("triton_case", "triton case", c, "rand", k)))
+			if errs != nil {
+				t.Fatalf("spec: %v", errs)
+			}
+			out, err := r.Render(p, "specs/triton_case.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var src string
+			for _, f := range out {
+				if f.Path == "triton_case/triton.py" {
+					src = string(f.Data)
+				}
+			}
+			name := fmt.Sprintf("stride %v fuse %v pad %v split %v", c.Stride, fuse, pad, split)
+			wantFuse, wantPad := fuse && c.Stride[2] > 1, pad && c.Stride == [3]int{1, 1, 1}
+			for _, want := range []string{
+				fmt.Sprintf("FUSE_W=%s,", pyBool(wantFuse)),
+				fmt.Sprintf("PAD_INPUT=%s,", pyBool(wantPad)),
+			} {
+				if !strings.Contains(src, want) {
+					t.Errorf("%s: no %q", name, want)
+				}
+			}
+			if got := strings.Contains(src, "xk = x.new_zeros(X_SHAPE)"); got != wantPad {
+				t.Errorf("%s: padded copy %v, want %v", name, got, wantPad)
+			}
+			tf32, tf32x3 := strings.Count(src, `input_precision="tf32")`), strings.Count(src, `input_precision="tf32x3")`)
+			if split && (tf32 != 3 || tf32x3 != 0 || !strings.Contains(src, "w_lo_ptr")) ||
+				!split && (tf32 != 0 || tf32x3 != 1 || strings.Contains(src, "w_lo_ptr")) {
+				t.Errorf("%s: %d tf32 and %d tf32x3 dots", name, tf32, tf32x3)
+			}
+			path := filepath.Join(dir, fmt.Sprintf("case_%d_%d.py", ci, combo))
+			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, path)
+		}
+	}
+	pyCompile(t, files)
+}
+
+func pyBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
 }
