@@ -6,8 +6,9 @@
 #            (seed SEED); GPUS=N shards them over N GPUs (one child each);
 #   tune     the tuning candidates of build/tune (`make tune`): CUDA ones
 #            through the kernel verifier, Triton ones (and the specs' own
-#            Triton choices in out/) through the harness, timed; TUNE
-#            (default "cuda triton") picks the backends;
+#            Triton choices in out/) through the harness, timed (with
+#            GPUS=N dealt out over N GPUs); TUNE (default "cuda triton")
+#            picks the backends;
 #   e2e      the evaluator-style harness over every submission in out/,
 #            timed (embedded in bin/verify; the file itself without it);
 #            with GPUS=2 or more, CUDA and Triton on two GPUs at once,
@@ -50,9 +51,27 @@ for s in $stages; do
     fi
     if [[ $tune == *triton* ]] && [ -d build/tune ]; then
       # Fewer trials than the evaluator's: this ranks candidates; the
-      # winners are measured the evaluator's way afterwards (e2e).
-      python3 "$harness" --time --no-ref-time --trials 2 --timed 30 --timeout 300 --backends triton \
-        --json "$out/tune-triton.json" build/tune out || status=1
+      # winners are measured the evaluator's way afterwards (e2e). With
+      # GPUS=N the candidates are dealt out over N GPUs, one shard each,
+      # and the shards' results merged.
+      rank=(--time --no-ref-time --trials 2 --timed 30 --timeout 300 --backends triton)
+      shards=${GPUS:-0}
+      if [ "$shards" -ge 2 ]; then
+        dirs=()
+        for d in out/*/ build/tune/*/; do [ -f "$d/triton.py" ] && dirs+=("$d"); done
+        pids=() parts=()
+        for ((g = 0; g < shards; g++)); do
+          mine=()
+          for ((i = g; i < ${#dirs[@]}; i += shards)); do mine+=("${dirs[i]}"); done
+          parts+=("$out/tune-triton-$g.json")
+          CUDA_VISIBLE_DEVICES=$g python3 "$harness" "${rank[@]}" --json "$out/tune-triton-$g.json" "${mine[@]}" &
+          pids+=($!)
+        done
+        for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+        python3 "$harness" --merge --json "$out/tune-triton.json" "${parts[@]}" || status=1
+      else
+        python3 "$harness" "${rank[@]}" --json "$out/tune-triton.json" build/tune out || status=1
+      fi
     fi ;;
   e2e)
     if [ "${GPUS:-0}" -ge 2 ]; then
