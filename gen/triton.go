@@ -167,9 +167,11 @@ func newTritonView(p *plan.Plan) *TritonView {
 		v.WPhases, v.WPad = c.Stride[2], pow2AtLeast(c.Stride[2])
 		lo, hi, used := wShifts(c.Kernel[2], c.Stride[2], c.Padding[2], c.Dilation[2])
 		v.WShifts, v.WOffMax, v.WUsed = hi-lo+1, hi, used
-		// Rows cover the whole W grid of phase 0 (the longest).
-		maxM = c.Batch * divUp(p.Out[2], c.Stride[2])
-		maxM *= maxRows(v.Phases, func(tp TritonPhase) int { return tp.Q[0] * tp.Q[1] })
+		// Rows cover the whole W grid of residue 0 (the longest).
+		maxM = 0
+		for _, tp := range v.Phases {
+			maxM = max(maxM, c.Batch*tp.Q[0]*tp.Q[1]*divUp(p.Out[2], c.Stride[2]))
+		}
 		if t.BlockN == 0 {
 			v.BlockN = max(tritonMinBlock, min(tritonMaxBlockN, v.WPad*pow2AtLeast(p.CoutG)))
 		}
@@ -191,7 +193,7 @@ func newTritonView(p *plan.Plan) *TritonView {
 	// H200; a row mask did not help).
 	if t.PadInput && p.CinG%v.BlockK == 0 && c.Stride == [3]int{1, 1, 1} {
 		v.PadInput = true
-		v.PadLo, v.PadHi = inputPads(v, c.In, p.Out, c.Stride)
+		v.PadLo, v.PadHi = inputPads(v.Phases, v.OffStep, c.In)
 		for i := range 3 {
 			v.XShape[i] = c.In[i] + v.PadLo[i] + v.PadHi[i]
 		}
@@ -207,15 +209,6 @@ func newTritonView(p *plan.Plan) *TritonView {
 		}
 	}
 	return v
-}
-
-// maxRows is the largest f over the phases.
-func maxRows(phases []TritonPhase, f func(TritonPhase) int) int {
-	m := 0
-	for _, tp := range phases {
-		m = max(m, f(tp))
-	}
-	return m
 }
 
 // wShifts: along W, output o = r + stride*q reads input q + (r + pad -
@@ -243,25 +236,19 @@ func wShifts(size, stride, pad, dil int) (lo, hi, used int) {
 	return lo, hi, used
 }
 
-// inputPads is the zero border that holds every input read of the kernel:
-// per dimension, over every phase that has taps, q from 0 to its extent
-// (the common W grid when W is fused) plus each tap's offset.
-func inputPads(v *TritonView, in, out, stride [3]int) (lo, hi [3]int) {
+// inputPads is the zero border that holds every input read of the
+// unfused kernel: per dimension, over every phase with rows and taps, q
+// from 0 to its extent plus each tap's offset (offsets fall by offStep
+// along the taps).
+func inputPads(phases []TritonPhase, offStep, in [3]int) (lo, hi [3]int) {
 	for i := range 3 {
 		minRead, maxRead := 0, in[i]-1
-		for _, tp := range v.Phases {
-			// A program reads when its phase has rows and taps; fused, the
-			// W phases share rows and shifts, so only D and H decide.
-			if v.FuseW && tp.Q[0]*tp.Q[1]*tp.Count[0]*tp.Count[1] == 0 || !v.FuseW && (tp.M == 0 || tp.Taps == 0) {
+		for _, tp := range phases {
+			if tp.M == 0 || tp.Taps == 0 {
 				continue
 			}
-			first, last := tp.Off0[i]-(tp.Count[i]-1)*v.OffStep[i], tp.Off0[i] // offsets fall along the taps
-			q := tp.Q[i]
-			if i == 2 && v.FuseW {
-				first, last, q = v.WOffMax-v.WShifts+1, v.WOffMax, divUp(out[2], stride[2])
-			}
-			minRead = min(minRead, first)
-			maxRead = max(maxRead, q-1+last)
+			minRead = min(minRead, tp.Off0[i]-(tp.Count[i]-1)*offStep[i])
+			maxRead = max(maxRead, tp.Q[i]-1+tp.Off0[i])
 		}
 		lo[i], hi[i] = -minRead, maxRead-(in[i]-1)
 	}

@@ -308,7 +308,8 @@ func sameTaps(a, b []plan.Tap) bool {
 // border against the definition, on random configurations with both
 // options on: along W, every (output, tap) pair is served by exactly one
 // (shift, column) of a fused program and no column takes a tap that does
-// not exist; every input index any program reads lies inside the border.
+// not exist; the border is exactly as wide as the reads of every phase
+// (computed for any stride, though applied only at stride 1).
 func TestFusedWAndPads(t *testing.T) {
 	random, err := Random(300, 12)
 	if err != nil {
@@ -362,41 +363,26 @@ func TestFusedWAndPads(t *testing.T) {
 		if want := p.CinG%v.BlockK == 0 && c.Stride == [3]int{1, 1, 1}; v.PadInput != want {
 			t.Errorf("%s: padded input %v with %d channels per group, block_k %d, stride %v", s.Name, v.PadInput, p.CinG, v.BlockK, c.Stride)
 		}
-		// The border itself is computed for any stride.
-		v.PadLo, v.PadHi = inputPads(v, c.In, p.Out, c.Stride)
+		// The border holds every read, by the definition's taps, of every
+		// phase with rows, and no more: the extreme reads touch its edges.
+		lo, hi := inputPads(v.Phases, v.OffStep, c.In)
 		for i := range 3 {
-			v.XShape[i] = c.In[i] + v.PadLo[i] + v.PadHi[i]
-		}
-		if v.PadLo != [3]int{} || v.PadHi != [3]int{} {
-			padded++
-		}
-		// Every read: per dimension, q over the phase's extent (the common
-		// W grid when fused) plus each offset the program steps over.
-		for i := range 3 {
+			minRead, maxRead := 0, c.In[i]-1
 			for _, tp := range v.Phases {
-				if tp.Q[0]*tp.Q[1]*tp.Count[0]*tp.Count[1] == 0 || !v.FuseW && tp.Taps == 0 || tp.M == 0 && !v.FuseW {
+				if tp.M == 0 {
 					continue
 				}
-				q, offs := tp.Q[i], []int{}
-				for j := range tp.Count[i] {
-					offs = append(offs, tp.Off0[i]-j*v.OffStep[i])
-				}
-				if i == 2 && v.FuseW {
-					q, offs = divUp(p.Out[2], st), nil
-					for u := range v.WShifts {
-						offs = append(offs, v.WOffMax-u)
-					}
-				}
-				for _, off := range offs {
-					if lo, hi := off, q-1+off; lo < -v.PadLo[i] || hi > c.In[i]-1+v.PadHi[i] {
-						t.Errorf("%s: dimension %d phase %v reads %d..%d, border holds %d..%d",
-							s.Name, i, tp.R, lo, hi, -v.PadLo[i], c.In[i]-1+v.PadHi[i])
-					}
+				for _, tap := range definitionTaps(c, tp.R) {
+					minRead = min(minRead, tap.Off[i])
+					maxRead = max(maxRead, tp.Q[i]-1+tap.Off[i])
 				}
 			}
-			if v.PadLo[i] < 0 || v.PadHi[i] < 0 || v.XShape[i] != c.In[i]+v.PadLo[i]+v.PadHi[i] {
-				t.Errorf("%s: dimension %d border %d/%d, padded extent %d", s.Name, i, v.PadLo[i], v.PadHi[i], v.XShape[i])
+			if lo[i] != -minRead || hi[i] != maxRead-(c.In[i]-1) {
+				t.Errorf("%s: dimension %d border %d/%d, reads span %d..%d of %d", s.Name, i, lo[i], hi[i], minRead, maxRead, c.In[i])
 			}
+		}
+		if lo != [3]int{} || hi != [3]int{} {
+			padded++
 		}
 	}
 	if fused < 50 || padded < 30 {
