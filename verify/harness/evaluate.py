@@ -511,7 +511,8 @@ def sweep_all(paths, args):
     """Evaluate many small submissions in parallel worker processes, each file in-process.
 
     Workers are recycled every few files, so a fault that poisons one CUDA context costs
-    at most those files; a worker that dies fails only the files it held."""
+    at most those files; a worker that dies fails only the files it held. Every failure
+    is then judged again alone (recheck_alone)."""
     results = {}
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(args.jobs, len(paths)) or 1, mp_context=context,
@@ -524,7 +525,24 @@ def sweep_all(paths, args):
             except BrokenProcessPool as exc:
                 results[path] = new_result(path, reason=f"worker process died: {exc}")
             progress(item_line(done, len(paths), results[path]))
-    return [results[p] for p in paths]
+    return recheck_alone(paths, [results[p] for p in paths], args)
+
+
+def recheck_alone(paths, results, args, evaluate=None):
+    """A CUDA fault poisons its worker's context, and the files that worker takes next
+    fail with the same error: judge every failed or incorrect file again in a fresh
+    process of its own, and keep that verdict (a file that passes alone says so)."""
+    evaluate = evaluate or (lambda path: evaluate_file(path, None, args))
+    checked = []
+    for path, result in zip(paths, results):
+        if result["disposition"] != "passed":
+            again = evaluate(path)
+            if again["disposition"] == "passed":
+                again["reason"] = "passed alone; in the sweep: " + result["reason"].split("\n")[0]
+            progress(f"[alone] {label(path)}: {again['disposition']} (in the sweep: {result['disposition']})")
+            result = again
+        checked.append(result)
+    return checked
 
 
 def driver_version():

@@ -236,6 +236,25 @@ class DigestTest(unittest.TestCase):
             self.assertIsNone(evaluate.code_sha256(os.path.join(d, "missing.py")))
 
 
+class RecheckTest(unittest.TestCase):
+    def test_failures_judged_alone(self):
+        sweep = [evaluate.new_result("a/triton.py", "passed"),
+                 evaluate.new_result("b/triton.py", "failed", "CUDA error: an illegal memory access\nmore"),
+                 evaluate.new_result("c/triton.py", "incorrect", "trial 0: relative L2 error 1.4")]
+        alone = {"b/triton.py": evaluate.new_result("b/triton.py", "passed"),
+                 "c/triton.py": evaluate.new_result("c/triton.py", "incorrect", "trial 0: relative L2 error 1.4")}
+        seen = []
+
+        def evaluate_alone(path):
+            seen.append(path)
+            return dict(alone[path])
+        with mock.patch.object(evaluate, "progress"):
+            got = evaluate.recheck_alone(["a/triton.py", "b/triton.py", "c/triton.py"], sweep, None, evaluate_alone)
+        self.assertEqual(seen, ["b/triton.py", "c/triton.py"])  # the passed file is not run again
+        self.assertEqual([r["disposition"] for r in got], ["passed", "passed", "incorrect"])
+        self.assertEqual(got[1]["reason"], "passed alone; in the sweep: CUDA error: an illegal memory access")
+
+
 class MergeTest(unittest.TestCase):
     ENV = {"gpu": "G", "torch": "t", "cuda": "c", "cudnn": "d", "driver": "v"}
 
