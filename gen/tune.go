@@ -58,7 +58,8 @@ func candidateKernels() []spec.Kernel {
 // want them) at other block heights and warp counts, and fp32 channels
 // last; then the spec's own choice with a padded input, with its W phases
 // fused, and with both, and fused padded channels-last tiles of three
-// heights (fusing is dropped, and the candidate with it, at stride_w 1);
+// heights (the view drops fusing at stride_w 1 and the border at other
+// strides, and a candidate that becomes a duplicate with them);
 // then the spec's own choice with the weight split outside tl.dot, alone
 // and with a padded input (3xtf32 only).
 func tritonCandidates(own spec.Triton) []spec.Triton {
