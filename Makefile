@@ -67,9 +67,10 @@ bench:
 	if [ -x bin/verify ]; then bin/verify -root . -tiers kernel,e2e -time -json build/gpu/kernels.json -e2e-json build/gpu/e2e.json; \
 	else python3 verify/harness/evaluate.py --time --json build/gpu/e2e.json out; fi
 
-# Keep the GPU host's results (copied back into build/gpu) in out/gpu and
-# render out/REPORT.md, out/report.json and the plot from them.
+# Keep the GPU host's results (copied back into build/gpu) that the report
+# reads in out/gpu (not the per-GPU parts a merged run leaves) and render
+# out/REPORT.md, out/report.json and the plot from them.
 report:
 	mkdir -p out/gpu
-	cp build/gpu/*.json build/gpu/commit out/gpu/
+	cd build/gpu && cp $$(ls e2e.json kernels.json tune-kernels.json random.json random-kernels*.json mutate.json commit gpu.csv 2>/dev/null) ../../out/gpu/
 	$(GO) run ./verify/cmd/report -in out/gpu -out out
