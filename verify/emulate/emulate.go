@@ -3,7 +3,9 @@
 // CUDA features it uses (shim.h), launched with the plan's grid. It is for
 // tiny configurations in CI, where there is no GPU: the indexing, phases,
 // tiles, barriers and fragment layouts run exactly as written, so a wrong
-// index shows up as a wrong output.
+// index shows up as a wrong output. RunTriton does the same for an emitted
+// Triton kernel, in Python under stand-ins for torch and triton
+// (triton_emu.py).
 package emulate
 
 import (

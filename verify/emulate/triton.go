@@ -1,0 +1,48 @@
+package emulate
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// tritonEmu runs an emitted Triton submission's kernel on the CPU under
+// stand-ins for torch and triton (see its docstring).
+//
+//go:embed triton_emu.py
+var tritonEmu string
+
+// RunTriton executes the kernel of the Triton submission src with python
+// on x, w and b (nil without bias), laid out as its wrapper lays them out,
+// and returns the output of outLen elements; outputs no program wrote are
+// NaN. A load or store outside its tensor is an error.
+func RunTriton(ctx context.Context, python string, src []byte, x, w, b []float32, outLen int) ([]float32, error) {
+	dir, err := os.MkdirTemp("", "emulate-triton-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	files := map[string][]byte{"emu.py": []byte(tritonEmu), "submission.py": src}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	for name, v := range map[string][]float32{"x.bin": x, "w.bin": w, "b.bin": b} {
+		if v == nil {
+			continue
+		}
+		if err := writeFloats(filepath.Join(dir, name), v); err != nil {
+			return nil, err
+		}
+	}
+	cmd := exec.CommandContext(ctx, python, filepath.Join(dir, "emu.py"), filepath.Join(dir, "submission.py"), dir)
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("emulate triton: %v\n%s", err, out)
+	}
+	return readFloats(filepath.Join(dir, "y.bin"), outLen)
+}

@@ -1,0 +1,367 @@
+"""Runs an emitted Triton submission's kernel on the CPU, for CI where there is no GPU.
+
+Usage: python3 triton_emu.py SUBMISSION.py DIR
+DIR holds x.bin, w.bin and (with bias) b.bin, little-endian float32 in PyTorch's layouts;
+the output is written to DIR/y.bin. The submission is imported with stand-ins for torch
+and triton: its @triton.jit kernel runs as the Python it is, one program id after the
+other, on small tensors that follow Triton's semantics where the kernel relies on them
+(broadcasting, C-style integer division, masked loads, bit casts, tl.dot precisions).
+The operands are laid out as the wrapper lays them out (channels last, zero border, TF32
+weight parts), read from the submission's own constants. Every load and store is bounds
+checked (exit status 3), and the output starts as NaN so an unwritten element shows.
+
+tl.dot sums in float64. "tf32" truncates both operands to TF32, as the tensor cores do;
+"tf32x3" splits each into a rounded TF32 part and the truncated rest and sums three
+products. A split done wrong therefore shows as TF32-level error (1e-4), not fp32's.
+"""
+import importlib.util
+import inspect
+import math
+import struct
+import sys
+import types
+
+
+# ---------------------------------------------------------------- float32 and TF32 bits
+
+def f32(v):
+    return struct.unpack("<f", struct.pack("<f", v))[0]
+
+
+def f32_bits(v):
+    return struct.unpack("<i", struct.pack("<f", v))[0]
+
+
+def bits_f32(i):
+    return struct.unpack("<f", struct.pack("<i", ((i + 2**31) % 2**32) - 2**31))[0]
+
+
+def tf32_trunc(v):
+    return bits_f32(f32_bits(v) & -8192)
+
+
+def tf32_round(v):
+    return bits_f32((f32_bits(v) + 0x1000) & -8192)
+
+
+# ---------------------------------------------------------------- tensors
+
+class OutOfBounds(Exception):
+    pass
+
+
+class Buffer:
+    def __init__(self, name, data):
+        self.name, self.data = name, data
+
+
+def c_div(a, b):
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def c_mod(a, b):
+    return a - b * c_div(a, b)
+
+
+def result_shape(a, b):
+    a, b = tuple(a), tuple(b)
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(a, b):
+        if x != y and 1 not in (x, y):
+            raise ValueError(f"shapes {a} and {b} do not broadcast")
+        out.append(max(x, y))
+    return tuple(out)
+
+
+def expand(t, shape):
+    """t's elements broadcast to shape, row-major."""
+    if t.shape == shape:
+        return t.data
+    size = math.prod(shape)
+    if not t.shape:
+        return t.data * size
+    ts = (1,) * (len(shape) - len(t.shape)) + t.shape
+    d = t.data
+    if len(shape) == 1:
+        return d * shape[0] if ts[0] == 1 else d
+    (m, n), (tm, tn) = shape, ts
+    if tm == 1 and tn == n:
+        return d * m
+    if tm == m and tn == 1:
+        return [d[i] for i in range(m) for _ in range(n)]
+    if tm == 1 and tn == 1:
+        return d * size
+    return d
+
+
+class T:
+    """A block: shape of 0 to 2 dimensions, row-major data, kind i(nt), f(loat), b(ool)
+    or p(ointer: integer element offsets into buf)."""
+
+    def __init__(self, data, shape=(), kind="i", buf=None):
+        self.data, self.shape, self.kind, self.buf = data, tuple(shape), kind, buf
+
+    @staticmethod
+    def of(v):
+        if isinstance(v, T):
+            return v
+        if isinstance(v, bool):
+            return T([v], (), "b")
+        if isinstance(v, int):
+            return T([v], (), "i")
+        if isinstance(v, float):
+            return T([v], (), "f")
+        raise TypeError(f"not a block value: {v!r}")
+
+    def __index__(self):
+        assert not self.shape and self.kind == "i"
+        return self.data[0]
+
+    def __getitem__(self, key):
+        if key == (slice(None), None) and len(self.shape) == 1:
+            return T(self.data, (self.shape[0], 1), self.kind, self.buf)
+        if key == (None, slice(None)) and len(self.shape) == 1:
+            return T(self.data, (1, self.shape[0]), self.kind, self.buf)
+        raise TypeError(f"unsupported index {key!r} of shape {self.shape}")
+
+    def _bin(self, other, fn, kind=None, swap=False):
+        a, b = (T.of(other), self) if swap else (self, T.of(other))
+        shape = result_shape(a.shape, b.shape)
+        xs, ys = expand(a, shape), expand(b, shape)
+        buf = a.buf if a.kind == "p" else b.buf if b.kind == "p" else None
+        if kind is None:
+            kind = "p" if buf is not None else "f" if "f" in (a.kind, b.kind) else "i"
+        return T([fn(x, y) for x, y in zip(xs, ys)], shape, kind, buf)
+
+    def __add__(self, o): return self._bin(o, lambda x, y: x + y)
+    def __radd__(self, o): return self._bin(o, lambda x, y: x + y, swap=True)
+    def __sub__(self, o): return self._bin(o, lambda x, y: x - y)
+    def __rsub__(self, o): return self._bin(o, lambda x, y: x - y, swap=True)
+    def __mul__(self, o): return self._bin(o, lambda x, y: x * y)
+    def __rmul__(self, o): return self._bin(o, lambda x, y: x * y, swap=True)
+    def __floordiv__(self, o): return self._bin(o, c_div)
+    def __rfloordiv__(self, o): return self._bin(o, c_div, swap=True)
+    def __mod__(self, o): return self._bin(o, c_mod)
+    def __rmod__(self, o): return self._bin(o, c_mod, swap=True)
+    def __and__(self, o): return self._bin(o, lambda x, y: x & y, self._logic(o))
+    def __rand__(self, o): return self._bin(o, lambda x, y: x & y, self._logic(o), swap=True)
+    def __or__(self, o): return self._bin(o, lambda x, y: x | y, self._logic(o))
+    def __lt__(self, o): return self._bin(o, lambda x, y: x < y, "b")
+    def __le__(self, o): return self._bin(o, lambda x, y: x <= y, "b")
+    def __gt__(self, o): return self._bin(o, lambda x, y: x > y, "b")
+    def __ge__(self, o): return self._bin(o, lambda x, y: x >= y, "b")
+    def __eq__(self, o): return self._bin(o, lambda x, y: x == y, "b")
+    def __ne__(self, o): return self._bin(o, lambda x, y: x != y, "b")
+    __hash__ = None
+
+    def _logic(self, o):
+        return "b" if self.kind == "b" and T.of(o).kind == "b" else "i"
+
+    def to(self, dtype, bitcast=False):
+        if bitcast and dtype == "int32":
+            return T([f32_bits(v) for v in self.data], self.shape, "i")
+        if bitcast and dtype == "float32":
+            return T([bits_f32(v) for v in self.data], self.shape, "f")
+        if dtype in ("int32", "int64") and self.kind == "i":
+            return self
+        raise TypeError(f"unsupported conversion of {self.kind} to {dtype} (bitcast {bitcast})")
+
+
+# ---------------------------------------------------------------- triton.language
+
+class _State:
+    pid = 0
+
+
+def _program_id(axis):
+    assert axis == 0
+    return T([_State.pid])
+
+
+def _arange(start, end):
+    return T(list(range(start, end)), (end - start,))
+
+
+def _zeros(shape, dtype=None):
+    return T([0.0] * math.prod(shape), tuple(shape), "f")
+
+
+def _where(c, a, b):
+    c, a, b = T.of(c), T.of(a), T.of(b)
+    shape = result_shape(result_shape(c.shape, a.shape), b.shape)
+    kind = "f" if "f" in (a.kind, b.kind) else a.kind
+    return T([x if k else y for k, x, y in zip(expand(c, shape), expand(a, shape), expand(b, shape))], shape, kind)
+
+
+def _maximum(a, b):
+    return T.of(a)._bin(b, max)
+
+
+def _minimum(a, b):
+    return T.of(a)._bin(b, min)
+
+
+def _element(ptr, i):
+    if not 0 <= i < len(ptr.buf.data):
+        raise OutOfBounds(f"program {_State.pid}: element {i} of {ptr.buf.name}, which has {len(ptr.buf.data)}")
+    return i
+
+
+def _load(ptr, mask=None, other=None):
+    mask = [True] * len(ptr.data) if mask is None else expand(T.of(mask), ptr.shape)
+    fill = 0.0 if other is None else other
+    return T([ptr.buf.data[_element(ptr, i)] if ok else fill for i, ok in zip(ptr.data, mask)], ptr.shape, "f")
+
+
+def _store(ptr, value, mask=None):
+    mask = [True] * len(ptr.data) if mask is None else expand(T.of(mask), ptr.shape)
+    for i, v, ok in zip(ptr.data, expand(T.of(value), ptr.shape), mask):
+        if ok:
+            ptr.buf.data[_element(ptr, i)] = f32(v)
+
+
+def _dot(a, b, acc=None, input_precision=None):
+    (m, k), (k2, n) = a.shape, b.shape
+    assert k == k2, (a.shape, b.shape)
+    if input_precision == "ieee":
+        pairs = [(a.data, b.data)]
+    elif input_precision == "tf32":
+        pairs = [([tf32_trunc(v) for v in a.data], [tf32_trunc(v) for v in b.data])]
+    elif input_precision == "tf32x3":
+        ah = [tf32_round(v) for v in a.data]
+        bh = [tf32_round(v) for v in b.data]
+        al = [tf32_trunc(v - h) for v, h in zip(a.data, ah)]
+        bl = [tf32_trunc(v - h) for v, h in zip(b.data, bh)]
+        pairs = [(al, bh), (ah, bl), (ah, bh)]
+    else:
+        raise ValueError(f"input_precision {input_precision!r}")
+    out = [0.0] * (m * n) if acc is None else list(expand(acc, (m, n)))
+    for x, y in pairs:
+        cols = [[y[r * n + j] for r in range(k)] for j in range(n)]
+        for i in range(m):
+            row = x[i * k:(i + 1) * k]
+            for j in range(n):
+                out[i * n + j] += sum(p * q for p, q in zip(row, cols[j]))
+    return T(out, (m, n), "f")
+
+
+def _static_assert(cond, msg=""):
+    assert cond, msg
+
+
+class Jit:
+    """A @triton.jit function: called directly from another kernel, or launched as
+    kernel[(programs,)](...) to run every program id in turn."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+    def __getitem__(self, grid):
+        def launch(*args, num_warps=None, num_stages=None, **kwargs):
+            for pid in range(grid[0]):
+                _State.pid = pid
+                self.fn(*args, **kwargs)
+        return launch
+
+
+def stand_ins():
+    tl = types.ModuleType("triton.language")
+    tl.constexpr = object()
+    tl.float32, tl.int32, tl.int64 = "float32", "int32", "int64"
+    tl.program_id, tl.arange, tl.zeros, tl.where = _program_id, _arange, _zeros, _where
+    tl.maximum, tl.minimum, tl.load, tl.store, tl.dot = _maximum, _minimum, _load, _store, _dot
+    tl.static_range, tl.static_assert = range, _static_assert
+    triton = types.ModuleType("triton")
+    triton.jit, triton.language = Jit, tl
+    torch = types.ModuleType("torch")
+    nn = types.ModuleType("torch.nn")
+    nn.Module = object
+    torch.nn, torch.Tensor = nn, object
+    return {"triton": triton, "triton.language": tl, "torch": torch, "torch.nn": nn}
+
+
+# ---------------------------------------------------------------- the wrapper's layouts
+
+def read_floats(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    return list(struct.unpack(f"<{len(raw) // 4}f", raw))
+
+
+def operands(mod, x, w, b):
+    """The kernel's pointer arguments as the wrapper makes them, by parameter name."""
+    n, c, d, h, wd = mod.INPUT_SHAPE
+    t = mod.TILING
+    groups, cin_g, cout_g, taps = mod.WEIGHT_GROUPED
+    cl = t["CHANNELS_LAST"]
+    xd, xh, xw = t["X_D"], t["X_H"], t["X_W"]
+    lo = (t["LO_D"], t["LO_H"], t["LO_W"])
+    # The input, channels last or not, inside its zero border (none without PAD_INPUT).
+    xk = [0.0] * (n * c * xd * xh * xw)
+    for ni in range(n):
+        for ci in range(c):
+            for di in range(d):
+                for hi in range(h):
+                    for wi in range(wd):
+                        pd, ph, pw = di + lo[0], hi + lo[1], wi + lo[2]
+                        if cl:
+                            dst = (((ni * xd + pd) * xh + ph) * xw + pw) * c + ci
+                        else:
+                            dst = (((ni * c + ci) * xd + pd) * xh + ph) * xw + pw
+                        xk[dst] = x[(((ni * c + ci) * d + di) * h + hi) * wd + wi]
+    # The weight, (g, in/g, out/g, tap) in memory, to (g, tap, out/g, in/g) or (g, tap, in/g, out/g).
+    wt = [0.0] * len(w)
+    for g in range(groups):
+        for ci in range(cin_g):
+            for co in range(cout_g):
+                for tap in range(taps):
+                    src = ((g * cin_g + ci) * cout_g + co) * taps + tap
+                    if cl:
+                        dst = ((g * taps + tap) * cout_g + co) * cin_g + ci
+                    else:
+                        dst = ((g * taps + tap) * cin_g + ci) * cout_g + co
+                    wt[dst] = w[src]
+    hi_part = [tf32_round(v) for v in wt]
+    out = {"x_ptr": Buffer("x", xk), "w_lo_ptr": Buffer("w_lo", [v - p for v, p in zip(wt, hi_part)])}
+    split = "w_lo_ptr" in inspect.signature(kernel_of(mod).fn).parameters
+    out["w_ptr"] = Buffer("w", hi_part if split else wt)
+    if b is not None:
+        out["b_ptr"] = Buffer("b", b)
+    out["y_ptr"] = Buffer("y", [math.nan] * math.prod(mod.OUTPUT_SHAPE))
+    return out
+
+
+def kernel_of(mod):
+    return next(v for k, v in vars(mod).items() if k.endswith("_phase_igemm") and isinstance(v, Jit))
+
+
+def main(argv):
+    path, folder = argv[1], argv[2]
+    sys.modules.update(stand_ins())
+    spec = importlib.util.spec_from_file_location("submission", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x, w = read_floats(folder + "/x.bin"), read_floats(folder + "/w.bin")
+    b = read_floats(folder + "/b.bin") if hasattr(mod, "BIAS_SHAPE") else None
+    ops = operands(mod, x, w, b)
+    kernel = kernel_of(mod)
+    names = [p for p in inspect.signature(kernel.fn).parameters if p.endswith("_ptr")]
+    try:
+        kernel[(mod.PROGRAMS,)](*(T([0], (), "p", ops[p]) for p in names), **mod.PROBLEM, **mod.TILING)
+    except OutOfBounds as exc:
+        print(f"out of bounds: {exc}", file=sys.stderr)
+        return 3
+    y = ops["y_ptr"].data
+    with open(folder + "/y.bin", "wb") as f:
+        f.write(struct.pack(f"<{len(y)}f", *y))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,194 @@
+package emulate_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"convtgen/gen"
+	"convtgen/gen/geom"
+	"convtgen/gen/plan"
+	"convtgen/gen/ref"
+	"convtgen/gen/spec"
+	"convtgen/verify/emulate"
+	"convtgen/verify/gpu"
+)
+
+// tritonCases are small configurations for the Triton emulation: random
+// ones (any stride, padding, output_padding, dilation, groups, bias) and
+// two at stride 1 with whole 16-channel chunks, where pad_input applies.
+func tritonCases(t *testing.T, n int, seed int64) []*spec.Spec {
+	t.Helper()
+	all, err := gen.Random(40*n, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*spec.Spec
+	for _, l := range all {
+		c := l.Plan.Conv
+		if c.OutputLen() <= 2000 && c.InputLen() <= 2000 && c.Taps() <= 27 && len(out) < n {
+			out = append(out, l.Plan.Spec)
+		}
+	}
+	for i, c := range []geom.Conv{
+		{Batch: 1, InChannels: 16, OutChannels: 5, In: [3]int{3, 4, 5}, Kernel: [3]int{2, 3, 2}, Stride: [3]int{1, 1, 1},
+			Padding: [3]int{0, 1, 1}, Dilation: [3]int{1, 2, 1}, Groups: 1, Bias: true},
+		{Batch: 2, InChannels: 32, OutChannels: 6, In: [3]int{2, 3, 4}, Kernel: [3]int{3, 1, 2}, Stride: [3]int{1, 1, 1},
+			Padding: [3]int{1, 0, 0}, Dilation: [3]int{2, 1, 1}, Groups: 2},
+	} {
+		yaml := spec.Generic(fmt.Sprintf("unit_stride_%d", i), "stride 1, whole channel chunks", c, "rand", spec.Kernel{Backends: []string{"triton"}})
+		s, err := spec.Parse("unit_stride.yaml", []byte(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestTritonKernelsMatchReference runs emitted Triton kernels on the CPU
+// (triton_emu.py): small configurations, each with its own combination of
+// channels_last, fuse_w, pad_input, split_weight and precision at 16-wide
+// blocks; every load and store in bounds, every output written, error
+// against float64 at fp32 level (TF32 rounding emulated in tl.dot, so a
+// wrong 3xTF32 split would show). Each option must apply somewhere.
+func TestTritonKernelsMatchReference(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	n := 14
+	if testing.Short() {
+		n = 4
+	}
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := map[string]int{}
+	for i, base := range tritonCases(t, n, 21) {
+		s := *base
+		cl, fuse, pad, split := i&1 != 0, i&2 != 0, i&4 != 0 || strings.HasPrefix(s.Name, "unit_stride"), i&8 != 0 || i%3 == 0
+		precision := []string{"fp32", "3xtf32"}[i%2]
+		if split {
+			precision = "3xtf32"
+		}
+		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: precision, Triton: spec.Triton{
+			BlockM: 16, BlockN: 16, BlockK: 16, Warps: 4, Stages: 2,
+			ChannelsLast: cl, FuseW: fuse, PadInput: pad, SplitWeight: split}}
+		p, err := plan.New(&s)
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			src := renderTriton(t, r, p)
+			for _, flag := range []string{"CHANNELS_LAST=True", "FUSE_W=True", "PAD_INPUT=True", "w_lo_ptr"} {
+				if strings.Contains(src, flag) {
+					applied[flag]++
+				}
+			}
+			c := p.Conv
+			in := gpu.MakeInputs(c, p.Spec.Problem.InputDist, 7)
+			y, err := emulate.RunTriton(context.Background(), python, []byte(src), in.X, in.W, in.B, c.OutputLen())
+			if err != nil {
+				t.Fatalf("%+v (triton %s): %v", c, s.Kernel.Triton, err)
+			}
+			if nan := nanCount(y); nan > 0 {
+				t.Fatalf("%+v (triton %s): %d of %d outputs not written", c, s.Kernel.Triton, nan, len(y))
+			}
+			if e := ref.RelL2(y, ref.Forward(c, in.X, in.W, in.B)); e > 1e-5 {
+				t.Fatalf("%+v (triton %s): relative L2 error %.2e > 1e-5", c, s.Kernel.Triton, e)
+			}
+		})
+	}
+	for _, flag := range []string{"CHANNELS_LAST=True", "FUSE_W=True", "PAD_INPUT=True", "w_lo_ptr"} {
+		if applied[flag] == 0 {
+			t.Errorf("no case has %s", flag)
+		}
+	}
+}
+
+func renderTriton(t *testing.T, r *gen.Renderer, p *plan.Plan) string {
+	t.Helper()
+	files, err := r.Render(p, "specs/"+p.Spec.Name+".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f.Path, "/triton.py") {
+			return string(f.Data)
+		}
+	}
+	t.Fatal("no triton.py rendered")
+	return ""
+}
+
+// TestTritonMutantsAreCaught plants bugs in rendered Triton kernels (a
+// dropped TF32 remainder, fused columns all on one phase, a tap offset
+// stepping the wrong way, the padded load one element off, an unmasked
+// store, a wrong output stride): each must come out wrong (an error, an
+// out-of-bounds access or unwritten outputs) in the emulation, so the
+// passing kernels of TestTritonKernelsMatchReference pass on merit.
+func TestTritonMutantsAreCaught(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cases' kernels, with the options that the mutants need.
+	var srcs []string
+	var convs []geom.Conv
+	for i, base := range tritonCases(t, 14, 21) {
+		s := *base
+		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: "3xtf32", Triton: spec.Triton{
+			BlockM: 16, BlockN: 16, BlockK: 16, ChannelsLast: i%2 == 0, FuseW: true, PadInput: true, SplitWeight: true}}
+		p, err := plan.New(&s)
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		srcs, convs = append(srcs, renderTriton(t, r, p)), append(convs, p.Conv)
+	}
+	always := func(geom.Conv) bool { return true }
+	for _, m := range []struct {
+		name, needs, old, new string
+		applies               func(geom.Conv) bool // the mutated line changes something
+	}{
+		{"no TF32 remainder", "w_lo_ptr", "a_lo = a - a_hi", "a_lo = a * 0.0", always},
+		{"fused columns on one phase", "FUSE_W=True", "rw = r_w + offs_n // CO_BLOCK", "rw = r_w + offs_n * 0", always},
+		{"tap offset the wrong way", "", "off_w = off0_w - tw * W_OFF_STEP", "off_w = off0_w + tw * W_OFF_STEP",
+			func(c geom.Conv) bool { return c.Kernel[2] > 1 }},
+		{"padded load off by one", "PAD_INPUT=True", "a = tl.load(a_ptrs)", "a = tl.load(a_ptrs + 1)", always},
+		{"unmasked store", "", "tl.store(y_ptrs, acc, mask=y_ok)", "tl.store(y_ptrs, acc)", always},
+		{"output W stride", "", "+ STRIDE_W * qw\n", "+ qw\n", func(c geom.Conv) bool { return c.Stride[2] > 1 }},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			for i, src := range srcs {
+				if !strings.Contains(src, m.needs) || !strings.Contains(src, m.old) || !m.applies(convs[i]) {
+					continue
+				}
+				c := convs[i]
+				in := gpu.MakeInputs(c, "rand", 7)
+				y, err := emulate.RunTriton(context.Background(), python, []byte(strings.Replace(src, m.old, m.new, 1)), in.X, in.W, in.B, c.OutputLen())
+				switch {
+				case err != nil:
+					t.Logf("caught: %v", strings.SplitN(err.Error(), "\n", 2)[0])
+				case nanCount(y) > 0:
+					t.Logf("caught: %d outputs not written", nanCount(y))
+				default:
+					e := ref.RelL2(y, ref.Forward(c, in.X, in.W, in.B))
+					if e <= 1e-5 {
+						t.Fatalf("%+v: mutant passes with error %.2e", c, e)
+					}
+					t.Logf("caught: relative L2 error %.2e", e)
+				}
+				return
+			}
+			t.Fatalf("no case where the mutant applies")
+		})
+	}
+}
