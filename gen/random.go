@@ -64,8 +64,8 @@ func RandomSpec(r *rand.Rand, name string) string {
 }
 
 // randomTriton draws, half of the time, explicit Triton choices (either
-// precision, block sizes, warps, stages, layout), and W fusion and the
-// padded input each half of the time. Choices added after the first
+// precision, block sizes, warps, stages, layout), and W fusion, the
+// padded input and the flat reduction each half of the time. Choices added after the first
 // sweeps draw from sources of their own, seeded by the name, so that
 // adding one leaves a seed's other draws as they were.
 func randomTriton(name string) spec.Triton {
@@ -77,6 +77,7 @@ func randomTriton(name string) spec.Triton {
 			BlockK: pick(16, 32), Warps: pick(2, 4, 8), Stages: pick(1, 2, 3), ChannelsLast: r.Intn(2) == 0}
 	}
 	t.FuseW, t.PadInput = nameCoin(name, "fuse_w"), nameCoin(name, "pad_input")
+	t.FlatK = nameCoin(name, "flat_k")
 	return t
 }
 

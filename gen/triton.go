@@ -69,6 +69,10 @@ type TritonView struct {
 	XShapeTuple  string // the padded input tensor's shape, in its layout
 	XSlice       string // where the input sits in it along D, H, W ("lo:lo+size, ...")
 
+	// FlatK: the reduction steps over (tap, input channel) as one index,
+	// BlockK columns each decoding its own tap (set unless W is fused).
+	FlatK bool
+
 	// SplitWeight: 3xTF32 with the weight split into its TF32 parts once
 	// per forward and the input tile split in the kernel; three tl.dot
 	// with input_precision "tf32" on exact TF32 parts.
@@ -177,6 +181,7 @@ func newTritonView(p *plan.Plan) *TritonView {
 		}
 		v.BlockN = max(v.BlockN, v.WPad) // at least one channel of each phase
 	}
+	v.FlatK = t.FlatK && !v.FuseW
 	v.NumPhases = all / v.WPhases
 	v.COBlock = v.BlockN / v.WPad
 	v.NTiles = divUp(p.CoutG, v.COBlock)
@@ -184,14 +189,15 @@ func newTritonView(p *plan.Plan) *TritonView {
 	v.MTiles = max(1, divUp(maxM, v.BlockM))
 	v.Programs = v.NumPhases * v.MTiles * v.NTiles * c.Groups
 	v.XShape = c.In
-	// The padded input is read without any mask, so only whole channel
+	// The padded input is read without bounds masks, so only whole channel
 	// chunks (with a partial chunk the channel mask stays and the border
-	// would save nothing), and only at stride 1, where every program runs
-	// reduction steps: with strides some programs run none, and there
-	// Triton's software pipeline (num_stages > 1) issued unmasked loads
-	// that faulted or corrupted the sum (two random configurations on the
-	// H200; a row mask did not help).
-	if t.PadInput && p.CinG%v.BlockK == 0 && c.Stride == [3]int{1, 1, 1} {
+	// would save nothing; the flat reduction masks only its last step's
+	// tail, whatever the channels), and only at stride 1, where every
+	// program runs reduction steps: with strides some programs run none,
+	// and there Triton's software pipeline (num_stages > 1) issued unmasked
+	// loads that faulted or corrupted the sum (two random configurations on
+	// the H200; a row mask did not help).
+	if t.PadInput && (p.CinG%v.BlockK == 0 || v.FlatK) && c.Stride == [3]int{1, 1, 1} {
 		v.PadInput = true
 		v.PadLo, v.PadHi = inputPads(v.Phases, v.OffStep, c.In)
 		for i := range 3 {

@@ -407,10 +407,10 @@ func TestTritonOptionsRender(t *testing.T) {
 	dir := t.TempDir()
 	var files []string
 	for ci, c := range []geom.Conv{strided, unit} {
-		for combo := range 8 {
-			fuse, pad, split := combo&1 != 0, combo&2 != 0, combo&4 != 0
+		for combo := range 16 {
+			fuse, pad, split, flat := combo&1 != 0, combo&2 != 0, combo&4 != 0, combo&8 != 0
 			k := spec.Kernel{Backends: []string{"triton"}, Precision: "3xtf32",
-				Triton: spec.Triton{ChannelsLast: true, BlockK: 32, FuseW: fuse, PadInput: pad, SplitWeight: split}}
+				Triton: spec.Triton{ChannelsLast: true, BlockK: 32, FuseW: fuse, PadInput: pad, SplitWeight: split, FlatK: flat}}
 			p, errs := parseAndPlan("specs/triton_case.yaml", []byte(spec.Generic("triton_case", "triton case", c, "rand", k)))
 			if errs != nil {
 				t.Fatalf("spec: %v", errs)
@@ -425,7 +425,7 @@ func TestTritonOptionsRender(t *testing.T) {
 					src = string(f.Data)
 				}
 			}
-			name := fmt.Sprintf("stride %v fuse %v pad %v split %v", c.Stride, fuse, pad, split)
+			name := fmt.Sprintf("stride %v fuse %v pad %v split %v flat %v", c.Stride, fuse, pad, split, flat)
 			wantFuse, wantPad := fuse && c.Stride[2] > 1, pad && c.Stride == [3]int{1, 1, 1}
 			for _, want := range []string{
 				fmt.Sprintf("FUSE_W=%s,", pyBool(wantFuse)),
@@ -437,6 +437,9 @@ func TestTritonOptionsRender(t *testing.T) {
 			}
 			if got := strings.Contains(src, "xk = x.new_zeros(X_SHAPE)"); got != wantPad {
 				t.Errorf("%s: padded copy %v, want %v", name, got, wantPad)
+			}
+			if got, want := strings.Contains(src, "k_total = "), flat && !wantFuse; got != want {
+				t.Errorf("%s: flat reduction %v, want %v", name, got, want)
 			}
 			tf32, tf32x3 := strings.Count(src, `input_precision="tf32")`), strings.Count(src, `input_precision="tf32x3")`)
 			if split && (tf32 != 3 || tf32x3 != 0 || !strings.Contains(src, "w_lo_ptr")) ||

@@ -61,8 +61,13 @@ func candidateKernels() []spec.Kernel {
 // heights (the view drops fusing at stride_w 1 and the border at other
 // strides, and a candidate that becomes a duplicate with them);
 // then the spec's own choice with the weight split outside tl.dot, alone
-// and with a padded input (3xtf32 only).
+// and with a padded input (3xtf32 only); then the spec's own choice with
+// a flat (tap, channel) reduction 32 and 64 deep.
 func tritonCandidates(own spec.Triton) []spec.Triton {
+	flat := func(t spec.Triton, depth int) spec.Triton {
+		t.FlatK, t.BlockK = true, depth
+		return t
+	}
 	split := func(t spec.Triton, pad bool) spec.Triton {
 		t.SplitWeight, t.PadInput = t.Precision == "3xtf32", t.PadInput || pad
 		return t
@@ -89,6 +94,8 @@ func tritonCandidates(own spec.Triton) []spec.Triton {
 		{Precision: "3xtf32", ChannelsLast: true, FuseW: true, PadInput: true, BlockM: 128, Warps: 8},
 		split(own, false),
 		split(own, true),
+		flat(own, 32),
+		flat(own, 64),
 	}
 }
 
@@ -151,7 +158,7 @@ func (c Candidate) Choice() string {
 func resolvedTriton(p *plan.Plan) spec.Triton {
 	v := newTritonView(p)
 	return spec.Triton{Precision: p.Spec.Kernel.PrecisionFor("triton"), BlockM: v.BlockM, BlockN: v.BlockN, BlockK: v.BlockK,
-		Warps: v.NumWarps, Stages: v.NumStages, ChannelsLast: v.ChannelsLast, FuseW: v.FuseW, PadInput: v.PadInput, SplitWeight: v.SplitWeight}
+		Warps: v.NumWarps, Stages: v.NumStages, ChannelsLast: v.ChannelsLast, FuseW: v.FuseW, PadInput: v.PadInput, SplitWeight: v.SplitWeight, FlatK: v.FlatK}
 }
 
 // cudaCandidates is the CUDA half of Candidates.

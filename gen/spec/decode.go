@@ -359,6 +359,7 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 				"fuse_w":        func(n *yaml.Node, f string) { t.FuseW, _ = d.bool(n, f) },
 				"pad_input":     func(n *yaml.Node, f string) { t.PadInput, _ = d.bool(n, f) },
 				"split_weight":  func(n *yaml.Node, f string) { t.SplitWeight, _ = d.bool(n, f) },
+				"flat_k":        func(n *yaml.Node, f string) { t.FlatK, _ = d.bool(n, f) },
 			})
 		},
 	})

@@ -404,7 +404,7 @@ func TestParseErrors(t *testing.T) {
 		{"triton split_weight in fp32", []edit{{"  precision: fp32", "  precision: 3xtf32\n  triton: {precision: fp32, split_weight: true}"}},
 			[]string{"base.yaml:39:43: kernel.triton.split_weight: splits operands into TF32 parts: only with precision 3xtf32 (the Triton precision is fp32) (got true)"}},
 		{"triton unknown key", []edit{{"  precision: fp32", "  precision: fp32\n  triton: {block_z: 16}"}},
-			[]string{"base.yaml:39:12: kernel.triton.block_z: unknown key; known: block_k, block_m, block_n, channels_last, fuse_w, pad_input, precision, split_weight, stages, warps"}},
+			[]string{"base.yaml:39:12: kernel.triton.block_z: unknown key; known: block_k, block_m, block_n, channels_last, flat_k, fuse_w, pad_input, precision, split_weight, stages, warps"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -105,7 +105,9 @@ func (k Kernel) PrecisionFor(backend string) string {
 // input channels).
 // SplitWeight (3xtf32) makes the weight's TF32 high and low parts once per
 // forward and splits only the input tile in the kernel, whose three
-// products are then tl.dot calls on exact TF32 values.
+// products are then tl.dot calls on exact TF32 values. FlatK steps the
+// reduction over (tap, input channel) as one index, block_k deep whatever
+// the channel count (not with fused W phases, which step over offsets).
 type Triton struct {
 	Precision              string
 	BlockM, BlockN, BlockK int
@@ -114,6 +116,7 @@ type Triton struct {
 	FuseW                  bool
 	PadInput               bool
 	SplitWeight            bool
+	FlatK                  bool
 }
 
 // String renders the choices as the spec's YAML flow mapping, with only
@@ -134,7 +137,7 @@ func (t Triton) String() string {
 	for _, kv := range []struct {
 		k string
 		v bool
-	}{{"channels_last", t.ChannelsLast}, {"fuse_w", t.FuseW}, {"pad_input", t.PadInput}, {"split_weight", t.SplitWeight}} {
+	}{{"channels_last", t.ChannelsLast}, {"fuse_w", t.FuseW}, {"pad_input", t.PadInput}, {"split_weight", t.SplitWeight}, {"flat_k", t.FlatK}} {
 		if kv.v {
 			f = append(f, kv.k+": true")
 		}

@@ -50,7 +50,7 @@ func tritonCases(t *testing.T, n int, seed int64) []*spec.Spec {
 
 // TestTritonKernelsMatchReference runs emitted Triton kernels on the CPU
 // (triton_emu.py): small configurations, each with its own combination of
-// channels_last, fuse_w, pad_input, split_weight and precision at 16-wide
+// channels_last, fuse_w, pad_input, split_weight, flat_k and precision at 16-wide
 // blocks; every load and store in bounds, every output written, error
 // against float64 at fp32 level (TF32 rounding emulated in tl.dot, so a
 // wrong 3xTF32 split would show). Each option must apply somewhere.
@@ -71,20 +71,21 @@ func TestTritonKernelsMatchReference(t *testing.T) {
 	for i, base := range tritonCases(t, n, 21) {
 		s := *base
 		cl, fuse, pad, split := i&1 != 0, i&2 != 0, i&4 != 0 || strings.HasPrefix(s.Name, "unit_stride"), i&8 != 0 || i%3 == 0
+		flat := i%5 < 2 || strings.HasSuffix(s.Name, "_1")
 		precision := []string{"fp32", "3xtf32"}[i%2]
 		if split {
 			precision = "3xtf32"
 		}
 		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: precision, Triton: spec.Triton{
 			BlockM: 16, BlockN: 16, BlockK: 16, Warps: 4, Stages: 2,
-			ChannelsLast: cl, FuseW: fuse, PadInput: pad, SplitWeight: split}}
+			ChannelsLast: cl, FuseW: fuse, PadInput: pad, SplitWeight: split, FlatK: flat}}
 		p, err := plan.New(&s)
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
 		}
 		t.Run(s.Name, func(t *testing.T) {
 			src := renderTriton(t, r, p)
-			for _, flag := range []string{"CHANNELS_LAST=True", "FUSE_W=True", "PAD_INPUT=True", "w_lo_ptr"} {
+			for _, flag := range tritonFlags {
 				if strings.Contains(src, flag) {
 					applied[flag]++
 				}
@@ -103,12 +104,15 @@ func TestTritonKernelsMatchReference(t *testing.T) {
 			}
 		})
 	}
-	for _, flag := range []string{"CHANNELS_LAST=True", "FUSE_W=True", "PAD_INPUT=True", "w_lo_ptr"} {
+	for _, flag := range tritonFlags {
 		if applied[flag] == 0 {
 			t.Errorf("no case has %s", flag)
 		}
 	}
 }
+
+// tritonFlags mark each Triton option in a rendered kernel.
+var tritonFlags = []string{"CHANNELS_LAST=True", "FUSE_W=True", "PAD_INPUT=True", "w_lo_ptr", "k_total = "}
 
 func renderTriton(t *testing.T, r *gen.Renderer, p *plan.Plan) string {
 	t.Helper()
@@ -128,7 +132,8 @@ func renderTriton(t *testing.T, r *gen.Renderer, p *plan.Plan) string {
 // TestTritonMutantsAreCaught plants bugs in rendered Triton kernels (a
 // dropped TF32 remainder, fused columns all on one phase, a tap offset
 // stepping the wrong way, the padded load one element off, an unmasked
-// store, a wrong output stride): each must come out wrong (an error, an
+// store, a wrong output stride, flat columns all on the first tap): each
+// must come out wrong (an error, an
 // out-of-bounds access or unwritten outputs) in the emulation, so the
 // passing kernels of TestTritonKernelsMatchReference pass on merit.
 func TestTritonMutantsAreCaught(t *testing.T) {
@@ -146,7 +151,7 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 	for i, base := range tritonCases(t, 14, 21) {
 		s := *base
 		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: "3xtf32", Triton: spec.Triton{
-			BlockM: 16, BlockN: 16, BlockK: 16, ChannelsLast: i%2 == 0, FuseW: true, PadInput: true, SplitWeight: true}}
+			BlockM: 16, BlockN: 16, BlockK: 16, ChannelsLast: i%2 == 0, FuseW: i%3 != 0, PadInput: true, SplitWeight: true, FlatK: true}}
 		p, err := plan.New(&s)
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
@@ -162,9 +167,13 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 		{"fused columns on one phase", "FUSE_W=True", "rw = r_w + offs_n // CO_BLOCK", "rw = r_w + offs_n * 0", always},
 		{"tap offset the wrong way", "", "off_w = off0_w - tw * W_OFF_STEP", "off_w = off0_w + tw * W_OFF_STEP",
 			func(c geom.Conv) bool { return c.Kernel[2] > 1 }},
-		{"padded load off by one", "PAD_INPUT=True", "a = tl.load(a_ptrs)", "a = tl.load(a_ptrs + 1)", always},
+		{"padded load off by one", "PAD_INPUT=True", "a = tl.load(a_ptrs", "a = tl.load(1 + a_ptrs", always},
 		{"unmasked store", "", "tl.store(y_ptrs, acc, mask=y_ok)", "tl.store(y_ptrs, acc)", always},
 		{"output W stride", "", "+ STRIDE_W * qw\n", "+ qw\n", func(c geom.Conv) bool { return c.Stride[2] > 1 }},
+		{"flat columns all on the first tap", "k_total = ", "tap = kk // C_IN_G", "tap = kk * 0",
+			func(c geom.Conv) bool {
+				return min(c.In[0], c.In[1], c.In[2]) >= 3 && (c.Kernel[0] > c.Stride[0] || c.Kernel[1] > c.Stride[1] || c.Kernel[2] > c.Stride[2])
+			}},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			for i, src := range srcs {
