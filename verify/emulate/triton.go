@@ -15,10 +15,10 @@ import (
 //go:embed triton_emu.py
 var tritonEmu string
 
-// RunTriton executes the kernel of the Triton submission src with python
-// on x, w and b (nil without bias), laid out as its wrapper lays them out,
-// and returns the output of outLen elements; outputs no program wrote are
-// NaN. A load or store outside its tensor is an error.
+// RunTriton executes the Triton submission src with python: its wrapper
+// (re-layouts and launch) on x, w and b (nil without bias) in PyTorch's
+// layouts, then its kernel; it returns the output of outLen elements, NaN
+// where no program wrote. A load or store outside its tensor is an error.
 func RunTriton(ctx context.Context, python string, src []byte, x, w, b []float32, outLen int) ([]float32, error) {
 	dir, err := os.MkdirTemp("", "emulate-triton-")
 	if err != nil {

@@ -6,16 +6,17 @@ the output is written to DIR/y.bin. The submission is imported with stand-ins fo
 and triton: its @triton.jit kernel runs as the Python it is, one program id after the
 other, on small tensors that follow Triton's semantics where the kernel relies on them
 (broadcasting, C-style integer division, masked loads, bit casts, tl.dot precisions).
-The operands are laid out as the wrapper lays them out (channels last, zero border, TF32
-weight parts), read from the submission's own constants. Every load and store is bounds
-checked (exit status 3), and the output starts as NaN so an unwritten element shows.
+The submission's own wrapper runs too, on a small stand-in for torch tensors (views,
+permute, contiguous, reshape, bit views, zero-filled and empty tensors, slice assignment,
+elementwise arithmetic), so its re-layouts (channels last, zero border, TF32 weight parts)
+are the ones checked. Every load and store is bounds checked (exit status 3), and
+torch.empty gives NaN so an unwritten output element shows.
 
 tl.dot sums in float64. "tf32" truncates both operands to TF32, as the tensor cores do;
 "tf32x3" splits each into a rounded TF32 part and the truncated rest and sums three
 products. A split done wrong therefore shows as TF32-level error (1e-4), not fp32's.
 """
 import importlib.util
-import inspect
 import math
 import struct
 import sys
@@ -264,10 +265,81 @@ class Jit:
 
     def __getitem__(self, grid):
         def launch(*args, num_warps=None, num_stages=None, **kwargs):
+            # Tensor arguments are pointers to their (contiguous) storage.
+            ptrs = []
+            for i, a in enumerate(args):
+                assert a.strides == Tensor(a.storage, a.shape).strides and a.offset == 0, "non-contiguous tensor"
+                ptrs.append(T([0], (), "p", Buffer(f"argument {i}", a.storage)))
             for pid in range(grid[0]):
                 _State.pid = pid
-                self.fn(*args, **kwargs)
+                self.fn(*ptrs, **kwargs)
         return launch
+
+
+# ---------------------------------------------------------------- torch tensors
+
+class Tensor:
+    """A strided view of a flat storage: what the wrapper's re-layouts need."""
+    is_cuda, device = True, "cuda"
+
+    def __init__(self, storage, shape, dtype="float32", strides=None, offset=0):
+        self.storage, self.shape, self.dtype, self.offset = storage, tuple(shape), dtype, offset
+        self.strides = strides or tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
+
+    def _indices(self):
+        """Storage index of every element, row-major."""
+        out = [self.offset]
+        for size, stride in zip(self.shape, self.strides):
+            out = [i + j * stride for i in out for j in range(size)]
+        return out
+
+    def values(self):
+        return [self.storage[i] for i in self._indices()]
+
+    def detach(self):
+        return self
+
+    def contiguous(self):
+        return Tensor(self.values(), self.shape, self.dtype)
+
+    def permute(self, *dims):
+        return Tensor(self.storage, [self.shape[d] for d in dims], self.dtype, tuple(self.strides[d] for d in dims), self.offset)
+
+    def reshape(self, shape):
+        t = self.contiguous()
+        assert math.prod(shape) == math.prod(t.shape)
+        return Tensor(t.storage, shape, self.dtype)
+
+    def view(self, dtype):
+        convert = {("float32", "int32"): f32_bits, ("int32", "float32"): bits_f32}[(self.dtype, dtype)]
+        return Tensor([convert(v) for v in self.values()], self.shape, dtype)
+
+    def new_zeros(self, shape):
+        return Tensor([0.0] * math.prod(shape), shape, self.dtype)
+
+    def __setitem__(self, key, value):
+        starts, shape = [], []
+        for k, size in zip(key, self.shape):
+            lo, hi, _ = k.indices(size)
+            starts.append(lo)
+            shape.append(hi - lo)
+        target = Tensor(self.storage, shape, self.dtype, self.strides,
+                        self.offset + sum(a * b for a, b in zip(starts, self.strides)))
+        assert tuple(value.shape) == tuple(shape), (value.shape, shape)
+        for i, v in zip(target._indices(), value.values()):
+            self.storage[i] = v
+
+    def _elementwise(self, other, fn):
+        ys = other.values() if isinstance(other, Tensor) else [other] * math.prod(self.shape)
+        return Tensor([fn(x, y) for x, y in zip(self.values(), ys)], self.shape, self.dtype)
+
+    def __add__(self, o): return self._elementwise(o, lambda x, y: x + y)
+    def __sub__(self, o): return self._elementwise(o, lambda x, y: f32(x - y) if self.dtype == "float32" else x - y)
+    def __and__(self, o): return self._elementwise(o, lambda x, y: x & y)
+
+
+def _empty(shape, device=None, dtype="float32"):
+    return Tensor([math.nan] * math.prod(shape), shape, dtype)
 
 
 def stand_ins():
@@ -282,63 +354,16 @@ def stand_ins():
     torch = types.ModuleType("torch")
     nn = types.ModuleType("torch.nn")
     nn.Module = object
-    torch.nn, torch.Tensor = nn, object
+    torch.nn, torch.Tensor, torch.float32, torch.int32, torch.empty = nn, Tensor, "float32", "int32", _empty
     return {"triton": triton, "triton.language": tl, "torch": torch, "torch.nn": nn}
 
 
-# ---------------------------------------------------------------- the wrapper's layouts
+# ---------------------------------------------------------------- running the wrapper
 
 def read_floats(path):
     with open(path, "rb") as f:
         raw = f.read()
     return list(struct.unpack(f"<{len(raw) // 4}f", raw))
-
-
-def operands(mod, x, w, b):
-    """The kernel's pointer arguments as the wrapper makes them, by parameter name."""
-    n, c, d, h, wd = mod.INPUT_SHAPE
-    t = mod.TILING
-    groups, cin_g, cout_g, taps = mod.WEIGHT_GROUPED
-    cl = t["CHANNELS_LAST"]
-    xd, xh, xw = t["X_D"], t["X_H"], t["X_W"]
-    lo = (t["LO_D"], t["LO_H"], t["LO_W"])
-    # The input, channels last or not, inside its zero border (none without PAD_INPUT).
-    xk = [0.0] * (n * c * xd * xh * xw)
-    for ni in range(n):
-        for ci in range(c):
-            for di in range(d):
-                for hi in range(h):
-                    for wi in range(wd):
-                        pd, ph, pw = di + lo[0], hi + lo[1], wi + lo[2]
-                        if cl:
-                            dst = (((ni * xd + pd) * xh + ph) * xw + pw) * c + ci
-                        else:
-                            dst = (((ni * c + ci) * xd + pd) * xh + ph) * xw + pw
-                        xk[dst] = x[(((ni * c + ci) * d + di) * h + hi) * wd + wi]
-    # The weight, (g, in/g, out/g, tap) in memory, to (g, tap, out/g, in/g) or (g, tap, in/g, out/g).
-    wt = [0.0] * len(w)
-    for g in range(groups):
-        for ci in range(cin_g):
-            for co in range(cout_g):
-                for tap in range(taps):
-                    src = ((g * cin_g + ci) * cout_g + co) * taps + tap
-                    if cl:
-                        dst = ((g * taps + tap) * cout_g + co) * cin_g + ci
-                    else:
-                        dst = ((g * taps + tap) * cin_g + ci) * cout_g + co
-                    wt[dst] = w[src]
-    hi_part = [tf32_round(v) for v in wt]
-    out = {"x_ptr": Buffer("x", xk), "w_lo_ptr": Buffer("w_lo", [v - p for v, p in zip(wt, hi_part)])}
-    split = "w_lo_ptr" in inspect.signature(kernel_of(mod).fn).parameters
-    out["w_ptr"] = Buffer("w", hi_part if split else wt)
-    if b is not None:
-        out["b_ptr"] = Buffer("b", b)
-    out["y_ptr"] = Buffer("y", [math.nan] * math.prod(mod.OUTPUT_SHAPE))
-    return out
-
-
-def kernel_of(mod):
-    return next(v for k, v in vars(mod).items() if k.endswith("_phase_igemm") and isinstance(v, Jit))
 
 
 def main(argv):
@@ -347,19 +372,17 @@ def main(argv):
     spec = importlib.util.spec_from_file_location("submission", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    x, w = read_floats(folder + "/x.bin"), read_floats(folder + "/w.bin")
-    b = read_floats(folder + "/b.bin") if hasattr(mod, "BIAS_SHAPE") else None
-    ops = operands(mod, x, w, b)
-    kernel = kernel_of(mod)
-    names = [p for p in inspect.signature(kernel.fn).parameters if p.endswith("_ptr")]
+    args = [Tensor(read_floats(folder + "/x.bin"), mod.INPUT_SHAPE), Tensor(read_floats(folder + "/w.bin"), mod.WEIGHT_SHAPE)]
+    if hasattr(mod, "BIAS_SHAPE"):
+        args.append(Tensor(read_floats(folder + "/b.bin"), mod.BIAS_SHAPE))
     try:
-        kernel[(mod.PROGRAMS,)](*(T([0], (), "p", ops[p]) for p in names), **mod.PROBLEM, **mod.TILING)
+        y = mod.implicit_gemm_forward(*args)
     except OutOfBounds as exc:
         print(f"out of bounds: {exc}", file=sys.stderr)
         return 3
-    y = ops["y_ptr"].data
+    values = y.values()
     with open(folder + "/y.bin", "wb") as f:
-        f.write(struct.pack(f"<{len(y)}f", *y))
+        f.write(struct.pack(f"<{len(values)}f", *values))
     return 0
 
 

@@ -48,8 +48,8 @@ func tritonCases(t *testing.T, n int, seed int64) []*spec.Spec {
 	return out
 }
 
-// TestTritonKernelsMatchReference runs emitted Triton kernels on the CPU
-// (triton_emu.py): small configurations, each with its own combination of
+// TestTritonKernelsMatchReference runs emitted Triton submissions' wrappers
+// and kernels on the CPU (triton_emu.py): small configurations, each with its own combination of
 // channels_last, fuse_w, pad_input, split_weight, flat_k and precision at 16-wide
 // blocks; every load and store in bounds, every output written, error
 // against float64 at fp32 level (TF32 rounding emulated in tl.dot, so a
@@ -132,8 +132,9 @@ func renderTriton(t *testing.T, r *gen.Renderer, p *plan.Plan) string {
 // TestTritonMutantsAreCaught plants bugs in rendered Triton kernels (a
 // dropped TF32 remainder, fused columns all on one phase, a tap offset
 // stepping the wrong way, the padded load one element off, an unmasked
-// store, a wrong output stride, flat columns all on the first tap): each
-// must come out wrong (an error, an
+// store, a wrong output stride, flat columns all on the first tap, and in
+// the wrapper the weight re-laid the wrong way or its TF32 remainder
+// dropped): each must come out wrong (an error, an
 // out-of-bounds access or unwritten outputs) in the emulation, so the
 // passing kernels of TestTritonKernelsMatchReference pass on merit.
 func TestTritonMutantsAreCaught(t *testing.T) {
@@ -170,6 +171,8 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 		{"padded load off by one", "PAD_INPUT=True", "a = tl.load(a_ptrs", "a = tl.load(1 + a_ptrs", always},
 		{"unmasked store", "", "tl.store(y_ptrs, acc, mask=y_ok)", "tl.store(y_ptrs, acc)", always},
 		{"output W stride", "", "+ STRIDE_W * qw\n", "+ qw\n", func(c geom.Conv) bool { return c.Stride[2] > 1 }},
+		{"weight re-laid the other way", "CHANNELS_LAST=True", ".permute(0, 3, 2, 1)", ".permute(0, 3, 1, 2)", always},
+		{"weight's TF32 remainder dropped", "w_lo_ptr", "w_lo = wt - w_hi", "w_lo = wt - wt", always},
 		{"flat columns all on the first tap", "k_total = ", "tap = kk // C_IN_G", "tap = kk * 0",
 			func(c geom.Conv) bool {
 				return min(c.In[0], c.In[1], c.In[2]) >= 3 && (c.Kernel[0] > c.Stride[0] || c.Kernel[1] > c.Stride[1] || c.Kernel[2] > c.Stride[2])
