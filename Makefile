@@ -40,10 +40,12 @@ random:
 	rm -rf build/random
 	$(GO) run ./gen/cmd/convtgen -random $(RANDOM_N) -seed $(RANDOM_SEED) -out build/random
 
-# Tuning candidates of every spec (precision and tiles), timed by gpu-check.
+# Tuning candidates of every spec (precision and tiles), timed by gpu-check;
+# ONLY=x15,x16 renders just those candidates beside the specs' own choices.
+ONLY ?=
 tune:
 	rm -rf build/tune
-	$(GO) run ./gen/cmd/convtgen -tune build/tune
+	$(GO) run ./gen/cmd/convtgen -tune build/tune $(if $(ONLY),-only $(ONLY))
 
 # Write the fastest correct candidate of each spec and backend back into the
 # spec and regenerate (RESULTS: results with the current choices' and the

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -200,8 +201,11 @@ const ManifestFile = "manifest.json"
 
 // WriteTune renders every spec's candidates into dir (one problem folder
 // each, and dir/specs/<variant>.yaml) and writes the manifest. It returns
-// the number of candidates, the specs' own choices included.
-func WriteTune(root, dir string) (int, error) {
+// the number of candidates, the specs' own choices included. With only
+// (candidate labels such as "x15" or "t3"), just those candidates are
+// rendered and listed beside the specs' own choices, so that a GPU run
+// times what is new and nothing else.
+func WriteTune(root, dir string, only ...string) (int, error) {
 	specs, err := LoadAll(root)
 	if err != nil {
 		return 0, err
@@ -213,6 +217,9 @@ func WriteTune(root, dir string) (int, error) {
 	var all []Candidate
 	for _, l := range specs {
 		for _, c := range Candidates(l) {
+			if label := c.Variant[strings.LastIndex(c.Variant, "_")+1:]; !c.Current && len(only) > 0 && !slices.Contains(only, label) {
+				continue
+			}
 			all = append(all, c)
 			if c.Current {
 				continue // rendered in out/ already

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -507,6 +508,41 @@ func TestTuneApplyAddsKernel(t *testing.T) {
 	p := tunePlan(t, tuneSpec58, []byte(got))
 	if p.Tile.Spec() != c.Tile || !reflect.DeepEqual(p.Spec.Kernel.Backends, spec.DefaultBackends) {
 		t.Errorf("plans %+v with backends %v", p.Tile, p.Spec.Kernel.Backends)
+	}
+}
+
+// With labels, only those candidates are rendered and listed, beside the
+// specs' own choices.
+func TestTuneWriteTuneOnly(t *testing.T) {
+	root := tuneCopy(t, tuneSpec58, tuneSpec73)
+	dir := filepath.Join(t.TempDir(), "tune")
+	n, err := WriteTune(root, dir, "x2", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := ReadManifest(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range manifest {
+		label := c.Variant[strings.LastIndex(c.Variant, "_")+1:]
+		if !c.Current {
+			got = append(got, label)
+			if _, err := os.Stat(filepath.Join(dir, c.Variant)); err != nil {
+				t.Errorf("%s not rendered: %v", c.Variant, err)
+			}
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if n != len(manifest) || len(got) == 0 || slices.ContainsFunc(got, func(l string) bool { return l != "x2" && l != "t1" }) {
+		t.Errorf("%d candidates, labels %v", n, got)
+	}
+	if currents := n - len(got); currents != 4 { // two specs, two backends each
+		t.Errorf("%d current choices listed, want 4", currents)
+	}
+	if want := len(got) + 2; len(entries) != want { // their folders, specs/ and the manifest
+		t.Errorf("%d entries in the tuning folder, want %d", len(entries), want)
 	}
 }
 

@@ -25,13 +25,18 @@ func main() {
 	seed := flag.Int64("seed", 1, "seed for -random")
 	outDir := flag.String("out", "build/random", "folder for -random")
 	tuneDir := flag.String("tune", "", "render every spec's tuning candidates into this folder")
+	only := flag.String("only", "", "with -tune: only these candidates (labels such as x15,t3, comma-separated) beside the specs' own choices")
 	applyTune := flag.String("apply-tune", "", "harness JSON results (the run over out/ and the tuning run, comma-separated) to write back into the specs")
 	manifest := flag.String("manifest", "build/tune/"+gen.ManifestFile, "candidate list of the tuning run, for -apply-tune")
 	flag.Parse()
 
 	switch {
 	case *tuneDir != "":
-		n, err := gen.WriteTune(*root, *tuneDir)
+		var labels []string
+		if *only != "" {
+			labels = strings.Split(*only, ",")
+		}
+		n, err := gen.WriteTune(*root, *tuneDir, labels...)
 		exitOn(err)
 		fmt.Printf("convtgen: %d tuning candidates in %s\n", n, *tuneDir)
 		return
