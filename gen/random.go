@@ -65,9 +65,9 @@ func RandomSpec(r *rand.Rand, name string) string {
 
 // randomTriton draws, half of the time, explicit Triton choices (either
 // precision, block sizes, warps, stages, layout), and W fusion, the
-// padded input and the flat reduction each half of the time. Choices added after the first
-// sweeps draw from sources of their own, seeded by the name, so that
-// adding one leaves a seed's other draws as they were.
+// padded input and the flat reduction each half of the time. Choices
+// added after the first sweeps draw from sources of their own, seeded by
+// the name, so that adding one leaves a seed's other draws as they were.
 func randomTriton(name string) spec.Triton {
 	r := nameRand(name, "triton")
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }

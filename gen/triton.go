@@ -59,15 +59,16 @@ type TritonView struct {
 	WShifts, WOffMax int
 	WUsed            int
 
-	// PadInput: the input is copied into a zero border of PadLo/PadHi
-	// elements per dimension (XShape: the padded D, H, W) that holds every
-	// read of every program, so input loads need no masks (set only at
-	// stride 1 and when BlockK divides the group's input channels).
-	PadInput     bool
-	PadLo, PadHi [3]int
-	XShape       [3]int
-	XShapeTuple  string // the padded input tensor's shape, in its layout
-	XSlice       string // where the input sits in it along D, H, W ("lo:lo+size, ...")
+	// PadInput: the input is copied into a zero border, PadLo elements
+	// before it per dimension (XShape: the padded D, H, W), that holds
+	// every read of every program, so input loads need no bounds masks (set
+	// only at stride 1, and when BlockK divides the group's input channels
+	// or the reduction is flat).
+	PadInput    bool
+	PadLo       [3]int
+	XShape      [3]int
+	XShapeTuple string // the padded input tensor's shape, in its layout
+	XSlice      string // where the input sits in it along D, H, W ("lo:lo+size, ...")
 
 	// FlatK: the reduction steps over (tap, input channel) as one index,
 	// BlockK columns each decoding its own tap (set unless W is fused).
@@ -145,7 +146,6 @@ func newTritonView(p *plan.Plan) *TritonView {
 		NumStages:      or(t.Stages, tritonNumStages),
 		ChannelsLast:   t.ChannelsLast,
 		SplitWeight:    t.SplitWeight && prec == "tf32x3",
-		NumPhases:      c.Stride[0] * c.Stride[1] * c.Stride[2],
 		Int64:          max(c.InputLen(), c.OutputLen(), c.WeightLen()) >= 1<<31,
 	}
 	for i := range 3 {
@@ -199,9 +199,10 @@ func newTritonView(p *plan.Plan) *TritonView {
 	// the H200; a row mask did not help).
 	if t.PadInput && (p.CinG%v.BlockK == 0 || v.FlatK) && c.Stride == [3]int{1, 1, 1} {
 		v.PadInput = true
-		v.PadLo, v.PadHi = inputPads(v.Phases, v.OffStep, c.In)
+		lo, hi := inputPads(v.Phases, v.OffStep, c.In)
+		v.PadLo = lo
 		for i := range 3 {
-			v.XShape[i] = c.In[i] + v.PadLo[i] + v.PadHi[i]
+			v.XShape[i] = c.In[i] + lo[i] + hi[i]
 		}
 		x := v.XShape
 		var sl []string

@@ -146,6 +146,10 @@ func (c Candidate) kernel() spec.Kernel {
 	return spec.Kernel{Backends: []string{"cuda"}, Precision: c.Precision, Tile: c.Tile}
 }
 
+// Label names a candidate within its spec ("x15", "t3"): its variant's
+// suffix, what WriteTune's only filter takes.
+func (c Candidate) Label() string { return strings.TrimPrefix(c.Variant, c.Spec+"_") }
+
 // Choice is the candidate's kernel choice as the spec writes it.
 func (c Candidate) Choice() string {
 	if c.Backend == "triton" {
@@ -217,7 +221,7 @@ func WriteTune(root, dir string, only ...string) (int, error) {
 	var all []Candidate
 	for _, l := range specs {
 		for _, c := range Candidates(l) {
-			if label := c.Variant[strings.LastIndex(c.Variant, "_")+1:]; !c.Current && len(only) > 0 && !slices.Contains(only, label) {
+			if !c.Current && len(only) > 0 && !slices.Contains(only, c.Label()) {
 				continue
 			}
 			all = append(all, c)

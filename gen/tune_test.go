@@ -526,9 +526,8 @@ func TestTuneWriteTuneOnly(t *testing.T) {
 	}
 	var got []string
 	for _, c := range manifest {
-		label := c.Variant[strings.LastIndex(c.Variant, "_")+1:]
 		if !c.Current {
-			got = append(got, label)
+			got = append(got, c.Label())
 			if _, err := os.Stat(filepath.Join(dir, c.Variant)); err != nil {
 				t.Errorf("%s not rendered: %v", c.Variant, err)
 			}

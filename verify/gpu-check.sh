@@ -11,8 +11,8 @@
 #            picks the backends;
 #   e2e      the evaluator-style harness over every submission in out/,
 #            timed (embedded in bin/verify; the file itself without it);
-#            with GPUS=2 or more, CUDA and Triton on two GPUs at once,
-#            merged into one e2e.json;
+#            with GPUS=N (2 or more), the problems dealt out over N GPUs
+#            and the runs merged into one e2e.json;
 #   random   the Triton submissions of build/random (`make random`) in a
 #            parallel correctness sweep (the CUDA ones are the kernel
 #            verifier's).
@@ -30,6 +30,41 @@ status=0
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.csv"
 echo "${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}" >"$out/commit"
+
+# run_sharded OUT.json HARNESS-ARGS... -- DIR...: with GPUS=N (2 or more)
+# the folders are dealt out over N GPUs, one harness run each (a spec's
+# submissions and its references stay together), and the runs' results
+# merged into OUT.json; otherwise one run over them all.
+run_sharded() {
+  local json=$1 args=() dirs pids=() parts=() g i
+  shift
+  while [ "$1" != "--" ]; do args+=("$1"); shift; done
+  shift
+  dirs=("$@")
+  if [ "${GPUS:-0}" -lt 2 ]; then
+    python3 "$harness" "${args[@]}" --json "$json" "${dirs[@]}" || status=1
+    return
+  fi
+  for ((g = 0; g < GPUS; g++)); do
+    local mine=()
+    for ((i = g; i < ${#dirs[@]}; i += GPUS)); do mine+=("${dirs[i]}"); done
+    [ ${#mine[@]} -gt 0 ] || continue
+    parts+=("$json.$g")
+    CUDA_VISIBLE_DEVICES=$g python3 "$harness" "${args[@]}" --json "$json.$g" "${mine[@]}" &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i" || status=1; done
+  python3 "$harness" --merge --json "$json" "${parts[@]}" || status=1
+}
+
+# spec_dirs FILE ROOT...: the folders right under each ROOT that hold FILE.
+spec_dirs() {
+  local file=$1 root d
+  shift
+  for root in "$@"; do
+    for d in "$root"/*/; do [ -f "$d$file" ] && echo "${d%/}"; done
+  done
+}
 
 need_verify() {
   [ -x bin/verify ] && return 0
@@ -51,37 +86,14 @@ for s in $stages; do
     fi
     if [[ $tune == *triton* ]] && [ -d build/tune ]; then
       # Fewer trials than the evaluator's: this ranks candidates; the
-      # winners are measured the evaluator's way afterwards (e2e). With
-      # GPUS=N the candidates are dealt out over N GPUs, one shard each,
-      # and the shards' results merged.
-      rank=(--time --no-ref-time --trials 2 --timed 30 --timeout 300 --backends triton)
-      shards=${GPUS:-0}
-      if [ "$shards" -ge 2 ]; then
-        dirs=()
-        for d in out/*/ build/tune/*/; do [ -f "$d/triton.py" ] && dirs+=("$d"); done
-        pids=() parts=()
-        for ((g = 0; g < shards; g++)); do
-          mine=()
-          for ((i = g; i < ${#dirs[@]}; i += shards)); do mine+=("${dirs[i]}"); done
-          parts+=("$out/tune-triton-$g.json")
-          CUDA_VISIBLE_DEVICES=$g python3 "$harness" "${rank[@]}" --json "$out/tune-triton-$g.json" "${mine[@]}" &
-          pids+=($!)
-        done
-        for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-        python3 "$harness" --merge --json "$out/tune-triton.json" "${parts[@]}" || status=1
-      else
-        python3 "$harness" "${rank[@]}" --json "$out/tune-triton.json" build/tune out || status=1
-      fi
+      # winners are measured the evaluator's way afterwards (e2e).
+      mapfile -t dirs < <(spec_dirs triton.py out build/tune)
+      run_sharded "$out/tune-triton.json" --time --no-ref-time --trials 2 --timed 30 --timeout 300 --backends triton -- "${dirs[@]}"
     fi ;;
   e2e)
     if [ "${GPUS:-0}" -ge 2 ]; then
-      # One backend per GPU (CUDA on the first, Triton on the second), then
-      # one document: each row is still timed alone on its GPU.
-      CUDA_VISIBLE_DEVICES=0 python3 "$harness" --time --backends cuda --json "$out/e2e-cuda.json" out & cuda=$!
-      CUDA_VISIBLE_DEVICES=1 python3 "$harness" --time --backends triton --json "$out/e2e-triton.json" out & triton=$!
-      wait $cuda || status=1
-      wait $triton || status=1
-      python3 "$harness" --merge --json "$out/e2e.json" "$out/e2e-cuda.json" "$out/e2e-triton.json" || status=1
+      mapfile -t dirs < <(spec_dirs problem.py out)
+      run_sharded "$out/e2e.json" --time -- "${dirs[@]}"
     elif [ -x bin/verify ]; then
       bin/verify -root . -tiers e2e -time -e2e-json "$out/e2e.json" || status=1
     else

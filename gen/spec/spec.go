@@ -101,13 +101,13 @@ func (k Kernel) PrecisionFor(backend string) string {
 // products and the phases' interleaved outputs are written together (no
 // effect at stride_w 1). PadInput copies the input into a zero border
 // wide enough that no tap reads outside it, so the kernel's input loads
-// need no masks (only at stride 1 and where block_k divides the group's
-// input channels).
-// SplitWeight (3xtf32) makes the weight's TF32 high and low parts once per
-// forward and splits only the input tile in the kernel, whose three
-// products are then tl.dot calls on exact TF32 values. FlatK steps the
-// reduction over (tap, input channel) as one index, block_k deep whatever
-// the channel count (not with fused W phases, which step over offsets).
+// need no masks (only at stride 1, and where block_k divides the group's
+// input channels or the reduction is flat). SplitWeight (3xtf32) makes the weight's TF32 high and
+// low parts once per forward and splits only the input tile in the
+// kernel, whose three products are then tl.dot calls on exact TF32
+// values. FlatK steps the reduction over (tap, input channel) as one
+// index, block_k deep whatever the channel count (not with fused W phases,
+// which step over offsets).
 type Triton struct {
 	Precision              string
 	BlockM, BlockN, BlockK int
