@@ -63,7 +63,11 @@ func candidateKernels() []spec.Kernel {
 // strides, and a candidate that becomes a duplicate with them);
 // then the spec's own choice with the weight split outside tl.dot, alone
 // and with a padded input (3xtf32 only); then the spec's own choice with
-// a flat (tap, channel) reduction 32 and 64 deep.
+// a flat (tap, channel) reduction 32 and 64 deep, and channels last,
+// padded, split and flat; last, the spec's own choice one step away in
+// each tiling knob (block height doubled and halved, the other warp
+// count, one stage less and more, a block twice as deep, flat with 8
+// warps). Appended, never inserted: labels name candidates across runs.
 func tritonCandidates(own spec.Triton) []spec.Triton {
 	flat := func(t spec.Triton, depth int) spec.Triton {
 		t.FlatK, t.BlockK = true, depth
@@ -71,6 +75,14 @@ func tritonCandidates(own spec.Triton) []spec.Triton {
 	}
 	split := func(t spec.Triton, pad bool) spec.Triton {
 		t.SplitWeight, t.PadInput = t.Precision == "3xtf32", t.PadInput || pad
+		return t
+	}
+	layout := func(t spec.Triton, channelsLast bool) spec.Triton {
+		t.ChannelsLast = channelsLast
+		return t
+	}
+	tiled := func(t spec.Triton, blockM, warps, stages, blockK int) spec.Triton {
+		t.BlockM, t.Warps, t.Stages, t.BlockK = blockM, warps, stages, blockK
 		return t
 	}
 	with := func(t spec.Triton, fuse, pad bool) spec.Triton {
@@ -97,6 +109,15 @@ func tritonCandidates(own spec.Triton) []spec.Triton {
 		split(own, true),
 		flat(own, 32),
 		flat(own, 64),
+		flat(split(layout(own, true), true), 32),
+		flat(split(layout(own, true), true), 64),
+		tiled(own, own.BlockM*2, own.Warps, own.Stages, own.BlockK),
+		tiled(own, own.BlockM/2, own.Warps, own.Stages, own.BlockK),
+		tiled(own, own.BlockM, 12-own.Warps, own.Stages, own.BlockK),
+		tiled(own, own.BlockM, own.Warps, own.Stages-1, own.BlockK),
+		tiled(own, own.BlockM, own.Warps, own.Stages+1, own.BlockK),
+		tiled(own, own.BlockM, own.Warps, own.Stages, own.BlockK*2),
+		tiled(flat(own, 32), own.BlockM, 8, own.Stages, 32),
 	}
 }
 

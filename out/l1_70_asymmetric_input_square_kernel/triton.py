@@ -20,13 +20,23 @@ its phase's extents and taps from the phase index (_residue_taps) and
 computes BLOCK_M of the phase's output positions by BLOCK_N output channels
 of one group, stepping over (tap, BLOCK_K input channels) with tl.dot and
 fp32 accumulation.
-Products are 3xTF32: input_precision "tf32x3" (each operand split into two
-TF32 parts, three tensor-core products: fp32-level error). The tensor cores
-truncate their sums, so each step's product starts from zero and is added to
-the running sum in fp32: the truncation never compounds over the reduction.
+The reduction index runs over (tap, input channel) as one: each step is
+BLOCK_K columns deep, each column decoding its own tap, whatever the
+channel count (only the last step's tail is masked).
+The input is copied into a zero border that holds every read of every
+program (rows past a phase's end read its last row and are not stored), so
+the input loads carry no masks.
+Products are 3xTF32, written out: each operand is split into its nearest
+TF32 value and the exact remainder (the weight once per forward, the input
+tile in the kernel), and three tensor-core products of exact TF32 parts,
+lo*hi + hi*lo + hi*hi (input_precision "tf32" on values TF32 holds
+exactly), give fp32-level error. The tensor cores truncate their sums, so
+each step's products start from zero and are added to the running sum in
+fp32: the truncation never compounds over the reduction.
 Each output is written exactly once (no atomics), bias fused. Every forward
-first re-lays the weight out as (group, tap, in/g, out/g) so that weight tiles
-load contiguously; that copy is part of the timed forward. The spec's
+first re-lays the weight out as (group, tap, out/g, in/g) (and splits it) and the input
+as (batch, D, H, W, channels), so that both dot operands are contiguous
+along the reduction; those copies are part of the timed forward. The spec's
 numbers are tl.constexpr.
 """
 import torch
@@ -38,6 +48,8 @@ import triton.language as tl
 INPUT_SHAPE = (8, 48, 96, 96, 96)  # (batch, in_channels, depth, height, width)
 WEIGHT_SHAPE = (48, 24, 3, 3, 3)  # PyTorch's (in_channels, out_channels/groups, kd, kh, kw)
 OUTPUT_SHAPE = (8, 24, 98, 98, 98)
+# The input as the kernel reads it: inside a zero border, channels last.
+X_SHAPE = (8, 100, 100, 100, 48)
 # The weight seen as (groups, in/groups, out/groups, taps): the view the
 # re-layout permutes.
 WEIGHT_GROUPED = (1, 48, 24, 27)
@@ -63,19 +75,19 @@ PROBLEM = dict(
 TILING = dict(
     BLOCK_M=128,  # output positions of one phase per program
     BLOCK_N=32,  # output channels of one group per program
-    BLOCK_K=16,  # input channels per reduction step
+    BLOCK_K=32,  # input channels per reduction step
     NUM_PHASES=1,  # stride phases, interleaved over the programs
     M_TILES=58825,  # BLOCK_M tiles over the largest phase's rows
     N_TILES=1,  # channel tiles over out_channels/groups
-    CI_CHUNKS=3,  # BLOCK_K steps over in_channels/groups, per tap
-    CHANNELS_LAST=False,  # input as (batch, D, H, W, channels), weight (group, tap, out, in)
+    CI_CHUNKS=2,  # BLOCK_K steps over in_channels/groups, per tap
+    CHANNELS_LAST=True,  # input as (batch, D, H, W, channels), weight (group, tap, out, in)
     INT64_OFFSETS=False,  # 64-bit offsets: only when a tensor has 2^31+ elements
     FUSE_W=False,  # a program computes every W phase: columns are (phase, channel)
     W_PHASES=1, W_PAD=1,  # W phases per program, padded to a power of two in the columns
     W_SHIFTS=0, W_OFF_MAX=0,  # fused: input offsets along W, W_OFF_MAX down
-    PAD_INPUT=False,  # the input sits in a zero border that holds every read
-    LO_D=0, LO_H=0, LO_W=0,  # border before the input per dimension
-    X_D=96, X_H=96, X_W=96,  # the input's extents as the kernel reads it
+    PAD_INPUT=True,  # the input sits in a zero border that holds every read
+    LO_D=2, LO_H=2, LO_W=2,  # border before the input per dimension
+    X_D=100, X_H=100, X_W=100,  # the input's extents as the kernel reads it
 )
 PROGRAMS = 58825  # NUM_PHASES * M_TILES * N_TILES * groups
 NUM_WARPS = 4
@@ -105,7 +117,7 @@ def _residue_taps(r, SIZE: tl.constexpr, STRIDE: tl.constexpr, PAD: tl.constexpr
 
 @triton.jit
 def l1_70_asymmetric_input_square_kernel_phase_igemm(
-    x_ptr, w_ptr, y_ptr,
+    x_ptr, w_ptr, w_lo_ptr, y_ptr,
     # Problem: sizes, channels, kernel, stride, padding, dilation, tap steps.
     BATCH: tl.constexpr, C_IN: tl.constexpr, C_OUT: tl.constexpr, C_IN_G: tl.constexpr, C_OUT_G: tl.constexpr,
     IN_D: tl.constexpr, IN_H: tl.constexpr, IN_W: tl.constexpr,
@@ -138,8 +150,6 @@ def l1_70_asymmetric_input_square_kernel_phase_igemm(
     # Channels per program: BLOCK_N columns are W_PAD phases of CO_BLOCK
     # output channels (W_PAD is 1 unless FUSE_W).
     CO_BLOCK: tl.constexpr = BLOCK_N // W_PAD
-    # A padded input is read without masks: whole channel chunks only.
-    tl.static_assert(not PAD_INPUT or C_IN_G % BLOCK_K == 0)
     # Fused, a W shift's taps differ per column and the shifts step by 1.
     W_OFF_STEP: tl.constexpr = 1 if FUSE_W else OFF_STEP_W
 
@@ -208,43 +218,52 @@ def l1_70_asymmetric_input_square_kernel_phase_igemm(
     # program past its phase's rows, or in a phase no tap reaches (stride and
     # dilation sharing a factor), runs no step: its outputs are the bias.
     taps_hw = taps_h * taps_w
-    steps = tl.where(pid_m * BLOCK_M < rows, taps_d * taps_hw * CI_CHUNKS, 0)
+    # The reduction index runs over (tap, input channel) as one: column kk
+    # of a step is channel kk % C_IN_G of tap kk // C_IN_G, so every step is
+    # BLOCK_K deep whatever the channel count; the last one is masked.
+    k_total = taps_d * taps_hw * C_IN_G
+    steps = tl.where(pid_m * BLOCK_M < rows, (k_total + BLOCK_K - 1) // BLOCK_K, 0)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for step in range(steps):
-        tap = step // CI_CHUNKS
-        td = tap // tl.maximum(taps_hw, 1)
+        kk = step * BLOCK_K + offs_k  # [BLOCK_K]
+        ci_ok = kk < k_total
+        tap = kk // C_IN_G
+        ci = kk % C_IN_G  # [BLOCK_K] input channel within the group
+        td = tap // tl.maximum(taps_hw, 1)  # [BLOCK_K] each column's tap
         th = (tap // tl.maximum(taps_w, 1)) % tl.maximum(taps_h, 1)
         tw = tap % tl.maximum(taps_w, 1)
-        ci = (step % CI_CHUNKS) * BLOCK_K + offs_k  # [BLOCK_K] input channel within the group
-        ci_ok = ci < C_IN_G
-        # This tap reads input index q + off per dimension.
+        # Column kk reads input index q + off per dimension.
         off_d = off0_d - td * OFF_STEP_D
         off_h = off0_h - th * OFF_STEP_H
-        off_w = off0_w - tw * W_OFF_STEP
-        # A, [BLOCK_M, BLOCK_K] of the input at this tap.
-        a_ptrs = x_ptr + (x_row + ((off_d * X_H + off_h) * X_W + off_w) * X_POS)[:, None] + (ci * X_CH)[None, :]
+        off_w = off0_w - tw * OFF_STEP_W
+        # A, [BLOCK_M, BLOCK_K]: each column its own tap and channel.
+        a_ptrs = x_ptr + x_row[:, None] + (((off_d * X_H + off_h) * X_W + off_w) * X_POS + ci * X_CH)[None, :]
         if PAD_INPUT:
-            # Every read is inside the border and every chunk is whole: no mask.
-            a = tl.load(a_ptrs)
+            # Every read is inside the border; only the last step's tail masks.
+            a = tl.load(a_ptrs, mask=ci_ok[None, :], other=0.0)
         else:
-            inside = (m_ok & (qd + off_d >= 0) & (qd + off_d < IN_D) & (qh + off_h >= 0) & (qh + off_h < IN_H)
-                      & (qw + off_w >= 0) & (qw + off_w < IN_W))  # [BLOCK_M]; outside reads zero
-            a = tl.load(a_ptrs, mask=inside[:, None] & ci_ok[None, :], other=0.0)
-        # B, [BLOCK_K, BLOCK_N] of the weight at this tap: per column when
-        # fused (column rw's tap at offset off_w, zero where it has none).
-        if FUSE_W:
-            kw_dil = rw + PAD_W - off_w * STRIDE_W  # [BLOCK_N], kw * DIL_W where a tap exists
-            kw = kw_dil // DIL_W
-            b_ok = co_ok & (kw_dil >= 0) & (kw_dil % DIL_W == 0) & (kw < K_W)
-        else:
-            kw = k0_w + tw * K_STEP_W
-            b_ok = co_ok
-        flat = ((k0_d + td * K_STEP_D) * K_H + k0_h + th * K_STEP_H) * K_W + kw
-        w_col = (g * (K_D * K_H * K_W) + flat) * (C_IN_G * C_OUT_G) + co * (C_IN_G if CHANNELS_LAST else 1)
-        w_offs = w_col[None, :] + ci[:, None] * (1 if CHANNELS_LAST else C_OUT_G)
-        b_mask = ci_ok[:, None] & b_ok[None, :]
-        b = tl.load(w_ptr + w_offs, mask=b_mask, other=0.0)
-        acc += tl.dot(a, b, input_precision="tf32x3")  # [BLOCK_M, BLOCK_N], from zero
+            inside = (m_ok[:, None] & (qd[:, None] + off_d[None, :] >= 0) & (qd[:, None] + off_d[None, :] < IN_D)
+                      & (qh[:, None] + off_h[None, :] >= 0) & (qh[:, None] + off_h[None, :] < IN_H)
+                      & (qw[:, None] + off_w[None, :] >= 0) & (qw[:, None] + off_w[None, :] < IN_W))  # outside reads zero
+            a = tl.load(a_ptrs, mask=inside & ci_ok[None, :], other=0.0)
+        # B, [BLOCK_K, BLOCK_N]: row kk is its tap's weight for channel kk.
+        flat = ((k0_d + td * K_STEP_D) * K_H + k0_h + th * K_STEP_H) * K_W + k0_w + tw * K_STEP_W  # [BLOCK_K]
+        w_row = (g * (K_D * K_H * K_W) + flat) * (C_IN_G * C_OUT_G) + ci * (1 if CHANNELS_LAST else C_OUT_G)
+        w_offs = w_row[:, None] + (co * (C_IN_G if CHANNELS_LAST else 1))[None, :]
+        b_mask = ci_ok[:, None] & co_ok[None, :]
+        # 3xTF32 by hand: the weight comes in exact TF32 parts (w_ptr the
+        # high, w_lo_ptr the low), the input tile is split here (round to
+        # the nearest TF32, then the exact remainder), and each tl.dot
+        # multiplies exact TF32 values: lo*hi + hi*lo + hi*hi, summed from
+        # zero within the step and added to the running sum in fp32.
+        b_hi = tl.load(w_ptr + w_offs, mask=b_mask, other=0.0)
+        b_lo = tl.load(w_lo_ptr + w_offs, mask=b_mask, other=0.0)
+        a_hi = ((a.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+        a_lo = a - a_hi
+        part = tl.dot(a_lo, b_hi, input_precision="tf32")
+        part = tl.dot(a_hi, b_lo, acc=part, input_precision="tf32")
+        part = tl.dot(a_hi, b_hi, acc=part, input_precision="tf32")
+        acc += part  # [BLOCK_M, BLOCK_N]
 
     # ---- Epilogue: bias, then each output written once ------------------------
     # Output (n, g*C_OUT_G + co, r + STRIDE*q); fused, column rw's W index
@@ -259,7 +278,7 @@ def l1_70_asymmetric_input_square_kernel_phase_igemm(
 
 # ---- The wrapper: checks, allocates, launches --------------------------------
 def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """ConvTranspose3d forward of this problem: weight re-layout, then
+    """ConvTranspose3d forward of this problem: input and weight re-layouts, then
     one kernel launch over every stride phase."""
     if not (x.is_cuda and x.dtype == torch.float32 and tuple(x.shape) == INPUT_SHAPE):
         raise ValueError(f"x must be a float32 CUDA tensor of shape {INPUT_SHAPE}: the kernel is generated for it")
@@ -270,13 +289,19 @@ def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor
     # and no convolution; a Triton kernel would be the same copy in more
     # code. detach(): the kernel has no backward, autograd need not record
     # the copies.
-    # The weight (in, out/g, kd, kh, kw) to (g, tap, in/g, out/g), so that a
-    # B tile row is contiguous.
-    xk = x.contiguous()  # no copy when it already is
-    wt = weight.detach().reshape(WEIGHT_GROUPED).permute(0, 3, 1, 2).contiguous()
+    # Input channels fastest in both operands: x to (batch, D, H, W, C_IN),
+    # the weight (in, out/g, kd, kh, kw) to (g, tap, out/g, in/g).
+    # The input lands inside a zero border (X_SHAPE) that holds every read.
+    xk = x.new_zeros(X_SHAPE)
+    xk[:, 2:98, 2:98, 2:98, :] = x.detach().permute(0, 2, 3, 4, 1)
+    wt = weight.detach().reshape(WEIGHT_GROUPED).permute(0, 3, 2, 1).contiguous()
+    # The weight's TF32 parts: the nearest TF32 value (add half a unit of
+    # its last place, clear the 13 bits TF32 drops) and the exact rest.
+    w_hi = ((wt.view(torch.int32) + 0x1000) & -8192).view(torch.float32)
+    w_lo = wt - w_hi
     y = torch.empty(OUTPUT_SHAPE, device=x.device, dtype=torch.float32)
     l1_70_asymmetric_input_square_kernel_phase_igemm[(PROGRAMS,)](
-        xk, wt, y, **PROBLEM, **TILING,
+        xk, w_hi, w_lo, y, **PROBLEM, **TILING,
         num_warps=NUM_WARPS, num_stages=NUM_STAGES,
     )
     return y

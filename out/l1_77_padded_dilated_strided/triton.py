@@ -20,6 +20,9 @@ its phase's extents and taps from the phase index (_residue_taps) and
 computes BLOCK_M of the phase's output positions by BLOCK_N output channels
 of one group, stepping over (tap, BLOCK_K input channels) with tl.dot and
 fp32 accumulation.
+The reduction index runs over (tap, input channel) as one: each step is
+BLOCK_K columns deep, each column decoding its own tap, whatever the
+channel count (only the last step's tail is masked).
 Products are 3xTF32, written out: each operand is split into its nearest
 TF32 value and the exact remainder (the weight once per forward, the input
 tile in the kernel), and three tensor-core products of exact TF32 parts,
@@ -149,8 +152,6 @@ def l1_77_padded_dilated_strided_phase_igemm(
     # Channels per program: BLOCK_N columns are W_PAD phases of CO_BLOCK
     # output channels (W_PAD is 1 unless FUSE_W).
     CO_BLOCK: tl.constexpr = BLOCK_N // W_PAD
-    # A padded input is read without masks: whole channel chunks only.
-    tl.static_assert(not PAD_INPUT or C_IN_G % BLOCK_K == 0)
     # Fused, a W shift's taps differ per column and the shifts step by 1.
     W_OFF_STEP: tl.constexpr = 1 if FUSE_W else OFF_STEP_W
 
@@ -219,41 +220,39 @@ def l1_77_padded_dilated_strided_phase_igemm(
     # program past its phase's rows, or in a phase no tap reaches (stride and
     # dilation sharing a factor), runs no step: its outputs are the bias.
     taps_hw = taps_h * taps_w
-    steps = tl.where(pid_m * BLOCK_M < rows, taps_d * taps_hw * CI_CHUNKS, 0)
+    # The reduction index runs over (tap, input channel) as one: column kk
+    # of a step is channel kk % C_IN_G of tap kk // C_IN_G, so every step is
+    # BLOCK_K deep whatever the channel count; the last one is masked.
+    k_total = taps_d * taps_hw * C_IN_G
+    steps = tl.where(pid_m * BLOCK_M < rows, (k_total + BLOCK_K - 1) // BLOCK_K, 0)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for step in range(steps):
-        tap = step // CI_CHUNKS
-        td = tap // tl.maximum(taps_hw, 1)
+        kk = step * BLOCK_K + offs_k  # [BLOCK_K]
+        ci_ok = kk < k_total
+        tap = kk // C_IN_G
+        ci = kk % C_IN_G  # [BLOCK_K] input channel within the group
+        td = tap // tl.maximum(taps_hw, 1)  # [BLOCK_K] each column's tap
         th = (tap // tl.maximum(taps_w, 1)) % tl.maximum(taps_h, 1)
         tw = tap % tl.maximum(taps_w, 1)
-        ci = (step % CI_CHUNKS) * BLOCK_K + offs_k  # [BLOCK_K] input channel within the group
-        ci_ok = ci < C_IN_G
-        # This tap reads input index q + off per dimension.
+        # Column kk reads input index q + off per dimension.
         off_d = off0_d - td * OFF_STEP_D
         off_h = off0_h - th * OFF_STEP_H
-        off_w = off0_w - tw * W_OFF_STEP
-        # A, [BLOCK_M, BLOCK_K] of the input at this tap.
-        a_ptrs = x_ptr + (x_row + ((off_d * X_H + off_h) * X_W + off_w) * X_POS)[:, None] + (ci * X_CH)[None, :]
+        off_w = off0_w - tw * OFF_STEP_W
+        # A, [BLOCK_M, BLOCK_K]: each column its own tap and channel.
+        a_ptrs = x_ptr + x_row[:, None] + (((off_d * X_H + off_h) * X_W + off_w) * X_POS + ci * X_CH)[None, :]
         if PAD_INPUT:
-            # Every read is inside the border and every chunk is whole: no mask.
-            a = tl.load(a_ptrs)
+            # Every read is inside the border; only the last step's tail masks.
+            a = tl.load(a_ptrs, mask=ci_ok[None, :], other=0.0)
         else:
-            inside = (m_ok & (qd + off_d >= 0) & (qd + off_d < IN_D) & (qh + off_h >= 0) & (qh + off_h < IN_H)
-                      & (qw + off_w >= 0) & (qw + off_w < IN_W))  # [BLOCK_M]; outside reads zero
-            a = tl.load(a_ptrs, mask=inside[:, None] & ci_ok[None, :], other=0.0)
-        # B, [BLOCK_K, BLOCK_N] of the weight at this tap: per column when
-        # fused (column rw's tap at offset off_w, zero where it has none).
-        if FUSE_W:
-            kw_dil = rw + PAD_W - off_w * STRIDE_W  # [BLOCK_N], kw * DIL_W where a tap exists
-            kw = kw_dil // DIL_W
-            b_ok = co_ok & (kw_dil >= 0) & (kw_dil % DIL_W == 0) & (kw < K_W)
-        else:
-            kw = k0_w + tw * K_STEP_W
-            b_ok = co_ok
-        flat = ((k0_d + td * K_STEP_D) * K_H + k0_h + th * K_STEP_H) * K_W + kw
-        w_col = (g * (K_D * K_H * K_W) + flat) * (C_IN_G * C_OUT_G) + co * (C_IN_G if CHANNELS_LAST else 1)
-        w_offs = w_col[None, :] + ci[:, None] * (1 if CHANNELS_LAST else C_OUT_G)
-        b_mask = ci_ok[:, None] & b_ok[None, :]
+            inside = (m_ok[:, None] & (qd[:, None] + off_d[None, :] >= 0) & (qd[:, None] + off_d[None, :] < IN_D)
+                      & (qh[:, None] + off_h[None, :] >= 0) & (qh[:, None] + off_h[None, :] < IN_H)
+                      & (qw[:, None] + off_w[None, :] >= 0) & (qw[:, None] + off_w[None, :] < IN_W))  # outside reads zero
+            a = tl.load(a_ptrs, mask=inside & ci_ok[None, :], other=0.0)
+        # B, [BLOCK_K, BLOCK_N]: row kk is its tap's weight for channel kk.
+        flat = ((k0_d + td * K_STEP_D) * K_H + k0_h + th * K_STEP_H) * K_W + k0_w + tw * K_STEP_W  # [BLOCK_K]
+        w_row = (g * (K_D * K_H * K_W) + flat) * (C_IN_G * C_OUT_G) + ci * (1 if CHANNELS_LAST else C_OUT_G)
+        w_offs = w_row[:, None] + (co * (C_IN_G if CHANNELS_LAST else 1))[None, :]
+        b_mask = ci_ok[:, None] & co_ok[None, :]
         # 3xTF32 by hand: the weight comes in exact TF32 parts (w_ptr the
         # high, w_lo_ptr the low), the input tile is split here (round to
         # the nearest TF32, then the exact remainder), and each tl.dot
