@@ -20,8 +20,8 @@ var RandomBackends = []string{"cuda", "triton"}
 // precision, and half of the time an explicit random tile and Triton
 // choices, so the sweep exercises the kernels' loaders and fragment
 // mappings as well as their geometry; half of the configurations have
-// input channels per group in whole 16- or 32-wide chunks. The caller
-// validates it.
+// input channels per group in whole 16- or 32-wide chunks, and half of the
+// fp32 ones use the direct kernel. The caller validates it.
 func RandomSpec(r *rand.Rand, name string) string {
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
 	var c geom.Conv
@@ -60,6 +60,15 @@ func RandomSpec(r *rand.Rand, name string) string {
 	k.Triton = randomTriton(name)
 	k.Triton.SplitWeight = k.PrecisionFor("triton") == "3xtf32" && nameCoin(name, "split_weight")
 	k.Tile.CpAsync = !k.Tile.Presplit && nameCoin(name, "cp_async")
+	if k.Precision == "fp32" && nameCoin(name, "direct") {
+		// The direct kernel, with its defaults or with a random tile.
+		d := nameRand(name, "direct_tile")
+		k.Tile = spec.Tile{Direct: true}
+		if d.Intn(2) == 0 {
+			k.Tile = spec.Tile{Direct: true, BM: []int{64, 128, 256, 512}[d.Intn(4)], BN: []int{4, 8, 16}[d.Intn(3)],
+				BK: 1 + d.Intn(8), TM: []int{1, 2, 4}[d.Intn(3)]}
+		}
+	}
 	return spec.Generic(name, "random configuration", c, dist, k)
 }
 

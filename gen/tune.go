@@ -39,8 +39,9 @@ type Candidate struct {
 // candidateKernels lists the choices tried besides the spec's own: the
 // plan's defaults in both precisions, 3xtf32 with narrower warp tiles
 // (more warps, fewer registers each), also with deeper reduction steps,
-// 3xtf32 with presplit staging, and the 3xtf32 default with cp.async
-// copies (cudaCandidates adds the spec's own tile with them too).
+// 3xtf32 with presplit staging, the 3xtf32 default with cp.async copies
+// (cudaCandidates adds the spec's own tile with them too), and direct
+// kernels with 4 (the default), 2, 8 and 1 rows per thread.
 func candidateKernels() []spec.Kernel {
 	return []spec.Kernel{
 		{Precision: "fp32"},
@@ -50,6 +51,10 @@ func candidateKernels() []spec.Kernel {
 		{Precision: "3xtf32", Tile: spec.Tile{WM: 32, Presplit: true, MinBlocks: 1}},
 		{Precision: "3xtf32", Tile: spec.Tile{BM: 128, WM: 32, Presplit: true, MinBlocks: 1}},
 		{Precision: "3xtf32", Tile: spec.Tile{CpAsync: true}},
+		{Precision: "fp32", Tile: spec.Tile{Direct: true}},
+		{Precision: "fp32", Tile: spec.Tile{TM: 2, Direct: true}},
+		{Precision: "fp32", Tile: spec.Tile{TM: 8, Direct: true}},
+		{Precision: "fp32", Tile: spec.Tile{BM: 256, TM: 1, Direct: true}},
 	}
 }
 
@@ -198,10 +203,12 @@ func cudaCandidates(l Loaded) []Candidate {
 		t.CpAsync = true
 		kernels = append(kernels, spec.Kernel{Precision: own.Kernel.Precision, Tile: t})
 	}
-	for _, k := range kernels {
+	for i, k := range kernels {
 		s := *l.Plan.Spec
 		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, Precision: k.Precision, Tile: k.Tile}
-		s.Name = fmt.Sprintf("%s_t%d", l.Plan.Spec.Name, len(out))
+		// Numbered by the list, skipped ones too: a label names the same
+		// choice in every spec (what -only filters on).
+		s.Name = fmt.Sprintf("%s_t%d", l.Plan.Spec.Name, i+1)
 		p, err := plan.New(&s)
 		if err != nil || hasChoice(out, k.Precision, p.Tile.Spec()) {
 			continue

@@ -133,13 +133,13 @@ var Kernels = []Kernel{{
 	Grid:      [3]int{3456, 1, 4},
 	MinBytes:  1.27509504e+08,
 	Out:       [3]int{24, 48, 96},
-	Precision: "3xtf32",
+	Precision: "fp32",
 	Repack:    "l1_72_strided_padded_grouped_repack_weight",
-	SmemBytes: 17920,
+	SmemBytes: 6144,
 	Spec:      "l1_72_strided_padded_grouped",
 	SpecPath:  "specs/level1/72_strided_padded_grouped.yaml",
 	Threads:   128,
-	Tile:      "{bm: 256, bn: 8, bk: 8, wm: 64, wn: 8}",
+	Tile:      "{bm: 256, bn: 8, bk: 8, tm: 2, direct: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         4,

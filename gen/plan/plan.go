@@ -74,11 +74,20 @@ type Tile struct {
 	MinBlocks int
 	// CpAsync: tiles copied global -> shared with cp.async.
 	CpAsync bool
+	// Direct (fp32, no GEMM tiles): each of the BM/TM threads computes TM
+	// rows by all BN columns, loading its inputs straight into registers,
+	// BK input channels at a time; the weights of TapChunk taps at a time
+	// are staged in shared memory.
+	Direct   bool
+	TapChunk int
 }
 
 // Spec is the tile in spec form: every field the kernel uses, only the
 // ones of its precision.
 func (t Tile) Spec() spec.Tile {
+	if t.Direct {
+		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, MinBlocks: t.MinBlocks, Direct: true}
+	}
 	if t.MMA {
 		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, WM: t.WM, WN: t.WN, Presplit: t.Presplit, MinBlocks: t.MinBlocks, CpAsync: t.CpAsync}
 	}
@@ -141,21 +150,32 @@ func mmaRegisters(wm, wn int, presplit bool) int {
 func New(s *spec.Spec) (*Plan, error) {
 	c := s.Problem.Conv
 	p := &Plan{Spec: s, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup()}
-	if s.Kernel.Precision == "3xtf32" {
+	switch {
+	case s.Kernel.Tile.Direct:
+		p.Tile = chooseDirectTile(s.Kernel.Tile, p.CinG, p.CoutG)
+		p.Threads = p.Tile.ThreadsM
+	case s.Kernel.Precision == "3xtf32":
 		p.Tile = chooseMMATile(s.Kernel.Tile, p.CinG, p.CoutG)
 		p.Threads = 32 * p.Tile.WarpsM * p.Tile.WarpsN
-	} else {
+	default:
 		p.Tile = chooseTile(s.Kernel.Tile, p.CinG, p.CoutG)
 		p.Threads = p.Tile.ThreadsM * p.Tile.ThreadsN
 	}
-	p.SmemBytes = 2 * p.Tile.BK * (p.Tile.BM + p.Tile.BN + 2*p.Tile.Pad) * 4
-	if p.Tile.Presplit {
-		p.SmemBytes *= 2 // each staged tile twice: TF32 hi and lo parts
+	p.planPhases()
+	if p.Tile.Direct {
+		// As many taps' weights as fit, up to the largest phase's taps.
+		perTap := p.CinG * p.Tile.BN * 4
+		p.Tile.TapChunk = max(1, min(p.maxPhaseTaps(), MaxSmemBytes/perTap))
+		p.SmemBytes = p.Tile.TapChunk * perTap
+	} else {
+		p.SmemBytes = 2 * p.Tile.BK * (p.Tile.BM + p.Tile.BN + 2*p.Tile.Pad) * 4
+		if p.Tile.Presplit {
+			p.SmemBytes *= 2 // each staged tile twice: TF32 hi and lo parts
+		}
 	}
 	if err := p.checkTile(); err != nil {
 		return nil, err
 	}
-	p.planPhases()
 	p.Grid = [3]int{len(p.Phases) * p.MaxTiles, ceilDiv(p.CoutG, p.Tile.BN), c.Groups}
 	p.Index = "int"
 	if max(c.InputLen(), c.OutputLen(), c.WeightLen()) >= 1<<31 {
@@ -208,6 +228,37 @@ func chooseTile(t spec.Tile, cinG, coutG int) Tile {
 	return r
 }
 
+// chooseDirectTile fills the direct tile's fields the spec left at zero:
+// BN covers the group's output channels up to 16 (a power of two, at least
+// 4 for float4 weight reads), two rows per thread (four with 8 or fewer
+// channels), 128 threads, and BK up to 8 input channels loaded at once.
+func chooseDirectTile(t spec.Tile, cinG, coutG int) Tile {
+	r := Tile{Direct: true, BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, MinBlocks: t.MinBlocks}
+	if r.BN == 0 {
+		r.BN = max(4, min(16, nextPow2(coutG)))
+	}
+	if r.TM == 0 {
+		r.TM = 2
+		if r.BN <= 8 {
+			r.TM = 4
+		}
+	}
+	if r.BM == 0 {
+		r.BM = 128 * r.TM
+	}
+	if r.BK == 0 {
+		r.BK = min(8, cinG)
+	}
+	if r.MinBlocks == 0 && r.TM*r.BK >= 32 {
+		// 32 loads in flight per thread: ptxas (CUDA 13) capped such
+		// kernels at 72 registers and spilled (seen with 4 rows by 8
+		// channels at bn 4); min_blocks 1 lets it take what it needs.
+		r.MinBlocks = 1
+	}
+	r.ThreadsM, r.ThreadsN = max(1, r.BM/r.TM), 1
+	return r
+}
+
 // chooseMMATile fills the 3xtf32 tile fields the spec left at zero: warp
 // tiles of 64 x 32 (4 x 4 fragments), BN covering the group's channels, and
 // about four warps per block.
@@ -252,7 +303,20 @@ func (p *Plan) checkTile() error {
 	bad := func(field string, got int, format string, args ...any) {
 		errs = append(errs, s.Errorf("kernel.tile."+field, strconv.Itoa(got), format, args...))
 	}
-	if t.MMA {
+	if t.Direct {
+		if t.BM%t.TM != 0 {
+			bad("bm", t.BM, "must be a multiple of tm=%d", t.TM)
+		}
+		if p.Threads%32 != 0 || p.Threads > MaxThreads {
+			bad("bm", t.BM, "gives bm/tm = %d threads; a block needs a multiple of 32, at most %d", p.Threads, MaxThreads)
+		}
+		if t.TM*t.BN > maxAccum {
+			bad("bn", t.BN, "tm*bn = %d accumulators per thread (direct: a thread holds all bn columns); at most %d fit in registers", t.TM*t.BN, maxAccum)
+		}
+		if perTap := p.CinG * t.BN * 4; perTap > MaxSmemBytes {
+			bad("bn", t.BN, "needs %d bytes of shared memory for one tap's weights (%d input channels x bn floats); sm_80 allows %d of static shared memory", perTap, p.CinG, MaxSmemBytes)
+		}
+	} else if t.MMA {
 		if t.BN%8 != 0 {
 			bad("bn", t.BN, "must be a multiple of 8 with 3xtf32 (m16n8k8 fragments)")
 		}
@@ -298,7 +362,7 @@ func (p *Plan) checkTile() error {
 	if t.MinBlocks*p.Threads > maxThreadsPerSM {
 		bad("min_blocks", t.MinBlocks, "asks for %d resident threads per SM; sm_80 holds at most %d", t.MinBlocks*p.Threads, maxThreadsPerSM)
 	}
-	if p.SmemBytes > MaxSmemBytes {
+	if p.SmemBytes > MaxSmemBytes && !t.Direct {
 		bad("bk", t.BK, "needs %d bytes of shared memory (two stages of bk x (bm+bn) floats, padded); sm_80 allows %d of static shared memory", p.SmemBytes, MaxSmemBytes)
 	}
 	if len(errs) > 0 {
@@ -360,6 +424,15 @@ func (p *Plan) planPhases() {
 		p.MaxTiles = max(p.MaxTiles, phases[i].Tiles)
 	}
 	p.Phases = phases
+}
+
+// maxPhaseTaps is the most taps any phase has.
+func (p *Plan) maxPhaseTaps() int {
+	n := 0
+	for _, ph := range p.Phases {
+		n = max(n, ph.TapCount)
+	}
+	return n
 }
 
 // CIChunks is how many BK-channel chunks cover one group's input channels.

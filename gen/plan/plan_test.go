@@ -414,6 +414,16 @@ func TestTileDefaults(t *testing.T) {
 			c.cin, c.cout, c.groups, c.precision, c.tile = 3, 64, 1, "3xtf32", "{min_blocks: 2}"
 		}),
 			plan.Tile{MMA: true, BM: 128, BN: 64, BK: 8, WM: 64, WN: 32, WarpsM: 2, WarpsN: 2, Pad: 8, MinBlocks: 2}, 128, 2 * 8 * (128 + 64 + 16) * 4},
+		// Direct: BN the group's channels (8), four rows per thread at 8
+		// channels or fewer, 128 threads, BK 8; every phase's weights fit
+		// (at most 24 taps of 8x8 floats); 4x8 loads in flight per thread
+		// get min_blocks 1.
+		{"direct, 72", with(base72, func(c *config) { c.tile = "{direct: true}" }),
+			plan.Tile{Direct: true, BM: 512, BN: 8, BK: 8, TM: 4, ThreadsM: 128, ThreadsN: 1, TapChunk: 24, MinBlocks: 1}, 128, 24 * 8 * 8 * 4},
+		// 20 channels: BN 16, two rows per thread; a tap's weights are
+		// 64x16 floats, so 12 of the 24 taps are staged at once.
+		{"direct, 64 in, 20 out", with(base72, func(c *config) { c.cin, c.cout, c.groups, c.tile = 64, 20, 1, "{direct: true}" }),
+			plan.Tile{Direct: true, BM: 256, BN: 16, BK: 8, TM: 2, ThreadsM: 128, ThreadsN: 1, TapChunk: 12}, 128, 12 * 64 * 16 * 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := plan.New(tc.c.parse(t))
@@ -476,6 +486,12 @@ func TestTileFeasibility(t *testing.T) {
 		}},
 		{"3xtf32 bm below wm", "3xtf32", "{bm: 32}", []string{
 			"plan_test.yaml:42:14: kernel.tile.bm: must be a multiple of wm=64 (got 32)",
+		}},
+		{"direct accumulators", "", "{direct: true, bn: 32, tm: 4}", []string{
+			"plan_test.yaml:42:28: kernel.tile.bn: tm*bn = 128 accumulators per thread (direct: a thread holds all bn columns); at most 64 fit in registers (got 32)",
+		}},
+		{"direct threads", "", "{direct: true, bm: 64, tm: 4}", []string{
+			"plan_test.yaml:42:28: kernel.tile.bm: gives bm/tm = 16 threads; a block needs a multiple of 32, at most 1024 (got 64)",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

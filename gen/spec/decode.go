@@ -344,6 +344,7 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 				"presplit":   func(n *yaml.Node, f string) { k.Tile.Presplit, _ = d.bool(n, f) },
 				"min_blocks": func(n *yaml.Node, f string) { k.Tile.MinBlocks, _ = d.int(n, f) },
 				"cp_async":   func(n *yaml.Node, f string) { k.Tile.CpAsync, _ = d.bool(n, f) },
+				"direct":     func(n *yaml.Node, f string) { k.Tile.Direct, _ = d.bool(n, f) },
 			})
 		},
 		"triton": func(n *yaml.Node, f string) {

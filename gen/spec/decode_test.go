@@ -206,7 +206,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key in a param", []edit{{"{name: groups, type: int, default: 1}", "{name: groups, type: int, defualt: 1}"}},
 			[]string{"base.yaml:24:33: reference.params[6].defualt: unknown key; known: default, name, type"}},
 		{"unknown key in tile", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {bm: 64, bz: 2}"}},
-			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, cp_async, min_blocks, presplit, tm, tn, wm, wn"}},
+			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, cp_async, direct, min_blocks, presplit, tm, tn, wm, wn"}},
 		// BUG (decode.go, fields): an empty key is reported with the
 		// field name of its mapping only ("problem." here, "" at the top).
 		{"empty key", []edit{{"  groups: 4\n", "  groups: 4\n  \"\": 1\n"}},
@@ -382,7 +382,7 @@ func TestParseErrors(t *testing.T) {
 		{"tile bk negative", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {bk: -1}"}},
 			[]string{`base.yaml:39:14: kernel.tile.bk: must be from 1 to 64 (got -1)`}},
 		{"tile tm", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {tm: 2}"}},
-			[]string{`base.yaml:39:14: kernel.tile.tm: must be 4 or 8 (each thread reads its rows as float4) (got 2)`}},
+			[]string{`base.yaml:39:14: kernel.tile.tm: must be 4 or 8 (each thread reads its rows as float4), or with direct 1 or 2 as well (got 2)`}},
 		{"tile tn", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {tn: 16}"}},
 			[]string{`base.yaml:39:14: kernel.tile.tn: must be 4 or 8 (each thread reads its columns as float4) (got 16)`}},
 		{"tile wm", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {wm: 8}"}},
@@ -399,6 +399,10 @@ func TestParseErrors(t *testing.T) {
 				`base.yaml:39:59: kernel.triton.warps: must be 1, 2, 4, 8 or 16 (got 3)`,
 				`base.yaml:39:70: kernel.triton.stages: must be from 0 (unset) to 8 (got 9)`,
 			}},
+		{"direct with 3xtf32", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {direct: true, tm: 2}"}},
+			[]string{"base.yaml:39:18: kernel.tile.direct: computes with fp32 FFMA: only with precision fp32 (precision is 3xtf32) (got true)"}},
+		{"direct with cp_async", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {direct: true, cp_async: true, tm: 8}"}},
+			[]string{"base.yaml:39:34: kernel.tile.cp_async: copies GEMM tiles, and a direct kernel has none: choose one (got true)"}},
 		{"cp_async with presplit", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {presplit: true, cp_async: true}"}},
 			[]string{"base.yaml:39:36: kernel.tile.cp_async: copies tiles without passing through registers, where presplit splits them: choose one (got true)"}},
 		{"triton split_weight in fp32", []edit{{"  precision: fp32", "  precision: 3xtf32\n  triton: {precision: fp32, split_weight: true}"}},

@@ -162,6 +162,13 @@ type Tile struct {
 	// CpAsync: tiles go from global to shared memory with cp.async (sm_80),
 	// skipping the registers, while the previous step computes.
 	CpAsync bool
+	// Direct (fp32): no GEMM tiles. Each thread computes TM output
+	// positions by BN output channels straight from the definition: its
+	// inputs go from global memory to its registers (no other thread needs
+	// them), and only the weights are staged in shared memory, where every
+	// thread reads the same ones. For groups of few channels, where GEMM
+	// tiles are mostly staging.
+	Direct bool
 }
 
 // Value is a Python literal as the reference model sees it: an int, a bool
@@ -199,6 +206,9 @@ func (t Tile) String() string {
 	}
 	if t.CpAsync {
 		f = append(f, "cp_async: true")
+	}
+	if t.Direct {
+		f = append(f, "direct: true")
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }

@@ -319,11 +319,19 @@ func (d *decoder) validateKernel(k *Kernel) {
 	if t.CpAsync && t.Presplit {
 		d.failAt("kernel.tile.cp_async", "true", "copies tiles without passing through registers, where presplit splits them: choose one")
 	}
+	if t.Direct && k.Precision == "3xtf32" { // (an unknown precision has its own error)
+		d.failAt("kernel.tile.direct", "true", "computes with fp32 FFMA: only with precision fp32 (precision is %s)", k.Precision)
+	}
+	if t.Direct && t.CpAsync {
+		d.failAt("kernel.tile.cp_async", "true", "copies GEMM tiles, and a direct kernel has none: choose one")
+	}
+	// A direct thread's rows need not fill float4 reads: 1 and 2 as well.
+	tmOK := t.TM == 0 || t.TM == 4 || t.TM == 8 || t.Direct && (t.TM == 1 || t.TM == 2)
 	d.sizes("kernel.tile.", tileRule, []sizeCheck{
 		{"bm", t.BM, pow2In(t.BM, 16, 1024)},
 		{"bn", t.BN, pow2In(t.BN, 4, 256)},
 		{"bk", t.BK, t.BK == 0 || t.BK >= 1 && t.BK <= 64},
-		{"tm", t.TM, t.TM == 0 || t.TM == 4 || t.TM == 8},
+		{"tm", t.TM, tmOK},
 		{"tn", t.TN, t.TN == 0 || t.TN == 4 || t.TN == 8},
 		{"wm", t.WM, t.WM == 0 || t.WM == 16 || t.WM == 32 || t.WM == 64},
 		{"wn", t.WN, t.WN == 0 || t.WN == 8 || t.WN == 16 || t.WN == 32 || t.WN == 64},
@@ -373,7 +381,7 @@ var tileRule = map[string]string{
 	"bm":         "must be a power of two from 16 to 1024",
 	"bn":         "must be a power of two from 4 to 256",
 	"bk":         "must be from 1 to 64",
-	"tm":         "must be 4 or 8 (each thread reads its rows as float4)",
+	"tm":         "must be 4 or 8 (each thread reads its rows as float4), or with direct 1 or 2 as well",
 	"tn":         "must be 4 or 8 (each thread reads its columns as float4)",
 	"wm":         "must be 16, 32 or 64 (whole m16n8k8 fragments per warp)",
 	"wn":         "must be 8, 16, 32 or 64 (whole m16n8k8 fragments per warp)",

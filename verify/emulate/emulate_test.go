@@ -2,12 +2,15 @@ package emulate_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
 	"convtgen/gen"
+	"convtgen/gen/geom"
 	"convtgen/gen/mutate"
 	"convtgen/gen/plan"
 	"convtgen/gen/ref"
@@ -225,5 +228,44 @@ func emulateKernels(t *testing.T, seed int64, kernels []spec.Kernel, marker stri
 				t.Fatalf("relative L2 error %.2e > 1e-5", e)
 			}
 		})
+	}
+}
+
+// TestDirectKernelStagesTapsInChunks runs direct kernels whose weights do
+// not fit shared memory at once (64 input channels by 16 output channels
+// is 4 KiB a tap: 12 taps a chunk), so a block stages its phase's taps in
+// several chunks with barriers between; with the bias, groups, a phase
+// whose tap count is not a multiple of the chunk, and a partial last block.
+func TestDirectKernelStagesTapsInChunks(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i, c := range []geom.Conv{
+		{Batch: 1, InChannels: 64, OutChannels: 13, In: [3]int{3, 2, 3}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
+			Padding: [3]int{1, 0, 0}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+		{Batch: 2, InChannels: 128, OutChannels: 6, In: [3]int{2, 3, 2}, Kernel: [3]int{3, 5, 2}, Stride: [3]int{1, 2, 1},
+			Padding: [3]int{0, 1, 0}, Dilation: [3]int{1, 1, 2}, Groups: 2},
+	} {
+		k := spec.Kernel{Backends: []string{"cuda"}, Precision: "fp32", Tile: spec.Tile{Direct: true, BM: 64, BN: 16, BK: 5, TM: 2}}
+		s, err := spec.Parse("direct.yaml", []byte(spec.Generic(fmt.Sprintf("direct_%d", i), "direct, chunked taps", c, "randn", k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := plan.New(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if most := slices.MaxFunc(p.Phases, func(a, b plan.Phase) int { return a.TapCount - b.TapCount }); p.Tile.TapChunk >= most.TapCount {
+			t.Fatalf("%s: %d taps a chunk, phases have at most %d: nothing to chunk", p, p.Tile.TapChunk, most.TapCount)
+		}
+		y, want := emulateOutput(t, r, dir, p, p, "direct.yaml")
+		if nan := nanCount(y); nan > 0 {
+			t.Fatalf("%s: %d of %d outputs not written", p, nan, len(y))
+		}
+		if e := ref.RelL2(y, want); e > 1e-5 {
+			t.Fatalf("%s: relative L2 error %.2e > 1e-5", p, e)
+		}
 	}
 }

@@ -42,6 +42,7 @@ thread_local std::barrier<>* block_barrier;
 thread_local WarpState* warp_state;
 
 inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+inline int min(int a, int b) { return a < b ? a : b; }  // CUDA's integer min
 template <class T> inline T __ldg(const T* p) { return *p; }
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
