@@ -41,7 +41,8 @@ type Candidate struct {
 // (more warps, fewer registers each), also with deeper reduction steps,
 // 3xtf32 with presplit staging, the 3xtf32 default with cp.async copies
 // (cudaCandidates adds the spec's own tile with them too), and direct
-// kernels with 4 (the default), 2, 8 and 1 rows per thread.
+// kernels with 4 (the default), 2, 8 and 1 rows per thread, then 2 and 4
+// rows with 4 channels loaded at once and 2 rows by 256 threads.
 func candidateKernels() []spec.Kernel {
 	return []spec.Kernel{
 		{Precision: "fp32"},
@@ -55,6 +56,9 @@ func candidateKernels() []spec.Kernel {
 		{Precision: "fp32", Tile: spec.Tile{TM: 2, Direct: true}},
 		{Precision: "fp32", Tile: spec.Tile{TM: 8, Direct: true}},
 		{Precision: "fp32", Tile: spec.Tile{BM: 256, TM: 1, Direct: true}},
+		{Precision: "fp32", Tile: spec.Tile{TM: 2, BK: 4, Direct: true}},
+		{Precision: "fp32", Tile: spec.Tile{BM: 512, TM: 2, Direct: true}},
+		{Precision: "fp32", Tile: spec.Tile{TM: 4, BK: 4, Direct: true}},
 	}
 }
 

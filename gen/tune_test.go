@@ -146,7 +146,10 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		// accumulators) do not fit, so t10 is skipped.
 		"l1_73_strided_padded_grouped_t8 fp32 {bm: 256, bn: 16, bk: 8, tm: 2, direct: true}",
 		"l1_73_strided_padded_grouped_t11 fp32 {bm: 256, bn: 16, bk: 8, tm: 1, direct: true}",
-		"l1_73_strided_padded_grouped_t12 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, cp_async: true}",
+		"l1_73_strided_padded_grouped_t12 fp32 {bm: 256, bn: 16, bk: 4, tm: 2, direct: true}",
+		"l1_73_strided_padded_grouped_t13 fp32 {bm: 512, bn: 16, bk: 8, tm: 2, direct: true}",
+		"l1_73_strided_padded_grouped_t14 fp32 {bm: 512, bn: 16, bk: 4, tm: 4, direct: true}",
+		"l1_73_strided_padded_grouped_t15 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, cp_async: true}",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("73 candidates:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -130,7 +130,7 @@ var Kernels = []Kernel{{
 	FLOPs:     5.94542592e+09,
 	File:      "out/l1_72_strided_padded_grouped/cuda.py",
 	Function:  "l1_72_strided_padded_grouped_igemm",
-	Grid:      [3]int{3456, 1, 4},
+	Grid:      [3]int{1728, 1, 4},
 	MinBytes:  1.27509504e+08,
 	Out:       [3]int{24, 48, 96},
 	Precision: "fp32",
@@ -138,8 +138,8 @@ var Kernels = []Kernel{{
 	SmemBytes: 6144,
 	Spec:      "l1_72_strided_padded_grouped",
 	SpecPath:  "specs/level1/72_strided_padded_grouped.yaml",
-	Threads:   128,
-	Tile:      "{bm: 256, bn: 8, bk: 8, tm: 2, direct: true}",
+	Threads:   256,
+	Tile:      "{bm: 512, bn: 8, bk: 8, tm: 2, direct: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         4,

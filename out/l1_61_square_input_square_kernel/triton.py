@@ -73,11 +73,11 @@ PROBLEM = dict(
 # tl.dot needs block dimensions that are powers of two of at least 16: channel
 # counts below the block are padded with masked (zero) loads.
 TILING = dict(
-    BLOCK_M=64,  # output positions of one phase per program
+    BLOCK_M=128,  # output positions of one phase per program
     BLOCK_N=64,  # output channels of one group per program
     BLOCK_K=32,  # input channels per reduction step
     NUM_PHASES=1,  # stride phases, interleaved over the programs
-    M_TILES=35937,  # BLOCK_M tiles over the largest phase's rows
+    M_TILES=17969,  # BLOCK_M tiles over the largest phase's rows
     N_TILES=1,  # channel tiles over out_channels/groups
     CI_CHUNKS=2,  # BLOCK_K steps over in_channels/groups, per tap
     CHANNELS_LAST=True,  # input as (batch, D, H, W, channels), weight (group, tap, out, in)
@@ -89,7 +89,7 @@ TILING = dict(
     LO_D=2, LO_H=2, LO_W=2,  # border before the input per dimension
     X_D=68, X_H=68, X_W=68,  # the input's extents as the kernel reads it
 )
-PROGRAMS = 35937  # NUM_PHASES * M_TILES * N_TILES * groups
+PROGRAMS = 17969  # NUM_PHASES * M_TILES * N_TILES * groups
 NUM_WARPS = 4
 NUM_STAGES = 3  # loads kept in flight ahead of the tl.dot
 

@@ -44,8 +44,8 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // input channels at a time: no other thread reads them. Shared memory
 // holds the weights of kTapChunk of the phase's taps, which every thread
 // reads alike.
-static constexpr int kBM = 256, kBN = 8, kBK = 8, kTM = 2;
-static constexpr int kThreads = 128;
+static constexpr int kBM = 512, kBN = 8, kBK = 8, kTM = 2;
+static constexpr int kThreads = 256;
 static constexpr int kCIChunks = 1;  // kBK-channel steps per tap
 static constexpr int kTapChunk = 24;  // taps whose weights are staged at once
 
@@ -331,7 +331,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto wt = torch::empty({26880}, x.options());
     auto y = torch::empty({8, 32, 24, 48, 96}, x.options());
     l1_72_strided_padded_grouped_repack_weight<<<105, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
-    l1_72_strided_padded_grouped_igemm<<<dim3(3456, 1, 4), 128>>>(
+    l1_72_strided_padded_grouped_igemm<<<dim3(1728, 1, 4), 256>>>(
         (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         nullptr, (float*)y.data_ptr());
     return y;

@@ -86,7 +86,7 @@ TILING = dict(
 )
 PROGRAMS = 13824  # NUM_PHASES * M_TILES * N_TILES * groups
 NUM_WARPS = 4
-NUM_STAGES = 3  # loads kept in flight ahead of the tl.dot
+NUM_STAGES = 2  # loads kept in flight ahead of the tl.dot
 
 # The phases, as the kernel derives them (r: output residue, Q: outputs per
 # dimension, M: GEMM rows, taps per dimension):
