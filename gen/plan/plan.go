@@ -34,7 +34,8 @@ type Plan struct {
 	Grid    [3]int // (phases x MaxTiles, N tiles, groups)
 	Threads int
 	// SmemBytes is the static shared memory of the main kernel: two stages
-	// of the A (BK x BM) and B (BK x BN) tiles, rows padded by Tile.Pad.
+	// of the A (BK x BM) and B (BK x BN) tiles, rows padded by Tile.Pad;
+	// direct, the weights of Tile.TapChunk taps.
 	SmemBytes int
 	// Index is the C type for flat element offsets: int unless a tensor
 	// has 2^31 elements or more.
