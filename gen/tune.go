@@ -86,10 +86,6 @@ func tritonCandidates(own spec.Triton) []spec.Triton {
 		t.SplitWeight, t.PadInput = t.Precision == "3xtf32", t.PadInput || pad
 		return t
 	}
-	layout := func(t spec.Triton, channelsLast bool) spec.Triton {
-		t.ChannelsLast = channelsLast
-		return t
-	}
 	tiled := func(t spec.Triton, blockM, warps, stages, blockK int) spec.Triton {
 		t.BlockM, t.Warps, t.Stages, t.BlockK = blockM, warps, stages, blockK
 		return t
@@ -101,6 +97,8 @@ func tritonCandidates(own spec.Triton) []spec.Triton {
 		t.FuseW, t.PadInput = t.FuseW || fuse, t.PadInput || pad
 		return t
 	}
+	channelsLast := own
+	channelsLast.ChannelsLast = true
 	return []spec.Triton{
 		{Precision: "3xtf32"},
 		{Precision: "3xtf32", ChannelsLast: true},
@@ -118,8 +116,8 @@ func tritonCandidates(own spec.Triton) []spec.Triton {
 		split(own, true),
 		flat(own, 32),
 		flat(own, 64),
-		flat(split(layout(own, true), true), 32),
-		flat(split(layout(own, true), true), 64),
+		flat(split(channelsLast, true), 32),
+		flat(split(channelsLast, true), 64),
 		tiled(own, own.BlockM*2, own.Warps, own.Stages, own.BlockK),
 		tiled(own, own.BlockM/2, own.Warps, own.Stages, own.BlockK),
 		tiled(own, own.BlockM, 12-own.Warps, own.Stages, own.BlockK),

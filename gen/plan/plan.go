@@ -363,6 +363,8 @@ func (p *Plan) checkTile() error {
 	if t.MinBlocks*p.Threads > maxThreadsPerSM {
 		bad("min_blocks", t.MinBlocks, "asks for %d resident threads per SM; sm_80 holds at most %d", t.MinBlocks*p.Threads, maxThreadsPerSM)
 	}
+	// The GEMM tiles' stages; a direct kernel stages only the taps that fit
+	// (its one-tap limit is checked above).
 	if p.SmemBytes > MaxSmemBytes && !t.Direct {
 		bad("bk", t.BK, "needs %d bytes of shared memory (two stages of bk x (bm+bn) floats, padded); sm_80 allows %d of static shared memory", p.SmemBytes, MaxSmemBytes)
 	}
