@@ -2,7 +2,6 @@ package gen
 
 import (
 	"fmt"
-	"strings"
 
 	"convtgen/gen/plan"
 )
@@ -67,8 +66,7 @@ type TritonView struct {
 	PadInput    bool
 	PadLo       [3]int
 	XShape      [3]int
-	XShapeTuple string // the padded input tensor's shape, in its layout
-	XSlice      string // where the input sits in it along D, H, W ("lo:lo+size, ...")
+	XShapeTuple string // the re-laid input's shape (CopyInput), in its layout
 
 	// FlatK: the reduction steps over (tap, input channel) as one index,
 	// BlockK columns each decoding its own tap (set unless W is fused).
@@ -78,6 +76,24 @@ type TritonView struct {
 	// per forward and the input tile split in the kernel; three tl.dot
 	// with input_precision "tf32" on exact TF32 parts.
 	SplitWeight bool
+
+	// The re-layout kernel, launched before the GEMM in every forward,
+	// writes every element of the re-laid input (when CopyInput: channels
+	// last or inside a border; else the GEMM reads the module's input as it
+	// is) and of the re-laid (and split) weight, in one launch where torch
+	// would take a zero fill, a strided copy and four elementwise passes:
+	// its first XRows programs each copy one (batch, d, h) row of the
+	// input's layout, RelayoutBlockW positions by RelayoutBlockC channels
+	// at a time, through a transposing tile that keeps both the loads and
+	// the stores contiguous; the WeightPrograms after them re-lay
+	// WeightBlock weight elements each.
+	Relayout                       string
+	CopyInput                      bool
+	XRows                          int
+	RelayoutBlockW, RelayoutBlockC int
+	WeightBlock, WeightPrograms    int
+	RelayoutPrograms               int
+	WeightRelaid                   string // the re-laid weight's shape: (groups, taps, out/g, in/g) or (groups, taps, in/g, out/g)
 
 	// Int64 is set when a tensor has 2^31 elements or more: the kernel then
 	// widens its program id and index vectors so every offset is 64-bit.
@@ -189,6 +205,7 @@ func newTritonView(p *plan.Plan) *TritonView {
 	v.MTiles = max(1, divUp(maxM, v.BlockM))
 	v.Programs = v.NumPhases * v.MTiles * v.NTiles * c.Groups
 	v.XShape = c.In
+	v.CopyInput = v.ChannelsLast
 	// The padded input is read without bounds masks, so only whole channel
 	// chunks (with a partial chunk the channel mask stays and the border
 	// would save nothing; the flat reduction masks only its last step's
@@ -204,18 +221,43 @@ func newTritonView(p *plan.Plan) *TritonView {
 		for i := range 3 {
 			v.XShape[i] = c.In[i] + lo[i] + hi[i]
 		}
-		x := v.XShape
-		var sl []string
-		for i := range 3 {
-			sl = append(sl, fmt.Sprintf("%d:%d", v.PadLo[i], v.PadLo[i]+c.In[i]))
-		}
-		v.XSlice = strings.Join(sl, ", ")
-		v.XShapeTuple = ints(c.Batch, c.InChannels, x[0], x[1], x[2])
-		if v.ChannelsLast {
-			v.XShapeTuple = ints(c.Batch, x[0], x[1], x[2], c.InChannels)
-		}
+		v.CopyInput = true
 	}
+	v.setRelayout(p)
 	return v
+}
+
+// Re-layout kernel tiles: a transposing tile of at most relayoutTile
+// elements (64 channels by 128 positions), and weightBlock weight
+// elements per program.
+const (
+	relayoutTile = 8192
+	relayoutMaxC = 64
+	relayoutMaxW = 128
+	weightBlock  = 1024
+)
+
+// setRelayout sizes the re-layout kernel's launch and tiles.
+func (v *TritonView) setRelayout(p *plan.Plan) {
+	c := p.Conv
+	x := v.XShape
+	v.Relayout = p.Spec.Name + "_relayout"
+	v.XShapeTuple = ints(c.Batch, c.InChannels, x[0], x[1], x[2])
+	if v.ChannelsLast {
+		v.XShapeTuple = ints(c.Batch, x[0], x[1], x[2], c.InChannels)
+	}
+	if v.CopyInput {
+		v.XRows = c.Batch * x[0] * x[1]
+	}
+	v.RelayoutBlockC = min(relayoutMaxC, pow2AtLeast(c.InChannels))
+	v.RelayoutBlockW = min(relayoutMaxW, relayoutTile/v.RelayoutBlockC, pow2AtLeast(x[2]))
+	v.WeightBlock = weightBlock
+	v.WeightPrograms = divUp(c.WeightLen(), weightBlock)
+	v.RelayoutPrograms = v.XRows + v.WeightPrograms
+	v.WeightRelaid = ints(c.Groups, c.Taps(), p.CinG, p.CoutG)
+	if v.ChannelsLast {
+		v.WeightRelaid = ints(c.Groups, c.Taps(), p.CoutG, p.CinG)
+	}
 }
 
 // wShifts: along W, output o = r + stride*q reads input q + (r + pad -

@@ -48,11 +48,10 @@ import triton.language as tl
 INPUT_SHAPE = (8, 48, 64, 64, 64)  # (batch, in_channels, depth, height, width)
 WEIGHT_SHAPE = (48, 48, 3, 3, 3)  # PyTorch's (in_channels, out_channels/groups, kd, kh, kw)
 OUTPUT_SHAPE = (8, 48, 66, 66, 66)
-# The input as the kernel reads it: inside a zero border, channels last.
+# The input as the kernel reads it: channels last, inside a zero border.
 X_SHAPE = (8, 68, 68, 68, 48)
-# The weight seen as (groups, in/groups, out/groups, taps): the view the
-# re-layout permutes.
-WEIGHT_GROUPED = (1, 48, 48, 27)
+# The weight as the kernel reads it: (groups, taps, out/groups, in/groups).
+WEIGHT_RELAID = (1, 27, 48, 48)
 
 # The kernel's problem constants. Along each dimension a phase's taps step by
 # K_STEP in the kernel index and their input offsets fall by OFF_STEP (stride
@@ -93,9 +92,94 @@ PROGRAMS = 17969  # NUM_PHASES * M_TILES * N_TILES * groups
 NUM_WARPS = 4
 NUM_STAGES = 3  # loads kept in flight ahead of the tl.dot
 
+# The re-layout kernel's constants: X_ROWS programs copy an input row each
+# (none when the GEMM reads the module's input as it is), then WEIGHT_PROGRAMS
+# re-lay BLOCK_E weight elements each.
+RELAYOUT = dict(
+    C_IN=48, IN_D=64, IN_H=64, IN_W=64,
+    X_D=68, X_H=68, X_W=68,
+    LO_D=2, LO_H=2, LO_W=2,
+    C_IN_G=48, C_OUT_G=48, TAPS=27, W_LEN=62208,
+    CHANNELS_LAST=True, SPLIT_WEIGHT=True, INT64_OFFSETS=False,
+    X_ROWS=36992, BLOCK_W=128, BLOCK_C=64, BLOCK_E=1024,
+)
+RELAYOUT_PROGRAMS = 37053  # X_ROWS + WEIGHT_PROGRAMS (61)
+
 # The phases, as the kernel derives them (r: output residue, Q: outputs per
 # dimension, M: GEMM rows, taps per dimension):
 #   r = (0, 0, 0): Q = (66, 66, 66), M = 2299968, 27 taps (3 x 3 x 3)
+
+
+# ---- The re-layout ------------------------------------------------------------
+@triton.jit
+def l1_61_square_input_square_kernel_relayout(
+    x_ptr, w_ptr, xk_ptr, wk_ptr, wk_lo_ptr,
+    C_IN: tl.constexpr, IN_D: tl.constexpr, IN_H: tl.constexpr, IN_W: tl.constexpr,
+    X_D: tl.constexpr, X_H: tl.constexpr, X_W: tl.constexpr,
+    LO_D: tl.constexpr, LO_H: tl.constexpr, LO_W: tl.constexpr,
+    C_IN_G: tl.constexpr, C_OUT_G: tl.constexpr, TAPS: tl.constexpr, W_LEN: tl.constexpr,
+    CHANNELS_LAST: tl.constexpr, SPLIT_WEIGHT: tl.constexpr, INT64_OFFSETS: tl.constexpr,
+    X_ROWS: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_E: tl.constexpr,
+):
+    # x is the module's input (batch, C_IN, IN_D, IN_H, IN_W), w its weight
+    # (C_IN, C_OUT_G, taps); xk is the input as the GEMM reads it (X_SHAPE,
+    # the input at LO_* inside a zero border) and wk the weight as
+    # WEIGHT_RELAID, in its nearest TF32 values, wk_lo the exact remainders.
+    # Every element of xk and wk is written once, border zeros included.
+    pid = tl.program_id(0)
+    if INT64_OFFSETS:
+        pid = pid.to(tl.int64)
+    if pid < X_ROWS:
+        # Program pid copies row (nb, xd, xh) of xk: X_W positions by C_IN
+        # channels. A tile loads BLOCK_C channels' rows (contiguous along W
+        # in x) and stores BLOCK_W positions' channels (contiguous along the
+        # channels in xk); Triton transposes it through shared memory.
+        IN_DHW: tl.constexpr = IN_D * IN_H * IN_W
+        X_DHW: tl.constexpr = X_D * X_H * X_W
+        xh = pid % X_H
+        xd = (pid // X_H) % X_D
+        nb = pid // (X_H * X_D)
+        d = xd - LO_D
+        h = xh - LO_H
+        row_in = (d >= 0) & (d < IN_D) & (h >= 0) & (h < IN_H)
+        src_row = nb * (C_IN * IN_DHW) + (d * IN_H + h) * IN_W - LO_W  # x at (nb, 0, d, h, -LO_W)
+        for w0 in range(0, X_W, BLOCK_W):
+            xw = w0 + tl.arange(0, BLOCK_W)
+            xw_ok = xw < X_W
+            src_ok = row_in & xw_ok & (xw >= LO_W) & (xw < LO_W + IN_W)  # else a border zero
+            for c0 in range(0, C_IN, BLOCK_C):
+                c = c0 + tl.arange(0, BLOCK_C)
+                if INT64_OFFSETS:
+                    c = c.to(tl.int64)
+                c_ok = c < C_IN
+                v = tl.load(x_ptr + (src_row + xw)[:, None] + (c * IN_DHW)[None, :],
+                            mask=src_ok[:, None] & c_ok[None, :], other=0.0)
+                if CHANNELS_LAST:
+                    dst = (pid * X_W + xw)[:, None] * C_IN + c[None, :]
+                else:
+                    dst = (nb * (C_IN * X_DHW) + (xd * X_H + xh) * X_W + xw)[:, None] + (c * X_DHW)[None, :]
+                tl.store(xk_ptr + dst, v, mask=xw_ok[:, None] & c_ok[None, :])
+    else:
+        # BLOCK_E elements of wk, each from the weight element it re-lays.
+        e = (pid - X_ROWS) * BLOCK_E + tl.arange(0, BLOCK_E)
+        e_ok = e < W_LEN
+        if CHANNELS_LAST:
+            ci = e % C_IN_G
+            co = (e // C_IN_G) % C_OUT_G
+        else:
+            co = e % C_OUT_G
+            ci = (e // C_OUT_G) % C_IN_G
+        tap = (e // (C_IN_G * C_OUT_G)) % TAPS
+        g = e // (TAPS * C_IN_G * C_OUT_G)
+        v = tl.load(w_ptr + ((g * C_IN_G + ci) * C_OUT_G + co) * TAPS + tap, mask=e_ok, other=0.0)
+        if SPLIT_WEIGHT:
+            # The nearest TF32 value (add half a unit of its last place,
+            # clear the 13 bits TF32 drops) and the exact rest.
+            hi = ((v.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+            tl.store(wk_ptr + e, hi, mask=e_ok)
+            tl.store(wk_lo_ptr + e, v - hi, mask=e_ok)
+        else:
+            tl.store(wk_ptr + e, v, mask=e_ok)
 
 
 # ---- The kernel -------------------------------------------------------------
@@ -285,20 +369,15 @@ def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor
     if not (weight.device == x.device and weight.dtype == torch.float32 and tuple(weight.shape) == WEIGHT_SHAPE):
         raise ValueError(f"weight must be a float32 tensor of shape {WEIGHT_SHAPE} on the device of x")
     # Re-layouts, inside every forward and counted in its time (nothing is
-    # cached across calls). A torch permute + contiguous is one copy kernel
-    # and no convolution; a Triton kernel would be the same copy in more
-    # code. detach(): the kernel has no backward, autograd need not record
-    # the copies.
+    # cached across calls), in one launch of the kernel above.
     # Input channels fastest in both operands: x to (batch, D, H, W, C_IN),
     # the weight (in, out/g, kd, kh, kw) to (g, tap, out/g, in/g).
     # The input lands inside a zero border (X_SHAPE) that holds every read.
-    xk = x.new_zeros(X_SHAPE)
-    xk[:, 2:66, 2:66, 2:66, :] = x.detach().permute(0, 2, 3, 4, 1)
-    wt = weight.detach().reshape(WEIGHT_GROUPED).permute(0, 3, 2, 1).contiguous()
-    # The weight's TF32 parts: the nearest TF32 value (add half a unit of
-    # its last place, clear the 13 bits TF32 drops) and the exact rest.
-    w_hi = ((wt.view(torch.int32) + 0x1000) & -8192).view(torch.float32)
-    w_lo = wt - w_hi
+    x = x.contiguous()  # no copy when it already is
+    xk = torch.empty(X_SHAPE, device=x.device, dtype=torch.float32)
+    w_hi = torch.empty(WEIGHT_RELAID, device=x.device, dtype=torch.float32)
+    w_lo = torch.empty(WEIGHT_RELAID, device=x.device, dtype=torch.float32)
+    l1_61_square_input_square_kernel_relayout[(RELAYOUT_PROGRAMS,)](x, weight.detach(), xk, w_hi, w_lo, **RELAYOUT)
     y = torch.empty(OUTPUT_SHAPE, device=x.device, dtype=torch.float32)
     l1_61_square_input_square_kernel_phase_igemm[(PROGRAMS,)](
         xk, w_hi, w_lo, y, **PROBLEM, **TILING,

@@ -121,6 +121,11 @@ class T:
         assert not self.shape and self.kind == "i"
         return self.data[0]
 
+    def __bool__(self):
+        # A scalar condition (if pid < X_ROWS:); a block has no truth value.
+        assert not self.shape, f"truth value of a block of shape {self.shape}"
+        return bool(self.data[0])
+
     def __getitem__(self, key):
         if key == (slice(None), None) and len(self.shape) == 1:
             return T(self.data, (self.shape[0], 1), self.kind, self.buf)

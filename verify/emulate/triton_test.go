@@ -171,8 +171,11 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 		{"padded load off by one", "PAD_INPUT=True", "a = tl.load(a_ptrs", "a = tl.load(1 + a_ptrs", always},
 		{"unmasked store", "", "tl.store(y_ptrs, acc, mask=y_ok)", "tl.store(y_ptrs, acc)", always},
 		{"output W stride", "", "+ STRIDE_W * qw\n", "+ qw\n", func(c geom.Conv) bool { return c.Stride[2] > 1 }},
-		{"weight re-laid the other way", "CHANNELS_LAST=True", ".permute(0, 3, 2, 1)", ".permute(0, 3, 1, 2)", always},
-		{"weight's TF32 remainder dropped", "w_lo_ptr", "w_lo = wt - w_hi", "w_lo = wt - wt", always},
+		{"weight re-laid the other way", "CHANNELS_LAST=True", "            ci = e % C_IN_G\n            co = (e // C_IN_G) % C_OUT_G",
+			"            co = e % C_OUT_G\n            ci = (e // C_OUT_G) % C_IN_G", always},
+		{"weight's TF32 remainder dropped", "wk_lo_ptr", "v - hi, mask=e_ok", "v - v, mask=e_ok", always},
+		{"input border left unwritten", "PAD_INPUT=True", "mask=xw_ok[:, None] & c_ok[None, :])", "mask=src_ok[:, None] & c_ok[None, :])", always},
+		{"input rows re-laid one row off", "CHANNELS_LAST=True", "dst = (pid * X_W + xw)", "dst = ((pid + 1) % X_ROWS * X_W + xw)", always},
 		{"flat columns all on the first tap", "k_total = ", "tap = kk // C_IN_G", "tap = kk * 0",
 			func(c geom.Conv) bool {
 				return min(c.In[0], c.In[1], c.In[2]) >= 3 && (c.Kernel[0] > c.Stride[0] || c.Kernel[1] > c.Stride[1] || c.Kernel[2] > c.Stride[2])
