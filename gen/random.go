@@ -74,7 +74,8 @@ func RandomSpec(r *rand.Rand, name string) string {
 
 // randomTriton draws, half of the time, explicit Triton choices (either
 // precision, block sizes, warps, stages, layout), and W fusion, the
-// padded input and the flat reduction each half of the time. Choices
+// padded input and the flat reduction each half of the time; half the
+// fused draws fold 2 or 3 outputs per W residue. Choices
 // added after the first sweeps draw from sources of their own, seeded by
 // the name, so that adding one leaves a seed's other draws as they were.
 func randomTriton(name string) spec.Triton {
@@ -87,6 +88,9 @@ func randomTriton(name string) spec.Triton {
 	}
 	t.FuseW, t.PadInput = nameCoin(name, "fuse_w"), nameCoin(name, "pad_input")
 	t.FlatK = nameCoin(name, "flat_k")
+	if t.FuseW && nameCoin(name, "fold_w") {
+		t.FoldW = 2 + nameRand(name, "fold_w_by").Intn(2) // 2 or 3: whole and padded column groups
+	}
 	return t
 }
 

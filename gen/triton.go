@@ -46,13 +46,16 @@ type TritonView struct {
 	NumPhases              int  // phases spread over programs: stride_d * stride_h * (stride_w / WPhases)
 	Programs               int  // NumPhases * MTiles * NTiles * groups
 
-	// FuseW: every program computes all WPhases = stride_w output phases
-	// along W; its BlockN columns are (phase, channel) pairs, WPad phases
-	// (a power of two) of BlockN/WPad channels. Along W it steps over the
-	// WShifts input offsets WOffMax, WOffMax-1, ... that any phase's taps
-	// read; per column the weight is that phase's tap at the offset, or
-	// zero where none is (WUsed of the WShifts*stride_w pairs are taps).
+	// FuseW: every program computes all WPhases = stride_w * WFold output
+	// phases along W: its rows step WPhases outputs along W (WFold input
+	// positions), and its BlockN columns are (phase, channel) pairs, WPad
+	// phases (a power of two) of BlockN/WPad channels. Along W it steps
+	// over the WShifts input offsets WOffMax, WOffMax-1, ... that any
+	// phase's taps read; per column the weight is that phase's tap at the
+	// offset, or zero where none is (WUsed of the WShifts*WPhases pairs are
+	// taps).
 	FuseW            bool
+	WFold            int // consecutive outputs of each W residue per row (1: none folded)
 	WPhases, WPad    int
 	COBlock          int // output channels per program: BlockN / WPad
 	WShifts, WOffMax int
@@ -181,16 +184,17 @@ func newTritonView(p *plan.Plan) *TritonView {
 		}
 		v.Phases = append(v.Phases, tp)
 	}
-	v.WPhases, v.WPad = 1, 1
-	if t.FuseW && c.Stride[2] > 1 {
-		v.FuseW = true
-		v.WPhases, v.WPad = c.Stride[2], pow2AtLeast(c.Stride[2])
-		lo, hi, used := wShifts(c.Kernel[2], c.Stride[2], c.Padding[2], c.Dilation[2])
+	v.WPhases, v.WPad, v.WFold = 1, 1, 1
+	if fold := max(1, t.FoldW); t.FuseW && c.Stride[2]*fold > 1 {
+		v.FuseW, v.WFold = true, fold
+		v.WPhases = c.Stride[2] * fold
+		v.WPad = pow2AtLeast(v.WPhases)
+		lo, hi, used := wShifts(c.Kernel[2], c.Stride[2], fold, c.Padding[2], c.Dilation[2])
 		v.WShifts, v.WOffMax, v.WUsed = hi-lo+1, hi, used
 		// Rows cover the whole W grid of residue 0 (the longest).
 		maxM = 0
 		for _, tp := range v.Phases {
-			maxM = max(maxM, c.Batch*tp.Q[0]*tp.Q[1]*divUp(p.Out[2], c.Stride[2]))
+			maxM = max(maxM, c.Batch*tp.Q[0]*tp.Q[1]*divUp(p.Out[2], v.WPhases))
 		}
 		if t.BlockN == 0 {
 			v.BlockN = max(tritonMinBlock, min(tritonMaxBlockN, v.WPad*pow2AtLeast(p.CoutG)))
@@ -198,7 +202,10 @@ func newTritonView(p *plan.Plan) *TritonView {
 		v.BlockN = max(v.BlockN, v.WPad) // at least one channel of each phase
 	}
 	v.FlatK = t.FlatK && !v.FuseW
-	v.NumPhases = all / v.WPhases
+	v.NumPhases = all
+	if v.FuseW {
+		v.NumPhases /= c.Stride[2]
+	}
 	v.COBlock = v.BlockN / v.WPad
 	v.NTiles = divUp(p.CoutG, v.COBlock)
 	v.CIChunks = divUp(p.CinG, v.BlockK)
@@ -217,6 +224,13 @@ func newTritonView(p *plan.Plan) *TritonView {
 	if t.PadInput && (p.CinG%v.BlockK == 0 || v.FlatK) && c.Stride == [3]int{1, 1, 1} {
 		v.PadInput = true
 		lo, hi := inputPads(v.Phases, v.OffStep, c.In)
+		if v.FuseW {
+			// Along W a fused row reads input WFold*q + offset, for every
+			// offset, up to the longest residue's last q.
+			last := v.WFold*(divUp(p.Out[2], v.WPhases)-1) + v.WOffMax
+			lo[2] = max(0, v.WShifts-1-v.WOffMax)
+			hi[2] = max(0, last-(c.In[2]-1))
+		}
 		v.PadLo = lo
 		for i := range 3 {
 			v.XShape[i] = c.In[i] + lo[i] + hi[i]
@@ -260,15 +274,16 @@ func (v *TritonView) setRelayout(p *plan.Plan) {
 	}
 }
 
-// wShifts: along W, output o = r + stride*q reads input q + (r + pad -
-// k*dil)/stride through tap k when that divides. Each tap k serves exactly
-// one residue r, so the (phase, offset) pairs that are taps number size;
-// lo..hi is the range of their offsets, the shifts a fused program steps
-// over.
-func wShifts(size, stride, pad, dil int) (lo, hi, used int) {
+// wShifts: along W, with fold outputs of each residue per row, output
+// o = r + stride*fold*q (r below stride*fold) reads input fold*q + (r +
+// pad - k*dil)/stride through tap k when that divides. Each tap k serves
+// exactly one residue mod stride, so fold of the residues: the (phase,
+// offset) pairs that are taps number size*fold; lo..hi is the range of
+// their offsets, the shifts a fused program steps over.
+func wShifts(size, stride, fold, pad, dil int) (lo, hi, used int) {
 	first := true
 	for k := range size {
-		for r := range stride {
+		for r := range stride * fold {
 			if n := r + pad - k*dil; n%stride == 0 {
 				off := n / stride
 				if first || off < lo {

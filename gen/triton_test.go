@@ -106,7 +106,7 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 	for _, p := range plans {
 		v := newTritonView(p)
 		c := p.Conv
-		if v.NumPhases*v.WPhases != c.Stride[0]*c.Stride[1]*c.Stride[2] || len(v.Phases) != c.Stride[0]*c.Stride[1]*c.Stride[2] {
+		if v.NumPhases*v.WPhases/v.WFold != c.Stride[0]*c.Stride[1]*c.Stride[2] || len(v.Phases) != c.Stride[0]*c.Stride[1]*c.Stride[2] {
 			t.Fatalf("%s: %d phases of %d W phases (%d listed) for stride %v", p.Spec.Name, v.NumPhases, v.WPhases, len(v.Phases), c.Stride)
 		}
 		planned := map[[3]int]plan.Phase{}
@@ -145,7 +145,7 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 			t.Errorf("%s: phases cover %d output positions, want %d", p.Spec.Name, outputs, c.Batch*o[0]*o[1]*o[2])
 		}
 		if v.FuseW {
-			maxM = c.Batch * divUp(p.Out[2], c.Stride[2]) * divUp(p.Out[0], c.Stride[0]) * divUp(p.Out[1], c.Stride[1])
+			maxM = c.Batch * divUp(p.Out[2], v.WPhases) * divUp(p.Out[0], c.Stride[0]) * divUp(p.Out[1], c.Stride[1])
 		}
 		if v.MTiles != divUp(maxM, v.BlockM) || v.Programs != v.NumPhases*v.MTiles*v.NTiles*c.Groups {
 			t.Errorf("%s: %d M tiles for %d rows at most, %d programs", p.Spec.Name, v.MTiles, maxM, v.Programs)
@@ -306,10 +306,11 @@ func sameTaps(a, b []plan.Tap) bool {
 
 // TestFusedWAndPads holds the fused-W column arithmetic and the input
 // border against the definition, on random configurations with both
-// options on: along W, every (output, tap) pair is served by exactly one
-// (shift, column) of a fused program and no column takes a tap that does
-// not exist; the border is exactly as wide as the reads of every phase
-// (computed for any stride, though applied only at stride 1).
+// options on (some folding outputs): along W, every (output, tap) pair is
+// served by exactly one (shift, column) of a fused program and no column
+// takes a tap that does not exist; the border is exactly as wide as the
+// reads of every phase (computed for any stride, though applied only at
+// stride 1).
 func TestFusedWAndPads(t *testing.T) {
 	random, err := Random(300, 12)
 	if err != nil {
@@ -327,8 +328,9 @@ func TestFusedWAndPads(t *testing.T) {
 		v := newTritonView(p)
 		c := p.Conv
 		k, st, pad, dil := c.Kernel[2], c.Stride[2], c.Padding[2], c.Dilation[2]
-		if v.FuseW != (st > 1) {
-			t.Fatalf("%s: fused %v at stride_w %d", s.Name, v.FuseW, st)
+		fold := max(1, s.Kernel.Triton.FoldW)
+		if v.FuseW != (st*fold > 1) || v.WPhases != st*fold && v.FuseW {
+			t.Fatalf("%s: fused %v (%d W phases) at stride_w %d, fold %d", s.Name, v.FuseW, v.WPhases, st, fold)
 		}
 		if v.FuseW {
 			fused++
@@ -336,7 +338,7 @@ func TestFusedWAndPads(t *testing.T) {
 			served := map[[2]int]int{} // (residue, kw) -> times a column takes it
 			for u := range v.WShifts {
 				off := v.WOffMax - u
-				for rw := range st {
+				for rw := range st * fold {
 					kwDil := rw + pad - off*st
 					if kwDil >= 0 && kwDil%dil == 0 && kwDil/dil < k {
 						served[[2]int{rw, kwDil / dil}]++
@@ -344,7 +346,7 @@ func TestFusedWAndPads(t *testing.T) {
 				}
 			}
 			want := 0
-			for rw := range st {
+			for rw := range st * fold {
 				for kw := range k {
 					if n := rw + pad - kw*dil; n%st == 0 {
 						want++
@@ -354,7 +356,7 @@ func TestFusedWAndPads(t *testing.T) {
 					}
 				}
 			}
-			if len(served) != want || v.WUsed != want || want != k {
+			if len(served) != want || v.WUsed != want || want != k*fold {
 				t.Errorf("%s: %d pairs served, %d taps by definition, WUsed %d, kernel %d", s.Name, len(served), want, v.WUsed, k)
 			}
 		}

@@ -76,7 +76,10 @@ func candidateKernels() []spec.Kernel {
 // padded, split and flat; last, the spec's own choice one step away in
 // each tiling knob (block height doubled and halved, the other warp
 // count, one stage less and more, a block twice as deep, flat with 8
-// warps). Appended, never inserted: labels name candidates across runs.
+// warps); then the spec's own choice with its W phases fused and 2 or 4
+// outputs per W residue folded into the columns (at default and 64-high
+// blocks, 128 columns wide, and with 8 warps). Appended, never inserted:
+// labels name candidates across runs.
 func tritonCandidates(own spec.Triton) []spec.Triton {
 	flat := func(t spec.Triton, depth int) spec.Triton {
 		t.FlatK, t.BlockK = true, depth
@@ -95,6 +98,18 @@ func tritonCandidates(own spec.Triton) []spec.Triton {
 			t.BlockN = 0 // the default then counts the phases' columns
 		}
 		t.FuseW, t.PadInput = t.FuseW || fuse, t.PadInput || pad
+		return t
+	}
+	fold := func(t spec.Triton, outputs, blockM, blockN, warps int) spec.Triton {
+		// Block depth and width by default: the columns count the folded
+		// phases, and the fused reduction steps over whole channel chunks.
+		t.FuseW, t.FoldW, t.FlatK, t.BlockK, t.BlockN = true, outputs, false, 0, blockN
+		if blockM != 0 {
+			t.BlockM = blockM
+		}
+		if warps != 0 {
+			t.Warps = warps
+		}
 		return t
 	}
 	channelsLast := own
@@ -125,6 +140,11 @@ func tritonCandidates(own spec.Triton) []spec.Triton {
 		tiled(own, own.BlockM, own.Warps, own.Stages+1, own.BlockK),
 		tiled(own, own.BlockM, own.Warps, own.Stages, own.BlockK*2),
 		tiled(flat(own, 32), own.BlockM, 8, own.Stages, 32),
+		fold(own, 2, 0, 0, 0),
+		fold(own, 4, 0, 0, 0),
+		fold(own, 2, 64, 0, 0),
+		fold(own, 2, 0, 128, 0),
+		fold(own, 2, 0, 0, 8),
 	}
 }
 
@@ -191,7 +211,8 @@ func (c Candidate) Choice() string {
 func resolvedTriton(p *plan.Plan) spec.Triton {
 	v := newTritonView(p)
 	return spec.Triton{Precision: p.Spec.Kernel.PrecisionFor("triton"), BlockM: v.BlockM, BlockN: v.BlockN, BlockK: v.BlockK,
-		Warps: v.NumWarps, Stages: v.NumStages, ChannelsLast: v.ChannelsLast, FuseW: v.FuseW, PadInput: v.PadInput, SplitWeight: v.SplitWeight, FlatK: v.FlatK}
+		Warps: v.NumWarps, Stages: v.NumStages, ChannelsLast: v.ChannelsLast, FuseW: v.FuseW, PadInput: v.PadInput, SplitWeight: v.SplitWeight, FlatK: v.FlatK,
+		FoldW: foldSpec(v.WFold)}
 }
 
 // cudaCandidates is the CUDA half of Candidates.
@@ -533,4 +554,12 @@ func ReadManifest(path string) ([]Candidate, error) {
 	}
 	var c []Candidate
 	return c, json.Unmarshal(data, &c)
+}
+
+// foldSpec is fold_w as a spec writes it: unset for no fold.
+func foldSpec(outputs int) int {
+	if outputs > 1 {
+		return outputs
+	}
+	return 0
 }

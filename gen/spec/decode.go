@@ -356,6 +356,7 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 				"block_k":       func(n *yaml.Node, f string) { t.BlockK, _ = d.int(n, f) },
 				"warps":         func(n *yaml.Node, f string) { t.Warps, _ = d.int(n, f) },
 				"stages":        func(n *yaml.Node, f string) { t.Stages, _ = d.int(n, f) },
+				"fold_w":        func(n *yaml.Node, f string) { t.FoldW, _ = d.int(n, f) },
 				"channels_last": func(n *yaml.Node, f string) { t.ChannelsLast, _ = d.bool(n, f) },
 				"fuse_w":        func(n *yaml.Node, f string) { t.FuseW, _ = d.bool(n, f) },
 				"pad_input":     func(n *yaml.Node, f string) { t.PadInput, _ = d.bool(n, f) },

@@ -407,8 +407,12 @@ func TestParseErrors(t *testing.T) {
 			[]string{"base.yaml:39:36: kernel.tile.cp_async: copies tiles without passing through registers, where presplit splits them: choose one (got true)"}},
 		{"triton split_weight in fp32", []edit{{"  precision: fp32", "  precision: 3xtf32\n  triton: {precision: fp32, split_weight: true}"}},
 			[]string{"base.yaml:39:43: kernel.triton.split_weight: splits operands into TF32 parts: only with precision 3xtf32 (the Triton precision is fp32) (got true)"}},
+		{"triton fold_w without fuse_w", []edit{{"  precision: fp32", "  precision: fp32\n  triton: {fold_w: 2}"}},
+			[]string{"base.yaml:39:20: kernel.triton.fold_w: folds outputs into the columns of fused W phases: only with fuse_w: true (got 2)"}},
+		{"triton fold_w too large", []edit{{"  precision: fp32", "  precision: fp32\n  triton: {fold_w: 9, fuse_w: true}"}},
+			[]string{"base.yaml:39:20: kernel.triton.fold_w: must be from 0 (unset) to 8 (got 9)"}},
 		{"triton unknown key", []edit{{"  precision: fp32", "  precision: fp32\n  triton: {block_z: 16}"}},
-			[]string{"base.yaml:39:12: kernel.triton.block_z: unknown key; known: block_k, block_m, block_n, channels_last, flat_k, fuse_w, pad_input, precision, split_weight, stages, warps"}},
+			[]string{"base.yaml:39:12: kernel.triton.block_z: unknown key; known: block_k, block_m, block_n, channels_last, flat_k, fold_w, fuse_w, pad_input, precision, split_weight, stages, warps"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

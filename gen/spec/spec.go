@@ -107,11 +107,17 @@ func (k Kernel) PrecisionFor(backend string) string {
 // kernel, whose three products are then tl.dot calls on exact TF32
 // values. FlatK steps the reduction over (tap, input channel) as one
 // index, block_k deep whatever the channel count (not with fused W phases,
-// which step over offsets).
+// which step over offsets). FoldW (with FuseW) gives a fused program
+// fold_w consecutive outputs of each W phase as further columns, so even
+// at stride_w 1 each input tile feeds several columns per channel: the
+// tensor cores get wider tiles where a group has few output channels, at
+// the price of some (offset, column) pairs that are no tap (0 or 1: no
+// fold).
 type Triton struct {
 	Precision              string
 	BlockM, BlockN, BlockK int
 	Warps, Stages          int
+	FoldW                  int
 	ChannelsLast           bool
 	FuseW                  bool
 	PadInput               bool
@@ -129,7 +135,7 @@ func (t Triton) String() string {
 	for _, kv := range []struct {
 		k string
 		v int
-	}{{"block_m", t.BlockM}, {"block_n", t.BlockN}, {"block_k", t.BlockK}, {"warps", t.Warps}, {"stages", t.Stages}} {
+	}{{"block_m", t.BlockM}, {"block_n", t.BlockN}, {"block_k", t.BlockK}, {"warps", t.Warps}, {"stages", t.Stages}, {"fold_w", t.FoldW}} {
 		if kv.v != 0 {
 			f = append(f, fmt.Sprintf("%s: %d", kv.k, kv.v))
 		}

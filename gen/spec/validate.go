@@ -308,7 +308,11 @@ func (d *decoder) validateKernel(k *Kernel) {
 		{"block_k", tt.BlockK, pow2In(tt.BlockK, 16, 128)},
 		{"warps", tt.Warps, pow2In(tt.Warps, 1, 16)},
 		{"stages", tt.Stages, tt.Stages >= 0 && tt.Stages <= 8},
+		{"fold_w", tt.FoldW, tt.FoldW >= 0 && tt.FoldW <= 8},
 	})
+	if tt.FoldW > 1 && !tt.FuseW {
+		d.failAt("kernel.triton.fold_w", strconv.Itoa(tt.FoldW), "folds outputs into the columns of fused W phases: only with fuse_w: true")
+	}
 	if tt.SplitWeight && k.PrecisionFor("triton") != "3xtf32" {
 		d.failAt("kernel.triton.split_weight", "true", "splits operands into TF32 parts: only with precision 3xtf32 (the Triton precision is %s)", k.PrecisionFor("triton"))
 	}
@@ -364,6 +368,7 @@ var tritonRule = map[string]string{
 	"block_k": "must be a power of two from 16 to 128 (tl.dot's smallest block is 16)",
 	"warps":   "must be 1, 2, 4, 8 or 16",
 	"stages":  "must be from 0 (unset) to 8",
+	"fold_w":  "must be from 0 (unset) to 8",
 }
 
 // precision checks one precision field: reduced precisions are refused

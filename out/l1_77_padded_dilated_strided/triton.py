@@ -79,6 +79,7 @@ TILING = dict(
     CHANNELS_LAST=True,  # input as (batch, D, H, W, channels), weight (group, tap, out, in)
     INT64_OFFSETS=False,  # 64-bit offsets: only when a tensor has 2^31+ elements
     FUSE_W=False,  # a program computes every W phase: columns are (phase, channel)
+    W_FOLD=1,  # fused: outputs of each W residue per row (its rows step W_FOLD input positions)
     W_PHASES=1, W_PAD=1,  # W phases per program, padded to a power of two in the columns
     W_SHIFTS=0, W_OFF_MAX=0,  # fused: input offsets along W, W_OFF_MAX down
     PAD_INPUT=False,  # the input sits in a zero border that holds every read
@@ -220,7 +221,7 @@ def l1_77_padded_dilated_strided_phase_igemm(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     NUM_PHASES: tl.constexpr, M_TILES: tl.constexpr, N_TILES: tl.constexpr, CI_CHUNKS: tl.constexpr,
     CHANNELS_LAST: tl.constexpr, INT64_OFFSETS: tl.constexpr,
-    FUSE_W: tl.constexpr, W_PHASES: tl.constexpr, W_PAD: tl.constexpr, W_SHIFTS: tl.constexpr, W_OFF_MAX: tl.constexpr,
+    FUSE_W: tl.constexpr, W_FOLD: tl.constexpr, W_PHASES: tl.constexpr, W_PAD: tl.constexpr, W_SHIFTS: tl.constexpr, W_OFF_MAX: tl.constexpr,
     PAD_INPUT: tl.constexpr, LO_D: tl.constexpr, LO_H: tl.constexpr, LO_W: tl.constexpr,
     X_D: tl.constexpr, X_H: tl.constexpr, X_W: tl.constexpr,
 ):
@@ -240,6 +241,9 @@ def l1_77_padded_dilated_strided_phase_igemm(
     CO_BLOCK: tl.constexpr = BLOCK_N // W_PAD
     # Fused, a W shift's taps differ per column and the shifts step by 1.
     W_OFF_STEP: tl.constexpr = 1 if FUSE_W else OFF_STEP_W
+    # Along W a row steps O_STEP_W outputs: stride_w, or fused all W_PHASES
+    # residues (W_FOLD input positions).
+    O_STEP_W: tl.constexpr = STRIDE_W * W_FOLD
 
     # ---- Which tile: program -> (phase, N tile, M tile, group) ---------------
     # Phases vary fastest (their stores meet in L2), then N tiles (the
@@ -261,14 +265,14 @@ def l1_77_padded_dilated_strided_phase_igemm(
     g = tile // (N_TILES * M_TILES)
 
     # ---- The phase: residue, extents, taps -----------------------------------
-    # Phases over (D, H, W / W_PHASES); fused, every W residue is a column.
-    R_W: tl.constexpr = STRIDE_W // W_PHASES  # W residues spread over programs
+    # Phases over (D, H, W); fused, every W residue is a column.
+    R_W: tl.constexpr = 1 if FUSE_W else STRIDE_W  # W residues spread over programs
     r_d = phase // (STRIDE_H * R_W)
     r_h = (phase // R_W) % STRIDE_H
     r_w = phase % R_W  # the first of the program's W residues
     q_d = (OUT_D - r_d + STRIDE_D - 1) // STRIDE_D  # outputs o = r + STRIDE*q per dimension
     q_h = (OUT_H - r_h + STRIDE_H - 1) // STRIDE_H
-    q_w = (OUT_W - r_w + STRIDE_W - 1) // STRIDE_W
+    q_w = (OUT_W - r_w + O_STEP_W - 1) // O_STEP_W
     rows = BATCH * q_d * q_h * q_w  # the phase's GEMM rows
     k0_d, taps_d, off0_d = _residue_taps(r_d, K_D, STRIDE_D, PAD_D, DIL_D, K_STEP_D)
     k0_h, taps_h, off0_h = _residue_taps(r_h, K_H, STRIDE_H, PAD_H, DIL_H, K_STEP_H)
@@ -293,13 +297,14 @@ def l1_77_padded_dilated_strided_phase_igemm(
     qd = (m // q_hw1) % tl.maximum(q_d, 1)
     qh = (m // q_w1) % tl.maximum(q_h, 1)
     qw = m % q_w1
+    iw = qw * W_FOLD  # the input W index a zero offset reads
     # Columns: W residue rw and output channel co of group g.
     rw = r_w + offs_n // CO_BLOCK  # [BLOCK_N]
     co = pid_n * CO_BLOCK + offs_n % CO_BLOCK  # [BLOCK_N]
     co_ok = (co < C_OUT_G) & (offs_n // CO_BLOCK < W_PHASES)
     # Input element (n, first channel of group g, qd, qh, qw) in x: a tap
     # shifts it by a constant number of positions, a channel by X_CH.
-    x_row = n * (C_IN * X_DHW) + g * (C_IN_G * X_CH) + (((qd + LO_D) * X_H + qh + LO_H) * X_W + qw + LO_W) * X_POS
+    x_row = n * (C_IN * X_DHW) + g * (C_IN_G * X_CH) + (((qd + LO_D) * X_H + qh + LO_H) * X_W + iw + LO_W) * X_POS
 
     # ---- Reduction over (tap, chunk of BLOCK_K input channels) -----------------
     # One flat loop, so that Triton pipelines its loads across taps. A
@@ -332,7 +337,7 @@ def l1_77_padded_dilated_strided_phase_igemm(
         else:
             inside = (m_ok[:, None] & (qd[:, None] + off_d[None, :] >= 0) & (qd[:, None] + off_d[None, :] < IN_D)
                       & (qh[:, None] + off_h[None, :] >= 0) & (qh[:, None] + off_h[None, :] < IN_H)
-                      & (qw[:, None] + off_w[None, :] >= 0) & (qw[:, None] + off_w[None, :] < IN_W))  # outside reads zero
+                      & (iw[:, None] + off_w[None, :] >= 0) & (iw[:, None] + off_w[None, :] < IN_W))  # outside reads zero
             a = tl.load(a_ptrs, mask=inside & ci_ok[None, :], other=0.0)
         # B, [BLOCK_K, BLOCK_N]: row kk is its tap's weight for channel kk.
         flat = ((k0_d + td * K_STEP_D) * K_H + k0_h + th * K_STEP_H) * K_W + k0_w + tw * K_STEP_W  # [BLOCK_K]
@@ -356,11 +361,11 @@ def l1_77_padded_dilated_strided_phase_igemm(
     # ---- Epilogue: bias, then each output written once ------------------------
     # Output (n, g*C_OUT_G + co, r + STRIDE*q); fused, column rw's W index
     # can pass OUT_W on the last q.
-    y_row = n * (C_OUT * OUT_DHW) + ((r_d + STRIDE_D * qd) * OUT_H + r_h + STRIDE_H * qh) * OUT_W + STRIDE_W * qw
+    y_row = n * (C_OUT * OUT_DHW) + ((r_d + STRIDE_D * qd) * OUT_H + r_h + STRIDE_H * qh) * OUT_W + O_STEP_W * qw
     y_ptrs = y_ptr + y_row[:, None] + ((g * C_OUT_G + co) * OUT_DHW + rw)[None, :]
     y_ok = m_ok[:, None] & co_ok[None, :]
     if FUSE_W:
-        y_ok = y_ok & (STRIDE_W * qw[:, None] + rw[None, :] < OUT_W)
+        y_ok = y_ok & (O_STEP_W * qw[:, None] + rw[None, :] < OUT_W)
     tl.store(y_ptrs, acc, mask=y_ok)
 
 

@@ -18,7 +18,8 @@ import (
 
 // tritonCases are small configurations for the Triton emulation: random
 // ones (any stride, padding, output_padding, dilation, groups, bias) and
-// two at stride 1 with whole 16-channel chunks, where pad_input applies.
+// three at stride 1 with whole 16-channel chunks, where pad_input applies
+// (the last with taps reading before and after each output along W).
 func tritonCases(t *testing.T, n int, seed int64) []*spec.Spec {
 	t.Helper()
 	all, err := gen.Random(40*n, seed)
@@ -37,6 +38,8 @@ func tritonCases(t *testing.T, n int, seed int64) []*spec.Spec {
 			Padding: [3]int{0, 1, 1}, Dilation: [3]int{1, 2, 1}, Groups: 1, Bias: true},
 		{Batch: 2, InChannels: 32, OutChannels: 6, In: [3]int{2, 3, 4}, Kernel: [3]int{3, 1, 2}, Stride: [3]int{1, 1, 1},
 			Padding: [3]int{1, 0, 0}, Dilation: [3]int{2, 1, 1}, Groups: 2},
+		{Batch: 1, InChannels: 16, OutChannels: 3, In: [3]int{2, 2, 5}, Kernel: [3]int{1, 2, 3}, Stride: [3]int{1, 1, 1},
+			Padding: [3]int{0, 0, 0}, Dilation: [3]int{1, 1, 1}, Groups: 1},
 	} {
 		yaml := spec.Generic(fmt.Sprintf("unit_stride_%d", i), "stride 1, whole channel chunks", c, "rand", spec.Kernel{Backends: []string{"triton"}})
 		s, err := spec.Parse("unit_stride.yaml", []byte(yaml))
@@ -72,6 +75,7 @@ func TestTritonKernelsMatchReference(t *testing.T) {
 		s := *base
 		cl, fuse, pad, split := i&1 != 0, i&2 != 0, i&4 != 0 || strings.HasPrefix(s.Name, "unit_stride"), i&8 != 0 || i%3 == 0
 		flat := i%5 < 2 || strings.HasSuffix(s.Name, "_1")
+		fold := []int{0, 2, 3}[i%3] // 3: phase columns padded to a power of two
 		precision := []string{"fp32", "3xtf32"}[i%2]
 		if split {
 			precision = "3xtf32"
@@ -79,6 +83,9 @@ func TestTritonKernelsMatchReference(t *testing.T) {
 		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: precision, Triton: spec.Triton{
 			BlockM: 16, BlockN: 16, BlockK: 16, Warps: 4, Stages: 2,
 			ChannelsLast: cl, FuseW: fuse, PadInput: pad, SplitWeight: split, FlatK: flat}}
+		if fuse || strings.HasPrefix(s.Name, "unit_stride") {
+			s.Kernel.Triton.FuseW, s.Kernel.Triton.FoldW = true, fold
+		}
 		p, err := plan.New(&s)
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
@@ -112,7 +119,7 @@ func TestTritonKernelsMatchReference(t *testing.T) {
 }
 
 // tritonFlags mark each Triton option in a rendered kernel.
-var tritonFlags = []string{"CHANNELS_LAST=True", "FUSE_W=True", "PAD_INPUT=True", "w_lo_ptr", "k_total = "}
+var tritonFlags = []string{"CHANNELS_LAST=True", "FUSE_W=True", "W_FOLD=2,", "W_FOLD=3,", "PAD_INPUT=True", "w_lo_ptr", "k_total = "}
 
 func renderTriton(t *testing.T, r *gen.Renderer, p *plan.Plan) string {
 	t.Helper()
@@ -153,6 +160,9 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 		s := *base
 		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: "3xtf32", Triton: spec.Triton{
 			BlockM: 16, BlockN: 16, BlockK: 16, ChannelsLast: i%2 == 0, FuseW: i%3 != 0, PadInput: true, SplitWeight: true, FlatK: true}}
+		if i%3 != 0 && i%4 >= 2 {
+			s.Kernel.Triton.FoldW = 2
+		}
 		p, err := plan.New(&s)
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
@@ -170,7 +180,9 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 			func(c geom.Conv) bool { return c.Kernel[2] > 1 }},
 		{"padded load off by one", "PAD_INPUT=True", "a = tl.load(a_ptrs", "a = tl.load(1 + a_ptrs", always},
 		{"unmasked store", "", "tl.store(y_ptrs, acc, mask=y_ok)", "tl.store(y_ptrs, acc)", always},
-		{"output W stride", "", "+ STRIDE_W * qw\n", "+ qw\n", func(c geom.Conv) bool { return c.Stride[2] > 1 }},
+		{"folded rows read unfolded input", "W_FOLD=2,", "iw = qw * W_FOLD", "iw = qw",
+			func(c geom.Conv) bool { return c.Out()[2] > 2*c.Stride[2] }}, // a row past the first
+		{"output W stride", "", "+ O_STEP_W * qw\n", "+ qw\n", func(c geom.Conv) bool { return c.Stride[2] > 1 }},
 		{"weight re-laid the other way", "CHANNELS_LAST=True", "            ci = e % C_IN_G\n            co = (e // C_IN_G) % C_OUT_G",
 			"            co = e % C_OUT_G\n            ci = (e // C_OUT_G) % C_IN_G", always},
 		{"weight's TF32 remainder dropped", "wk_lo_ptr", "v - hi, mask=e_ok", "v - v, mask=e_ok", always},
