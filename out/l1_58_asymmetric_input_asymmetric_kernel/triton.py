@@ -20,6 +20,13 @@ its phase's extents and taps from the phase index (_residue_taps) and
 computes BLOCK_M of the phase's output positions by BLOCK_N output channels
 of one group, stepping over (tap, BLOCK_K input channels) with tl.dot and
 fp32 accumulation.
+The W phases are fused: a program computes all 2 of them (2 consecutive
+outputs of each W residue: a row steps 2 outputs along W), its BLOCK_N
+columns being (W phase, output channel) pairs. Along W it steps over the
+8 input offsets any W phase reads; at each, a column's weight is its
+phase's tap at that offset, or zero where there is none (14 of the
+8 x 2 pairs are taps). Each input tile loaded then feeds
+2 phases, and interleaved outputs are stored by one program.
 The input is copied into a zero border that holds every read of every
 program (rows past a phase's end read its last row and are not stored), so
 the input loads carry no masks.
@@ -70,23 +77,23 @@ PROBLEM = dict(
 # counts below the block are padded with masked (zero) loads.
 TILING = dict(
     BLOCK_M=128,  # output positions of one phase per program
-    BLOCK_N=16,  # output channels of one group per program
+    BLOCK_N=32,  # columns per program: 2 W phases x 16 output channels of one group
     BLOCK_K=32,  # input channels per reduction step
-    NUM_PHASES=1,  # stride phases, interleaved over the programs
-    M_TILES=5670,  # BLOCK_M tiles over the largest phase's rows
+    NUM_PHASES=1,  # stride phases along D and H, interleaved over the programs
+    M_TILES=2835,  # BLOCK_M tiles over the largest phase's rows
     N_TILES=1,  # channel tiles over out_channels/groups
     CI_CHUNKS=1,  # BLOCK_K steps over in_channels/groups, per tap
     CHANNELS_LAST=True,  # input as (batch, D, H, W, channels), weight (group, tap, out, in)
     INT64_OFFSETS=False,  # 64-bit offsets: only when a tensor has 2^31+ elements
-    FUSE_W=False,  # a program computes every W phase: columns are (phase, channel)
-    W_FOLD=1,  # fused: outputs of each W residue per row (its rows step W_FOLD input positions)
-    W_PHASES=1, W_PAD=1,  # W phases per program, padded to a power of two in the columns
-    W_SHIFTS=0, W_OFF_MAX=0,  # fused: input offsets along W, W_OFF_MAX down
+    FUSE_W=True,  # a program computes every W phase: columns are (phase, channel)
+    W_FOLD=2,  # fused: outputs of each W residue per row (its rows step W_FOLD input positions)
+    W_PHASES=2, W_PAD=2,  # W phases per program, padded to a power of two in the columns
+    W_SHIFTS=8, W_OFF_MAX=1,  # fused: input offsets along W, W_OFF_MAX down (14 of 8 x 2 (offset, phase) pairs are taps)
     PAD_INPUT=True,  # the input sits in a zero border that holds every read
     LO_D=2, LO_H=4, LO_W=6,  # border before the input per dimension
     X_D=20, X_H=40, X_W=76,  # the input's extents as the kernel reads it
 )
-PROGRAMS = 5670  # NUM_PHASES * M_TILES * N_TILES * groups
+PROGRAMS = 2835  # NUM_PHASES * M_TILES * N_TILES * groups
 NUM_WARPS = 4
 NUM_STAGES = 3  # loads kept in flight ahead of the tl.dot
 
