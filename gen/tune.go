@@ -78,8 +78,10 @@ func candidateKernels() []spec.Kernel {
 // count, one stage less and more, a block twice as deep, flat with 8
 // warps); then the spec's own choice with its W phases fused and 2 or 4
 // outputs per W residue folded into the columns (at default and 64-high
-// blocks, 128 columns wide, and with 8 warps). Appended, never inserted:
-// labels name candidates across runs.
+// blocks, 128 columns wide, and with 8 warps); then the spec's own
+// choice reading the input channels first, in its border and as it is
+// (no input copy at all). Appended, never inserted: labels name
+// candidates across runs.
 func tritonCandidates(own spec.Triton) []spec.Triton {
 	flat := func(t spec.Triton, depth int) spec.Triton {
 		t.FlatK, t.BlockK = true, depth
@@ -110,6 +112,10 @@ func tritonCandidates(own spec.Triton) []spec.Triton {
 		if warps != 0 {
 			t.Warps = warps
 		}
+		return t
+	}
+	channelsFirst := func(t spec.Triton, pad bool) spec.Triton {
+		t.ChannelsLast, t.PadInput = false, pad
 		return t
 	}
 	channelsLast := own
@@ -145,6 +151,8 @@ func tritonCandidates(own spec.Triton) []spec.Triton {
 		fold(own, 2, 64, 0, 0),
 		fold(own, 2, 0, 128, 0),
 		fold(own, 2, 0, 0, 8),
+		channelsFirst(own, own.PadInput),
+		channelsFirst(own, false),
 	}
 }
 
