@@ -250,13 +250,15 @@ func chooseDirectTile(t spec.Tile, cinG, coutG int) Tile {
 	if r.BK == 0 {
 		r.BK = min(8, cinG)
 	}
-	if r.MinBlocks == 0 && r.TM*r.BK >= 32 {
-		// 32 loads in flight per thread: ptxas (CUDA 13) capped such
-		// kernels at 72 registers and spilled (seen with 4 rows by 8
-		// channels at bn 4); min_blocks 1 lets it take what it needs.
+	r.ThreadsM, r.ThreadsN = max(1, r.BM/r.TM), 1
+	if r.MinBlocks == 0 && (r.TM*r.BK >= 32 || r.ThreadsM < 128) {
+		// ptxas (CUDA 13) capped such kernels' registers and spilled: 32
+		// loads in flight per thread at 72 registers (4 rows by 8 channels
+		// at bn 4), and 64-thread blocks on sm_90 at 80 and 128 registers
+		// (rand_14_003, rand_11_035; with min_blocks 1: 111 and 157, no
+		// spill). min_blocks 1 lets it take what it needs.
 		r.MinBlocks = 1
 	}
-	r.ThreadsM, r.ThreadsN = max(1, r.BM/r.TM), 1
 	return r
 }
 

@@ -424,6 +424,10 @@ func TestTileDefaults(t *testing.T) {
 		// 64x16 floats, so 12 of the 24 taps are staged at once.
 		{"direct, 64 in, 20 out", with(base72, func(c *config) { c.cin, c.cout, c.groups, c.tile = 64, 20, 1, "{direct: true}" }),
 			plan.Tile{Direct: true, BM: 256, BN: 16, BK: 8, TM: 2, ThreadsM: 128, ThreadsN: 1, TapChunk: 12}, 128, 12 * 64 * 16 * 4},
+		// 64 threads (4 rows each of 256) get min_blocks 1: ptxas capped
+		// them on sm_90 and spilled.
+		{"direct, 64 threads", with(base72, func(c *config) { c.cin, c.cout, c.groups, c.tile = 64, 20, 1, "{direct: true, bm: 256, tm: 4, bk: 4}" }),
+			plan.Tile{Direct: true, BM: 256, BN: 16, BK: 4, TM: 4, ThreadsM: 64, ThreadsN: 1, TapChunk: 12, MinBlocks: 1}, 64, 12 * 64 * 16 * 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := plan.New(tc.c.parse(t))
