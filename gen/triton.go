@@ -43,7 +43,7 @@ type TritonView struct {
 	NTiles                 int  // BlockN tiles over one group's output channels
 	CIChunks               int  // BlockK chunks over one group's input channels
 	MTiles                 int  // BlockM tiles over the largest phase's rows
-	NumPhases              int  // phases spread over programs: stride_d * stride_h * (stride_w / WPhases)
+	NumPhases              int  // phases spread over programs: stride_d * stride_h * stride_w, or stride_d * stride_h when W is fused
 	Programs               int  // NumPhases * MTiles * NTiles * groups
 
 	// FuseW: every program computes all WPhases = stride_w * WFold output

@@ -306,13 +306,24 @@ func (p *Plan) checkTile() error {
 	bad := func(field string, got int, format string, args ...any) {
 		errs = append(errs, s.Errorf("kernel.tile."+field, strconv.Itoa(got), format, args...))
 	}
-	if t.Direct {
+	if !t.MMA {
+		// FFMA and direct tiles: a thread holds tm rows, and bm/tm rows of
+		// threads (by bn/tn columns of them, FFMA) make the block.
+		threads := "(bm/tm)*(bn/tn)"
+		if t.Direct {
+			threads = "bm/tm"
+		}
 		if t.BM%t.TM != 0 {
 			bad("bm", t.BM, "must be a multiple of tm=%d", t.TM)
 		}
-		if p.Threads%32 != 0 || p.Threads > MaxThreads {
-			bad("bm", t.BM, "gives bm/tm = %d threads; a block needs a multiple of 32, at most %d", p.Threads, MaxThreads)
+		if !t.Direct && t.BN%t.TN != 0 {
+			bad("bn", t.BN, "must be a multiple of tn=%d", t.TN)
 		}
+		if p.Threads%32 != 0 || p.Threads > MaxThreads {
+			bad("bm", t.BM, "gives %s = %d threads; a block needs a multiple of 32, at most %d", threads, p.Threads, MaxThreads)
+		}
+	}
+	if t.Direct {
 		if t.TM*t.BN > maxAccum {
 			bad("bn", t.BN, "tm*bn = %d accumulators per thread (direct: a thread holds all bn columns); at most %d fit in registers", t.TM*t.BN, maxAccum)
 		}
@@ -348,19 +359,8 @@ func (p *Plan) checkTile() error {
 			}
 			bad(field, got, "gives %d threads, %d registers each (min_blocks %d), but a %dx%d warp tile needs about %d", p.Threads, have, max(1, t.MinBlocks), t.WM, t.WN, need)
 		}
-	} else {
-		if t.BM%t.TM != 0 {
-			bad("bm", t.BM, "must be a multiple of tm=%d", t.TM)
-		}
-		if t.BN%t.TN != 0 {
-			bad("bn", t.BN, "must be a multiple of tn=%d", t.TN)
-		}
-		if p.Threads%32 != 0 || p.Threads > MaxThreads {
-			bad("bm", t.BM, "gives (bm/tm)*(bn/tn) = %d threads; a block needs a multiple of 32, at most %d", p.Threads, MaxThreads)
-		}
-		if t.TM*t.TN > maxAccum {
-			bad("tm", t.TM, "tm*tn = %d accumulators per thread; at most %d fit in registers", t.TM*t.TN, maxAccum)
-		}
+	} else if t.TM*t.TN > maxAccum {
+		bad("tm", t.TM, "tm*tn = %d accumulators per thread; at most %d fit in registers", t.TM*t.TN, maxAccum)
 	}
 	if t.MinBlocks*p.Threads > maxThreadsPerSM {
 		bad("min_blocks", t.MinBlocks, "asks for %d resident threads per SM; sm_80 holds at most %d", t.MinBlocks*p.Threads, maxThreadsPerSM)
