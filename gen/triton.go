@@ -46,16 +46,24 @@ type TritonView struct {
 	NumPhases              int  // phases spread over programs: stride_d * stride_h * stride_w, or stride_d * stride_h when W is fused
 	Programs               int  // NumPhases * MTiles * NTiles * groups
 
-	// FuseW: every program computes all WPhases = stride_w * WFold output
-	// phases along W: its rows step WPhases outputs along W (WFold input
+	// FuseW: every program computes all WStep = stride_w * WFold outputs
+	// along W of its rows: its rows step WStep outputs along W (WFold input
 	// positions), and its BlockN columns are (phase, channel) pairs, WPad
 	// phases (a power of two) of BlockN/WPad channels. Along W it steps
 	// over the WShifts input offsets WOffMax, WOffMax-1, ... that any
 	// phase's taps read; per column the weight is that phase's tap at the
 	// offset, or zero where none is (WUsed of the WShifts*WPhases pairs are
 	// taps).
+	//
+	// Only residues WR0, WR0+WGcd, ... can have taps (WGcd = gcd(stride_w,
+	// dilation_w)): those WPhases are the columns. The others hold only
+	// the bias; each column's program writes the WGcd-1 residues after it
+	// (mod WStep) from the same rows, so that every output row is written
+	// whole by one program and no tensor-core work goes to them.
 	FuseW            bool
 	WFold            int // consecutive outputs of each W residue per row (1: none folded)
+	WStep            int // outputs per row along W: stride_w * WFold fused, else stride_w
+	WGcd, WR0        int // fused: the residues with taps are WR0 + WGcd*j (else 1, 0)
 	WPhases, WPad    int
 	COBlock          int // output channels per program: BlockN / WPad
 	WShifts, WOffMax int
@@ -184,17 +192,20 @@ func newTritonView(p *plan.Plan) *TritonView {
 		}
 		v.Phases = append(v.Phases, tp)
 	}
-	v.WPhases, v.WPad, v.WFold = 1, 1, 1
+	v.WPhases, v.WPad, v.WFold, v.WStep, v.WGcd = 1, 1, 1, c.Stride[2], 1
 	if fold := max(1, t.FoldW); t.FuseW && c.Stride[2]*fold > 1 {
-		v.FuseW, v.WFold = true, fold
-		v.WPhases = c.Stride[2] * fold
+		v.FuseW, v.WFold, v.WStep = true, fold, c.Stride[2]*fold
+		// Residue r has a tap only if gcd(stride, dilation) divides r + pad.
+		v.WGcd = gcdInt(c.Stride[2], c.Dilation[2])
+		v.WR0 = (v.WGcd - c.Padding[2]%v.WGcd) % v.WGcd
+		v.WPhases = v.WStep / v.WGcd
 		v.WPad = pow2AtLeast(v.WPhases)
 		lo, hi, used := wShifts(c.Kernel[2], c.Stride[2], fold, c.Padding[2], c.Dilation[2])
 		v.WShifts, v.WOffMax, v.WUsed = hi-lo+1, hi, used
 		// Rows cover the whole W grid of residue 0 (the longest).
 		maxM = 0
 		for _, tp := range v.Phases {
-			maxM = max(maxM, c.Batch*tp.Q[0]*tp.Q[1]*divUp(p.Out[2], v.WPhases))
+			maxM = max(maxM, c.Batch*tp.Q[0]*tp.Q[1]*divUp(p.Out[2], v.WStep))
 		}
 		if t.BlockN == 0 {
 			v.BlockN = max(tritonMinBlock, min(tritonMaxBlockN, v.WPad*pow2AtLeast(p.CoutG)))
@@ -227,7 +238,7 @@ func newTritonView(p *plan.Plan) *TritonView {
 		if v.FuseW {
 			// Along W a fused row reads input WFold*q + offset, for every
 			// offset, up to the longest residue's last q.
-			last := v.WFold*(divUp(p.Out[2], v.WPhases)-1) + v.WOffMax
+			last := v.WFold*(divUp(p.Out[2], v.WStep)-1) + v.WOffMax
 			lo[2] = max(0, v.WShifts-1-v.WOffMax)
 			hi[2] = max(0, last-(c.In[2]-1))
 		}

@@ -106,8 +106,12 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 	for _, p := range plans {
 		v := newTritonView(p)
 		c := p.Conv
-		if v.NumPhases*v.WPhases/v.WFold != c.Stride[0]*c.Stride[1]*c.Stride[2] || len(v.Phases) != c.Stride[0]*c.Stride[1]*c.Stride[2] {
-			t.Fatalf("%s: %d phases of %d W phases (%d listed) for stride %v", p.Spec.Name, v.NumPhases, v.WPhases, len(v.Phases), c.Stride)
+		perProgramW := 1 // W residues per program
+		if v.FuseW {
+			perProgramW = v.WStep / v.WFold
+		}
+		if v.NumPhases*perProgramW != c.Stride[0]*c.Stride[1]*c.Stride[2] || len(v.Phases) != c.Stride[0]*c.Stride[1]*c.Stride[2] {
+			t.Fatalf("%s: %d phases of %d W outputs per row (%d listed) for stride %v", p.Spec.Name, v.NumPhases, v.WStep, len(v.Phases), c.Stride)
 		}
 		planned := map[[3]int]plan.Phase{}
 		for _, ph := range p.Phases {
@@ -145,7 +149,7 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 			t.Errorf("%s: phases cover %d output positions, want %d", p.Spec.Name, outputs, c.Batch*o[0]*o[1]*o[2])
 		}
 		if v.FuseW {
-			maxM = c.Batch * divUp(p.Out[2], v.WPhases) * divUp(p.Out[0], c.Stride[0]) * divUp(p.Out[1], c.Stride[1])
+			maxM = c.Batch * divUp(p.Out[2], v.WStep) * divUp(p.Out[0], c.Stride[0]) * divUp(p.Out[1], c.Stride[1])
 		}
 		if v.MTiles != divUp(maxM, v.BlockM) || v.Programs != v.NumPhases*v.MTiles*v.NTiles*c.Groups {
 			t.Errorf("%s: %d M tiles for %d rows at most, %d programs", p.Spec.Name, v.MTiles, maxM, v.Programs)
@@ -329,16 +333,31 @@ func TestFusedWAndPads(t *testing.T) {
 		c := p.Conv
 		k, st, pad, dil := c.Kernel[2], c.Stride[2], c.Padding[2], c.Dilation[2]
 		fold := max(1, s.Kernel.Triton.FoldW)
-		if v.FuseW != (st*fold > 1) || v.WPhases != st*fold && v.FuseW {
-			t.Fatalf("%s: fused %v (%d W phases) at stride_w %d, fold %d", s.Name, v.FuseW, v.WPhases, st, fold)
+		if v.FuseW != (st*fold > 1) || v.FuseW && (v.WStep != st*fold || v.WPhases*v.WGcd != v.WStep) {
+			t.Fatalf("%s: fused %v (%d W phases, %d outputs per row) at stride_w %d, fold %d", s.Name, v.FuseW, v.WPhases, v.WStep, st, fold)
 		}
 		if v.FuseW {
 			fused++
-			// The kernel's column arithmetic, shift by shift.
+			// The columns, and after each the WGcd-1 residues it writes
+			// the bias into: every residue of a row exactly once.
+			written := make([]int, v.WStep)
+			for j := range v.WPhases {
+				for i := range v.WGcd {
+					written[(v.WR0+v.WGcd*j+i)%v.WStep]++
+				}
+			}
+			for rw, n := range written {
+				if n != 1 {
+					t.Fatalf("%s: residue %d of %d written %d times (columns %d + %d*j)", s.Name, rw, v.WStep, n, v.WR0, v.WGcd)
+				}
+			}
+			// The kernel's column arithmetic, shift by shift: every tap
+			// of every residue must be served by a column.
 			served := map[[2]int]int{} // (residue, kw) -> times a column takes it
 			for u := range v.WShifts {
 				off := v.WOffMax - u
-				for rw := range st * fold {
+				for j := range v.WPhases {
+					rw := v.WR0 + v.WGcd*j
 					kwDil := rw + pad - off*st
 					if kwDil >= 0 && kwDil%dil == 0 && kwDil/dil < k {
 						served[[2]int{rw, kwDil / dil}]++

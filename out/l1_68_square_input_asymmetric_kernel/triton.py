@@ -81,6 +81,7 @@ TILING = dict(
     FUSE_W=False,  # a program computes every W phase: columns are (phase, channel)
     W_FOLD=1,  # fused: outputs of each W residue per row (its rows step W_FOLD input positions)
     W_PHASES=1, W_PAD=1,  # W phases per program, padded to a power of two in the columns
+    G_W=1, R0_W=0,  # fused: the W residues with taps are R0_W + G_W*j (the others only get the bias)
     W_SHIFTS=0, W_OFF_MAX=0,  # fused: input offsets along W, W_OFF_MAX down
     PAD_INPUT=True,  # the input sits in a zero border that holds every read
     LO_D=2, LO_H=4, LO_W=4,  # border before the input per dimension
@@ -215,6 +216,7 @@ def l1_68_square_input_asymmetric_kernel_phase_igemm(
     NUM_PHASES: tl.constexpr, M_TILES: tl.constexpr, N_TILES: tl.constexpr, CI_CHUNKS: tl.constexpr,
     CHANNELS_LAST: tl.constexpr, INT64_OFFSETS: tl.constexpr,
     FUSE_W: tl.constexpr, W_FOLD: tl.constexpr, W_PHASES: tl.constexpr, W_PAD: tl.constexpr, W_SHIFTS: tl.constexpr, W_OFF_MAX: tl.constexpr,
+    G_W: tl.constexpr, R0_W: tl.constexpr,
     PAD_INPUT: tl.constexpr, LO_D: tl.constexpr, LO_H: tl.constexpr, LO_W: tl.constexpr,
     X_D: tl.constexpr, X_H: tl.constexpr, X_W: tl.constexpr,
 ):
@@ -236,8 +238,8 @@ def l1_68_square_input_asymmetric_kernel_phase_igemm(
     tl.static_assert(not PAD_INPUT or C_IN_G % BLOCK_K == 0)
     # Fused, a W shift's taps differ per column and the shifts step by 1.
     W_OFF_STEP: tl.constexpr = 1 if FUSE_W else OFF_STEP_W
-    # Along W a row steps O_STEP_W outputs: stride_w, or fused all W_PHASES
-    # residues (W_FOLD input positions).
+    # Along W a row steps O_STEP_W outputs: stride_w, or fused all
+    # O_STEP_W residues (W_FOLD input positions).
     O_STEP_W: tl.constexpr = STRIDE_W * W_FOLD
 
     # ---- Which tile: program -> (phase, N tile, M tile, group) ---------------
@@ -293,8 +295,9 @@ def l1_68_square_input_asymmetric_kernel_phase_igemm(
     qh = (m // q_w1) % tl.maximum(q_h, 1)
     qw = m % q_w1
     iw = qw * W_FOLD  # the input W index a zero offset reads
-    # Columns: W residue rw and output channel co of group g.
-    rw = r_w + offs_n // CO_BLOCK  # [BLOCK_N]
+    # Columns: W residue rw and output channel co of group g (fused, only
+    # the residues that can have taps: R0_W + G_W*j).
+    rw = r_w + R0_W + G_W * (offs_n // CO_BLOCK)  # [BLOCK_N]
     co = pid_n * CO_BLOCK + offs_n % CO_BLOCK  # [BLOCK_N]
     co_ok = (co < C_OUT_G) & (offs_n // CO_BLOCK < W_PHASES)
     # Input element (n, first channel of group g, qd, qh, qw) in x: a tap
@@ -359,11 +362,23 @@ def l1_68_square_input_asymmetric_kernel_phase_igemm(
     # Output (n, g*C_OUT_G + co, r + STRIDE*q); fused, column rw's W index
     # can pass OUT_W on the last q.
     y_row = n * (C_OUT * OUT_DHW) + ((r_d + STRIDE_D * qd) * OUT_H + r_h + STRIDE_H * qh) * OUT_W + O_STEP_W * qw
-    y_ptrs = y_ptr + y_row[:, None] + ((g * C_OUT_G + co) * OUT_DHW + rw)[None, :]
-    y_ok = m_ok[:, None] & co_ok[None, :]
+    y_col = (g * C_OUT_G + co) * OUT_DHW  # [BLOCK_N]
+    y_ptrs = y_ptr + y_row[:, None] + (y_col + rw)[None, :]
+    rows_ok = m_ok[:, None] & co_ok[None, :]
+    y_ok = rows_ok
     if FUSE_W:
         y_ok = y_ok & (O_STEP_W * qw[:, None] + rw[None, :] < OUT_W)
     tl.store(y_ptrs, acc, mask=y_ok)
+    if G_W > 1:
+        # Fused, the W residues without taps hold only the bias: each
+        # column writes the G_W - 1 residues after its own (mod O_STEP_W)
+        # in the same rows, so that this program stores every output of
+        # its rows and no cache sector is left half-written for another.
+        bias_only = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for j in tl.static_range(1, G_W):
+            rj = (rw + j) % O_STEP_W  # [BLOCK_N]
+            tl.store(y_ptr + y_row[:, None] + (y_col + rj)[None, :], bias_only,
+                     mask=rows_ok & (O_STEP_W * qw[:, None] + rj[None, :] < OUT_W))
 
 
 # ---- The wrapper: checks, allocates, launches --------------------------------

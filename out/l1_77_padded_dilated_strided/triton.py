@@ -20,9 +20,16 @@ its phase's extents and taps from the phase index (_residue_taps) and
 computes BLOCK_M of the phase's output positions by BLOCK_N output channels
 of one group, stepping over (tap, BLOCK_K input channels) with tl.dot and
 fp32 accumulation.
-The reduction index runs over (tap, input channel) as one: each step is
-BLOCK_K columns deep, each column decoding its own tap, whatever the
-channel count (only the last step's tail is masked).
+The W phases are fused: a program computes all 2 outputs of its rows along W,
+its BLOCK_N columns being (W phase, output channel) pairs. Along W it steps
+over the 3 input offsets any W phase reads; at each, a column's weight is
+its phase's tap at that offset, or zero where there is none (3 of the
+3 x 1 pairs are taps). Each input tile loaded then feeds
+1 phases, and interleaved outputs are stored by one program.
+Stride and dilation share the factor 2 along W, so only the residues
+1, 1 + 2, ... have taps and are columns; the program writes the
+bias into the others of its rows too, so that each output row is stored
+whole by one program (whole cache sectors) and no product is spent on them.
 Products are 3xTF32, written out: each operand is split into its nearest
 TF32 value and the exact remainder (the weight once per forward, the input
 tile in the kernel), and three tensor-core products of exact TF32 parts,
@@ -70,23 +77,24 @@ PROBLEM = dict(
 # counts below the block are padded with masked (zero) loads.
 TILING = dict(
     BLOCK_M=64,  # output positions of one phase per program
-    BLOCK_N=64,  # output channels of one group per program
+    BLOCK_N=64,  # columns per program: 1 W phases x 64 output channels of one group
     BLOCK_K=32,  # input channels per reduction step
-    NUM_PHASES=8,  # stride phases, interleaved over the programs
+    NUM_PHASES=4,  # stride phases along D and H, interleaved over the programs
     M_TILES=4629,  # BLOCK_M tiles over the largest phase's rows
     N_TILES=1,  # channel tiles over out_channels/groups
     CI_CHUNKS=1,  # BLOCK_K steps over in_channels/groups, per tap
     CHANNELS_LAST=True,  # input as (batch, D, H, W, channels), weight (group, tap, out, in)
     INT64_OFFSETS=False,  # 64-bit offsets: only when a tensor has 2^31+ elements
-    FUSE_W=False,  # a program computes every W phase: columns are (phase, channel)
+    FUSE_W=True,  # a program computes every W phase: columns are (phase, channel)
     W_FOLD=1,  # fused: outputs of each W residue per row (its rows step W_FOLD input positions)
     W_PHASES=1, W_PAD=1,  # W phases per program, padded to a power of two in the columns
-    W_SHIFTS=0, W_OFF_MAX=0,  # fused: input offsets along W, W_OFF_MAX down
+    G_W=2, R0_W=1,  # fused: the W residues with taps are R0_W + G_W*j (the others only get the bias)
+    W_SHIFTS=3, W_OFF_MAX=1,  # fused: input offsets along W, W_OFF_MAX down (3 of 3 x 1 (offset, phase) pairs are taps)
     PAD_INPUT=False,  # the input sits in a zero border that holds every read
     LO_D=0, LO_H=0, LO_W=0,  # border before the input per dimension
     X_D=16, X_H=32, X_W=32,  # the input's extents as the kernel reads it
 )
-PROGRAMS = 37032  # NUM_PHASES * M_TILES * N_TILES * groups
+PROGRAMS = 18516  # NUM_PHASES * M_TILES * N_TILES * groups
 NUM_WARPS = 4
 NUM_STAGES = 3  # loads kept in flight ahead of the tl.dot
 
@@ -127,10 +135,9 @@ def l1_77_padded_dilated_strided_relayout(
     X_ROWS: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_E: tl.constexpr,
 ):
     # x is the module's input (batch, C_IN, IN_D, IN_H, IN_W), w its weight
-    # (C_IN, C_OUT_G, taps); xk is the input as the GEMM reads it (X_SHAPE,
-    # the input at LO_* inside a zero border) and wk the weight as
+    # (C_IN, C_OUT_G, taps); xk is the input as the GEMM reads it (X_SHAPE) and wk the weight as
     # WEIGHT_RELAID, in its nearest TF32 values, wk_lo the exact remainders.
-    # Every element of xk and wk is written once, border zeros included.
+    # Every element of xk and wk is written once.
     pid = tl.program_id(0)
     if INT64_OFFSETS:
         pid = pid.to(tl.int64)
@@ -222,6 +229,7 @@ def l1_77_padded_dilated_strided_phase_igemm(
     NUM_PHASES: tl.constexpr, M_TILES: tl.constexpr, N_TILES: tl.constexpr, CI_CHUNKS: tl.constexpr,
     CHANNELS_LAST: tl.constexpr, INT64_OFFSETS: tl.constexpr,
     FUSE_W: tl.constexpr, W_FOLD: tl.constexpr, W_PHASES: tl.constexpr, W_PAD: tl.constexpr, W_SHIFTS: tl.constexpr, W_OFF_MAX: tl.constexpr,
+    G_W: tl.constexpr, R0_W: tl.constexpr,
     PAD_INPUT: tl.constexpr, LO_D: tl.constexpr, LO_H: tl.constexpr, LO_W: tl.constexpr,
     X_D: tl.constexpr, X_H: tl.constexpr, X_W: tl.constexpr,
 ):
@@ -239,10 +247,12 @@ def l1_77_padded_dilated_strided_phase_igemm(
     # Channels per program: BLOCK_N columns are W_PAD phases of CO_BLOCK
     # output channels (W_PAD is 1 unless FUSE_W).
     CO_BLOCK: tl.constexpr = BLOCK_N // W_PAD
+    # A padded input is read without masks: whole channel chunks only.
+    tl.static_assert(not PAD_INPUT or C_IN_G % BLOCK_K == 0)
     # Fused, a W shift's taps differ per column and the shifts step by 1.
     W_OFF_STEP: tl.constexpr = 1 if FUSE_W else OFF_STEP_W
-    # Along W a row steps O_STEP_W outputs: stride_w, or fused all W_PHASES
-    # residues (W_FOLD input positions).
+    # Along W a row steps O_STEP_W outputs: stride_w, or fused all
+    # O_STEP_W residues (W_FOLD input positions).
     O_STEP_W: tl.constexpr = STRIDE_W * W_FOLD
 
     # ---- Which tile: program -> (phase, N tile, M tile, group) ---------------
@@ -298,8 +308,9 @@ def l1_77_padded_dilated_strided_phase_igemm(
     qh = (m // q_w1) % tl.maximum(q_h, 1)
     qw = m % q_w1
     iw = qw * W_FOLD  # the input W index a zero offset reads
-    # Columns: W residue rw and output channel co of group g.
-    rw = r_w + offs_n // CO_BLOCK  # [BLOCK_N]
+    # Columns: W residue rw and output channel co of group g (fused, only
+    # the residues that can have taps: R0_W + G_W*j).
+    rw = r_w + R0_W + G_W * (offs_n // CO_BLOCK)  # [BLOCK_N]
     co = pid_n * CO_BLOCK + offs_n % CO_BLOCK  # [BLOCK_N]
     co_ok = (co < C_OUT_G) & (offs_n // CO_BLOCK < W_PHASES)
     # Input element (n, first channel of group g, qd, qh, qw) in x: a tap
@@ -311,39 +322,41 @@ def l1_77_padded_dilated_strided_phase_igemm(
     # program past its phase's rows, or in a phase no tap reaches (stride and
     # dilation sharing a factor), runs no step: its outputs are the bias.
     taps_hw = taps_h * taps_w
-    # The reduction index runs over (tap, input channel) as one: column kk
-    # of a step is channel kk % C_IN_G of tap kk // C_IN_G, so every step is
-    # BLOCK_K deep whatever the channel count; the last one is masked.
-    k_total = taps_d * taps_hw * C_IN_G
-    steps = tl.where(pid_m * BLOCK_M < rows, (k_total + BLOCK_K - 1) // BLOCK_K, 0)
+    steps = tl.where(pid_m * BLOCK_M < rows, taps_d * taps_hw * CI_CHUNKS, 0)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for step in range(steps):
-        kk = step * BLOCK_K + offs_k  # [BLOCK_K]
-        ci_ok = kk < k_total
-        tap = kk // C_IN_G
-        ci = kk % C_IN_G  # [BLOCK_K] input channel within the group
-        td = tap // tl.maximum(taps_hw, 1)  # [BLOCK_K] each column's tap
+        tap = step // CI_CHUNKS
+        td = tap // tl.maximum(taps_hw, 1)
         th = (tap // tl.maximum(taps_w, 1)) % tl.maximum(taps_h, 1)
         tw = tap % tl.maximum(taps_w, 1)
-        # Column kk reads input index q + off per dimension.
+        ci = (step % CI_CHUNKS) * BLOCK_K + offs_k  # [BLOCK_K] input channel within the group
+        ci_ok = ci < C_IN_G
+        # This tap reads input index q + off per dimension.
         off_d = off0_d - td * OFF_STEP_D
         off_h = off0_h - th * OFF_STEP_H
-        off_w = off0_w - tw * OFF_STEP_W
-        # A, [BLOCK_M, BLOCK_K]: each column its own tap and channel.
-        a_ptrs = x_ptr + x_row[:, None] + (((off_d * X_H + off_h) * X_W + off_w) * X_POS + ci * X_CH)[None, :]
+        off_w = off0_w - tw * W_OFF_STEP
+        # A, [BLOCK_M, BLOCK_K] of the input at this tap.
+        a_ptrs = x_ptr + (x_row + ((off_d * X_H + off_h) * X_W + off_w) * X_POS)[:, None] + (ci * X_CH)[None, :]
         if PAD_INPUT:
-            # Every read is inside the border; only the last step's tail masks.
-            a = tl.load(a_ptrs, mask=ci_ok[None, :], other=0.0)
+            # Every read is inside the border and every chunk is whole: no mask.
+            a = tl.load(a_ptrs)
         else:
-            inside = (m_ok[:, None] & (qd[:, None] + off_d[None, :] >= 0) & (qd[:, None] + off_d[None, :] < IN_D)
-                      & (qh[:, None] + off_h[None, :] >= 0) & (qh[:, None] + off_h[None, :] < IN_H)
-                      & (iw[:, None] + off_w[None, :] >= 0) & (iw[:, None] + off_w[None, :] < IN_W))  # outside reads zero
-            a = tl.load(a_ptrs, mask=inside & ci_ok[None, :], other=0.0)
-        # B, [BLOCK_K, BLOCK_N]: row kk is its tap's weight for channel kk.
-        flat = ((k0_d + td * K_STEP_D) * K_H + k0_h + th * K_STEP_H) * K_W + k0_w + tw * K_STEP_W  # [BLOCK_K]
-        w_row = (g * (K_D * K_H * K_W) + flat) * (C_IN_G * C_OUT_G) + ci * (1 if CHANNELS_LAST else C_OUT_G)
-        w_offs = w_row[:, None] + (co * (C_IN_G if CHANNELS_LAST else 1))[None, :]
-        b_mask = ci_ok[:, None] & co_ok[None, :]
+            inside = (m_ok & (qd + off_d >= 0) & (qd + off_d < IN_D) & (qh + off_h >= 0) & (qh + off_h < IN_H)
+                      & (iw + off_w >= 0) & (iw + off_w < IN_W))  # [BLOCK_M]; outside reads zero
+            a = tl.load(a_ptrs, mask=inside[:, None] & ci_ok[None, :], other=0.0)
+        # B, [BLOCK_K, BLOCK_N] of the weight at this tap: per column when
+        # fused (column rw's tap at offset off_w, zero where it has none).
+        if FUSE_W:
+            kw_dil = rw + PAD_W - off_w * STRIDE_W  # [BLOCK_N], kw * DIL_W where a tap exists
+            kw = kw_dil // DIL_W
+            b_ok = co_ok & (kw_dil >= 0) & (kw_dil % DIL_W == 0) & (kw < K_W)
+        else:
+            kw = k0_w + tw * K_STEP_W
+            b_ok = co_ok
+        flat = ((k0_d + td * K_STEP_D) * K_H + k0_h + th * K_STEP_H) * K_W + kw
+        w_col = (g * (K_D * K_H * K_W) + flat) * (C_IN_G * C_OUT_G) + co * (C_IN_G if CHANNELS_LAST else 1)
+        w_offs = w_col[None, :] + ci[:, None] * (1 if CHANNELS_LAST else C_OUT_G)
+        b_mask = ci_ok[:, None] & b_ok[None, :]
         # 3xTF32 by hand: the weight comes in exact TF32 parts (w_ptr the
         # high, w_lo_ptr the low), the input tile is split here (round to
         # the nearest TF32, then the exact remainder), and each tl.dot
@@ -362,11 +375,23 @@ def l1_77_padded_dilated_strided_phase_igemm(
     # Output (n, g*C_OUT_G + co, r + STRIDE*q); fused, column rw's W index
     # can pass OUT_W on the last q.
     y_row = n * (C_OUT * OUT_DHW) + ((r_d + STRIDE_D * qd) * OUT_H + r_h + STRIDE_H * qh) * OUT_W + O_STEP_W * qw
-    y_ptrs = y_ptr + y_row[:, None] + ((g * C_OUT_G + co) * OUT_DHW + rw)[None, :]
-    y_ok = m_ok[:, None] & co_ok[None, :]
+    y_col = (g * C_OUT_G + co) * OUT_DHW  # [BLOCK_N]
+    y_ptrs = y_ptr + y_row[:, None] + (y_col + rw)[None, :]
+    rows_ok = m_ok[:, None] & co_ok[None, :]
+    y_ok = rows_ok
     if FUSE_W:
         y_ok = y_ok & (O_STEP_W * qw[:, None] + rw[None, :] < OUT_W)
     tl.store(y_ptrs, acc, mask=y_ok)
+    if G_W > 1:
+        # Fused, the W residues without taps hold only the bias: each
+        # column writes the G_W - 1 residues after its own (mod O_STEP_W)
+        # in the same rows, so that this program stores every output of
+        # its rows and no cache sector is left half-written for another.
+        bias_only = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for j in tl.static_range(1, G_W):
+            rj = (rw + j) % O_STEP_W  # [BLOCK_N]
+            tl.store(y_ptr + y_row[:, None] + (y_col + rj)[None, :], bias_only,
+                     mask=rows_ok & (O_STEP_W * qw[:, None] + rj[None, :] < OUT_W))
 
 
 # ---- The wrapper: checks, allocates, launches --------------------------------

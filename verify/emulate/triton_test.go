@@ -17,9 +17,12 @@ import (
 )
 
 // tritonCases are small configurations for the Triton emulation: random
-// ones (any stride, padding, output_padding, dilation, groups, bias) and
+// ones (any stride, padding, output_padding, dilation, groups, bias),
 // three at stride 1 with whole 16-channel chunks, where pad_input applies
-// (the last with taps reading before and after each output along W).
+// (the last with taps reading before and after each output along W), and
+// two whose W stride and dilation share a factor, so that fused programs
+// write residues that no tap reaches (the first with residue 0 dead, the
+// second with two live residues of four).
 func tritonCases(t *testing.T, n int, seed int64) []*spec.Spec {
 	t.Helper()
 	all, err := gen.Random(40*n, seed)
@@ -41,14 +44,27 @@ func tritonCases(t *testing.T, n int, seed int64) []*spec.Spec {
 		{Batch: 1, InChannels: 16, OutChannels: 3, In: [3]int{2, 2, 5}, Kernel: [3]int{1, 2, 3}, Stride: [3]int{1, 1, 1},
 			Padding: [3]int{0, 0, 0}, Dilation: [3]int{1, 1, 1}, Groups: 1},
 	} {
-		yaml := spec.Generic(fmt.Sprintf("unit_stride_%d", i), "stride 1, whole channel chunks", c, "rand", spec.Kernel{Backends: []string{"triton"}})
-		s, err := spec.Parse("unit_stride.yaml", []byte(yaml))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
+		out = append(out, caseSpec(t, fmt.Sprintf("unit_stride_%d", i), "stride 1, whole channel chunks", c))
+	}
+	for i, c := range []geom.Conv{
+		{Batch: 2, InChannels: 3, OutChannels: 5, In: [3]int{2, 3, 4}, Kernel: [3]int{2, 2, 3}, Stride: [3]int{2, 1, 2},
+			Padding: [3]int{1, 0, 1}, Dilation: [3]int{2, 1, 2}, Groups: 1, Bias: true},
+		{Batch: 1, InChannels: 4, OutChannels: 6, In: [3]int{2, 2, 3}, Kernel: [3]int{1, 2, 3}, Stride: [3]int{1, 2, 4},
+			Padding: [3]int{0, 1, 2}, OutputPadding: [3]int{0, 1, 3}, Dilation: [3]int{1, 1, 2}, Groups: 2},
+	} {
+		out = append(out, caseSpec(t, fmt.Sprintf("shared_factor_%d", i), "W stride and dilation sharing a factor", c))
 	}
 	return out
+}
+
+func caseSpec(t *testing.T, name, summary string, c geom.Conv) *spec.Spec {
+	t.Helper()
+	yaml := spec.Generic(name, summary, c, "rand", spec.Kernel{Backends: []string{"triton"}})
+	s, err := spec.Parse(name+".yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // TestTritonKernelsMatchReference runs emitted Triton submissions' wrappers
@@ -83,7 +99,7 @@ func TestTritonKernelsMatchReference(t *testing.T) {
 		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: precision, Triton: spec.Triton{
 			BlockM: 16, BlockN: 16, BlockK: 16, Warps: 4, Stages: 2,
 			ChannelsLast: cl, FuseW: fuse, PadInput: pad, SplitWeight: split, FlatK: flat}}
-		if fuse || strings.HasPrefix(s.Name, "unit_stride") {
+		if fuse || strings.HasPrefix(s.Name, "unit_stride") || strings.HasPrefix(s.Name, "shared_factor") {
 			s.Kernel.Triton.FuseW, s.Kernel.Triton.FoldW = true, fold
 		}
 		p, err := plan.New(&s)
@@ -119,7 +135,7 @@ func TestTritonKernelsMatchReference(t *testing.T) {
 }
 
 // tritonFlags mark each Triton option in a rendered kernel.
-var tritonFlags = []string{"CHANNELS_LAST=True", "FUSE_W=True", "W_FOLD=2,", "W_FOLD=3,", "PAD_INPUT=True", "w_lo_ptr", "k_total = "}
+var tritonFlags = []string{"CHANNELS_LAST=True", "FUSE_W=True", "W_FOLD=2,", "W_FOLD=3,", "G_W=2,", "PAD_INPUT=True", "w_lo_ptr", "k_total = "}
 
 func renderTriton(t *testing.T, r *gen.Renderer, p *plan.Plan) string {
 	t.Helper()
@@ -137,7 +153,8 @@ func renderTriton(t *testing.T, r *gen.Renderer, p *plan.Plan) string {
 }
 
 // TestTritonMutantsAreCaught plants bugs in rendered Triton kernels (a
-// dropped TF32 remainder, fused columns all on one phase, a tap offset
+// dropped TF32 remainder, fused columns all on one phase, bias-only W
+// residues left unwritten or written past their row, a tap offset
 // stepping the wrong way, the padded load one element off, an unmasked
 // store, a wrong output stride, flat columns all on the first tap, and in
 // the wrapper the weight re-laid the wrong way or its TF32 remainder
@@ -159,7 +176,8 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 	for i, base := range tritonCases(t, 14, 21) {
 		s := *base
 		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: "3xtf32", Triton: spec.Triton{
-			BlockM: 16, BlockN: 16, BlockK: 16, ChannelsLast: i%2 == 0, FuseW: i%3 != 0, PadInput: true, SplitWeight: true, FlatK: true}}
+			BlockM: 16, BlockN: 16, BlockK: 16, ChannelsLast: i%2 == 0, FuseW: i%3 != 0 || strings.HasPrefix(s.Name, "shared_factor"),
+			PadInput: true, SplitWeight: true, FlatK: true}}
 		if i%3 != 0 && i%4 >= 2 {
 			s.Kernel.Triton.FoldW = 2
 		}
@@ -175,7 +193,10 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 		applies               func(geom.Conv) bool // the mutated line changes something
 	}{
 		{"no TF32 remainder", "w_lo_ptr", "a_lo = a - a_hi", "a_lo = a * 0.0", always},
-		{"fused columns on one phase", "FUSE_W=True", "rw = r_w + offs_n // CO_BLOCK", "rw = r_w + offs_n * 0", always},
+		{"fused columns on one phase", "FUSE_W=True", "G_W * (offs_n // CO_BLOCK)", "G_W * (offs_n * 0)", always},
+		{"bias-only W residues left unwritten", "G_W=2,", "for j in tl.static_range(1, G_W):", "for j in tl.static_range(1, 1):", always},
+		{"bias-only W residues past the row", "G_W=2,", "rj = (rw + j) % O_STEP_W", "rj = rw + j",
+			func(c geom.Conv) bool { return c.Padding[2]%2 == 1 }}, // the last column's residue wraps
 		{"tap offset the wrong way", "", "off_w = off0_w - tw * W_OFF_STEP", "off_w = off0_w + tw * W_OFF_STEP",
 			func(c geom.Conv) bool { return c.Kernel[2] > 1 }},
 		{"padded load off by one", "PAD_INPUT=True", "a = tl.load(a_ptrs", "a = tl.load(1 + a_ptrs", always},
