@@ -226,6 +226,12 @@ func chooseTile(t spec.Tile, cinG, coutG int) Tile {
 		r.BK = min(8, cinG)
 	}
 	r.ThreadsM, r.ThreadsN = r.BM/r.TM, r.BN/r.TN
+	if r.MinBlocks == 0 && r.TM*r.TN >= 64 {
+		// Left to choose, CUDA 13's ptxas gave an 8x8-per-thread tile 96
+		// registers on sm_90 and spilled (rand_21_008; 111 with min_blocks
+		// 1, no spill). min_blocks 1 lets it take what 64 sums need.
+		r.MinBlocks = 1
+	}
 	return r
 }
 
@@ -251,12 +257,14 @@ func chooseDirectTile(t spec.Tile, cinG, coutG int) Tile {
 		r.BK = min(8, cinG)
 	}
 	r.ThreadsM, r.ThreadsN = max(1, r.BM/r.TM), 1
-	if r.MinBlocks == 0 && (r.TM*r.BK >= 32 || r.ThreadsM < 128) {
+	if r.MinBlocks == 0 && (r.TM*r.BK >= 32 || r.ThreadsM < 128 || r.TM*r.BN <= 8) {
 		// ptxas (CUDA 13) capped such kernels' registers and spilled: 32
 		// loads in flight per thread at 72 registers (4 rows by 8 channels
-		// at bn 4), and 64-thread blocks on sm_90 at 80 and 128 registers
+		// at bn 4), 64-thread blocks on sm_90 at 80 and 128 registers
 		// (rand_14_003, rand_11_035; with min_blocks 1: 111 and 157, no
-		// spill). min_blocks 1 lets it take what it needs.
+		// spill), and 8 sums per thread (2 rows by 4 channels) on sm_90 at
+		// 40 (rand_21_011; 68 with min_blocks 1). min_blocks 1 lets it
+		// take what it needs.
 		r.MinBlocks = 1
 	}
 	return r

@@ -383,22 +383,23 @@ func TestTileDefaults(t *testing.T) {
 		// BM = 8*max(32, 256/(8/4)) capped at 512; BK = min(8, Cin/groups).
 		{"72: 8 channels per group", base72,
 			plan.Tile{BM: 512, BN: 8, BK: 8, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 2}, 128, 2 * 8 * (512 + 8) * 4},
-		// BN 64 -> TN 8; BM = 8*max(32, 256/8) = 256; BK = Cin/groups = 3.
+		// BN 64 -> TN 8; BM = 8*max(32, 256/8) = 256; BK = Cin/groups = 3;
+		// 8x8 sums per thread get min_blocks 1 (ptxas spilled them on sm_90).
 		{"64 out, 3 in", with(base72, func(c *config) { c.cin, c.cout, c.groups = 3, 64, 1 }),
-			plan.Tile{BM: 256, BN: 64, BK: 3, TM: 8, TN: 8, ThreadsM: 32, ThreadsN: 8}, 256, 2 * 3 * (256 + 64) * 4},
+			plan.Tile{BM: 256, BN: 64, BK: 3, TM: 8, TN: 8, ThreadsM: 32, ThreadsN: 8, MinBlocks: 1}, 256, 2 * 3 * (256 + 64) * 4},
 		// 40 in a BN of 64 wastes 24 > 64/4: BN becomes 40's largest
 		// power-of-two divisor, 8.
 		{"40 out: BN 8", with(base72, func(c *config) { c.cin, c.cout, c.groups = 16, 40, 1 }),
 			plan.Tile{BM: 512, BN: 8, BK: 8, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 2}, 128, 2 * 8 * (512 + 8) * 4},
 		// 48 in 64 wastes exactly a quarter: BN stays 64.
 		{"48 out: BN 64", with(base72, func(c *config) { c.cin, c.cout, c.groups = 32, 48, 1 }),
-			plan.Tile{BM: 256, BN: 64, BK: 8, TM: 8, TN: 8, ThreadsM: 32, ThreadsN: 8}, 256, 2 * 8 * (256 + 64) * 4},
+			plan.Tile{BM: 256, BN: 64, BK: 8, TM: 8, TN: 8, ThreadsM: 32, ThreadsN: 8, MinBlocks: 1}, 256, 2 * 8 * (256 + 64) * 4},
 		// 3 channels: BN 4 (at least 4), one thread column, BM capped at 512.
 		{"3 out, 1 in", with(base72, func(c *config) { c.cin, c.cout, c.groups = 1, 3, 1 }),
 			plan.Tile{BM: 512, BN: 4, BK: 1, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 1}, 64, 2 * 1 * (512 + 4) * 4},
 		// Only bn given: TN 8 for BN >= 64, BM = 8*max(32, 256/32) = 256.
 		{"bn 256 given", with(base72, func(c *config) { c.tile = "{bn: 256}" }),
-			plan.Tile{BM: 256, BN: 256, BK: 8, TM: 8, TN: 8, ThreadsM: 32, ThreadsN: 32}, 1024, 2 * 8 * (256 + 256) * 4},
+			plan.Tile{BM: 256, BN: 256, BK: 8, TM: 8, TN: 8, ThreadsM: 32, ThreadsN: 32, MinBlocks: 1}, 1024, 2 * 8 * (256 + 256) * 4},
 		// A full tile is taken as given.
 		{"all given", with(base72, func(c *config) { c.tile = "{bm: 64, bn: 16, bk: 3, tm: 4, tn: 4}" }),
 			plan.Tile{BM: 64, BN: 16, BK: 3, TM: 4, TN: 4, ThreadsM: 16, ThreadsN: 4}, 64, 2 * 3 * (64 + 16) * 4},
@@ -424,8 +425,10 @@ func TestTileDefaults(t *testing.T) {
 		// 64x16 floats, so 12 of the 24 taps are staged at once.
 		{"direct, 64 in, 20 out", with(base72, func(c *config) { c.cin, c.cout, c.groups, c.tile = 64, 20, 1, "{direct: true}" }),
 			plan.Tile{Direct: true, BM: 256, BN: 16, BK: 8, TM: 2, ThreadsM: 128, ThreadsN: 1, TapChunk: 12}, 128, 12 * 64 * 16 * 4},
-		// 64 threads (4 rows each of 256) get min_blocks 1: ptxas capped
-		// them on sm_90 and spilled.
+		// 2 rows by 4 channels (8 sums) get min_blocks 1, as do 64 threads
+		// (4 rows each of 256): ptxas capped both on sm_90 and spilled.
+		{"direct, 2x4 sums", with(base72, func(c *config) { c.cin, c.cout, c.groups, c.tile = 16, 4, 1, "{direct: true, bm: 512, tm: 2, bk: 4}" }),
+			plan.Tile{Direct: true, BM: 512, BN: 4, BK: 4, TM: 2, ThreadsM: 256, ThreadsN: 1, TapChunk: 24, MinBlocks: 1}, 256, 24 * 16 * 4 * 4},
 		{"direct, 64 threads", with(base72, func(c *config) { c.cin, c.cout, c.groups, c.tile = 64, 20, 1, "{direct: true, bm: 256, tm: 4, bk: 4}" }),
 			plan.Tile{Direct: true, BM: 256, BN: 16, BK: 4, TM: 4, ThreadsM: 64, ThreadsN: 1, TapChunk: 12, MinBlocks: 1}, 64, 12 * 64 * 16 * 4},
 	} {
