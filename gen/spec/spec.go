@@ -99,7 +99,9 @@ func (k Kernel) PrecisionFor(backend string) string {
 // program every output phase along W (stride_w of them) as columns beside
 // its channels, so each input tile it loads feeds stride_w times as many
 // products and the phases' interleaved outputs are written together (no
-// effect at stride_w 1). PadInput copies the input into a zero border
+// effect at stride_w 1); where stride_w and dilation_w share a factor,
+// only the residues that can have taps are columns, and the program also
+// writes the bias into the others of its rows. PadInput copies the input into a zero border
 // wide enough that no tap reads outside it, so the kernel's input loads
 // need no masks (only at stride 1, and where block_k divides the group's
 // input channels or the reduction is flat). SplitWeight (3xtf32) makes the weight's TF32 high and
