@@ -21,7 +21,8 @@ var RandomBackends = []string{"cuda", "triton"}
 // choices, so the sweep exercises the kernels' loaders and fragment
 // mappings as well as their geometry; half of the configurations have
 // input channels per group in whole 16- or 32-wide chunks, and half of the
-// fp32 ones use the direct kernel. The caller validates it.
+// fp32 ones use the direct kernel (half of those with W unsplit, tile.tw).
+// The caller validates it.
 func RandomSpec(r *rand.Rand, name string) string {
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
 	var c geom.Conv
@@ -67,6 +68,13 @@ func RandomSpec(r *rand.Rand, name string) string {
 		if d.Intn(2) == 0 {
 			k.Tile = spec.Tile{Direct: true, BM: []int{64, 128, 256, 512}[d.Intn(4)], BN: []int{4, 8, 16}[d.Intn(3)],
 				BK: 1 + d.Intn(8), TM: []int{1, 2, 4}[d.Intn(3)]}
+		}
+		if nameCoin(name, "window") {
+			// Half of them with W unsplit: tw a multiple of stride_w, at
+			// most 64 sums per thread.
+			w := nameRand(name, "window_tile")
+			k.Tile.TM, k.Tile.BN = 0, []int{4, 8}[w.Intn(2)]
+			k.Tile.TW = c.Stride[2] * (1 + w.Intn(64/k.Tile.BN/c.Stride[2]))
 		}
 	}
 	return spec.Generic(name, "random configuration", c, dist, k)

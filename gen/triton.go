@@ -150,9 +150,11 @@ func newTritonView(p *plan.Plan) *TritonView {
 	if !ok {
 		panic(fmt.Sprintf("triton: no tl.dot input_precision for precision %q", precision))
 	}
-	maxM := 0
-	for _, ph := range p.Phases {
-		maxM = max(maxM, ph.M)
+	// The largest phase is residue 0 in every dimension (the CUDA plan's
+	// phases may leave W unsplit, so they are not counted here).
+	maxM := c.Batch
+	for i := range 3 {
+		maxM *= divUp(p.Out[i], c.Stride[i])
 	}
 	or := func(v, def int) int {
 		if v != 0 {

@@ -229,11 +229,13 @@ func cudaCandidates(l Loaded) []Candidate {
 	out := []Candidate{{Current: true, Backend: "cuda", Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
 		Precision: own.Kernel.Precision, Tile: l.Plan.Tile.Spec()}}
 	kernels := candidateKernels()
-	if t := out[0].Tile; !t.Presplit && !t.CpAsync {
-		// The spec's own choice with its tiles copied by cp.async.
-		t.CpAsync = true
-		kernels = append(kernels, spec.Kernel{Precision: own.Kernel.Precision, Tile: t})
-	}
+	// The spec's own choice with its tiles copied by cp.async (where it
+	// has none or stages presplit, its own choice again: skipped as a
+	// duplicate, so the labels after it stay put).
+	t := out[0].Tile
+	t.CpAsync = !t.Presplit && !t.Direct
+	kernels = append(kernels, spec.Kernel{Precision: own.Kernel.Precision, Tile: t})
+	kernels = append(kernels, windowKernels(own.Problem.Conv.Stride[2])...)
 	for i, k := range kernels {
 		s := *l.Plan.Spec
 		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, Precision: k.Precision, Tile: k.Tile}
@@ -246,6 +248,27 @@ func cudaCandidates(l Loaded) []Candidate {
 		}
 		out = append(out, Candidate{Backend: "cuda", Variant: s.Name, Spec: l.Plan.Spec.Name, SpecPath: l.Path,
 			Precision: k.Precision, Tile: p.Tile.Spec()})
+	}
+	return out
+}
+
+// windowKernels are the W-window direct kernels tried: about 8 outputs
+// along W by 8 channels (at 128, 256 and 64 threads, and one channel's
+// window loaded at a time), 4 by 16 and 16 by 4. tw is rounded up to a
+// multiple of stride_w (down where that passes 16) and bn halved until a
+// thread's sums fit in 64 registers, so every one is feasible.
+func windowKernels(strideW int) []spec.Kernel {
+	var out []spec.Kernel
+	for _, c := range []struct{ tw, bn, bm, bk int }{{8, 8, 0, 0}, {8, 8, 256, 0}, {8, 8, 64, 0}, {8, 8, 0, 1}, {4, 16, 0, 0}, {16, 4, 0, 0}} {
+		tw := strideW * ((c.tw + strideW - 1) / strideW)
+		if tw > 16 {
+			tw -= strideW
+		}
+		bn := c.bn
+		for tw*bn > 64 {
+			bn /= 2
+		}
+		out = append(out, spec.Kernel{Precision: "fp32", Tile: spec.Tile{Direct: true, TW: tw, BN: bn, BM: c.bm, BK: c.bk}})
 	}
 	return out
 }

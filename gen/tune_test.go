@@ -120,8 +120,8 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 
 	// 58's own choice is the {bk: 32, wm: 32} 3xtf32 candidate: skipped.
 	c58 := cudaCandidates(specs[tuneSpec58])
-	if len(c58) > len(candidateKernels())+1 {
-		t.Errorf("58: %d candidates, want at most %d (its own choice is one of them, and its cp.async variant one more)", len(c58), len(candidateKernels())+1)
+	if most := len(candidateKernels()) + 1 + len(windowKernels(1)); len(c58) > most {
+		t.Errorf("58: %d candidates, want at most %d (its own choice is one of them, its cp.async variant one more, then the W-window kernels)", len(c58), most)
 	}
 	for _, c := range c58[1:] {
 		if c.Precision == "3xtf32" && c.Tile.BK == 32 && c.Tile.WM == 32 && !c.Tile.Presplit && !c.Tile.CpAsync {
@@ -150,6 +150,13 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		"l1_73_strided_padded_grouped_t13 fp32 {bm: 512, bn: 16, bk: 8, tm: 2, direct: true}",
 		"l1_73_strided_padded_grouped_t14 fp32 {bm: 512, bn: 16, bk: 4, tm: 4, direct: true}",
 		"l1_73_strided_padded_grouped_t15 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, cp_async: true}",
+		// W-window direct kernels, tw a multiple of the stride (2).
+		"l1_73_strided_padded_grouped_t16 fp32 {bm: 128, bn: 8, bk: 2, tw: 8, min_blocks: 1, direct: true}",
+		"l1_73_strided_padded_grouped_t17 fp32 {bm: 256, bn: 8, bk: 2, tw: 8, min_blocks: 1, direct: true}",
+		"l1_73_strided_padded_grouped_t18 fp32 {bm: 64, bn: 8, bk: 2, tw: 8, min_blocks: 1, direct: true}",
+		"l1_73_strided_padded_grouped_t19 fp32 {bm: 128, bn: 8, bk: 1, tw: 8, min_blocks: 1, direct: true}",
+		"l1_73_strided_padded_grouped_t20 fp32 {bm: 128, bn: 16, bk: 2, tw: 4, min_blocks: 1, direct: true}",
+		"l1_73_strided_padded_grouped_t21 fp32 {bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1, direct: true}",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("73 candidates:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -167,7 +174,7 @@ func TestTuneCandidatesRandom(t *testing.T) {
 	}
 	for _, l := range specs {
 		cs := cudaCandidates(l)
-		if len(cs) < 2 || len(cs) > 2+len(candidateKernels()) {
+		if len(cs) < 2 || len(cs) > 2+len(candidateKernels())+len(windowKernels(1)) {
 			t.Errorf("%s: %d candidates", l.Plan.Spec.Name, len(cs))
 		}
 		checkCandidates(t, l, cs)

@@ -50,16 +50,20 @@ func All() []Mutation {
 	return []Mutation{
 		{
 			Name:        "padding-off-by-one",
-			Description: "every tap reads input index q+Off+1 along W, as if the padding were off by one",
+			Description: "every tap reads input index q+Off+1 along W (along H in a W-window kernel, whose W offsets are constants), as if the padding were off by one",
 			// Reads: the kernel range-checks every input index, so a
 			// shifted offset reads a neighbour or a zero, never outside x.
 			// Writes do not involve Off. Wrong: a tap that reached the
 			// input now reads other elements (or zeros) for its rows.
 			Applies: func(p *plan.Plan) bool { return anyReaching(p, allPhases(p)) },
 			Apply: func(p *plan.Plan) {
+				d := 2
+				if p.Tile.TW > 0 {
+					d = 1
+				}
 				p.Taps = slices.Clone(p.Taps)
 				for i := range p.Taps {
-					p.Taps[i].Off[2]++
+					p.Taps[i].Off[d]++
 				}
 			},
 		},
@@ -129,15 +133,18 @@ func All() []Mutation {
 		},
 		{
 			Name:        "wrong-tap-weight",
-			Description: "every tap multiplies by the next tap's weights (flat tap index + 1, wrapping)",
-			// Flat stays in [0, taps), so the weight reads stay inside the
-			// re-laid-out weight. Wrong: each reaching tap now uses another
-			// kernel position's weights.
-			Applies: func(p *plan.Plan) bool { return p.Conv.Taps() >= 2 && anyReaching(p, allPhases(p)) },
+			Description: "every tap multiplies by the next tap's weights (flat tap index + 1, wrapping; in a W-window kernel, whose taps are kw rows, the next row's)",
+			// Flat stays in [0, taps) (a W-window kernel reads Flat + kw
+			// for kw < KW, so its Flat stays a multiple of KW), so the
+			// weight reads stay inside the re-laid-out weight. Wrong: each
+			// reaching tap now uses another kernel position's weights.
+			Applies: func(p *plan.Plan) bool {
+				return p.Conv.Taps() > tapStep(p) && anyReaching(p, allPhases(p))
+			},
 			Apply: func(p *plan.Plan) {
 				p.Taps = slices.Clone(p.Taps)
 				for i := range p.Taps {
-					p.Taps[i].Flat = (p.Taps[i].Flat + 1) % p.Conv.Taps()
+					p.Taps[i].Flat = (p.Taps[i].Flat + tapStep(p)) % p.Conv.Taps()
 				}
 			},
 		},
@@ -195,6 +202,15 @@ func Lookup(name string) (Mutation, bool) {
 	return Mutation{}, false
 }
 
+// tapStep is the distance between the Flat indices of neighbouring taps:
+// a W-window kernel's taps are whole kw rows.
+func tapStep(p *plan.Plan) int {
+	if p.Tile.TW > 0 {
+		return p.Conv.Kernel[2]
+	}
+	return 1
+}
+
 func allPhases(p *plan.Plan) []int {
 	idx := make([]int, len(p.Phases))
 	for i := range idx {
@@ -242,11 +258,15 @@ func droppedGrid(p *plan.Plan) int {
 	return (p.MaxTiles-1)*len(p.Phases) + lastLargest(p)
 }
 
-// phaseSwap picks the residues to swap: the first dimension d with two
+// phaseSwap picks the residues to swap: the first dimension d (D or H in a
+// W-window kernel) with two
 // residues r1 < r2 that have the same positive output count and whose
 // phases include a tap that reaches the input.
 func phaseSwap(p *plan.Plan) (d, r1, r2 int, ok bool) {
 	for d := range 3 {
+		if d == 2 && p.Tile.TW > 0 {
+			break // a W-window kernel's phases split D and H only
+		}
 		s := p.Conv.Stride[d]
 		q := func(r int) int { return (max(0, p.Out[d]-r) + s - 1) / s }
 		for r1 := 0; r1 < s; r1++ {

@@ -69,6 +69,8 @@ var fixed = []config{
 	{batch: 2, cin: 5, cout: 6, groups: 1, k: [3]int{4, 2, 5}, in: [3]int{4, 3, 6}, s: [3]int{3, 1, 3}, p: [3]int{2, 0, 1}, op: [3]int{1, 0, 2}, d: [3]int{1, 1, 1}, tile: "{bm: 64, bn: 16, bk: 4, tm: 8, tn: 4}"},
 	// 3xtf32 with several tiles and bias.
 	{batch: 3, cin: 6, cout: 16, groups: 1, k: [3]int{2, 3, 3}, in: [3]int{5, 5, 5}, s: [3]int{2, 1, 2}, d: [3]int{1, 2, 1}, bias: true, precision: "3xtf32", tile: "{bm: 64, bn: 16, bk: 8, wm: 16, wn: 8}"},
+	// l1_72 in small, W-window direct kernel: float4 window loads and stores, bias.
+	{batch: 2, cin: 4, cout: 8, groups: 2, k: [3]int{3, 3, 5}, in: [3]int{3, 4, 8}, s: [3]int{2, 2, 2}, p: [3]int{1, 1, 2}, op: [3]int{1, 1, 1}, d: [3]int{1, 1, 1}, bias: true, tile: "{bm: 32, bn: 4, tw: 8, direct: true}"},
 	// 1x1x1 kernel: no neighbouring tap.
 	{batch: 1, cin: 4, cout: 4, groups: 1, k: [3]int{1, 1, 1}, in: [3]int{3, 3, 3}, s: [3]int{2, 2, 2}, op: [3]int{1, 1, 1}, d: [3]int{1, 1, 1}},
 }
@@ -88,7 +90,9 @@ func randomConfig(r *rand.Rand) config {
 		c.op[i] = r.Intn(max(c.s[i], c.d[i]))
 		c.p[i] = r.Intn(c.d[i]*(c.k[i]-1) + 2)
 	}
-	switch r.Intn(4) {
+	switch r.Intn(5) {
+	case 3:
+		c.tile = fmt.Sprintf("{bm: 32, bn: 4, tw: %d, direct: true}", c.s[2]*pick(1, 2, 4))
 	case 0:
 		c.precision = "3xtf32"
 		c.tile = fmt.Sprintf("{bm: 64, bn: %d, bk: 8, wm: 16, wn: 8}", pick(8, 16))
@@ -161,6 +165,7 @@ func TestApplies(t *testing.T) {
 		{"padding-off-by-one", "drop-last-tile", "wrong-phase-taps", "wrong-tap-weight", "skip-bias"},
 		{"padding-off-by-one", "drop-last-tile", "wrong-phase", "wrong-phase-taps", "wrong-tap-weight"},
 		{"padding-off-by-one", "drop-last-tile", "wrong-phase", "wrong-phase-taps", "wrong-tap-weight", "skip-bias"},
+		{"padding-off-by-one", "drop-last-tile", "wrong-phase", "wrong-phase-taps", "wrong-tap-weight", "skip-bias"},
 		{"padding-off-by-one", "drop-last-tile", "wrong-phase", "wrong-phase-taps"},
 	}
 	for i, c := range fixed {
@@ -218,7 +223,9 @@ var errOOB = errors.New("out of bounds")
 // templates/cuda.py.tmpl computes it) on the problem c's inputs, in
 // float64: every block of p.Grid, every row m < P.m of its M tile, every
 // tap of the phase (input q+Off read only when inside the input), every
-// channel co < CoutG of its N tile, and the write at R + stride*q. Any
+// channel co < CoutG of its N tile, and the write at R + stride*q. With
+// Tile.TW (the W-window kernel), a row is TW outputs along W and a tap a
+// kw row, read through the window (Plan.Window) as the template does. Any
 // access outside a buffer or constant table is an error. It returns the
 // output and how many outputs were never written; writing one twice is an
 // error too (the kernel writes each output once, without atomics).
@@ -256,52 +263,66 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 					if n >= k.Batch {
 						return nil, 0, oob("row %d: batch %d of %d", m, n, k.Batch)
 					}
-					var o [3]int
-					for d := range 3 {
-						o[d] = ph.R[d] + k.Stride[d]*q[d]
-						if o[d] < 0 || o[d] >= out[d] {
-							return nil, 0, oob("output index %v outside %v", o, out)
+					for jw := range max(1, t.TW) {
+						var o [3]int
+						for d := range 3 {
+							o[d] = ph.R[d] + k.Stride[d]*q[d]
 						}
-					}
-					for co := by * t.BN; co < (by+1)*t.BN && co < coutG; co++ {
-						var acc float64
-						for j := range ph.TapCount {
-							ti := ph.TapStart + j
-							if ti < 0 || ti >= len(p.Taps) {
-								return nil, 0, oob("tap %d of a table of %d", ti, len(p.Taps))
-							}
-							tap := p.Taps[ti]
-							if tap.Flat < 0 || tap.Flat >= taps {
-								return nil, 0, oob("weight tap %d of %d", tap.Flat, taps)
-							}
-							var i [3]int
-							inside := true
-							for d := range 3 {
-								i[d] = q[d] + tap.Off[d]
-								inside = inside && uint(i[d]) < uint(in[d])
-							}
-							if !inside {
-								continue
-							}
-							for ci := range cinG {
-								xv := x[((n*k.InChannels+g*cinG+ci)*in[0]+i[0])*in[1]*in[2]+i[1]*in[2]+i[2]]
-								wv := w[((g*cinG+ci)*coutG+co)*taps+tap.Flat]
-								acc += float64(xv) * float64(wv)
+						if t.TW > 0 {
+							if o[2] = q[2]*t.TW + jw; o[2] >= out[2] {
+								continue // past the row: the kernel computes it but does not store it
 							}
 						}
-						ch := g*coutG + co
-						if k.Bias {
-							if b == nil {
-								return nil, 0, oob("bias read without a bias")
+						for d := range 3 {
+							if o[d] < 0 || o[d] >= out[d] {
+								return nil, 0, oob("output index %v outside %v", o, out)
 							}
-							acc += float64(b[ch])
 						}
-						at := (n*k.OutChannels+ch)*outSp + (o[0]*out[1]+o[1])*out[2] + o[2]
-						writes[at]++
-						if writes[at] > 1 {
-							return nil, 0, fmt.Errorf("output %d written twice", at)
+						for co := by * t.BN; co < (by+1)*t.BN && co < coutG; co++ {
+							var acc float64
+							for j := range ph.TapCount {
+								ti := ph.TapStart + j
+								if ti < 0 || ti >= len(p.Taps) {
+									return nil, 0, oob("tap %d of a table of %d", ti, len(p.Taps))
+								}
+								tap := p.Taps[ti]
+								reads, err := tapReads(p, tap, q, jw)
+								if err != nil {
+									return nil, 0, err
+								}
+								for _, rd := range reads {
+									if rd.flat < 0 || rd.flat >= taps {
+										return nil, 0, oob("weight tap %d of %d", rd.flat, taps)
+									}
+									i := rd.in
+									inside := true
+									for d := range 3 {
+										inside = inside && uint(i[d]) < uint(in[d])
+									}
+									if !inside {
+										continue
+									}
+									for ci := range cinG {
+										xv := x[((n*k.InChannels+g*cinG+ci)*in[0]+i[0])*in[1]*in[2]+i[1]*in[2]+i[2]]
+										wv := w[((g*cinG+ci)*coutG+co)*taps+rd.flat]
+										acc += float64(xv) * float64(wv)
+									}
+								}
+							}
+							ch := g*coutG + co
+							if k.Bias {
+								if b == nil {
+									return nil, 0, oob("bias read without a bias")
+								}
+								acc += float64(b[ch])
+							}
+							at := (n*k.OutChannels+ch)*outSp + (o[0]*out[1]+o[1])*out[2] + o[2]
+							writes[at]++
+							if writes[at] > 1 {
+								return nil, 0, fmt.Errorf("output %d written twice", at)
+							}
+							y[at] = acc
 						}
-						y[at] = acc
 					}
 				}
 			}
@@ -314,6 +335,38 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 		}
 	}
 	return y, unwritten, nil
+}
+
+// tapRead is one weight tap and the input index a row reads with it.
+type tapRead struct {
+	flat int
+	in   [3]int
+}
+
+// tapReads lists what row q (output jw of its TW along W, in a W-window
+// kernel) reads through one tap: input q + Off at weight tap Flat; or,
+// W-window, for each kw whose v = jw + pad_w - kw*dil_w stride_w divides,
+// window column v/stride_w - Window.Lo (which must be inside the window) at
+// weight tap Flat + kw. W offsets of the tap are not read there.
+func tapReads(p *plan.Plan, tap plan.Tap, q [3]int, jw int) ([]tapRead, error) {
+	if p.Tile.TW == 0 {
+		return []tapRead{{tap.Flat, [3]int{q[0] + tap.Off[0], q[1] + tap.Off[1], q[2] + tap.Off[2]}}}, nil
+	}
+	c, w := p.Conv, p.Window
+	var reads []tapRead
+	for kw := range c.Kernel[2] {
+		v := jw + c.Padding[2] - kw*c.Dilation[2]
+		if v%c.Stride[2] != 0 {
+			continue
+		}
+		e := v/c.Stride[2] - w.Lo
+		if e < 0 || e >= w.Len {
+			return nil, fmt.Errorf("%w: window column %d of %d", errOOB, e, w.Len)
+		}
+		win0 := q[2]*(p.Tile.TW/c.Stride[2]) + w.Lo
+		reads = append(reads, tapRead{tap.Flat + kw, [3]int{q[0] + tap.Off[0], q[1] + tap.Off[1], win0 + e}})
+	}
+	return reads, nil
 }
 
 // relErr is the relative L2 error, +Inf when something was not written.
@@ -431,6 +484,9 @@ func checkRanges(t *testing.T, name string, orig, p *plan.Plan) {
 	}
 	for _, ph := range p.Phases {
 		for d := range 3 {
+			if d == 2 && p.Tile.TW > 0 {
+				continue // a W-window row stores only its outputs inside the row
+			}
 			if last := ph.R[d] + p.Conv.Stride[d]*(ph.Q[d]-1); ph.R[d] < 0 || last >= p.Out[d] {
 				t.Errorf("%s on %s: phase %+v writes index %d of %d", name, orig, ph, last, p.Out[d])
 			}
@@ -439,9 +495,13 @@ func checkRanges(t *testing.T, name string, orig, p *plan.Plan) {
 			t.Errorf("%s on %s: phase %+v outside the tap table of %d", name, orig, ph, len(p.Taps))
 		}
 	}
+	width := 1 // weight taps a tap entry reads from Flat on: a kw row in a W-window kernel
+	if p.Tile.TW > 0 {
+		width = p.Conv.Kernel[2]
+	}
 	for _, tap := range p.Taps {
-		if tap.Flat < 0 || tap.Flat >= p.Conv.Taps() {
-			t.Errorf("%s on %s: weight tap %d of %d", name, orig, tap.Flat, p.Conv.Taps())
+		if tap.Flat < 0 || tap.Flat+width > p.Conv.Taps() {
+			t.Errorf("%s on %s: weight taps %d to %d of %d", name, orig, tap.Flat, tap.Flat+width-1, p.Conv.Taps())
 		}
 	}
 }

@@ -37,6 +37,8 @@ type Plan struct {
 	// of the A (BK x BM) and B (BK x BN) tiles, rows padded by Tile.Pad;
 	// direct, the weights of Tile.TapChunk taps.
 	SmemBytes int
+	// Window is the input window of a direct kernel with Tile.TW set.
+	Window Window
 	// Index is the C type for flat element offsets: int unless a tensor
 	// has 2^31 elements or more.
 	Index string
@@ -81,11 +83,37 @@ type Tile struct {
 	// are staged in shared memory.
 	Direct   bool
 	TapChunk int
+	// TW (direct): a thread computes TW consecutive outputs along W, of
+	// every W residue (TM is 1). The phases then split D and H only; along
+	// W a phase has ceil(OutW/TW) positions, one per thread, and its taps
+	// are the (kd, kh) pairs, with kw = 0 (Flat is that of kw 0).
+	TW int
+}
+
+// Window is what a TW thread reads along W. Its outputs are ow0 + j for
+// j < TW, with ow0 a multiple of TW and so of stride_w; through tap kw,
+// output j reads input column ow0/stride_w + (j + pad_w - kw*dil_w)/stride_w
+// when stride_w divides j + pad_w - kw*dil_w (and nothing otherwise). Those
+// columns lie in [ow0/stride_w + Lo, ow0/stride_w + Lo + Len): loaded once
+// per (d, h) tap and channel, used by every (j, kw) pair.
+type Window struct {
+	Lo, Len int
+	// Vector: the window is loaded as aligned float4s (Lo and Len multiples
+	// of 4): the input width and TW/stride_w are multiples of 4, so every
+	// window starts at a multiple of 4 and a float4 lies wholly inside or
+	// wholly outside the input.
+	Vector bool
+	// VectorStore: outputs are stored as float4s (the output width and TW
+	// are multiples of 4).
+	VectorStore bool
 }
 
 // Spec is the tile in spec form: every field the kernel uses, only the
 // ones of its precision.
 func (t Tile) Spec() spec.Tile {
+	if t.Direct && t.TW > 0 {
+		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, MinBlocks: t.MinBlocks, Direct: true, TW: t.TW}
+	}
 	if t.Direct {
 		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, MinBlocks: t.MinBlocks, Direct: true}
 	}
@@ -163,9 +191,12 @@ func New(s *spec.Spec) (*Plan, error) {
 		p.Threads = p.Tile.ThreadsM * p.Tile.ThreadsN
 	}
 	p.planPhases()
+	if p.Tile.TW > 0 {
+		p.planWindow()
+	}
 	if p.Tile.Direct {
 		// As many taps' weights as fit, up to the largest phase's taps.
-		perTap := p.CinG * p.Tile.BN * 4
+		perTap := p.CinG * p.Tile.BN * 4 * p.tapWidth()
 		p.Tile.TapChunk = max(1, min(p.maxPhaseTaps(), MaxSmemBytes/perTap))
 		p.SmemBytes = p.Tile.TapChunk * perTap
 	} else {
@@ -240,9 +271,12 @@ func chooseTile(t spec.Tile, cinG, coutG int) Tile {
 // 4 for float4 weight reads), two rows per thread (four with 8 or fewer
 // channels), 128 threads, and BK up to 8 input channels loaded at once.
 func chooseDirectTile(t spec.Tile, cinG, coutG int) Tile {
-	r := Tile{Direct: true, BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, MinBlocks: t.MinBlocks}
+	r := Tile{Direct: true, BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, MinBlocks: t.MinBlocks, TW: t.TW}
 	if r.BN == 0 {
 		r.BN = max(4, min(16, nextPow2(coutG)))
+	}
+	if r.TW > 0 {
+		return chooseWindowTile(r, cinG)
 	}
 	if r.TM == 0 {
 		r.TM = 2
@@ -267,6 +301,27 @@ func chooseDirectTile(t spec.Tile, cinG, coutG int) Tile {
 		// take what it needs.
 		r.MinBlocks = 1
 	}
+	return r
+}
+
+// chooseWindowTile fills a TW direct tile's fields: one row (TW outputs)
+// per thread, 128 threads, and 2 input channels' windows loaded at once
+// (a thread's products per channel are TW/stride_w times as many as a
+// row's: fewer channels in flight keep the registers for the sums).
+// Register use is mostly the TW x BN sums; min_blocks 1 by default lets
+// ptxas keep them all.
+func chooseWindowTile(r Tile, cinG int) Tile {
+	r.TM = 1
+	if r.BM == 0 {
+		r.BM = 128
+	}
+	if r.BK == 0 {
+		r.BK = min(2, cinG)
+	}
+	if r.MinBlocks == 0 {
+		r.MinBlocks = 1
+	}
+	r.ThreadsM, r.ThreadsN = r.BM, 1
 	return r
 }
 
@@ -332,11 +387,18 @@ func (p *Plan) checkTile() error {
 		}
 	}
 	if t.Direct {
-		if t.TM*t.BN > maxAccum {
+		if t.TW > 0 {
+			if t.TW%p.Conv.Stride[2] != 0 {
+				bad("tw", t.TW, "must be a multiple of stride_w=%d (a thread's outputs then start at residue 0)", p.Conv.Stride[2])
+			}
+			if t.TW*t.BN > maxAccum {
+				bad("bn", t.BN, "tw*bn = %d accumulators per thread (direct: a thread holds all bn columns); at most %d fit in registers", t.TW*t.BN, maxAccum)
+			}
+		} else if t.TM*t.BN > maxAccum {
 			bad("bn", t.BN, "tm*bn = %d accumulators per thread (direct: a thread holds all bn columns); at most %d fit in registers", t.TM*t.BN, maxAccum)
 		}
-		if perTap := p.CinG * t.BN * 4; perTap > MaxSmemBytes {
-			bad("bn", t.BN, "needs %d bytes of shared memory for one tap's weights (%d input channels x bn floats); sm_80 allows %d of static shared memory", perTap, p.CinG, MaxSmemBytes)
+		if perTap := p.CinG * t.BN * 4 * p.tapWidth(); perTap > MaxSmemBytes {
+			bad("bn", t.BN, "needs %d bytes of shared memory for one tap's weights (%d input channels x %d kw x bn floats); sm_80 allows %d of static shared memory", perTap, p.CinG, p.tapWidth(), MaxSmemBytes)
 		}
 	} else if t.MMA {
 		if t.BN%8 != 0 {
@@ -395,13 +457,21 @@ func (p *Plan) planPhases() {
 	type dimTap struct{ k, off int }
 	var phases []Phase
 	var tapLists [][]Tap
+	residuesW := c.Stride[2]
+	if p.Tile.TW > 0 {
+		residuesW = 1 // W is not split: a thread's TW outputs hold every residue
+	}
 	for rd := 0; rd < c.Stride[0]; rd++ {
 		for rh := 0; rh < c.Stride[1]; rh++ {
-			for rw := 0; rw < c.Stride[2]; rw++ {
+			for rw := 0; rw < residuesW; rw++ {
 				r := [3]int{rd, rh, rw}
 				var q [3]int
 				var dims [3][]dimTap
 				for i := range 3 {
+					if i == 2 && p.Tile.TW > 0 {
+						q[2], dims[2] = ceilDiv(p.Out[2], p.Tile.TW), []dimTap{{0, 0}}
+						continue
+					}
 					q[i] = ceilDiv(max(0, p.Out[i]-r[i]), c.Stride[i])
 					for k := 0; k < c.Kernel[i]; k++ {
 						num := r[i] + c.Padding[i] - k*c.Dilation[i]
@@ -437,6 +507,39 @@ func (p *Plan) planPhases() {
 		p.MaxTiles = max(p.MaxTiles, phases[i].Tiles)
 	}
 	p.Phases = phases
+}
+
+// planWindow finds the input columns a TW thread's (output, kw) pairs
+// read, relative to ow0/stride_w, and whether loads and stores can be
+// float4s. Every thread has a pair: kw = 0 reaches the j with stride_w
+// dividing j + pad_w, and TW spans every residue.
+func (p *Plan) planWindow() {
+	c, tw := p.Conv, p.Tile.TW
+	lo, hi := 1<<30, -(1 << 30)
+	for j := range tw {
+		for kw := range c.Kernel[2] {
+			if v := j + c.Padding[2] - kw*c.Dilation[2]; mod(v, c.Stride[2]) == 0 {
+				lo, hi = min(lo, v/c.Stride[2]), max(hi, v/c.Stride[2])
+			}
+		}
+	}
+	w := Window{Lo: lo, Len: hi - lo + 1}
+	if c.In[2]%4 == 0 && (tw/c.Stride[2])%4 == 0 {
+		w.Vector = true
+		w.Lo = lo - mod(lo, 4)
+		w.Len = 4 * ceilDiv(hi+1-w.Lo, 4)
+	}
+	w.VectorStore = p.Out[2]%4 == 0 && tw%4 == 0
+	p.Window = w
+}
+
+// tapWidth is how many kernel positions one entry of Taps stands for: the
+// kw row with Tile.TW, else one.
+func (p *Plan) tapWidth() int {
+	if p.Tile.TW > 0 {
+		return p.Conv.Kernel[2]
+	}
+	return 1
 }
 
 // maxPhaseTaps is the most taps any phase has.

@@ -174,23 +174,10 @@ func TestPhasesBruteForce(t *testing.T) {
 	}
 }
 
-// checkPhases returns the number of contributing pairs it checked, or
-// the first discrepancy.
-func checkPhases(c config, p *plan.Plan, out [3]int) (n int, err error) {
-	type failure struct{ error }
-	defer func() {
-		switch f := recover().(type) {
-		case nil:
-		case failure:
-			err = f.error
-		default:
-			panic(f)
-		}
-	}()
-	fail := func(format string, args ...any) {
-		panic(failure{fmt.Errorf(format, args...)})
-	}
-	// Brute force, straight from the definition of the transposed convolution.
+// contributingPairs is the brute force, straight from the definition of
+// the transposed convolution: every (output, input, weight tap) that
+// contributes, counted.
+func contributingPairs(c config, out [3]int) map[pair]int {
 	want := map[pair]int{}
 	var o, k [3]int
 	for o[0] = 0; o[0] < out[0]; o[0]++ {
@@ -215,6 +202,27 @@ func checkPhases(c config, p *plan.Plan, out [3]int) (n int, err error) {
 			}
 		}
 	}
+	return want
+}
+
+// checkPhases returns the number of contributing pairs it checked, or
+// the first discrepancy.
+func checkPhases(c config, p *plan.Plan, out [3]int) (n int, err error) {
+	type failure struct{ error }
+	defer func() {
+		switch f := recover().(type) {
+		case nil:
+		case failure:
+			err = f.error
+		default:
+			panic(f)
+		}
+	}()
+	fail := func(format string, args ...any) {
+		panic(failure{fmt.Errorf(format, args...)})
+	}
+	want := contributingPairs(c, out)
+	var o [3]int
 
 	// Phases: distinct residues, each with its outputs and tiles, tap
 	// slices back to back.
@@ -431,6 +439,11 @@ func TestTileDefaults(t *testing.T) {
 			plan.Tile{Direct: true, BM: 512, BN: 4, BK: 4, TM: 2, ThreadsM: 256, ThreadsN: 1, TapChunk: 24, MinBlocks: 1}, 256, 24 * 16 * 4 * 4},
 		{"direct, 64 threads", with(base72, func(c *config) { c.cin, c.cout, c.groups, c.tile = 64, 20, 1, "{direct: true, bm: 256, tm: 4, bk: 4}" }),
 			plan.Tile{Direct: true, BM: 256, BN: 16, BK: 4, TM: 4, ThreadsM: 64, ThreadsN: 1, TapChunk: 12, MinBlocks: 1}, 64, 12 * 64 * 16 * 4},
+		// W-window: one row of tw outputs per thread, 128 threads, two
+		// channels' windows at once, min_blocks 1; a chunk holds every
+		// (d, h) tap of a phase (2 x 3 at most) with all 7 kw.
+		{"direct, tw 8, 72", with(base72, func(c *config) { c.tile = "{direct: true, tw: 8}" }),
+			plan.Tile{Direct: true, BM: 128, BN: 8, BK: 2, TM: 1, TW: 8, ThreadsM: 128, ThreadsN: 1, TapChunk: 6, MinBlocks: 1}, 128, 6 * 8 * 7 * 8 * 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := plan.New(tc.c.parse(t))
@@ -499,6 +512,13 @@ func TestTileFeasibility(t *testing.T) {
 		}},
 		{"direct threads", "", "{direct: true, bm: 64, tm: 4}", []string{
 			"plan_test.yaml:42:28: kernel.tile.bm: gives bm/tm = 16 threads; a block needs a multiple of 32, at most 1024 (got 64)",
+		}},
+		// #72 has stride 2 along W.
+		{"tw not a multiple of stride_w", "", "{direct: true, tw: 5}", []string{
+			"plan_test.yaml:42:28: kernel.tile.tw: must be a multiple of stride_w=2 (a thread's outputs then start at residue 0) (got 5)",
+		}},
+		{"tw accumulators", "", "{direct: true, bn: 8, tw: 16}", []string{
+			"plan_test.yaml:42:28: kernel.tile.bn: tw*bn = 128 accumulators per thread (direct: a thread holds all bn columns); at most 64 fit in registers (got 8)",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -345,6 +345,7 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 				"min_blocks": func(n *yaml.Node, f string) { k.Tile.MinBlocks, _ = d.int(n, f) },
 				"cp_async":   func(n *yaml.Node, f string) { k.Tile.CpAsync, _ = d.bool(n, f) },
 				"direct":     func(n *yaml.Node, f string) { k.Tile.Direct, _ = d.bool(n, f) },
+				"tw":         func(n *yaml.Node, f string) { k.Tile.TW, _ = d.int(n, f) },
 			})
 		},
 		"triton": func(n *yaml.Node, f string) {

@@ -206,7 +206,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key in a param", []edit{{"{name: groups, type: int, default: 1}", "{name: groups, type: int, defualt: 1}"}},
 			[]string{"base.yaml:24:33: reference.params[6].defualt: unknown key; known: default, name, type"}},
 		{"unknown key in tile", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {bm: 64, bz: 2}"}},
-			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, cp_async, direct, min_blocks, presplit, tm, tn, wm, wn"}},
+			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, cp_async, direct, min_blocks, presplit, tm, tn, tw, wm, wn"}},
 		// BUG (decode.go, fields): an empty key is reported with the
 		// field name of its mapping only ("problem." here, "" at the top).
 		{"empty key", []edit{{"  groups: 4\n", "  groups: 4\n  \"\": 1\n"}},
@@ -403,6 +403,11 @@ func TestParseErrors(t *testing.T) {
 			[]string{"base.yaml:39:18: kernel.tile.direct: computes with fp32 FFMA: only with precision fp32 (precision is 3xtf32) (got true)"}},
 		{"direct with cp_async", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {direct: true, cp_async: true, tm: 8}"}},
 			[]string{"base.yaml:39:34: kernel.tile.cp_async: copies GEMM tiles, and a direct kernel has none: choose one (got true)"}},
+		{"tw without direct, with tm, too large", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {tw: 8, tm: 4}"}},
+			[]string{"base.yaml:39:14: kernel.tile.tw: sets a direct thread's outputs along W: only with direct: true (got 8)",
+				"base.yaml:39:21: kernel.tile.tm: must be 1 or unset with tw (a thread's outputs are its tw along W) (got 4)"}},
+		{"tw out of range", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {direct: true, tw: 32}"}},
+			[]string{"base.yaml:39:28: kernel.tile.tw: must be from 0 (unset) to 16 (outputs along W per thread) (got 32)"}},
 		{"cp_async with presplit", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {presplit: true, cp_async: true}"}},
 			[]string{"base.yaml:39:36: kernel.tile.cp_async: copies tiles without passing through registers, where presplit splits them: choose one (got true)"}},
 		{"triton split_weight in fp32", []edit{{"  precision: fp32", "  precision: 3xtf32\n  triton: {precision: fp32, split_weight: true}"}},

@@ -177,6 +177,11 @@ type Tile struct {
 	// thread reads the same ones. For groups of few channels, where GEMM
 	// tiles are mostly staging.
 	Direct bool
+	// TW (direct): each thread computes TW consecutive outputs along W,
+	// of every W residue, instead of TM rows of one phase. Its taps along
+	// W then read one window of input columns, loaded once per channel and
+	// used by every (output, kw) pair, and its stores are contiguous.
+	TW int
 }
 
 // Value is a Python literal as the reference model sees it: an int, a bool
@@ -204,7 +209,7 @@ func (t Tile) String() string {
 	for _, kv := range []struct {
 		k string
 		v int
-	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"min_blocks", t.MinBlocks}} {
+	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"tw", t.TW}, {"min_blocks", t.MinBlocks}} {
 		if kv.v != 0 {
 			f = append(f, fmt.Sprintf("%s: %d", kv.k, kv.v))
 		}

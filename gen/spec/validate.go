@@ -329,6 +329,12 @@ func (d *decoder) validateKernel(k *Kernel) {
 	if t.Direct && t.CpAsync {
 		d.failAt("kernel.tile.cp_async", "true", "copies GEMM tiles, and a direct kernel has none: choose one")
 	}
+	if t.TW != 0 && !t.Direct {
+		d.failAt("kernel.tile.tw", strconv.Itoa(t.TW), "sets a direct thread's outputs along W: only with direct: true")
+	}
+	if t.TW != 0 && t.TM > 1 {
+		d.failAt("kernel.tile.tm", strconv.Itoa(t.TM), "must be 1 or unset with tw (a thread's outputs are its tw along W)")
+	}
 	// A direct thread's rows need not fill float4 reads: 1 and 2 as well.
 	tmOK := t.TM == 0 || t.TM == 4 || t.TM == 8 || t.Direct && (t.TM == 1 || t.TM == 2)
 	d.sizes("kernel.tile.", tileRule, []sizeCheck{
@@ -340,6 +346,7 @@ func (d *decoder) validateKernel(k *Kernel) {
 		{"wm", t.WM, t.WM == 0 || t.WM == 16 || t.WM == 32 || t.WM == 64},
 		{"wn", t.WN, t.WN == 0 || t.WN == 8 || t.WN == 16 || t.WN == 32 || t.WN == 64},
 		{"min_blocks", t.MinBlocks, t.MinBlocks >= 0 && t.MinBlocks <= 32},
+		{"tw", t.TW, t.TW >= 0 && t.TW <= 16},
 	})
 }
 
@@ -391,6 +398,7 @@ var tileRule = map[string]string{
 	"wm":         "must be 16, 32 or 64 (whole m16n8k8 fragments per warp)",
 	"wn":         "must be 8, 16, 32 or 64 (whole m16n8k8 fragments per warp)",
 	"min_blocks": "must be from 0 (unset) to 32 (resident blocks per SM)",
+	"tw":         "must be from 0 (unset) to 16 (outputs along W per thread)",
 }
 
 // item returns the node of a list element, or the list itself.

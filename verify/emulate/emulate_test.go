@@ -269,3 +269,73 @@ func TestDirectKernelStagesTapsInChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowKernelMatchesReference runs W-window direct kernels (tile.tw)
+// on configurations picked for their edges: float4 window loads and
+// stores (input width and tw/stride_w multiples of 4) with #72's stride,
+// padding and groups; scalar loads and stores at odd widths, stride 3 and a
+// last chunk past the row; stride and dilation sharing a factor (outputs
+// no tap reaches, written with the bias); several channel tiles with a
+// channel count bk does not divide; and weights staged in several chunks.
+func TestWindowKernelMatchesReference(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i, c := range []struct {
+		conv          geom.Conv
+		tile          spec.Tile
+		vector, store bool
+	}{
+		{geom.Conv{Batch: 2, InChannels: 8, OutChannels: 8, In: [3]int{3, 4, 8}, Kernel: [3]int{3, 5, 7}, Stride: [3]int{2, 2, 2},
+			Padding: [3]int{1, 2, 3}, OutputPadding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 2, Bias: true},
+			spec.Tile{Direct: true, BM: 32, TW: 8}, true, true},
+		{geom.Conv{Batch: 1, InChannels: 3, OutChannels: 5, In: [3]int{2, 3, 7}, Kernel: [3]int{2, 3, 4}, Stride: [3]int{1, 2, 3},
+			Padding: [3]int{0, 1, 2}, OutputPadding: [3]int{0, 1, 2}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+			spec.Tile{Direct: true, BM: 32, TW: 6, BK: 2}, false, false},
+		{geom.Conv{Batch: 2, InChannels: 4, OutChannels: 6, In: [3]int{3, 3, 8}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
+			Padding: [3]int{1, 1, 1}, Dilation: [3]int{2, 2, 2}, Groups: 1, Bias: true},
+			spec.Tile{Direct: true, BM: 32, TW: 8, BN: 4, BK: 3}, true, false},
+		{geom.Conv{Batch: 1, InChannels: 160, OutChannels: 6, In: [3]int{2, 2, 6}, Kernel: [3]int{2, 2, 3}, Stride: [3]int{1, 1, 1},
+			Padding: [3]int{0, 0, 1}, Dilation: [3]int{1, 1, 2}, Groups: 2},
+			spec.Tile{Direct: true, BM: 32, TW: 4, BN: 16, BK: 8}, false, true},
+	} {
+		k := spec.Kernel{Backends: []string{"cuda"}, Precision: "fp32", Tile: c.tile}
+		s, err := spec.Parse("window.yaml", []byte(spec.Generic(fmt.Sprintf("window_%d", i), "W-window direct kernel", c.conv, "randn", k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := plan.New(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Window.Vector != c.vector || p.Window.VectorStore != c.store {
+			t.Fatalf("%s: window %+v, want float4 loads %v and stores %v", p, p.Window, c.vector, c.store)
+		}
+		if i == 3 && p.Tile.TapChunk >= 4 {
+			t.Fatalf("%s: %d taps a chunk: nothing to chunk", p, p.Tile.TapChunk)
+		}
+		y, want := emulateOutput(t, r, dir, p, p, "window.yaml")
+		if nan := nanCount(y); nan > 0 {
+			t.Fatalf("%s: %d of %d outputs not written", p, nan, len(y))
+		}
+		if e := ref.RelL2(y, want); e > 1e-5 {
+			t.Fatalf("%s: relative L2 error %.2e > 1e-5", p, e)
+		}
+		if i != 0 {
+			continue
+		}
+		// #72 in small: every planted bug must come out wrong here too.
+		ms := mutate.For(p)
+		if len(ms) < len(mutate.All()) {
+			t.Fatalf("%s: %d of %d mutations apply", p, len(ms), len(mutate.All()))
+		}
+		for _, m := range ms {
+			y, want := emulateOutput(t, r, dir, m.On(p), p, "window.yaml")
+			if nanCount(y) == 0 && ref.RelL2(y, want) < 1e-3 {
+				t.Errorf("mutant %s of %s gives relative error %.2e with every output written: not caught", m.Name, p, ref.RelL2(y, want))
+			}
+		}
+	}
+}

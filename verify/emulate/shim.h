@@ -28,6 +28,7 @@ struct alignas(16) float4 {
 struct alignas(8) float2 {
     float x, y;
 };
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
 // One warp's meeting point for mma.sync: each lane posts its fragments,
 // then reads everyone's.
