@@ -51,6 +51,15 @@ func (c config) parse(t testing.TB) *spec.Spec {
 // of geom.OutDim.
 func outDim(in, k, s, p, op, d int) int { return (in-1)*s - 2*p + d*(k-1) + op + 1 }
 
+// out is c's output size by outDim, and whether it is empty.
+func (c config) out() (out [3]int, empty bool) {
+	for i := range 3 {
+		out[i] = outDim(c.in[i], c.k[i], c.s[i], c.p[i], c.op[i], c.d[i])
+		empty = empty || out[i] <= 0
+	}
+	return out, empty
+}
+
 // randomConfig draws a configuration that satisfies every per-field rule;
 // its output may still be empty when the padding is large.
 func randomConfig(r *rand.Rand, maxIn, maxK, maxS, maxD int) config {
@@ -79,12 +88,7 @@ func TestOutputShape(t *testing.T) {
 	planned, refused := 0, 0
 	for range 5000 {
 		c := randomConfig(r, 40, 7, 4, 4)
-		var want [3]int
-		empty := false
-		for i := range 3 {
-			want[i] = outDim(c.in[i], c.k[i], c.s[i], c.p[i], c.op[i], c.d[i])
-			empty = empty || want[i] <= 0
-		}
+		want, empty := c.out()
 		s, err := spec.Parse("plan_test.yaml", []byte(c.yaml()))
 		if empty {
 			var errs spec.Errors
@@ -141,12 +145,7 @@ func TestPhasesBruteForce(t *testing.T) {
 			c.precision = ""
 			c.tile = "{bm: 64, bn: 8, tm: 4, tn: 4}" // small tiles: several per phase
 		}
-		empty := false
-		var out [3]int
-		for i := range 3 {
-			out[i] = outDim(c.in[i], c.k[i], c.s[i], c.p[i], c.op[i], c.d[i])
-			empty = empty || out[i] <= 0
-		}
+		out, empty := c.out()
 		if empty {
 			continue
 		}
@@ -335,10 +334,7 @@ func checkPhases(c config, p *plan.Plan, out [3]int) (n int, err error) {
 func TestPhasesCheckerCatches(t *testing.T) {
 	c := config{batch: 2, cin: 2, cout: 2, groups: 1, k: [3]int{3, 2, 4}, in: [3]int{3, 4, 2},
 		s: [3]int{2, 1, 3}, p: [3]int{1, 0, 2}, op: [3]int{1, 0, 1}, d: [3]int{1, 2, 1}}
-	var out [3]int
-	for i := range 3 {
-		out[i] = outDim(c.in[i], c.k[i], c.s[i], c.p[i], c.op[i], c.d[i])
-	}
+	out, _ := c.out()
 	fresh := func() *plan.Plan {
 		p, err := plan.New(c.parse(t))
 		if err != nil {

@@ -26,12 +26,7 @@ func TestWindowBruteForce(t *testing.T) {
 		}
 		tw := c.s[2] * (1 + r.Intn(16/c.s[2]))
 		c.tile = fmt.Sprintf("{bm: 32, bn: 4, tw: %d, direct: true}", tw)
-		var out [3]int
-		empty := false
-		for i := range 3 {
-			out[i] = outDim(c.in[i], c.k[i], c.s[i], c.p[i], c.op[i], c.d[i])
-			empty = empty || out[i] <= 0
-		}
+		out, empty := c.out()
 		if empty {
 			continue
 		}
@@ -138,10 +133,7 @@ func TestWindowCheckerCatches(t *testing.T) {
 	c := config{batch: 2, cin: 2, cout: 2, groups: 1, k: [3]int{3, 2, 5}, in: [3]int{3, 4, 8},
 		s: [3]int{2, 1, 2}, p: [3]int{1, 0, 2}, op: [3]int{1, 0, 1}, d: [3]int{1, 2, 1},
 		tile: "{bm: 32, bn: 4, tw: 8, direct: true}"}
-	var out [3]int
-	for i := range 3 {
-		out[i] = outDim(c.in[i], c.k[i], c.s[i], c.p[i], c.op[i], c.d[i])
-	}
+	out, _ := c.out()
 	good, err := plan.New(c.parse(t))
 	if err != nil {
 		t.Fatal(err)
