@@ -398,7 +398,11 @@ func (p *Plan) checkTile() error {
 			bad("bn", t.BN, "tm*bn = %d accumulators per thread (direct: a thread holds all bn columns); at most %d fit in registers", t.TM*t.BN, maxAccum)
 		}
 		if perTap := p.CinG * t.BN * 4 * p.tapWidth(); perTap > MaxSmemBytes {
-			bad("bn", t.BN, "needs %d bytes of shared memory for one tap's weights (%d input channels x %d kw x bn floats); sm_80 allows %d of static shared memory", perTap, p.CinG, p.tapWidth(), MaxSmemBytes)
+			what := fmt.Sprintf("one tap's weights (%d input channels x bn floats)", p.CinG)
+			if t.TW > 0 {
+				what = fmt.Sprintf("one (d, h) tap's weights (%d input channels x %d kw x bn floats)", p.CinG, p.tapWidth())
+			}
+			bad("bn", t.BN, "needs %d bytes of shared memory for %s; sm_80 allows %d of static shared memory", perTap, what, MaxSmemBytes)
 		}
 	} else if t.MMA {
 		if t.BN%8 != 0 {

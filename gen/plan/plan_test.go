@@ -531,6 +531,17 @@ func TestTileFeasibility(t *testing.T) {
 	}
 }
 
+// TestWindowWeightsOverSharedMemory: a W-window tile stages a (d, h) tap's
+// weights for every kw, and says so when they cannot fit.
+func TestWindowWeightsOverSharedMemory(t *testing.T) {
+	c := with(base72, func(c *config) { c.cin, c.groups, c.tile = 512, 1, "{direct: true, bn: 4, tw: 8}" })
+	_, err := plan.New(c.parse(t))
+	want := "plan_test.yaml:42:28: kernel.tile.bn: needs 57344 bytes of shared memory for one (d, h) tap's weights (512 input channels x 7 kw x bn floats); sm_80 allows 49152 of static shared memory (got 4)"
+	if err == nil || err.Error() != want {
+		t.Errorf("error:\n%v\nwant:\n%s", err, want)
+	}
+}
+
 // TestTileAccumulatorGuard: tm and tn are each 4 or 8 by the spec's rules,
 // so tm*tn > 64 cannot come from a file; the plan still guards it for a
 // spec built in code, and points at the field's node.
