@@ -134,17 +134,17 @@ func All() []Mutation {
 		{
 			Name:        "wrong-tap-weight",
 			Description: "every tap multiplies by the next tap's weights (flat tap index + 1, wrapping; in a W-window kernel, whose taps are kw rows, the next row's)",
-			// Flat stays in [0, taps) (a W-window kernel reads Flat + kw
-			// for kw < KW, so its Flat stays a multiple of KW), so the
+			// Flat steps by a whole tap entry (a kw row in a W-window
+			// kernel, which reads Flat + kw for kw < KW) and wraps, so the
 			// weight reads stay inside the re-laid-out weight. Wrong: each
 			// reaching tap now uses another kernel position's weights.
 			Applies: func(p *plan.Plan) bool {
-				return p.Conv.Taps() > tapStep(p) && anyReaching(p, allPhases(p))
+				return p.Conv.Taps() > p.TapWidth() && anyReaching(p, allPhases(p))
 			},
 			Apply: func(p *plan.Plan) {
 				p.Taps = slices.Clone(p.Taps)
 				for i := range p.Taps {
-					p.Taps[i].Flat = (p.Taps[i].Flat + tapStep(p)) % p.Conv.Taps()
+					p.Taps[i].Flat = (p.Taps[i].Flat + p.TapWidth()) % p.Conv.Taps()
 				}
 			},
 		},
@@ -200,15 +200,6 @@ func Lookup(name string) (Mutation, bool) {
 		}
 	}
 	return Mutation{}, false
-}
-
-// tapStep is the distance between the Flat indices of neighbouring taps:
-// a W-window kernel's taps are whole kw rows.
-func tapStep(p *plan.Plan) int {
-	if p.Tile.TW > 0 {
-		return p.Conv.Kernel[2]
-	}
-	return 1
 }
 
 func allPhases(p *plan.Plan) []int {

@@ -495,10 +495,7 @@ func checkRanges(t *testing.T, name string, orig, p *plan.Plan) {
 			t.Errorf("%s on %s: phase %+v outside the tap table of %d", name, orig, ph, len(p.Taps))
 		}
 	}
-	width := 1 // weight taps a tap entry reads from Flat on: a kw row in a W-window kernel
-	if p.Tile.TW > 0 {
-		width = p.Conv.Kernel[2]
-	}
+	width := p.TapWidth()
 	for _, tap := range p.Taps {
 		if tap.Flat < 0 || tap.Flat+width > p.Conv.Taps() {
 			t.Errorf("%s on %s: weight taps %d to %d of %d", name, orig, tap.Flat, tap.Flat+width-1, p.Conv.Taps())

@@ -196,7 +196,7 @@ func New(s *spec.Spec) (*Plan, error) {
 	}
 	if p.Tile.Direct {
 		// As many taps' weights as fit, up to the largest phase's taps.
-		perTap := p.CinG * p.Tile.BN * 4 * p.tapWidth()
+		perTap := p.CinG * p.Tile.BN * 4 * p.TapWidth()
 		p.Tile.TapChunk = max(1, min(p.maxPhaseTaps(), MaxSmemBytes/perTap))
 		p.SmemBytes = p.Tile.TapChunk * perTap
 	} else {
@@ -397,10 +397,10 @@ func (p *Plan) checkTile() error {
 		} else if t.TM*t.BN > maxAccum {
 			bad("bn", t.BN, "tm*bn = %d accumulators per thread (direct: a thread holds all bn columns); at most %d fit in registers", t.TM*t.BN, maxAccum)
 		}
-		if perTap := p.CinG * t.BN * 4 * p.tapWidth(); perTap > MaxSmemBytes {
+		if perTap := p.CinG * t.BN * 4 * p.TapWidth(); perTap > MaxSmemBytes {
 			what := fmt.Sprintf("one tap's weights (%d input channels x bn floats)", p.CinG)
 			if t.TW > 0 {
-				what = fmt.Sprintf("one (d, h) tap's weights (%d input channels x %d kw x bn floats)", p.CinG, p.tapWidth())
+				what = fmt.Sprintf("one (d, h) tap's weights (%d input channels x %d kw x bn floats)", p.CinG, p.TapWidth())
 			}
 			bad("bn", t.BN, "needs %d bytes of shared memory for %s; sm_80 allows %d of static shared memory", perTap, what, MaxSmemBytes)
 		}
@@ -537,9 +537,9 @@ func (p *Plan) planWindow() {
 	p.Window = w
 }
 
-// tapWidth is how many kernel positions one entry of Taps stands for: the
-// kw row with Tile.TW, else one.
-func (p *Plan) tapWidth() int {
+// TapWidth is how many weight taps one entry of Taps stands for, from its
+// Flat on: the kw row with Tile.TW, else one.
+func (p *Plan) TapWidth() int {
 	if p.Tile.TW > 0 {
 		return p.Conv.Kernel[2]
 	}
