@@ -28,6 +28,8 @@ Knobs (environment):
           memory by cp.async (L2 only)
   TMA     1: B by the bulk copy engine with mbarriers, no __syncthreads
   NP      the wgmma's N (48; more pads with zero weights)
+  CHAINS  2: the small products and hi*hi in two independent sums per step
+  BUF     with CHAINS 2: 2 double-buffers the sums, 1 waits for each step
   CA      cg or ca: the cp.async cache level of B
   LDG     plain or ldg: A loaded as plain loads or through the read-only path
 """
@@ -49,6 +51,8 @@ WG = int(os.environ.get("WG", "1"))
 AMODE = int(os.environ.get("AMODE", "0"))
 TMA = int(os.environ.get("TMA", "0"))
 NP = int(os.environ.get("NP", str(CO)))
+CHAINS = int(os.environ.get("CHAINS", "1"))
+BUF = int(os.environ.get("BUF", "2"))
 CA = os.environ.get("CA", "cg")
 LDG = os.environ.get("LDG", "plain")
 
@@ -80,7 +84,7 @@ SRC = r"""
 #include <cuda_runtime.h>
 constexpr int NB=%(NB)d, C=%(C)d, CO=%(CO)d, XD=%(XD)d, OD=%(OD)d, KS=%(KS)d;
 constexpr int KTOT=%(KTOT)d, STEPS=%(STEPS)d, STAGES=%(STAGES)d, WG=%(WG)d, NT=128*WG;
-constexpr int AMODE=%(AMODE)d, TMA=%(TMA)d;
+constexpr int AMODE=%(AMODE)d, TMA=%(TMA)d, CHAINS=%(CHAINS)d, BUF=%(BUF)d;
 constexpr long MTOT = (long)NB * OD * OD * OD;
 constexpr int NP = %(NP)d;
 constexpr int NCM = NP / 8;                 // core matrices along N
@@ -230,6 +234,15 @@ __device__ __forceinline__ Rows thread_rows(int warp, int g) {
 // The last step's sum into the running sum, then each output written once.
 // Accumulator layout: n8 block jb holds d[4jb] (g, 8jb+2t), d[4jb+1] (g, +1),
 // d[4jb+2] (g+8, 8jb+2t), d[4jb+3] (g+8, +1).
+__device__ __forceinline__ void store_rows(const float (&acc)[ND], const Rows& rw, int t, float* y) {
+#pragma unroll
+  for (int jb = 0; jb < NCM; jb++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      int co = 8 * jb + 2 * t + (e & 1), r = e >> 1;
+      if (rw.ok[r] && co < CO) y[rw.yb[r] + (long)co * OUT_DHW] = acc[4 * jb + e];
+    }
+}
 __device__ __forceinline__ void finish(float (&acc)[ND], float (&pa)[ND], float (&pb)[ND], const Rows& rw, int t, float* y) {
   wg_wait<0>(pa);
   wg_wait<0>(pb);
@@ -240,13 +253,77 @@ __device__ __forceinline__ void finish(float (&acc)[ND], float (&pa)[ND], float 
 #pragma unroll
     for (int i = 0; i < ND; i++) acc[i] += pb[i];
   }
+  store_rows(acc, rw, t, y);
+}
+
+// Two independent chains per step: the small products (lo*hi, hi*lo) in one
+// sum, hi*hi in another, so that neighbouring wgmmas do not wait on each
+// other's accumulator. BUF 2: the sums double-buffered (one step in flight);
+// BUF 1: each step waited for at once.
+__device__ __forceinline__ void issue2(float (&plo)[ND], float (&phh)[ND], const float (&v)[2][8], const float* sm, int s) {
+  uint32_t hi[2][8], lo[2][8];
 #pragma unroll
-  for (int jb = 0; jb < NCM; jb++)
+  for (int r = 0; r < 2; r++)
 #pragma unroll
-    for (int e = 0; e < 4; e++) {
-      int co = 8 * jb + 2 * t + (e & 1), r = e >> 1;
-      if (rw.ok[r] && co < CO) y[rw.yb[r] + (long)co * OUT_DHW] = acc[4 * jb + e];
+    for (int e = 0; e < 8; e++) {
+      hi[r][e] = tf32_hi(v[r][e]);
+      lo[r][e] = __float_as_uint(v[r][e] - __uint_as_float(hi[r][e]));
     }
+  uint32_t base = (uint32_t)__cvta_generic_to_shared(sm + (s %% STAGES) * STAGE_F);
+  wg_fence();
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    uint64_t dh = bdesc(base + j * CHUNK_F * 4), dl = bdesc(base + (HL_F + j * CHUNK_F) * 4);
+    wgN(plo, lo[0][2*j], lo[1][2*j], lo[0][2*j+1], lo[1][2*j+1], dh, j > 0);
+    wgN(phh, hi[0][2*j], hi[1][2*j], hi[0][2*j+1], hi[1][2*j+1], dh, j > 0);
+    wgN(plo, hi[0][2*j], hi[1][2*j], hi[0][2*j+1], hi[1][2*j+1], dl, 1);
+  }
+  wg_commit();
+}
+
+__global__ void __launch_bounds__(NT) k61c(const float* __restrict__ xk, const float* __restrict__ wimg, float* __restrict__ y) {
+  extern __shared__ __align__(128) float sm[];
+  int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  Rows rw = thread_rows(warp, g);
+  for (int s = 0; s < STAGES - 2; s++) load_b(sm, wimg, s, tid);
+  float acc[ND], la[ND], ha[ND], lb[ND], hb[ND];
+#pragma unroll
+  for (int i = 0; i < ND; i++) { acc[i] = 0.f; la[i] = 0.f; ha[i] = 0.f; lb[i] = 0.f; hb[i] = 0.f; }
+  float va[2][8], vb[2][8];
+  load_a(va, xk, rw.xb, 0, t);
+  load_a(vb, xk, rw.xb, 1, t);
+#define CSTEP(PL, PH, QL, QH, V, S) \
+    asm volatile("cp.async.wait_group %%0;\n" :: "n"(STAGES - 3) : "memory"); \
+    proxy_fence(); \
+    __syncthreads(); \
+    load_b(sm, wimg, (S) + STAGES - 2, tid); \
+    issue2(PL, PH, V, sm, S); \
+    if (BUF == 2) { \
+      wg_wait<1>(QL); wg_wait<1>(QH); \
+      if ((S) > 0) { _Pragma("unroll") for (int i = 0; i < ND; i++) acc[i] += QH[i] + QL[i]; } \
+    } else { \
+      wg_wait<0>(PL); wg_wait<0>(PH); \
+      _Pragma("unroll") for (int i = 0; i < ND; i++) acc[i] += PH[i] + PL[i]; \
+    } \
+    load_a(V, xk, rw.xb, (S) + 2, t);
+  for (int s = 0; s < STEPS; s += 2) {
+    CSTEP(la, ha, lb, hb, va, s)
+    if (s + 1 < STEPS) {
+      if (BUF == 2) { CSTEP(lb, hb, la, ha, vb, s + 1) }
+      else { CSTEP(la, ha, lb, hb, vb, s + 1) }
+    }
+  }
+  if (BUF == 2) {
+    wg_wait<0>(la); wg_wait<0>(ha); wg_wait<0>(lb); wg_wait<0>(hb);
+    if (STEPS %% 2) {
+#pragma unroll
+      for (int i = 0; i < ND; i++) acc[i] += ha[i] + la[i];
+    } else {
+#pragma unroll
+      for (int i = 0; i < ND; i++) acc[i] += hb[i] + lb[i];
+    }
+  }
+  store_rows(acc, rw, t, y);
 }
 
 __global__ void __launch_bounds__(NT) k61(const float* __restrict__ xk, const float* __restrict__ wimg, float* __restrict__ y) {
@@ -361,7 +438,11 @@ torch::Tensor run(torch::Tensor xk, torch::Tensor wimg) {
   auto y = torch::empty({NB, CO, OD, OD, OD}, xk.options());
   long M = (long)NB * OUT_DHW;
   unsigned grid = (unsigned)((M + 64 * WG - 1) / (64 * WG));
-  if (TMA) {
+  if (CHAINS == 2) {
+    int smem = STAGES * STAGE_F * 4;
+    cudaFuncSetAttribute(k61c, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    k61c<<<grid, NT, smem>>>(xk.data_ptr<float>(), wimg.data_ptr<float>(), y.data_ptr<float>());
+  } else if (TMA) {
     int smem = STAGES * STAGE_F * 4;
     cudaFuncSetAttribute(k61t, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     k61t<<<grid, NT, smem>>>(xk.data_ptr<float>(), wimg.data_ptr<float>(), y.data_ptr<float>());
@@ -372,9 +453,9 @@ torch::Tensor run(torch::Tensor xk, torch::Tensor wimg) {
   }
   return y;
 }
-""" % dict(NB=NB, C=C, CO=CO, XD=XD, OD=OD, KS=KS, KTOT=KTOT, STEPS=STEPS, STAGES=STAGES, NC=int(LDG == "ldg"), WG=WG, CA=CA, AMODE=AMODE, TMA=TMA, NP=NP, WGN=wg_src(NP))
+""" % dict(NB=NB, C=C, CO=CO, XD=XD, OD=OD, KS=KS, KTOT=KTOT, STEPS=STEPS, STAGES=STAGES, NC=int(LDG == "ldg"), WG=WG, CA=CA, AMODE=AMODE, TMA=TMA, NP=NP, WGN=wg_src(NP), CHAINS=CHAINS, BUF=BUF)
 
-ext = load_inline(name=f"wg61_s{STAGES}_{LDG}_w{WG}_{CA}_a{AMODE}_t{TMA}_n{NP}", cpp_sources="torch::Tensor run(torch::Tensor xk, torch::Tensor wimg);",
+ext = load_inline(name=f"wg61_s{STAGES}_{LDG}_w{WG}_{CA}_a{AMODE}_t{TMA}_n{NP}_c{CHAINS}{BUF}", cpp_sources="torch::Tensor run(torch::Tensor xk, torch::Tensor wimg);",
                   cuda_sources=[SRC], functions=["run"], extra_cuda_cflags=["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas=-v"],
                   verbose=bool(os.environ.get("VERBOSE")))
 
@@ -415,7 +496,7 @@ y = forward(x, w)
 torch.cuda.synchronize()
 ref = F.conv_transpose3d(x.double(), w.double())
 err = ((y.double() - ref).norm() / ref.norm()).item()
-print(f"STAGES={STAGES} LDG={LDG} WG={WG} CA={CA} AMODE={AMODE} TMA={TMA} NP={NP} rel L2 {err:.3e}  nan {torch.isnan(y).any().item()}")
+print(f"STAGES={STAGES} LDG={LDG} WG={WG} CA={CA} AMODE={AMODE} TMA={TMA} NP={NP} CHAINS={CHAINS} BUF={BUF} rel L2 {err:.3e}  nan {torch.isnan(y).any().item()}")
 del ref
 flush = torch.empty(256 << 18, device="cuda")
 xk = F.pad(x.permute(0, 2, 3, 4, 1), (0, 0) + (KS - 1, KS - 1) * 3).contiguous()
