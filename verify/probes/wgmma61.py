@@ -30,6 +30,8 @@ Knobs (environment):
   NP      the wgmma's N (48; more pads with zero weights)
   CHAINS  2: the small products and hi*hi in two independent sums per step
   BUF     with CHAINS 2: 2 double-buffers the sums, 1 waits for each step
+  SLABS   2: two m64 slabs (128 rows) per warpgroup, each step waited for
+          (written after the last GPU run of v20: not yet measured)
   CA      cg or ca: the cp.async cache level of B
   LDG     plain or ldg: A loaded as plain loads or through the read-only path
 """
@@ -53,6 +55,7 @@ TMA = int(os.environ.get("TMA", "0"))
 NP = int(os.environ.get("NP", str(CO)))
 CHAINS = int(os.environ.get("CHAINS", "1"))
 BUF = int(os.environ.get("BUF", "2"))
+SLABS = int(os.environ.get("SLABS", "1"))
 CA = os.environ.get("CA", "cg")
 LDG = os.environ.get("LDG", "plain")
 
@@ -84,7 +87,7 @@ SRC = r"""
 #include <cuda_runtime.h>
 constexpr int NB=%(NB)d, C=%(C)d, CO=%(CO)d, XD=%(XD)d, OD=%(OD)d, KS=%(KS)d;
 constexpr int KTOT=%(KTOT)d, STEPS=%(STEPS)d, STAGES=%(STAGES)d, WG=%(WG)d, NT=128*WG;
-constexpr int AMODE=%(AMODE)d, TMA=%(TMA)d, CHAINS=%(CHAINS)d, BUF=%(BUF)d;
+constexpr int AMODE=%(AMODE)d, TMA=%(TMA)d, CHAINS=%(CHAINS)d, BUF=%(BUF)d, SLABS=%(SLABS)d;
 constexpr long MTOT = (long)NB * OD * OD * OD;
 constexpr int NP = %(NP)d;
 constexpr int NCM = NP / 8;                 // core matrices along N
@@ -213,13 +216,12 @@ __device__ __forceinline__ void issue(float (&part)[ND], const float (&v)[2][8],
   wg_commit();
 }
 
-// A thread's two rows (g and g+8 of its warp's 16): where they read the input
+// A thread's two rows (m0 and m0+8: g and g+8 of its warp's 16): where they read the input
 // (tap (0,0,0), channel 0) and where they write. Rows past the end read the
 // last row and are not written.
 struct Rows { long xb[2], yb[2]; bool ok[2]; };
-__device__ __forceinline__ Rows thread_rows(int warp, int g) {
+__device__ __forceinline__ Rows thread_rows(long m0) {
   Rows rw;
-  long m0 = (long)blockIdx.x * 64 * WG + (warp >> 2) * 64 + (warp & 3) * 16 + g;
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     rw.ok[r] = m0 + 8 * r < MTOT;
@@ -281,10 +283,70 @@ __device__ __forceinline__ void issue2(float (&plo)[ND], float (&phh)[ND], const
   wg_commit();
 }
 
+// Two m64 slabs per warpgroup (128 rows per warpgroup, as Triton's 128-row
+// programs): per k8 chunk each product is issued for both slabs, so that
+// neighbouring wgmmas write different accumulators. Each step is waited for
+// at once (registers: two running sums and two step sums).
+__device__ __forceinline__ void issue_slabs(float (&p0)[ND], float (&p1)[ND], const float (&v0)[2][8], const float (&v1)[2][8],
+                                            const float* sm, int s) {
+  uint32_t hi[2][2][8], lo[2][2][8];
+#pragma unroll
+  for (int r = 0; r < 2; r++)
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+      hi[0][r][e] = tf32_hi(v0[r][e]);
+      lo[0][r][e] = __float_as_uint(v0[r][e] - __uint_as_float(hi[0][r][e]));
+      hi[1][r][e] = tf32_hi(v1[r][e]);
+      lo[1][r][e] = __float_as_uint(v1[r][e] - __uint_as_float(hi[1][r][e]));
+    }
+  uint32_t base = (uint32_t)__cvta_generic_to_shared(sm + (s %% STAGES) * STAGE_F);
+  wg_fence();
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    uint64_t dh = bdesc(base + j * CHUNK_F * 4), dl = bdesc(base + (HL_F + j * CHUNK_F) * 4);
+    wgN(p0, lo[0][0][2*j], lo[0][1][2*j], lo[0][0][2*j+1], lo[0][1][2*j+1], dh, j > 0);
+    wgN(p1, lo[1][0][2*j], lo[1][1][2*j], lo[1][0][2*j+1], lo[1][1][2*j+1], dh, j > 0);
+    wgN(p0, hi[0][0][2*j], hi[0][1][2*j], hi[0][0][2*j+1], hi[0][1][2*j+1], dl, 1);
+    wgN(p1, hi[1][0][2*j], hi[1][1][2*j], hi[1][0][2*j+1], hi[1][1][2*j+1], dl, 1);
+    wgN(p0, hi[0][0][2*j], hi[0][1][2*j], hi[0][0][2*j+1], hi[0][1][2*j+1], dh, 1);
+    wgN(p1, hi[1][0][2*j], hi[1][1][2*j], hi[1][0][2*j+1], hi[1][1][2*j+1], dh, 1);
+  }
+  wg_commit();
+}
+
+__global__ void __launch_bounds__(NT) k61s(const float* __restrict__ xk, const float* __restrict__ wimg, float* __restrict__ y) {
+  extern __shared__ __align__(128) float sm[];
+  int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  long m0 = (long)blockIdx.x * 128 * WG + (warp >> 2) * 128 + (warp & 3) * 16 + g;
+  Rows r0 = thread_rows(m0), r1 = thread_rows(m0 + 64);
+  for (int s = 0; s < STAGES - 2; s++) load_b(sm, wimg, s, tid);
+  float acc0[ND], acc1[ND], p0[ND], p1[ND];
+#pragma unroll
+  for (int i = 0; i < ND; i++) { acc0[i] = 0.f; acc1[i] = 0.f; p0[i] = 0.f; p1[i] = 0.f; }
+  float v0[2][8], v1[2][8];
+  load_a(v0, xk, r0.xb, 0, t);
+  load_a(v1, xk, r1.xb, 0, t);
+  for (int s = 0; s < STEPS; s++) {
+    asm volatile("cp.async.wait_group %%0;\n" :: "n"(STAGES - 3) : "memory");
+    proxy_fence();
+    __syncthreads();
+    load_b(sm, wimg, s + STAGES - 2, tid);
+    issue_slabs(p0, p1, v0, v1, sm, s);
+    load_a(v0, xk, r0.xb, s + 1, t);  // the next step's loads fly while the products run
+    load_a(v1, xk, r1.xb, s + 1, t);
+    wg_wait<0>(p0);
+    wg_wait<0>(p1);
+#pragma unroll
+    for (int i = 0; i < ND; i++) { acc0[i] += p0[i]; acc1[i] += p1[i]; }
+  }
+  store_rows(acc0, r0, t, y);
+  store_rows(acc1, r1, t, y);
+}
+
 __global__ void __launch_bounds__(NT) k61c(const float* __restrict__ xk, const float* __restrict__ wimg, float* __restrict__ y) {
   extern __shared__ __align__(128) float sm[];
   int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  Rows rw = thread_rows(warp, g);
+  Rows rw = thread_rows((long)blockIdx.x * 64 * WG + (warp >> 2) * 64 + (warp & 3) * 16 + g);
   for (int s = 0; s < STAGES - 2; s++) load_b(sm, wimg, s, tid);
   float acc[ND], la[ND], ha[ND], lb[ND], hb[ND];
 #pragma unroll
@@ -329,7 +391,7 @@ __global__ void __launch_bounds__(NT) k61c(const float* __restrict__ xk, const f
 __global__ void __launch_bounds__(NT) k61(const float* __restrict__ xk, const float* __restrict__ wimg, float* __restrict__ y) {
   extern __shared__ __align__(128) float sm[];
   int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  Rows rw = thread_rows(warp, g);
+  Rows rw = thread_rows((long)blockIdx.x * 64 * WG + (warp >> 2) * 64 + (warp & 3) * 16 + g);
   const long (&xb)[2] = rw.xb;
   float* sma = sm + STAGES * STAGE_F;
   for (int s = 0; s < STAGES - 2; s++) {
@@ -393,7 +455,7 @@ __global__ void __launch_bounds__(NT) k61t(const float* __restrict__ xk, const f
   extern __shared__ __align__(128) float sm[];
   __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
   int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  Rows rw = thread_rows(warp, g);
+  Rows rw = thread_rows((long)blockIdx.x * 64 * WG + (warp >> 2) * 64 + (warp & 3) * 16 + g);
   const long (&xb)[2] = rw.xb;
   if (tid == 0) {
     for (int i = 0; i < STAGES; i++) { mbar_init(&full[i], 1); mbar_init(&empty[i], 4 * WG); }
@@ -438,7 +500,11 @@ torch::Tensor run(torch::Tensor xk, torch::Tensor wimg) {
   auto y = torch::empty({NB, CO, OD, OD, OD}, xk.options());
   long M = (long)NB * OUT_DHW;
   unsigned grid = (unsigned)((M + 64 * WG - 1) / (64 * WG));
-  if (CHAINS == 2) {
+  if (SLABS == 2) {
+    int smem = STAGES * STAGE_F * 4;
+    cudaFuncSetAttribute(k61s, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    k61s<<<(unsigned)((M + 128 * WG - 1) / (128 * WG)), NT, smem>>>(xk.data_ptr<float>(), wimg.data_ptr<float>(), y.data_ptr<float>());
+  } else if (CHAINS == 2) {
     int smem = STAGES * STAGE_F * 4;
     cudaFuncSetAttribute(k61c, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     k61c<<<grid, NT, smem>>>(xk.data_ptr<float>(), wimg.data_ptr<float>(), y.data_ptr<float>());
@@ -453,9 +519,9 @@ torch::Tensor run(torch::Tensor xk, torch::Tensor wimg) {
   }
   return y;
 }
-""" % dict(NB=NB, C=C, CO=CO, XD=XD, OD=OD, KS=KS, KTOT=KTOT, STEPS=STEPS, STAGES=STAGES, NC=int(LDG == "ldg"), WG=WG, CA=CA, AMODE=AMODE, TMA=TMA, NP=NP, WGN=wg_src(NP), CHAINS=CHAINS, BUF=BUF)
+""" % dict(NB=NB, C=C, CO=CO, XD=XD, OD=OD, KS=KS, KTOT=KTOT, STEPS=STEPS, STAGES=STAGES, NC=int(LDG == "ldg"), WG=WG, CA=CA, AMODE=AMODE, TMA=TMA, NP=NP, WGN=wg_src(NP), CHAINS=CHAINS, BUF=BUF, SLABS=SLABS)
 
-ext = load_inline(name=f"wg61_s{STAGES}_{LDG}_w{WG}_{CA}_a{AMODE}_t{TMA}_n{NP}_c{CHAINS}{BUF}", cpp_sources="torch::Tensor run(torch::Tensor xk, torch::Tensor wimg);",
+ext = load_inline(name=f"wg61_s{STAGES}_{LDG}_w{WG}_{CA}_a{AMODE}_t{TMA}_n{NP}_c{CHAINS}{BUF}_m{SLABS}", cpp_sources="torch::Tensor run(torch::Tensor xk, torch::Tensor wimg);",
                   cuda_sources=[SRC], functions=["run"], extra_cuda_cflags=["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas=-v"],
                   verbose=bool(os.environ.get("VERBOSE")))
 
@@ -496,7 +562,7 @@ y = forward(x, w)
 torch.cuda.synchronize()
 ref = F.conv_transpose3d(x.double(), w.double())
 err = ((y.double() - ref).norm() / ref.norm()).item()
-print(f"STAGES={STAGES} LDG={LDG} WG={WG} CA={CA} AMODE={AMODE} TMA={TMA} NP={NP} CHAINS={CHAINS} BUF={BUF} rel L2 {err:.3e}  nan {torch.isnan(y).any().item()}")
+print(f"STAGES={STAGES} LDG={LDG} WG={WG} CA={CA} AMODE={AMODE} TMA={TMA} NP={NP} CHAINS={CHAINS} BUF={BUF} SLABS={SLABS} rel L2 {err:.3e}  nan {torch.isnan(y).any().item()}")
 del ref
 flush = torch.empty(256 << 18, device="cuda")
 xk = F.pad(x.permute(0, 2, 3, 4, 1), (0, 0) + (KS - 1, KS - 1) * 3).contiguous()
