@@ -1,15 +1,18 @@
-"""Probe, not a generated submission: problem #61 (batch 8, 48 -> 48 channels,
-kernel 3, stride 1, input 64^3) as a CUDA wgmma (sm_90a) 3xTF32 implicit GEMM,
-to measure what a hand-written Hopper kernel gains over the Triton one before
-the generator emits such kernels. Results: verify/PERF.md, v20.
+"""Probe, not a generated submission: a stride-1 level-1 problem (#58, #61,
+#68 or #70; PROBLEM, default 61) as a CUDA wgmma (sm_90a) 3xTF32 implicit
+GEMM, to measure what a hand-written Hopper kernel gains over the Triton one
+before the generator emits such kernels. Results: verify/PERF.md, v20 (#61
+only, so far).
 
-Run on a Hopper GPU host (CUDA 12+ nvcc, torch):  python3 verify/probes/wgmma61.py
-It checks the output against a float64 ConvTranspose3d and times the kernel
-alone (on re-laid inputs) and the forward with torch's re-layouts (L2 flushed
-before each run, CUDA events, 20 runs).
+Run on a Hopper GPU host (CUDA 12+ nvcc, torch):
+  PROBLEM=61 python3 verify/probes/wgmma.py
+It checks the first and last batch elements against a float64
+ConvTranspose3d and times the kernel alone (on re-laid inputs) and the
+forward with torch's re-layouts (L2 flushed before each run, CUDA events,
+20 runs).
 
 The kernel. Output positions are the wgmma M side (64 per warpgroup), output
-channels the N side (NP, zero weights past the 48 real ones), and the
+channels the N side (NP, zero weights past the real ones), and the
 reduction runs over (tap, input channel) 32 deep per step. A goes from the
 input (channels last, in a zero border) straight into wgmma register
 fragments: within a step the K order is permuted so that a thread's four k8
@@ -27,7 +30,7 @@ Knobs (environment):
   AMODE   0: A loaded one step ahead; 1: two steps ahead; 2: through shared
           memory by cp.async (L2 only)
   TMA     1: B by the bulk copy engine with mbarriers, no __syncthreads
-  NP      the wgmma's N (48; more pads with zero weights)
+  NP      the wgmma's N (the output channels; more pads with zero weights)
   CHAINS  2: the small products and hi*hi in two independent sums per step
   BUF     with CHAINS 2: 2 double-buffers the sums, 1 waits for each step
   SLABS   2: two m64 slabs (128 rows) per warpgroup, each step waited for
@@ -43,10 +46,19 @@ import torch.nn.functional as F
 os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0a")
 from torch.utils.cpp_extension import load_inline  # noqa: E402
 
-NB, C, CO, D, KS = 8, 48, 48, 64, 3
-OD = D + KS - 1
-XD = D + 2 * (KS - 1)
-KTOT = KS ** 3 * C
+# The stride-1 level-1 problems: batch, in and out channels, kernel, input
+# (as in specs/level1; no padding, so outputs are input + kernel - 1).
+PROBLEMS = {
+    "58": (16, 32, 16, (3, 5, 7), (16, 32, 64)),
+    "61": (8, 48, 48, (3, 3, 3), (64, 64, 64)),
+    "68": (16, 32, 64, (3, 5, 5), (64, 64, 64)),
+    "70": (8, 48, 24, (3, 3, 3), (96, 96, 96)),
+}
+PROBLEM = os.environ.get("PROBLEM", "61")
+NB, C, CO, (KD, KH, KW), (ID, IH, IW) = PROBLEMS[PROBLEM]
+OD, OH, OW = ID + KD - 1, IH + KH - 1, IW + KW - 1
+XD, XH, XW = ID + 2 * (KD - 1), IH + 2 * (KH - 1), IW + 2 * (KW - 1)  # the input in its zero border
+KTOT = KD * KH * KW * C
 STEPS = (KTOT + 31) // 32
 STAGES = int(os.environ.get("STAGES", "4"))
 WG = int(os.environ.get("WG", "1"))
@@ -85,16 +97,17 @@ template <int N> __device__ __forceinline__ void wg_wait(float (&d)[{nd}]) {{
 SRC = r"""
 #include <cstdint>
 #include <cuda_runtime.h>
-constexpr int NB=%(NB)d, C=%(C)d, CO=%(CO)d, XD=%(XD)d, OD=%(OD)d, KS=%(KS)d;
+constexpr int NB=%(NB)d, C=%(C)d, CO=%(CO)d, KD=%(KD)d, KH=%(KH)d, KW=%(KW)d;
+constexpr int XD=%(XD)d, XH=%(XH)d, XW=%(XW)d, OD=%(OD)d, OH=%(OH)d, OW=%(OW)d;
 constexpr int KTOT=%(KTOT)d, STEPS=%(STEPS)d, STAGES=%(STAGES)d, WG=%(WG)d, NT=128*WG;
 constexpr int AMODE=%(AMODE)d, TMA=%(TMA)d, CHAINS=%(CHAINS)d, BUF=%(BUF)d, SLABS=%(SLABS)d;
-constexpr long MTOT = (long)NB * OD * OD * OD;
+constexpr long MTOT = (long)NB * OD * OH * OW;
 constexpr int NP = %(NP)d;
 constexpr int NCM = NP / 8;                 // core matrices along N
 constexpr int CHUNK_F = 2 * NCM * 32;       // floats of one k8 chunk (2 x NCM core matrices)
 constexpr int HL_F = 4 * CHUNK_F;           // one part (hi or lo) of a 32-deep step
 constexpr int STAGE_F = 2 * HL_F;           // hi and lo
-constexpr int OUT_DHW = OD * OD * OD;
+constexpr int OUT_DHW = OD * OH * OW;
 constexpr int ND = NP / 2;                  // accumulator floats per thread (64 x NP / 128)
 
 __device__ __forceinline__ float4 ldx(const float* p) {
@@ -140,8 +153,8 @@ __device__ __forceinline__ void load_a(float (&v)[2][8], const float* xk, const 
   int kk = s * 32 + 8 * t;
   if (kk < KTOT) {
     int tap = kk / C, ch = kk %% C;
-    int kd = tap / (KS * KS), kh = (tap / KS) %% KS, kw = tap %% KS;
-    long off = ch - (long)((kd * XD + kh) * XD + kw) * C;
+    int kd = tap / (KH * KW), kh = (tap / KW) %% KH, kw = tap %% KW;
+    long off = ch - (long)((kd * XH + kh) * XW + kw) * C;
 #pragma unroll
     for (int r = 0; r < 2; r++) {
       float4 p = ldx(xk + xb[r] + off), q = ldx(xk + xb[r] + off + 4);
@@ -175,8 +188,8 @@ __device__ __forceinline__ void load_a_async(float* sma, const float* xk, const 
   long off = 0; int n = 0;
   if (kk < KTOT) {
     int tap = kk / C, ch = kk %% C;
-    int kd = tap / (KS * KS), kh = (tap / KS) %% KS, kw = tap %% KS;
-    off = ch - (long)((kd * XD + kh) * XD + kw) * C; n = 16;
+    int kd = tap / (KH * KW), kh = (tap / KW) %% KH, kw = tap %% KW;
+    off = ch - (long)((kd * XH + kh) * XW + kw) * C; n = 16;
   }
   uint32_t dst = (uint32_t)__cvta_generic_to_shared(sma + (s %% STAGES) * A_F);
 #pragma unroll
@@ -226,9 +239,9 @@ __device__ __forceinline__ Rows thread_rows(long m0) {
   for (int r = 0; r < 2; r++) {
     rw.ok[r] = m0 + 8 * r < MTOT;
     long m = rw.ok[r] ? m0 + 8 * r : MTOT - 1;
-    int ow = m %% OD, oh = (m / OD) %% OD, od = (m / (OD * OD)) %% OD, n = m / OUT_DHW;
-    rw.xb[r] = ((((long)n * XD + od + KS - 1) * XD + oh + KS - 1) * XD + ow + KS - 1) * C;
-    rw.yb[r] = (long)n * CO * OUT_DHW + ((long)od * OD + oh) * OD + ow;
+    int ow = m %% OW, oh = (m / OW) %% OH, od = (m / (OW * OH)) %% OD, n = m / OUT_DHW;
+    rw.xb[r] = ((((long)n * XD + od + KD - 1) * XH + oh + KH - 1) * XW + ow + KW - 1) * C;
+    rw.yb[r] = (long)n * CO * OUT_DHW + ((long)od * OH + oh) * OW + ow;
   }
   return rw;
 }
@@ -497,7 +510,7 @@ __global__ void __launch_bounds__(NT) k61t(const float* __restrict__ xk, const f
 }
 
 torch::Tensor run(torch::Tensor xk, torch::Tensor wimg) {
-  auto y = torch::empty({NB, CO, OD, OD, OD}, xk.options());
+  auto y = torch::empty({NB, CO, OD, OH, OW}, xk.options());
   long M = (long)NB * OUT_DHW;
   unsigned grid = (unsigned)((M + 64 * WG - 1) / (64 * WG));
   if (SLABS == 2) {
@@ -519,9 +532,9 @@ torch::Tensor run(torch::Tensor xk, torch::Tensor wimg) {
   }
   return y;
 }
-""" % dict(NB=NB, C=C, CO=CO, XD=XD, OD=OD, KS=KS, KTOT=KTOT, STEPS=STEPS, STAGES=STAGES, NC=int(LDG == "ldg"), WG=WG, CA=CA, AMODE=AMODE, TMA=TMA, NP=NP, WGN=wg_src(NP), CHAINS=CHAINS, BUF=BUF, SLABS=SLABS)
+""" % dict(NB=NB, C=C, CO=CO, KD=KD, KH=KH, KW=KW, XD=XD, XH=XH, XW=XW, OD=OD, OH=OH, OW=OW, KTOT=KTOT, STEPS=STEPS, STAGES=STAGES, NC=int(LDG == "ldg"), WG=WG, CA=CA, AMODE=AMODE, TMA=TMA, NP=NP, WGN=wg_src(NP), CHAINS=CHAINS, BUF=BUF, SLABS=SLABS)
 
-ext = load_inline(name=f"wg61_s{STAGES}_{LDG}_w{WG}_{CA}_a{AMODE}_t{TMA}_n{NP}_c{CHAINS}{BUF}_m{SLABS}", cpp_sources="torch::Tensor run(torch::Tensor xk, torch::Tensor wimg);",
+ext = load_inline(name=f"wg{PROBLEM}_s{STAGES}_{LDG}_w{WG}_{CA}_a{AMODE}_t{TMA}_n{NP}_c{CHAINS}{BUF}_m{SLABS}", cpp_sources="torch::Tensor run(torch::Tensor xk, torch::Tensor wimg);",
                   cuda_sources=[SRC], functions=["run"], extra_cuda_cflags=["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas=-v"],
                   verbose=bool(os.environ.get("VERBOSE")))
 
@@ -530,7 +543,7 @@ def split(v):
     return hi, v - hi
 
 def weight_image(w):
-    # w: (C, CO, 3, 3, 3). Image per step: [hl][j 4][kcm 2][ncm][8 n][4 k].
+    # w: (C, CO, KD, KH, KW). Image per step: [hl][j 4][kcm 2][ncm][8 n][4 k].
     dev = w.device
     s = torch.arange(STEPS, device=dev).view(-1, 1, 1, 1, 1, 1)
     j = torch.arange(4, device=dev).view(1, -1, 1, 1, 1, 1)
@@ -546,26 +559,32 @@ def weight_image(w):
     ok = (kk < KTOT) & (ncm * 8 + nr < CO)
     kk = torch.where(ok, kk, torch.zeros_like(kk))
     tap, ci = kk // C, kk % C
-    wt = w.reshape(C, CO, KS ** 3)
+    wt = w.reshape(C, CO, KD * KH * KW)
     vals = wt[ci, n, tap] * ok
     hi, lo = split(vals.contiguous())
     return torch.stack((hi, lo), dim=1).contiguous()   # [s][hl][j][kcm][ncm][nr][kc]
 
+def bordered(x):
+    """The input channels last, inside a zero border of kernel - 1 per side."""
+    return F.pad(x.permute(0, 2, 3, 4, 1), (0, 0, KW - 1, KW - 1, KH - 1, KH - 1, KD - 1, KD - 1)).contiguous()
+
 def forward(x, w):
-    xk = F.pad(x.permute(0, 2, 3, 4, 1), (0, 0) + (KS - 1, KS - 1) * 3).contiguous()
+    xk = bordered(x)
     return ext.run(xk, weight_image(w))
 
 torch.manual_seed(0)
-x = torch.rand(NB, C, D, D, D, device="cuda")
-w = (torch.rand(C, CO, KS, KS, KS, device="cuda") - 0.5) * 0.1
+x = torch.rand(NB, C, ID, IH, IW, device="cuda")
+w = (torch.rand(C, CO, KD, KH, KW, device="cuda") - 0.5) * 0.1
 y = forward(x, w)
 torch.cuda.synchronize()
-ref = F.conv_transpose3d(x.double(), w.double())
-err = ((y.double() - ref).norm() / ref.norm()).item()
-print(f"STAGES={STAGES} LDG={LDG} WG={WG} CA={CA} AMODE={AMODE} TMA={TMA} NP={NP} CHAINS={CHAINS} BUF={BUF} SLABS={SLABS} rel L2 {err:.3e}  nan {torch.isnan(y).any().item()}")
+# The float64 reference of the first and last batch elements (the whole of
+# #68 in float64 would take long).
+ref = F.conv_transpose3d(x[[0, -1]].double(), w.double())
+err = ((y[[0, -1]].double() - ref).norm() / ref.norm()).item()
+print(f"#{PROBLEM} STAGES={STAGES} LDG={LDG} WG={WG} CA={CA} AMODE={AMODE} TMA={TMA} NP={NP} CHAINS={CHAINS} BUF={BUF} SLABS={SLABS} rel L2 {err:.3e}  nan {torch.isnan(y).any().item()}")
 del ref
 flush = torch.empty(256 << 18, device="cuda")
-xk = F.pad(x.permute(0, 2, 3, 4, 1), (0, 0) + (KS - 1, KS - 1) * 3).contiguous()
+xk = bordered(x)
 wi = weight_image(w)
 for name, fn in (("kernel", lambda: ext.run(xk, wi)), ("forward", lambda: forward(x, w))):
     ts = []
