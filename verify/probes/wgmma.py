@@ -206,9 +206,8 @@ __device__ __forceinline__ void read_a(float (&v)[2][8], const float* sma, int s
   }
 }
 
-// One step: split A, wait for B, issue the 12 products into part, commit.
-__device__ __forceinline__ void issue(float (&part)[ND], const float (&v)[2][8], const float* sm, int s) {
-  uint32_t hi[2][8], lo[2][8];
+// A thread's step of A as TF32 parts: hi the nearest TF32 value, lo the exact rest.
+__device__ __forceinline__ void split_a(const float (&v)[2][8], uint32_t (&hi)[2][8], uint32_t (&lo)[2][8]) {
 #pragma unroll
   for (int r = 0; r < 2; r++)
 #pragma unroll
@@ -216,6 +215,12 @@ __device__ __forceinline__ void issue(float (&part)[ND], const float (&v)[2][8],
       hi[r][e] = tf32_hi(v[r][e]);
       lo[r][e] = __float_as_uint(v[r][e] - __uint_as_float(hi[r][e]));
     }
+}
+
+// One step: split A, wait for B, issue the 12 products into part, commit.
+__device__ __forceinline__ void issue(float (&part)[ND], const float (&v)[2][8], const float* sm, int s) {
+  uint32_t hi[2][8], lo[2][8];
+  split_a(v, hi, lo);
   uint32_t base = (uint32_t)__cvta_generic_to_shared(sm + (s %% STAGES) * STAGE_F);
   wg_fence();
 #pragma unroll
@@ -277,13 +282,7 @@ __device__ __forceinline__ void finish(float (&acc)[ND], float (&pa)[ND], float 
 // BUF 1: each step waited for at once.
 __device__ __forceinline__ void issue2(float (&plo)[ND], float (&phh)[ND], const float (&v)[2][8], const float* sm, int s) {
   uint32_t hi[2][8], lo[2][8];
-#pragma unroll
-  for (int r = 0; r < 2; r++)
-#pragma unroll
-    for (int e = 0; e < 8; e++) {
-      hi[r][e] = tf32_hi(v[r][e]);
-      lo[r][e] = __float_as_uint(v[r][e] - __uint_as_float(hi[r][e]));
-    }
+  split_a(v, hi, lo);
   uint32_t base = (uint32_t)__cvta_generic_to_shared(sm + (s %% STAGES) * STAGE_F);
   wg_fence();
 #pragma unroll
@@ -303,15 +302,8 @@ __device__ __forceinline__ void issue2(float (&plo)[ND], float (&phh)[ND], const
 __device__ __forceinline__ void issue_slabs(float (&p0)[ND], float (&p1)[ND], const float (&v0)[2][8], const float (&v1)[2][8],
                                             const float* sm, int s) {
   uint32_t hi[2][2][8], lo[2][2][8];
-#pragma unroll
-  for (int r = 0; r < 2; r++)
-#pragma unroll
-    for (int e = 0; e < 8; e++) {
-      hi[0][r][e] = tf32_hi(v0[r][e]);
-      lo[0][r][e] = __float_as_uint(v0[r][e] - __uint_as_float(hi[0][r][e]));
-      hi[1][r][e] = tf32_hi(v1[r][e]);
-      lo[1][r][e] = __float_as_uint(v1[r][e] - __uint_as_float(hi[1][r][e]));
-    }
+  split_a(v0, hi[0], lo[0]);
+  split_a(v1, hi[1], lo[1]);
   uint32_t base = (uint32_t)__cvta_generic_to_shared(sm + (s %% STAGES) * STAGE_F);
   wg_fence();
 #pragma unroll
