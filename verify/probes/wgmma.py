@@ -70,6 +70,11 @@ BUF = int(os.environ.get("BUF", "2"))
 SLABS = int(os.environ.get("SLABS", "1"))
 CA = os.environ.get("CA", "cg")
 LDG = os.environ.get("LDG", "plain")
+# wgmma's N is a multiple of 8 up to 256; a thread's 8-channel runs never
+# straddle a tap when the channels come in eights.
+assert NP % 8 == 0 and CO <= NP <= 256, f"NP must be a multiple of 8 in [{CO}, 256] (got {NP})"
+assert C % 8 == 0, f"in_channels must be a multiple of 8 (got {C})"
+assert SLABS in (1, 2) and CHAINS in (1, 2) and BUF in (1, 2) and AMODE in (0, 1, 2), "SLABS, CHAINS, BUF: 1 or 2; AMODE: 0, 1 or 2"
 
 
 def wg_src(np_):
