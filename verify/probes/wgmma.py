@@ -74,6 +74,7 @@ LDG = os.environ.get("LDG", "plain")
 # straddle a tap when the channels come in eights.
 assert NP % 8 == 0 and CO <= NP <= 256, f"NP must be a multiple of 8 in [{CO}, 256] (got {NP})"
 assert C % 8 == 0, f"in_channels must be a multiple of 8 (got {C})"
+assert STAGES >= 3, f"STAGES must be at least 3: loads run STAGES-2 steps ahead (got {STAGES})"
 assert SLABS in (1, 2) and CHAINS in (1, 2) and BUF in (1, 2) and AMODE in (0, 1, 2), "SLABS, CHAINS, BUF: 1 or 2; AMODE: 0, 1 or 2"
 
 
