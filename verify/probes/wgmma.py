@@ -152,15 +152,23 @@ __device__ __forceinline__ void cp16(uint32_t saddr, const void* g) {
   asm volatile("cp.async.%(CA)s.shared.global [%%0], [%%1], 16;\n" :: "r"(saddr), "l"(g));
 }
 
+// Where thread t's 8 channels of step s lie relative to its rows' tap-(0,0,0)
+// base: false past the reduction's end (those values are zero).
+__device__ __forceinline__ bool step_offset(int s, int t, long& off) {
+  int kk = s * 32 + 8 * t;
+  if (kk >= KTOT) return false;
+  int tap = kk / C, ch = kk %% C;
+  int kd = tap / (KH * KW), kh = (tap / KW) %% KH, kw = tap %% KW;
+  off = ch - (long)((kd * XH + kh) * XW + kw) * C;
+  return true;
+}
+
 // Thread's A values of one step: rows g and g+8 of its warp's 16, channels
 // 8t..8t+7 of the step's 32 (the K order is permuted so that a thread's
 // fragments of the 4 k8 chunks are 8 contiguous channels).
 __device__ __forceinline__ void load_a(float (&v)[2][8], const float* xk, const long (&xb)[2], int s, int t) {
-  int kk = s * 32 + 8 * t;
-  if (kk < KTOT) {
-    int tap = kk / C, ch = kk %% C;
-    int kd = tap / (KH * KW), kh = (tap / KW) %% KH, kw = tap %% KW;
-    long off = ch - (long)((kd * XH + kh) * XW + kw) * C;
+  long off;
+  if (step_offset(s, t, off)) {
 #pragma unroll
     for (int r = 0; r < 2; r++) {
       float4 p = ldx(xk + xb[r] + off), q = ldx(xk + xb[r] + off + 4);
@@ -190,13 +198,8 @@ __device__ __forceinline__ void cp16z(uint32_t saddr, const void* g, int n) {
 constexpr int A_F = NT * 16;  // A floats per stage (AMODE 2): [4 float4 slots][NT threads]
 __device__ __forceinline__ void load_a_async(float* sma, const float* xk, const long (&xb)[2], int s, int tid, int t) {
   if (s >= STEPS) return;
-  int kk = s * 32 + 8 * t;
-  long off = 0; int n = 0;
-  if (kk < KTOT) {
-    int tap = kk / C, ch = kk %% C;
-    int kd = tap / (KH * KW), kh = (tap / KW) %% KH, kw = tap %% KW;
-    off = ch - (long)((kd * XH + kh) * XW + kw) * C; n = 16;
-  }
+  long off = 0;
+  int n = step_offset(s, t, off) ? 16 : 0;  // 0 bytes read: the copy fills zeros
   uint32_t dst = (uint32_t)__cvta_generic_to_shared(sma + (s %% STAGES) * A_F);
 #pragma unroll
   for (int q = 0; q < 4; q++)
@@ -244,6 +247,10 @@ __device__ __forceinline__ void issue(float (&part)[ND], const float (&v)[2][8],
 // (tap (0,0,0), channel 0) and where they write. Rows past the end read the
 // last row and are not written.
 struct Rows { long xb[2], yb[2]; bool ok[2]; };
+// Row g of warp's 16 in its warpgroup's slab of `rows` within the block.
+__device__ __forceinline__ long first_row(int rows, int warp, int g) {
+  return (long)blockIdx.x * rows * WG + (warp >> 2) * rows + (warp & 3) * 16 + g;
+}
 __device__ __forceinline__ Rows thread_rows(long m0) {
   Rows rw;
 #pragma unroll
@@ -328,7 +335,7 @@ __device__ __forceinline__ void issue_slabs(float (&p0)[ND], float (&p1)[ND], co
 __global__ void __launch_bounds__(NT) k61s(const float* __restrict__ xk, const float* __restrict__ wimg, float* __restrict__ y) {
   extern __shared__ __align__(128) float sm[];
   int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  long m0 = (long)blockIdx.x * 128 * WG + (warp >> 2) * 128 + (warp & 3) * 16 + g;
+  long m0 = first_row(128, warp, g);
   Rows r0 = thread_rows(m0), r1 = thread_rows(m0 + 64);
   for (int s = 0; s < STAGES - 2; s++) load_b(sm, wimg, s, tid);
   float acc0[ND], acc1[ND], p0[ND], p1[ND];
@@ -357,7 +364,7 @@ __global__ void __launch_bounds__(NT) k61s(const float* __restrict__ xk, const f
 __global__ void __launch_bounds__(NT) k61c(const float* __restrict__ xk, const float* __restrict__ wimg, float* __restrict__ y) {
   extern __shared__ __align__(128) float sm[];
   int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  Rows rw = thread_rows((long)blockIdx.x * 64 * WG + (warp >> 2) * 64 + (warp & 3) * 16 + g);
+  Rows rw = thread_rows(first_row(64, warp, g));
   for (int s = 0; s < STAGES - 2; s++) load_b(sm, wimg, s, tid);
   float acc[ND], la[ND], ha[ND], lb[ND], hb[ND];
 #pragma unroll
@@ -402,7 +409,7 @@ __global__ void __launch_bounds__(NT) k61c(const float* __restrict__ xk, const f
 __global__ void __launch_bounds__(NT) k61(const float* __restrict__ xk, const float* __restrict__ wimg, float* __restrict__ y) {
   extern __shared__ __align__(128) float sm[];
   int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  Rows rw = thread_rows((long)blockIdx.x * 64 * WG + (warp >> 2) * 64 + (warp & 3) * 16 + g);
+  Rows rw = thread_rows(first_row(64, warp, g));
   const long (&xb)[2] = rw.xb;
   float* sma = sm + STAGES * STAGE_F;
   for (int s = 0; s < STAGES - 2; s++) {
@@ -466,7 +473,7 @@ __global__ void __launch_bounds__(NT) k61t(const float* __restrict__ xk, const f
   extern __shared__ __align__(128) float sm[];
   __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
   int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  Rows rw = thread_rows((long)blockIdx.x * 64 * WG + (warp >> 2) * 64 + (warp & 3) * 16 + g);
+  Rows rw = thread_rows(first_row(64, warp, g));
   const long (&xb)[2] = rw.xb;
   if (tid == 0) {
     for (int i = 0; i < STAGES; i++) { mbar_init(&full[i], 1); mbar_init(&empty[i], 4 * WG); }
