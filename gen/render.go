@@ -49,6 +49,11 @@ type View struct {
 	AK           int
 	BLoads       int
 
+	// wgmma tile: the re-layout launches and the operand lists of its
+	// inline PTX.
+	RelayoutBlocks int
+	WGMMAAsm       WGMMAAsm
+
 	// Triton backend (gen/triton.go).
 	Triton *TritonView
 }
@@ -85,6 +90,11 @@ func newView(p *plan.Plan, specPath string) *View {
 		AK:            (t.BK + aKStride - 1) / aKStride,
 		BLoads:        (t.BK*t.BN + p.Threads - 1) / p.Threads,
 	}
+	if t.WGMMA {
+		v.RepackBlocks = (p.WGMMA.ImageLen + 255) / 256
+		v.RelayoutBlocks = (p.WGMMA.XLen + 255) / 256
+		v.WGMMAAsm = newWGMMAAsm(p.WGMMA.AccPerThr)
+	}
 	// Only for a triton render: a plan mutated on purpose (gen/mutate)
 	// may break the tap invariant newTritonView checks, and is rendered
 	// for cuda alone.
@@ -92,6 +102,28 @@ func newView(p *plan.Plan, specPath string) *View {
 		v.Triton = newTritonView(p)
 	}
 	return v
+}
+
+// WGMMAAsm are the operand lists of the wgmma instruction for nd
+// accumulators per thread: %0..%nd-1 the sums, then the four A registers
+// and the descriptor.
+type WGMMAAsm struct {
+	Outs, A, Desc string // "{%0, ..., %23}", "{%24, %25, %26, %27}", "%28"
+	Acc           string // the sums' constraints: "+f"(d[0]), ...
+}
+
+func newWGMMAAsm(nd int) WGMMAAsm {
+	outs, acc := make([]string, nd), make([]string, nd)
+	for i := range nd {
+		outs[i] = "%" + strconv.Itoa(i)
+		acc[i] = `"+f"(d[` + strconv.Itoa(i) + `])`
+	}
+	return WGMMAAsm{
+		Outs: "{" + strings.Join(outs, ", ") + "}",
+		A:    fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", nd, nd+1, nd+2, nd+3),
+		Desc: "%" + strconv.Itoa(nd+4),
+		Acc:  strings.Join(acc, ", "),
+	}
 }
 
 // docstringSafe escapes what would end or bend a Python docstring.

@@ -233,9 +233,10 @@ func cudaCandidates(l Loaded) []Candidate {
 	// has none or stages presplit, its own choice again: skipped as a
 	// duplicate, so the labels after it stay put).
 	t := out[0].Tile
-	t.CpAsync = !t.Presplit && !t.Direct
+	t.CpAsync = !t.Presplit && !t.Direct && !t.WGMMA
 	kernels = append(kernels, spec.Kernel{Precision: own.Kernel.Precision, Tile: t})
 	kernels = append(kernels, windowKernels(own.Problem.Conv.Stride[2])...)
+	kernels = append(kernels, wgmmaKernels()...)
 	for i, k := range kernels {
 		s := *l.Plan.Spec
 		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, Precision: k.Precision, Tile: k.Tile}
@@ -248,6 +249,18 @@ func cudaCandidates(l Loaded) []Candidate {
 		}
 		out = append(out, Candidate{Backend: "cuda", Variant: s.Name, Spec: l.Plan.Spec.Name, SpecPath: l.Path,
 			Precision: k.Precision, Tile: p.Tile.Spec()})
+	}
+	return out
+}
+
+// wgmmaKernels are the wgmma tiles tried (stride 1 only: elsewhere the
+// plan refuses them): the default, one slab, and shorter and longer
+// tensor-core sums.
+func wgmmaKernels() []spec.Kernel {
+	var out []spec.Kernel
+	for _, t := range []spec.Tile{{}, {Slabs: 1}, {Span: 2}, {Span: 8}} {
+		t.WGMMA = true
+		out = append(out, spec.Kernel{Precision: "3xtf32", Tile: t})
 	}
 	return out
 }

@@ -103,7 +103,7 @@ func checkCandidates(t *testing.T, l Loaded, cs []Candidate) {
 		if got := p.Tile.Spec(); got != c.Tile {
 			t.Errorf("%s: %s plans to %+v, not its tile %+v", l.Path, c.Variant, got, c.Tile)
 		}
-		if p.Tile.MMA != (c.Precision == "3xtf32") {
+		if (p.Tile.MMA || p.Tile.WGMMA) != (c.Precision == "3xtf32") {
 			t.Errorf("%s: %s precision %s, plan MMA %v", l.Path, c.Variant, c.Precision, p.Tile.MMA)
 		}
 		if c.Precision == "3xtf32" && (c.Tile.TM != 0 || c.Tile.TN != 0) || c.Precision == "fp32" && (c.Tile.WM != 0 || c.Tile.WN != 0) {
@@ -120,8 +120,8 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 
 	// 58's own choice is the {bk: 32, wm: 32} 3xtf32 candidate: skipped.
 	c58 := cudaCandidates(specs[tuneSpec58])
-	if most := len(candidateKernels()) + 1 + len(windowKernels(1)); len(c58) > most {
-		t.Errorf("58: %d candidates, want at most %d (its own choice is one of them, its cp.async variant one more, then the W-window kernels)", len(c58), most)
+	if most := len(candidateKernels()) + 1 + len(windowKernels(1)) + len(wgmmaKernels()); len(c58) > most {
+		t.Errorf("58: %d candidates, want at most %d (its own choice is one of them, its cp.async variant one more, then the W-window and wgmma kernels)", len(c58), most)
 	}
 	for _, c := range c58[1:] {
 		if c.Precision == "3xtf32" && c.Tile.BK == 32 && c.Tile.WM == 32 && !c.Tile.Presplit && !c.Tile.CpAsync {
@@ -174,7 +174,7 @@ func TestTuneCandidatesRandom(t *testing.T) {
 	}
 	for _, l := range specs {
 		cs := cudaCandidates(l)
-		if len(cs) < 2 || len(cs) > 2+len(candidateKernels())+len(windowKernels(1)) {
+		if len(cs) < 2 || len(cs) > 2+len(candidateKernels())+len(windowKernels(1))+len(wgmmaKernels()) {
 			t.Errorf("%s: %d candidates", l.Plan.Spec.Name, len(cs))
 		}
 		checkCandidates(t, l, cs)

@@ -72,17 +72,26 @@ need_verify() {
   return 1
 }
 
+# The cubins the kernel verifier runs: the GPU's own architecture, with
+# Hopper's arch-specific features (sm_90a), which wgmma tiles need, on
+# compute capability 9.0 (ARCH overrides).
+if [ -z "${ARCH:-}" ]; then
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  ARCH=sm_${cc:-90}
+  [ "$ARCH" = sm_90 ] && ARCH=sm_90a
+fi
+
 stages=${*:-kernels tune e2e random}
 for s in $stages; do
   echo "== gpu-check: $s"
   case $s in
   kernels)
     need_verify "kernel tier" &&
-      { bin/verify -root . -time -random "${RANDOM_N:-60}" -seed "${SEED:-1}" -gpus "${GPUS:-0}" -json "$out/kernels.json" || status=1; } ;;
+      { bin/verify -root . -arch "$ARCH" -time -random "${RANDOM_N:-60}" -seed "${SEED:-1}" -gpus "${GPUS:-0}" -json "$out/kernels.json" || status=1; } ;;
   tune)
     tune=${TUNE:-cuda triton}
     if [[ $tune == *cuda* ]] && [ -d build/tune/specs ] && need_verify "CUDA tuning"; then
-      bin/verify -root . -time -specs "$(ls build/tune/specs/*.yaml | paste -sd, -)" -json "$out/tune-kernels.json" || status=1
+      bin/verify -root . -arch "$ARCH" -time -specs "$(ls build/tune/specs/*.yaml | paste -sd, -)" -json "$out/tune-kernels.json" || status=1
     fi
     if [[ $tune == *triton* ]] && [ -d build/tune ]; then
       # Fewer trials than the evaluator's: this ranks candidates; the

@@ -11,6 +11,12 @@ type Launch struct {
 	File      string // emitted CUDA submission
 	Function  string // main kernel's name
 	Repack    string // weight re-layout kernel's name, launched first
+	RepackLen int    // elements it writes, one thread each
+	// Relayout, when set, is the input re-layout kernel's name, launched
+	// after the repack with one thread per element of the re-laid input
+	// (RelaidLen of them); the main kernel then reads that copy, not x.
+	Relayout  string
+	RelaidLen int
 	Grid      [3]int
 	Threads   int
 	SmemBytes int
@@ -30,6 +36,9 @@ func (p *Plan) Launch(file string) Launch {
 		File:      file,
 		Function:  p.Names.Kernel,
 		Repack:    p.Names.Repack,
+		RepackLen: p.RepackLen(),
+		Relayout:  p.Names.Relayout,
+		RelaidLen: p.WGMMA.XLen,
 		Grid:      p.Grid,
 		Threads:   p.Threads,
 		SmemBytes: p.SmemBytes,
@@ -40,4 +49,13 @@ func (p *Plan) Launch(file string) Launch {
 		FLOPs:     p.Conv.FLOPs(),
 		MinBytes:  p.Conv.MinBytes(),
 	}
+}
+
+// RepackLen is the number of elements the weight re-layout writes: the
+// weight image of a wgmma tile, else the weight in its new order.
+func (p *Plan) RepackLen() int {
+	if p.Tile.WGMMA {
+		return p.WGMMA.ImageLen
+	}
+	return p.Conv.WeightLen()
 }

@@ -39,6 +39,8 @@ type Plan struct {
 	SmemBytes int
 	// Window is the input window of a direct kernel with Tile.TW set.
 	Window Window
+	// WGMMA is the layout of a wgmma tile's kernel (Tile.WGMMA).
+	WGMMA WGMMA
 	// Index is the C type for flat element offsets: int unless a tensor
 	// has 2^31 elements or more.
 	Index string
@@ -51,6 +53,7 @@ type Names struct {
 	Extension string // load_inline module name, unique per spec
 	Kernel    string // main implicit-GEMM kernel
 	Repack    string // weight re-layout kernel
+	Relayout  string // input re-layout kernel (wgmma tiles; else empty)
 }
 
 // Tile is the implicit-GEMM tiling: a block computes BM output positions
@@ -88,6 +91,12 @@ type Tile struct {
 	// W a phase has ceil(OutW/TW) positions, one per thread, and its taps
 	// are the (kd, kh) pairs, with kw = 0 (Flat is that of kw 0).
 	TW int
+	// WGMMA (3xtf32, stride 1): a block is one warpgroup computing BM =
+	// Slabs*64 output positions by BN output channels (a multiple of 8),
+	// BK = StepK reduction elements per step; a tensor-core sum covers Span
+	// steps; Stages steps of the weight image are in shared memory.
+	WGMMA               bool
+	Slabs, Span, Stages int
 }
 
 // Window is what a TW thread reads along W. Its outputs are ow0 + j for
@@ -111,6 +120,9 @@ type Window struct {
 // Spec is the tile in spec form: every field the kernel uses, only the
 // ones of its precision.
 func (t Tile) Spec() spec.Tile {
+	if t.WGMMA {
+		return spec.Tile{MinBlocks: t.MinBlocks, WGMMA: true, Slabs: t.Slabs, Span: t.Span}
+	}
 	if t.Direct && t.TW > 0 {
 		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, MinBlocks: t.MinBlocks, Direct: true, TW: t.TW}
 	}
@@ -180,6 +192,19 @@ func New(s *spec.Spec) (*Plan, error) {
 	c := s.Problem.Conv
 	p := &Plan{Spec: s, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup()}
 	switch {
+	case s.Kernel.Tile.WGMMA:
+		if c.Stride != [3]int{1, 1, 1} {
+			return nil, spec.Errors{s.Errorf("kernel.tile.wgmma", "true", "computes one dense GEMM over every tap: only at stride 1 in every dimension (stride is %v)", c.Stride)}
+		}
+		p.Tile = chooseWGMMATile(s.Kernel.Tile, p.CoutG)
+		p.planWGMMA()
+		p.Index = "int"
+		if max(c.OutputLen(), p.WGMMA.XLen, p.WGMMA.ImageLen) >= 1<<31 {
+			p.Index = "long long"
+		}
+		p.Names = names(s.Name)
+		p.Names.Relayout = s.Name + "_relayout_input"
+		return p, nil
 	case s.Kernel.Tile.Direct:
 		p.Tile = chooseDirectTile(s.Kernel.Tile, p.CinG, p.CoutG)
 		p.Threads = p.Tile.ThreadsM
@@ -213,12 +238,17 @@ func New(s *spec.Spec) (*Plan, error) {
 	if max(c.InputLen(), c.OutputLen(), c.WeightLen()) >= 1<<31 {
 		p.Index = "long long"
 	}
-	p.Names = Names{
-		Extension: "convtgen_" + s.Name,
-		Kernel:    s.Name + "_igemm",
-		Repack:    s.Name + "_repack_weight",
-	}
+	p.Names = names(s.Name)
 	return p, nil
+}
+
+// names are a spec's kernel and extension names.
+func names(spec string) Names {
+	return Names{
+		Extension: "convtgen_" + spec,
+		Kernel:    spec + "_igemm",
+		Repack:    spec + "_repack_weight",
+	}
 }
 
 // chooseTile fills the tile fields the spec left at zero. BN covers the

@@ -346,6 +346,9 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 				"cp_async":   func(n *yaml.Node, f string) { k.Tile.CpAsync, _ = d.bool(n, f) },
 				"direct":     func(n *yaml.Node, f string) { k.Tile.Direct, _ = d.bool(n, f) },
 				"tw":         func(n *yaml.Node, f string) { k.Tile.TW, _ = d.int(n, f) },
+				"wgmma":      func(n *yaml.Node, f string) { k.Tile.WGMMA, _ = d.bool(n, f) },
+				"slabs":      func(n *yaml.Node, f string) { k.Tile.Slabs, _ = d.int(n, f) },
+				"span":       func(n *yaml.Node, f string) { k.Tile.Span, _ = d.int(n, f) },
 			})
 		},
 		"triton": func(n *yaml.Node, f string) {

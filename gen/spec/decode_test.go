@@ -206,7 +206,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key in a param", []edit{{"{name: groups, type: int, default: 1}", "{name: groups, type: int, defualt: 1}"}},
 			[]string{"base.yaml:24:33: reference.params[6].defualt: unknown key; known: default, name, type"}},
 		{"unknown key in tile", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {bm: 64, bz: 2}"}},
-			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, cp_async, direct, min_blocks, presplit, tm, tn, tw, wm, wn"}},
+			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, cp_async, direct, min_blocks, presplit, slabs, span, tm, tn, tw, wgmma, wm, wn"}},
 		// BUG (decode.go, fields): an empty key is reported with the
 		// field name of its mapping only ("problem." here, "" at the top).
 		{"empty key", []edit{{"  groups: 4\n", "  groups: 4\n  \"\": 1\n"}},
@@ -410,6 +410,21 @@ func TestParseErrors(t *testing.T) {
 			[]string{"base.yaml:39:28: kernel.tile.tw: must be from 0 (unset) to 16 (outputs along W per thread) (got 32)"}},
 		{"cp_async with presplit", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {presplit: true, cp_async: true}"}},
 			[]string{"base.yaml:39:36: kernel.tile.cp_async: copies tiles without passing through registers, where presplit splits them: choose one (got true)"}},
+		{"wgmma at stride 2, in fp32, with GEMM and staging fields", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {wgmma: true, bm: 64, presplit: true, slabs: 3}"}},
+			[]string{
+				"base.yaml:39:17: kernel.tile.wgmma: computes with TF32 tensor-core parts: only with precision 3xtf32 (precision is fp32) (got true)",
+				"base.yaml:39:17: kernel.tile.wgmma: computes one dense GEMM over every tap: only at stride 1 in every dimension (stride is [2, 2, 2]) (got true)",
+				"base.yaml:39:27: kernel.tile.bm: sizes a tile that a wgmma kernel does not have (its shape is the plan's): leave it unset (got 64)",
+				"base.yaml:39:41: kernel.tile.presplit: splits operands into TF32 parts: only with precision 3xtf32 (precision is fp32) (got true)",
+				"base.yaml:39:41: kernel.tile.presplit: is another kind of kernel than wgmma: choose one (got true)",
+				"base.yaml:39:54: kernel.tile.slabs: must be 1 or 2 (0: the plan's choice), 64-row slabs per warpgroup (got 3)",
+			}},
+		{"slabs and span without wgmma", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {slabs: 2, span: 9}"}},
+			[]string{
+				"base.yaml:39:17: kernel.tile.slabs: sets a wgmma warpgroup's rows: only with wgmma: true (got 2)",
+				"base.yaml:39:26: kernel.tile.span: sets a wgmma kernel's tensor-core sums: only with wgmma: true (got 9)",
+				"base.yaml:39:26: kernel.tile.span: must be from 0 (the plan's choice) to 8, reduction steps per tensor-core sum (got 9)",
+			}},
 		{"triton split_weight in fp32", []edit{{"  precision: fp32", "  precision: 3xtf32\n  triton: {precision: fp32, split_weight: true}"}},
 			[]string{"base.yaml:39:43: kernel.triton.split_weight: splits operands into TF32 parts: only with precision 3xtf32 (the Triton precision is fp32) (got true)"}},
 		{"triton fold_w without fuse_w", []edit{{"  precision: fp32", "  precision: fp32\n  triton: {fold_w: 2}"}},

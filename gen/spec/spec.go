@@ -182,6 +182,23 @@ type Tile struct {
 	// W then read one window of input columns, loaded once per channel and
 	// used by every (output, kw) pair, and its stores are contiguous.
 	TW int
+	// WGMMA (3xtf32, stride 1): each warpgroup computes Slabs x 64 output
+	// positions by all of a group's output channels (up to 64 per block
+	// column) as a dense GEMM over (tap, input channel). The input is
+	// re-laid channels last inside a zero border, so each thread loads its
+	// tensor-core fragments straight from global memory, 16 bytes at a
+	// time; the weight is laid out per step in the tensor cores' shared-
+	// memory image and staged through shared memory. On sm_90 (Hopper) the
+	// products are wgmma instructions, elsewhere the same fragments go to
+	// mma.sync.
+	WGMMA bool
+	// Slabs (wgmma): 64-row slabs per warpgroup, 1 or 2 (0: the plan's 2):
+	// two slabs share each weight fragment.
+	Slabs int
+	// Span (wgmma): reduction steps (32 deep each) that one tensor-core sum
+	// covers before it is added to the fp32 running sum (0: the plan's 4).
+	// The tensor cores do not add in exact fp32, so their sums are kept short.
+	Span int
 }
 
 // Value is a Python literal as the reference model sees it: an int, a bool
@@ -209,7 +226,7 @@ func (t Tile) String() string {
 	for _, kv := range []struct {
 		k string
 		v int
-	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"tw", t.TW}, {"min_blocks", t.MinBlocks}} {
+	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"tw", t.TW}, {"min_blocks", t.MinBlocks}, {"slabs", t.Slabs}, {"span", t.Span}} {
 		if kv.v != 0 {
 			f = append(f, fmt.Sprintf("%s: %d", kv.k, kv.v))
 		}
@@ -222,6 +239,9 @@ func (t Tile) String() string {
 	}
 	if t.Direct {
 		f = append(f, "direct: true")
+	}
+	if t.WGMMA {
+		f = append(f, "wgmma: true")
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }

@@ -45,6 +45,9 @@ func (d *decoder) validate(s *Spec) {
 	d.validateProblem(&s.Problem)
 	d.validateReference(s)
 	d.validateKernel(&s.Kernel)
+	if t := s.Kernel.Tile; t.WGMMA && s.Problem.Conv.Stride != [3]int{1, 1, 1} {
+		d.failAt("kernel.tile.wgmma", "true", "computes one dense GEMM over every tap: only at stride 1 in every dimension (stride is %s)", triple(s.Problem.Conv.Stride))
+	}
 }
 
 func (d *decoder) positive(field string, v int) {
@@ -335,6 +338,15 @@ func (d *decoder) validateKernel(k *Kernel) {
 	if t.TW != 0 && t.TM > 1 {
 		d.failAt("kernel.tile.tm", strconv.Itoa(t.TM), "must be 1 or unset with tw (a thread's outputs are its tw along W)")
 	}
+	if t.WGMMA {
+		d.validateWGMMA(k)
+	}
+	if !t.WGMMA && t.Slabs != 0 {
+		d.failAt("kernel.tile.slabs", strconv.Itoa(t.Slabs), "sets a wgmma warpgroup's rows: only with wgmma: true")
+	}
+	if !t.WGMMA && t.Span != 0 {
+		d.failAt("kernel.tile.span", strconv.Itoa(t.Span), "sets a wgmma kernel's tensor-core sums: only with wgmma: true")
+	}
 	// A direct thread's rows need not fill float4 reads: 1 and 2 as well.
 	tmOK := t.TM == 0 || t.TM == 4 || t.TM == 8 || t.Direct && (t.TM == 1 || t.TM == 2)
 	d.sizes("kernel.tile.", tileRule, []sizeCheck{
@@ -347,7 +359,34 @@ func (d *decoder) validateKernel(k *Kernel) {
 		{"wn", t.WN, t.WN == 0 || t.WN == 8 || t.WN == 16 || t.WN == 32 || t.WN == 64},
 		{"min_blocks", t.MinBlocks, t.MinBlocks >= 0 && t.MinBlocks <= 32},
 		{"tw", t.TW, t.TW >= 0 && t.TW <= 16},
+		{"slabs", t.Slabs, t.Slabs >= 0 && t.Slabs <= 2},
+		{"span", t.Span, t.Span >= 0 && t.Span <= 8},
 	})
+}
+
+// validateWGMMA: a wgmma tile computes 3xTF32 and has none of the GEMM,
+// direct or staging fields of the other tiles (its shape is the plan's).
+func (d *decoder) validateWGMMA(k *Kernel) {
+	t := k.Tile
+	if k.Precision != "3xtf32" {
+		d.failAt("kernel.tile.wgmma", "true", "computes with TF32 tensor-core parts: only with precision 3xtf32 (precision is %s)", k.Precision)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"tw", t.TW}} {
+		if f.v != 0 {
+			d.failAt("kernel.tile."+f.name, strconv.Itoa(f.v), "sizes a tile that a wgmma kernel does not have (its shape is the plan's): leave it unset")
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    bool
+	}{{"direct", t.Direct}, {"presplit", t.Presplit}, {"cp_async", t.CpAsync}} {
+		if f.v {
+			d.failAt("kernel.tile."+f.name, "true", "is another kind of kernel than wgmma: choose one")
+		}
+	}
 }
 
 // sizeCheck is one integer kernel field and whether its value is allowed.
@@ -399,6 +438,8 @@ var tileRule = map[string]string{
 	"wn":         "must be 8, 16, 32 or 64 (whole m16n8k8 fragments per warp)",
 	"min_blocks": "must be from 0 (unset) to 32 (resident blocks per SM)",
 	"tw":         "must be from 0 (unset) to 16 (outputs along W per thread)",
+	"slabs":      "must be 1 or 2 (0: the plan's choice), 64-row slabs per warpgroup",
+	"span":       "must be from 0 (the plan's choice) to 8, reduction steps per tensor-core sum",
 }
 
 // item returns the node of a list element, or the list itself.

@@ -11,10 +11,18 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-Products run on the tensor cores as 3xTF32 (each fp32 operand split into two
-TF32 parts, three m16n8k8 products, fp32 accumulation): fp32-level accuracy.
-Every forward first re-lays the weight out as (group, tap, in, out) so that
-weight tiles load contiguously; that copy is part of the timed forward.
+At stride 1 there is one phase: a dense GEMM with M = batch x output
+positions, N = out_channels/groups and K = taps x in_channels/groups. A block
+is one warpgroup (4 warps) computing 128 output positions by 24 output
+channels. The input is re-laid channels last inside a zero border, so each
+thread loads its tensor-core fragments straight from global memory (no
+bounds checks, 16 bytes at a time); the weight is re-laid as the TF32
+parts in the tensor cores' shared-memory layout and staged 4 steps deep
+with cp.async. Products are 3xTF32 (each operand split into TF32 high and
+low parts, lo*hi + hi*lo + hi*hi): wgmma on Hopper (sm_90a), mma.sync
+elsewhere, from the same fragments. The tensor cores do not add in exact
+fp32, so their sums cover 4 steps of 32 and are then added in fp32.
+Both re-layouts run in every forward and are part of its time.
 """
 import torch
 import torch.nn as nn
@@ -25,91 +33,39 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 8;
 static constexpr int kCin = 48, kCout = 24, kGroups = 1;
 static constexpr int kCinG = 48, kCoutG = 24;  // channels per group
 static constexpr int kInD = 96, kInH = 96, kInW = 96;
 static constexpr int kOutD = 98, kOutH = 98, kOutW = 98;
-static constexpr int kStrideD = 1, kStrideH = 1, kStrideW = 1;
-static constexpr int kTaps = 27;  // kernel positions, kd*kh*kw
-static constexpr idx_t kInHW = (idx_t)kInH * kInW, kInDHW = kInD * kInHW;
+static constexpr int kKD = 3, kKH = 3, kKW = 3, kTaps = 27;
+static constexpr int kPadD = 0, kPadH = 0, kPadW = 0;
+static constexpr int kDilD = 1, kDilH = 1, kDilW = 1;
+static constexpr idx_t kInHW = (idx_t)kInH * kInW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
-// ---- Tiling (from the plan) ----------------------------------------------
-// A block computes kBM output positions of one phase by kBN output channels
-// of one group, kBK input channels per step.
-static constexpr int kBM = 256, kBN = 32, kBK = 16;
-static constexpr int kThreads = 128;
-// Warp w holds a kWM x kWN tile: kMT x kNT m16n8k8 fragments.
-static constexpr int kWM = 64, kWN = 32, kWarpsM = 4;
-static constexpr int kMT = kWM / 16, kNT = kWN / 8;
-static constexpr int kPad = 8;  // shared-memory row padding, in floats
-static constexpr int kCIChunks = 3;  // kBK-channel steps per tap
-// The A (input) gather: kALanes threads cover the rows, each owning kARows
-// rows and kAK of the kBK channels (stride kAKStride).
-static constexpr int kALanes = 128, kARows = 2, kAKStride = 1, kAK = 16;
-static constexpr int kBLoads = 4;  // weight elements each thread loads per step
-
-// ---- Stride phases and their taps (from the plan) ------------------------
-struct PhaseInfo {
-    int r_d, r_h, r_w;        // output residue: o = r + stride*q
-    int q_d, q_h, q_w;        // outputs of the phase per dimension
-    int m;                    // batch*q_d*q_h*q_w, the GEMM's M
-    int tap_start, tap_count; // slice of kTapTable
-};
-struct TapInfo {
-    int flat;                 // weight tap index (kd*KH + kh)*KW + kw
-    int off_d, off_h, off_w;  // input index = q + off
-};
-static constexpr int kNumPhases = 1;
-__constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 98, 98, 98, 7529536, 0, 27 },
-};
-__constant__ TapInfo kTapTable[27] = {
-    { 0, 0, 0, 0 },
-    { 1, 0, 0, -1 },
-    { 2, 0, 0, -2 },
-    { 3, 0, -1, 0 },
-    { 4, 0, -1, -1 },
-    { 5, 0, -1, -2 },
-    { 6, 0, -2, 0 },
-    { 7, 0, -2, -1 },
-    { 8, 0, -2, -2 },
-    { 9, -1, 0, 0 },
-    { 10, -1, 0, -1 },
-    { 11, -1, 0, -2 },
-    { 12, -1, -1, 0 },
-    { 13, -1, -1, -1 },
-    { 14, -1, -1, -2 },
-    { 15, -1, -2, 0 },
-    { 16, -1, -2, -1 },
-    { 17, -1, -2, -2 },
-    { 18, -2, 0, 0 },
-    { 19, -2, 0, -1 },
-    { 20, -2, 0, -2 },
-    { 21, -2, -1, 0 },
-    { 22, -2, -1, -1 },
-    { 23, -2, -1, -2 },
-    { 24, -2, -2, 0 },
-    { 25, -2, -2, -1 },
-    { 26, -2, -2, -2 },
-};
-
-// Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
-// Cin/groups, Cout/groups), so a weight tile row is contiguous in the output
-// channel and loads coalesce.
-extern "C" __global__ void l1_70_asymmetric_input_square_kernel_repack_weight(const float* __restrict__ w, float* __restrict__ wt)
-{
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (idx_t)kCin * kCoutG * kTaps) return;
-    const int co = (int)(i % kCoutG);
-    idx_t rest = i / kCoutG;
-    const int ci = (int)(rest % kCinG);
-    rest /= kCinG;
-    const int tap = (int)(rest % kTaps);
-    const int g = (int)(rest / kTaps);
-    wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
-}
+// ---- Layout (from the plan) ----------------------------------------------
+// The input re-laid as (batch, group, kXD, kXH, kXW, kCinP): channels last,
+// each group's padded with zeros to kCinP, inside a zero border of kLo*
+// positions before the input, so that every tap of every output reads
+// inside it. Output o reads bordered index o + pad + lo - k*dil through tap k.
+static constexpr int kCinP = 48;
+static constexpr int kLoD = 2, kLoH = 2, kLoW = 2;
+static constexpr int kXD = 100, kXH = 100, kXW = 100;
+static constexpr idx_t kRelaidLen = 384000000;
+// The GEMM: kM output positions by a group's output channels, reduced over
+// kKTotal = (tap, channel) pairs in kSteps steps of 32. A block is one
+// warpgroup (4 warps) computing kSlabs slabs of 64 rows by kNP columns.
+static constexpr idx_t kM = 7529536;
+static constexpr int kKTotal = 1296, kSteps = 41, kNTiles = 1;
+static constexpr int kNP = 24, kNCM = kNP / 8, kND = 12;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kSlabs = 2, kRows = 128;
+static constexpr int kSpan = 4;  // steps per tensor-core sum
+static constexpr int kStages = 4;  // weight-image steps in shared memory
+// The weight image, per (group, N tile, step): TF32 high parts, then low
+// parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4
+// reduction elements).
+static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
+static constexpr idx_t kImageLen = 62976;
 
 // 3xTF32: split each fp32 operand into TF32 parts, x = hi + lo, and sum
 // lo*hi + hi*lo + hi*hi on the tensor cores with fp32 accumulation. The
@@ -141,173 +97,275 @@ __device__ __forceinline__ void mma_tf32(float* acc, const unsigned* a, const un
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ x, const float* __restrict__ wt,
+// The weight image: element i is a TF32 part of weight (channel, column)
+// of step s. Within a step the reduction order is permuted so that thread
+// t's fragments of the 4 k8 chunks are its 8 consecutive elements
+// 8t..8t+7 (two float4 loads of the input): column c of chunk j is element
+// 8*(c%4) + 2j + c/4. Zero past the channels, columns and reduction.
+extern "C" __global__ void l1_70_asymmetric_input_square_kernel_repack_weight(const float* __restrict__ w, float* __restrict__ img)
+{
+    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= kImageLen) return;
+    const int e = (int)(i % kChunk);
+    idx_t rest = i / kChunk;
+    const int j = (int)(rest % 4);
+    rest /= 4;
+    const int part = (int)(rest % 2);
+    rest /= 2;
+    const int s = (int)(rest % kSteps);
+    rest /= kSteps;
+    const int nt = (int)(rest % kNTiles), grp = (int)(rest / kNTiles);
+    const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8, c = kcm * 4 + e % 4;
+    const int kk = s * 32 + 8 * (c % 4) + 2 * j + c / 4;
+    const int tap = kk / kCinP, ch = kk % kCinP, co = nt * kNP + ncm * 8 + row;
+    float v = 0.0f;
+    if (kk < kKTotal && ch < kCinG && co < kCoutG) v = w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + tap];
+    unsigned hi, lo;
+    split_tf32(v, hi, lo);
+    img[i] = __uint_as_float(part == 0 ? hi : lo);
+}
+
+// The input re-laid: one thread per element of the bordered copy.
+extern "C" __global__ void l1_70_asymmetric_input_square_kernel_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
+{
+    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= kRelaidLen) return;
+    const int ch = (int)(i % kCinP);
+    idx_t rest = i / kCinP;
+    const int xw = (int)(rest % kXW);
+    rest /= kXW;
+    const int xh = (int)(rest % kXH);
+    rest /= kXH;
+    const int xd = (int)(rest % kXD);
+    rest /= kXD;
+    const int grp = (int)(rest % kGroups), n = (int)(rest / kGroups);
+    const int id = xd - kLoD, ih = xh - kLoH, iw = xw - kLoW;
+    const bool inside = ch < kCinG && (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
+    xr[i] = inside ? x[((idx_t)n * kCin + grp * kCinG + ch) * kInD * kInHW + id * kInHW + ih * kInW + iw] : 0.0f;
+}
+
+// cp.async (sm_80 and later): 16 bytes from global to shared memory that
+// skip the registers and land while earlier steps compute.
+__device__ __forceinline__ void cp_async_16(float* dst, const float* src)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src));
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+// Waits until at most kStages - 3 of this thread's copy groups are in
+// flight: the copies run kStages - 2 steps ahead, so the current step's
+// have landed.
+__device__ __forceinline__ void cp_async_wait_current()
+{
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+}
+
+// Hopper's warpgroup products (sm_90a only; never called elsewhere): the
+// m64n24k8 TF32 product with A from registers and B from shared
+// memory by descriptor, accumulating into d.
+__device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"
+                 "wgmma.mma_async.sync.aligned.m64n24k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15}, %16, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#endif
+}
+
+// Waits for every product this warpgroup issued; d is what they write.
+__device__ __forceinline__ void wgmma_wait(float (&d)[kND])
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]) :: "memory");
+#endif
+}
+
+// Orders this step's register writes (A parts, zeroed sums) and the
+// shared-memory copies before the products that read them.
+__device__ __forceinline__ void wgmma_fence()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("fence.proxy.async.shared::cta;\nwgmma.fence.sync.aligned;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wgmma_commit()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#endif
+}
+
+// The descriptor of a k8 chunk's core matrices at p in shared memory (no
+// swizzle): the next core matrix along K is kNCM*128 bytes on, the next
+// 8 columns 128 bytes on.
+__device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(kNCM * 128 >> 4) << 16
+        | (unsigned long long)(128 >> 4) << 32;
+}
+
+extern "C" __global__ void __launch_bounds__(128, 1)
+l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // Two stages of each tile: the next step's loads fill one while the
-    // products read the other, so one barrier per step suffices.
-    __shared__ __align__(16) float a_tile[2][kBK][kBM + kPad];
-    __shared__ __align__(16) float b_tile[2][kBK][kBN + kPad];
+    __shared__ __align__(128) float b_stage[kStages * kStage];
+    const int tid = threadIdx.x, warp = tid / 32, g = tid % 32 / 4, t = tid % 4;
+    const int nt = blockIdx.y, grp = blockIdx.z;
+    const float* wimg = img + (idx_t)(grp * kNTiles + nt) * kSteps * kStage;
 
-    // Phases interleave along x: neighbouring blocks compute the same rows
-    // of different phases, whose outputs share cache sectors, so their
-    // stores meet in L2. A phase with fewer rows leaves its last blocks idle.
-    const PhaseInfo P = kPhaseTable[blockIdx.x % kNumPhases];
-    const int m0 = (int)(blockIdx.x / kNumPhases) * kBM;
-    if (m0 >= P.m) return;
-    const int n0 = blockIdx.y * kBN;
-    const int g = blockIdx.z;
-    const int tid = threadIdx.x;
-    const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
-
-    // ---- Rows this thread gathers: decoded once, reused by every step ----
-    const int a_lane = tid % kALanes, a_k0 = tid / kALanes;
-    idx_t a_base[kARows];
-    int a_qd[kARows], a_qh[kARows], a_qw[kARows];
+    // This thread's rows: g and g + 8 of its warp's 16 in each slab. Rows
+    // past the end read the last row and are not written.
+    idx_t xb[kSlabs][2], yb[kSlabs][2];
+    bool row_ok[kSlabs][2];
     #pragma unroll
-    for (int r = 0; r < kARows; ++r) {
-        const int m = m0 + a_lane + r * kALanes;
-        if (m < P.m) {
-            const int n = m / q_dhw, s = m - n * q_dhw;
-            a_qd[r] = s / q_hw;
-            a_qh[r] = (s - a_qd[r] * q_hw) / P.q_w;
-            a_qw[r] = s - a_qd[r] * q_hw - a_qh[r] * P.q_w;
-            a_base[r] = ((idx_t)n * kCin + (idx_t)g * kCinG) * kInDHW;
-        } else {
-            a_qd[r] = -(1 << 29);  // pushes every input index out of range: the row reads zeros
-            a_qh[r] = a_qw[r] = 0;
-            a_base[r] = 0;
+    for (int sl = 0; sl < kSlabs; ++sl) {
+        #pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const idx_t m0 = (idx_t)blockIdx.x * kRows + sl * 64 + warp * 16 + g + 8 * r;
+            row_ok[sl][r] = m0 < kM;
+            const idx_t m = row_ok[sl][r] ? m0 : kM - 1;
+            const int ow = (int)(m % kOutW), oh = (int)(m / kOutW % kOutH), od = (int)(m / kOutHW % kOutD);
+            const int n = (int)(m / kOutDHW);
+            xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + od + kPadD + kLoD) * kXH + oh + kPadH + kLoH) * kXW * kCinP
+                + (idx_t)(ow + kPadW + kLoW) * kCinP;
+            yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + od * kOutHW + oh * kOutW + ow;
         }
     }
 
-    float a_reg[kARows][kAK];
-    float b_reg[kBLoads];
-    // gather loads step ks's tiles into registers: A from the input at the
-    // tap's offset (zero where the tap falls outside it), B from the weight.
-    auto gather = [&](int ks) {
-        const int tap = ks / kCIChunks;
-        const int ci0 = (ks - tap * kCIChunks) * kBK;
-        const TapInfo T = kTapTable[P.tap_start + tap];
+    // Step s's copy of the weight image into its stage (a commit group
+    // even when past the end, so that the wait counts stay in step).
+    auto load_b = [&](int s) {
+        if (s < kSteps) {
+            const float* src = wimg + (idx_t)s * kStage;
+            float* dst = b_stage + (s % kStages) * kStage;
+            for (int i = tid; i < kStage / 4; i += 128) cp_async_16(dst + 4 * i, src + 4 * i);
+        }
+        cp_async_commit();
+    };
+    // Thread t's 8 reduction elements of step s for its rows: channels of
+    // one tap (kCinP is a multiple of 8), zero past the reduction's end.
+    float v[kSlabs][2][8];
+    auto load_a = [&](int s) {
+        const int kk = s * 32 + 8 * t;
+        const int tap = kk / kCinP, ch = kk % kCinP;
+        const int kd = tap / (kKH * kKW), kh = tap / kKW % kKH, kw = tap % kKW;
+        const idx_t off = ch - ((idx_t)(kd * kDilD * kXH + kh * kDilH) * kXW + kw * kDilW) * kCinP;
         #pragma unroll
-        for (int r = 0; r < kARows; ++r) {
-            const int id = a_qd[r] + T.off_d, ih = a_qh[r] + T.off_h, iw = a_qw[r] + T.off_w;
-            const bool inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
-            const float* src = x + a_base[r] + (idx_t)id * kInHW + ih * kInW + iw;
+        for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int j = 0; j < kAK; ++j) {
-                const int k = a_k0 + j * kAKStride;
-                const int ci = ci0 + k;
-                a_reg[r][j] = (inside && k < kBK && ci < kCinG) ? __ldg(src + (idx_t)ci * kInDHW) : 0.0f;
+            for (int r = 0; r < 2; ++r) {
+                float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p;
+                if (kk < kKTotal) {
+                    p = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off);
+                    q = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off + 4);
+                }
+                v[sl][r][0] = p.x; v[sl][r][1] = p.y; v[sl][r][2] = p.z; v[sl][r][3] = p.w;
+                v[sl][r][4] = q.x; v[sl][r][5] = q.y; v[sl][r][6] = q.z; v[sl][r][7] = q.w;
             }
         }
-        const float* wsrc = wt + ((idx_t)(g * kTaps + T.flat) * kCinG + ci0) * kCoutG + n0;
-        #pragma unroll
-        for (int j = 0; j < kBLoads; ++j) {
-            const int e = tid + j * kThreads;
-            const int k = e / kBN, n = e % kBN;
-            b_reg[j] = (e < kBK * kBN && ci0 + k < kCinG && n0 + n < kCoutG) ? __ldg(wsrc + k * kCoutG + n) : 0.0f;
-        }
     };
-    auto stash = [&](int buf) {
-        #pragma unroll
-        for (int r = 0; r < kARows; ++r) {
-            #pragma unroll
-            for (int j = 0; j < kAK; ++j) {
-                const int k = a_k0 + j * kAKStride;
-                if (k < kBK) a_tile[buf][k][a_lane + r * kALanes] = a_reg[r][j];
-            }
-        }
-        #pragma unroll
-        for (int j = 0; j < kBLoads; ++j) {
-            const int e = tid + j * kThreads;
-            if (e < kBK * kBN) b_tile[buf][e / kBN][e % kBN] = b_reg[j];
-        }
-    };
-    // ---- Main loop: tensor-core products of step ks-1 overlap the loads of
-    // step ks. Fragment layout of m16n8k8 (PTX ISA): lane = 4*g + t holds
-    // A rows g and g+8 at columns t and t+4, B column g at rows t and t+4,
-    // and C rows g and g+8 at columns 2t and 2t+1.
-    const int warp = tid / 32, lane = tid % 32;
-    const int g8 = lane / 4, t4 = lane % 4;
-    const int wm0 = (warp % kWarpsM) * kWM, wn0 = (warp / kWarpsM) * kWN;
-    float acc[kMT][kNT][4];
+
+    // acc: the fp32 running sums; part: the tensor cores' sums of the
+    // current span of steps, added to acc at its end.
+    float acc[kSlabs][kND], part[kSlabs][kND];
     #pragma unroll
-    for (int i = 0; i < kMT; ++i) {
+    for (int sl = 0; sl < kSlabs; ++sl) {
         #pragma unroll
-        for (int j = 0; j < kNT; ++j) {
-            #pragma unroll
-            for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
-        }
+        for (int e = 0; e < kND; ++e) acc[sl][e] = 0.0f;
     }
-    const int ksteps = P.tap_count * kCIChunks;
-    for (int ks = 0; ks <= ksteps; ++ks) {
-        if (ks < ksteps) gather(ks);
-        if (ks > 0) {
-            const int buf = (ks - 1) & 1;
-            #pragma unroll
-            for (int k8 = 0; k8 < kBK; k8 += 8) {
-                // Rows padded by kPad floats put the 32 lanes' reads in 32
-                // different banks.
-                unsigned a_hi[kMT][4], a_lo[kMT][4], b_hi[kNT][2], b_lo[kNT][2];
-                #pragma unroll
-                for (int i = 0; i < kMT; ++i) {
-                    const int m = wm0 + i * 16 + g8;
-                    split_tf32(a_tile[buf][k8 + t4][m], a_hi[i][0], a_lo[i][0]);
-                    split_tf32(a_tile[buf][k8 + t4][m + 8], a_hi[i][1], a_lo[i][1]);
-                    split_tf32(a_tile[buf][k8 + t4 + 4][m], a_hi[i][2], a_lo[i][2]);
-                    split_tf32(a_tile[buf][k8 + t4 + 4][m + 8], a_hi[i][3], a_lo[i][3]);
-                }
-                #pragma unroll
-                for (int j = 0; j < kNT; ++j) {
-                    const int n = wn0 + j * 8 + g8;
-                    split_tf32(b_tile[buf][k8 + t4][n], b_hi[j][0], b_lo[j][0]);
-                    split_tf32(b_tile[buf][k8 + t4 + 4][n], b_hi[j][1], b_lo[j][1]);
-                }
-                #pragma unroll
-                for (int i = 0; i < kMT; ++i) {
-                    #pragma unroll
-                    for (int j = 0; j < kNT; ++j) {
-                        // The tensor cores round their sums toward zero, a
-                        // bias that grows with every accumulation into the
-                        // same registers. So each 8-deep slice is summed
-                        // from zero (small terms first) and added to the
-                        // running total with a round-to-nearest fp32 add.
-                        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                        mma_tf32(part, a_lo[i], b_hi[j]);
-                        mma_tf32(part, a_hi[i], b_lo[j]);
-                        mma_tf32(part, a_hi[i], b_hi[j]);
-                        #pragma unroll
-                        for (int c = 0; c < 4; ++c) acc[i][j][c] += part[c];
-                    }
-                }
-            }
-        }
-        if (ks < ksteps) stash(ks & 1);
+    for (int s = 0; s < kStages - 2; ++s) load_b(s);
+    load_a(0);
+    for (int s = 0; s < kSteps; ++s) {
+        // Step s's weights have landed (this thread's copies, then, after
+        // the barrier, everyone's), and every warp is done with the stage
+        // the next copy overwrites (read two steps ago).
+        cp_async_wait_current();
         __syncthreads();
-    }
-
-    // ---- Epilogue: bias, then each output written once -------------------
-    #pragma unroll
-    for (int i = 0; i < kMT; ++i) {
-        #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-            const int m = m0 + wm0 + i * 16 + g8 + half * 8;
-            if (m >= P.m) continue;
-            const int n = m / q_dhw, s = m - n * q_dhw;
-            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
-            const idx_t row = (idx_t)n * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
+        load_b(s + kStages - 2);
+        if (s % kSpan == 0) {
             #pragma unroll
-            for (int j = 0; j < kNT; ++j) {
+            for (int sl = 0; sl < kSlabs; ++sl) {
                 #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int co = n0 + wn0 + j * 8 + 2 * t4 + e;
-                    if (co >= kCoutG) continue;
-                    const int c = g * kCoutG + co;
-                    y[row + (idx_t)c * kOutDHW] = acc[i][j][half * 2 + e];
+                for (int e = 0; e < kND; ++e) part[sl][e] = 0.0f;
+            }
+        }
+        // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
+        // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
+        unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
+        #pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl) {
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                #pragma unroll
+                for (int f = 0; f < 4; ++f) split_tf32(v[sl][f % 2][2 * j + f / 2], a_hi[sl][j][f], a_lo[sl][j][f]);
+            }
+        }
+        const float* stage = b_stage + (s % kStages) * kStage;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        // lo*hi, hi*lo, hi*hi per k8 chunk, the slabs interleaved so that
+        // neighbouring products write different sums.
+        wgmma_fence();
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const unsigned long long d_hi = wgmma_desc(stage + j * kChunk), d_lo = wgmma_desc(stage + kPart + j * kChunk);
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_lo[sl][j], d_hi);
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_lo);
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_hi);
+        }
+        wgmma_commit();
+        #pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl) wgmma_wait(part[sl]);
+#else
+        // The same products as m16n8k8 mma.sync, one 8-column block at a
+        // time: column g at elements t and t+4 of the chunk.
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            #pragma unroll
+            for (int cb = 0; cb < kNCM; ++cb) {
+                const int at = j * kChunk + cb * 32 + g * 4 + t;
+                const unsigned b_hi[2] = {__float_as_uint(stage[at]), __float_as_uint(stage[at + kNCM * 32])};
+                const unsigned b_lo[2] = {__float_as_uint(stage[kPart + at]), __float_as_uint(stage[kPart + at + kNCM * 32])};
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) {
+                    mma_tf32(&part[sl][4 * cb], a_lo[sl][j], b_hi);
+                    mma_tf32(&part[sl][4 * cb], a_hi[sl][j], b_lo);
+                    mma_tf32(&part[sl][4 * cb], a_hi[sl][j], b_hi);
                 }
             }
+        }
+#endif
+        if (s % kSpan == kSpan - 1 || s == kSteps - 1) {
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) {
+                #pragma unroll
+                for (int e = 0; e < kND; ++e) acc[sl][e] += part[sl][e];
+            }
+        }
+        // The next step's inputs load while this step's products finish
+        // elsewhere on the SM.
+        if (s + 1 < kSteps) load_a(s + 1);
+    }
+
+    // Epilogue: 8-column block cb holds (g, 8cb+2t), (g, +1), (g+8, 8cb+2t),
+    // (g+8, +1); each output written once.
+    #pragma unroll
+    for (int sl = 0; sl < kSlabs; ++sl) {
+        #pragma unroll
+        for (int e = 0; e < kND; ++e) {
+            const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
+            if (row_ok[sl][r] && co < kCoutG)
+                y[yb[sl][r] + (idx_t)co * kOutDHW] = acc[sl][e];
         }
     }
 }
@@ -327,22 +385,30 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     TORCH_CHECK(weight.is_cuda() && weight.scalar_type() == torch::kFloat32 && weight.is_contiguous() &&
                 weight.sizes() == torch::IntArrayRef({48, 24, 3, 3, 3}),
                 "weight must be a contiguous float32 CUDA tensor of shape (48, 24, 3, 3, 3)");
-    auto wt = torch::empty({31104}, x.options());
+    auto img = torch::empty({62976}, x.options());
+    auto xr = torch::empty({384000000}, x.options());
     auto y = torch::empty({8, 24, 98, 98, 98}, x.options());
-    l1_70_asymmetric_input_square_kernel_repack_weight<<<122, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
-    l1_70_asymmetric_input_square_kernel_igemm<<<dim3(29413, 1, 1), 128>>>(
-        (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    l1_70_asymmetric_input_square_kernel_repack_weight<<<246, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    l1_70_asymmetric_input_square_kernel_relayout_input<<<1500000, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
+    l1_70_asymmetric_input_square_kernel_igemm<<<dim3(58825, 1, 1), 128>>>(
+        (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     return y;
 }
 """
+
+# wgmma needs Hopper's arch-specific target (sm_90a); any other GPU builds
+# for itself and runs the same kernel on mma.sync. (An arch flag here
+# replaces torch's own.)
+_major, _minor = torch.cuda.get_device_capability()
+_ARCH = "90a" if (_major, _minor) == (9, 0) else str(_major) + str(_minor)
 
 _ext = load_inline(
     name="convtgen_l1_70_asymmetric_input_square_kernel",
     cpp_sources="torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight);",
     cuda_sources=[KERNEL_SOURCE, HOST_SOURCE],
     functions=["conv_transpose3d_forward"],
-    extra_cuda_cflags=["-O3"],
+    extra_cuda_cflags=["-O3", "-gencode=arch=compute_" + _ARCH + ",code=sm_" + _ARCH],
     verbose=False,
 )
 

@@ -44,6 +44,19 @@ var ptxHelpers = []struct{ signature, body string }{
 		"{\n    *dst = valid ? *src : 0.0f;\n}"},
 	{"__device__ __forceinline__ void cp_async_wait_all()",
 		"{\n}"},
+	// The wgmma tile's: 16-byte copies, their groups, and Hopper's
+	// warpgroup products, which only an sm_90a build calls (the CPU build
+	// runs the same fragments through mma_tf32).
+	{"__device__ __forceinline__ void cp_async_16(float* dst, const float* src)",
+		"{\n    std::memcpy(dst, src, 16);\n}"},
+	{"__device__ __forceinline__ void cp_async_commit()", "{\n}"},
+	{"__device__ __forceinline__ void cp_async_wait_current()", "{\n}"},
+	{"__device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc)",
+		"{\n    std::abort();\n}"},
+	{"__device__ __forceinline__ void wgmma_wait(float (&d)[kND])", "{\n    std::abort();\n}"},
+	{"__device__ __forceinline__ void wgmma_fence()", "{\n    std::abort();\n}"},
+	{"__device__ __forceinline__ void wgmma_commit()", "{\n    std::abort();\n}"},
+	{"__device__ __forceinline__ unsigned long long wgmma_desc(const float* p)", "{\n    std::abort();\n}"},
 }
 
 // hostSource replaces the inline-PTX helpers of a kernel source with their
@@ -89,7 +102,7 @@ int main(int argc, char** argv)
     if (argc != 5) { std::fprintf(stderr, "usage: x w bias|- y\n"); return 2; }
     std::vector<float> x = load(argv[1], %[1]d), w = load(argv[2], %[2]d), bias;
     if (%[3]d > 0) bias = load(argv[3], %[3]d);
-    std::vector<float> wt(%[2]d, NAN), y(%[4]d, NAN);
+    std::vector<float> wt(%[13]d, NAN), y(%[4]d, NAN), xr(%[14]d, NAN);
 
     blockDim = {%[5]d, 1, 1};
     for (unsigned b = 0; b < %[6]d; ++b) {
@@ -98,6 +111,17 @@ int main(int argc, char** argv)
             threadIdx = {t, 0, 0};
             %[7]s(w.data(), wt.data());
         }
+    }
+    const float* xin = x.data();
+    if (%[14]d > 0) {  // the input re-laid first: the main kernel reads the copy
+        for (unsigned b = 0; b < (%[14]d + %[5]d - 1) / %[5]d; ++b) {
+            for (unsigned t = 0; t < %[5]d; ++t) {
+                blockIdx = {b, 0, 0};
+                threadIdx = {t, 0, 0};
+                %[15]s(x.data(), xr.data());
+            }
+        }
+        xin = xr.data();
     }
 
     // One host thread per CUDA thread of a block, reused for every block:
@@ -117,7 +141,7 @@ int main(int argc, char** argv)
             for (unsigned by = 0; by < %[9]d; ++by)
             for (unsigned bx = 0; bx < %[8]d; ++bx) {
                 blockIdx = {bx, by, bz};
-                %[12]s(x.data(), wt.data(), bias.empty() ? nullptr : bias.data(), y.data());
+                %[12]s(xin, wt.data(), bias.empty() ? nullptr : bias.data(), y.data());
                 done.arrive_and_wait();  // the next block starts when this one has finished
             }
         });
@@ -149,10 +173,14 @@ func Build(ctx context.Context, cxx, dir, kernel string, l plan.Launch) (*Progra
 	if c.Bias {
 		bias = c.OutChannels
 	}
+	relayout := l.Relayout
+	if relayout == "" {
+		relayout = "(void)" // never called: no re-laid input
+	}
 	src := shim + "\n" + host + fmt.Sprintf(driver,
 		c.InputLen(), c.WeightLen(), bias, c.OutputLen(),
-		RepackThreads, (c.WeightLen()+RepackThreads-1)/RepackThreads, l.Repack,
-		l.Grid[0], l.Grid[1], l.Grid[2], l.Threads, l.Function)
+		RepackThreads, (l.RepackLen+RepackThreads-1)/RepackThreads, l.Repack,
+		l.Grid[0], l.Grid[1], l.Grid[2], l.Threads, l.Function, l.RepackLen, l.RelaidLen, relayout)
 	sum := sha256.Sum256([]byte(src))
 	base := filepath.Join(dir, hex.EncodeToString(sum[:8]))
 	p := &Program{exe: base, launch: l}

@@ -231,6 +231,54 @@ func emulateKernels(t *testing.T, seed int64, kernels []spec.Kernel, marker stri
 	}
 }
 
+// TestWGMMAKernelMatchesReference runs wgmma tiles (stride 1) on the CPU,
+// where their fragments go through mma.sync: a reduction whose last step is
+// partial, channels that are no multiple of 8 (padded in the re-laid input
+// and the weight image), groups, padding and dilation (a border on one
+// side, none on the other), several N tiles, one and two slabs, spans of
+// one and several steps, and a last block of rows past the end.
+func TestWGMMAKernelMatchesReference(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i, c := range []struct {
+		conv geom.Conv
+		tile spec.Tile
+	}{
+		{geom.Conv{Batch: 2, InChannels: 16, OutChannels: 16, In: [3]int{3, 4, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
+			Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+			spec.Tile{WGMMA: true}},
+		{geom.Conv{Batch: 1, InChannels: 6, OutChannels: 10, In: [3]int{3, 5, 4}, Kernel: [3]int{2, 3, 1}, Stride: [3]int{1, 1, 1},
+			Padding: [3]int{1, 0, 0}, Dilation: [3]int{1, 2, 1}, Groups: 2},
+			spec.Tile{WGMMA: true, Slabs: 1, Span: 1}},
+		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 70, In: [3]int{2, 3, 4}, Kernel: [3]int{1, 2, 2}, Stride: [3]int{1, 1, 1},
+			Padding: [3]int{0, 1, 1}, Dilation: [3]int{1, 2, 1}, Groups: 1, Bias: true},
+			spec.Tile{WGMMA: true, Span: 2}},
+		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 4, In: [3]int{4, 5, 6}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
+			Padding: [3]int{2, 1, 2}, Dilation: [3]int{1, 1, 1}, Groups: 1},
+			spec.Tile{WGMMA: true, Slabs: 1}},
+	} {
+		k := spec.Kernel{Backends: []string{"cuda"}, Precision: "3xtf32", Tile: c.tile}
+		s, err := spec.Parse("wgmma.yaml", []byte(spec.Generic(fmt.Sprintf("wgmma_%d", i), "wgmma tile", c.conv, "randn", k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := plan.New(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, want := emulateOutput(t, r, dir, p, p, "wgmma.yaml")
+		if nan := nanCount(y); nan > 0 {
+			t.Fatalf("%s: %d of %d outputs not written", p, nan, len(y))
+		}
+		if e := ref.RelL2(y, want); e > 1e-5 {
+			t.Fatalf("%s: relative L2 error %.2e > 1e-5", p, e)
+		}
+	}
+}
+
 // TestDirectKernelStagesTapsInChunks runs direct kernels whose weights do
 // not fit shared memory at once (64 input channels by 16 output channels
 // is 4 KiB a tap: 12 taps a chunk), so a block stages its phase's taps in

@@ -126,6 +126,12 @@ func run(j *Job, in Inputs) (y, yLast []float32, t *Timing, err error) {
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.Repack, err)
 	}
+	var relayoutFn cu.Function
+	if k.Relayout != "" {
+		if relayoutFn, err = mod.Function(k.Relayout); err != nil {
+			return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.Relayout, err)
+		}
+	}
 
 	var bufs []cu.DevicePtr
 	defer func() {
@@ -155,7 +161,7 @@ func run(j *Job, in Inputs) (y, yLast []float32, t *Timing, err error) {
 	}
 	// Each kernel argument is one 8-byte slot; a device pointer's slot
 	// holds its address, a missing bias is a null pointer.
-	var xp, wp, wtp, bp, yp cu.DevicePtr
+	var xp, xrp, wp, wtp, bp, yp cu.DevicePtr
 	if xp, err = upload("x", in.X); err != nil {
 		return nil, nil, nil, err
 	}
@@ -165,24 +171,43 @@ func run(j *Job, in Inputs) (y, yLast []float32, t *Timing, err error) {
 	if bp, err = upload("bias", in.B); err != nil {
 		return nil, nil, nil, err
 	}
-	if wtp, err = alloc("repacked weight", c.WeightLen()); err != nil {
+	if wtp, err = alloc("repacked weight", k.RepackLen); err != nil {
+		return nil, nil, nil, err
+	}
+	if xrp, err = alloc("re-laid input", k.RelaidLen); err != nil {
 		return nil, nil, nil, err
 	}
 	if yp, err = alloc("y", c.OutputLen()); err != nil {
 		return nil, nil, nil, err
 	}
 	poison := func() error {
-		if err := cu.MemsetD32(wtp, wtPoison, int64(c.WeightLen())); err != nil {
+		if err := cu.MemsetD32(wtp, wtPoison, int64(k.RepackLen)); err != nil {
 			return err
+		}
+		if k.RelaidLen > 0 {
+			if err := cu.MemsetD32(xrp, wtPoison, int64(k.RelaidLen)); err != nil {
+				return err
+			}
 		}
 		return cu.MemsetD32(yp, PoisonBits, int64(c.OutputLen()))
 	}
 	repackArgs := []unsafe.Pointer{unsafe.Pointer(&wp), unsafe.Pointer(&wtp)}
-	mainArgs := []unsafe.Pointer{unsafe.Pointer(&xp), unsafe.Pointer(&wtp), unsafe.Pointer(&bp), unsafe.Pointer(&yp)}
-	repackBlocks := (c.WeightLen() + 255) / 256
+	// With a re-laid input the main kernel reads the copy, not x.
+	mainIn := &xp
+	if k.RelaidLen > 0 {
+		mainIn = &xrp
+	}
+	relayoutArgs := []unsafe.Pointer{unsafe.Pointer(&xp), unsafe.Pointer(&xrp)}
+	mainArgs := []unsafe.Pointer{unsafe.Pointer(mainIn), unsafe.Pointer(&wtp), unsafe.Pointer(&bp), unsafe.Pointer(&yp)}
+	repackBlocks, relayoutBlocks := (k.RepackLen+255)/256, (k.RelaidLen+255)/256
 	forward := func() error {
 		if err := repackFn.Launch(repackBlocks, 1, 1, 256, 1, 1, 0, cu.NoStream, repackArgs); err != nil {
 			return fmt.Errorf("launching %s<<<%d, 256>>>: %w", k.Repack, repackBlocks, err)
+		}
+		if k.Relayout != "" {
+			if err := relayoutFn.Launch(relayoutBlocks, 1, 1, 256, 1, 1, 0, cu.NoStream, relayoutArgs); err != nil {
+				return fmt.Errorf("launching %s<<<%d, 256>>>: %w", k.Relayout, relayoutBlocks, err)
+			}
 		}
 		if err := mainFn.Launch(k.Grid[0], k.Grid[1], k.Grid[2], k.Threads, 1, 1, 0, cu.NoStream, mainArgs); err != nil {
 			return fmt.Errorf("launching %s<<<%v, %d>>>: %w", k.Function, k.Grid, k.Threads, err)

@@ -37,6 +37,13 @@ Knobs (environment):
           (written after the last GPU run of v20: not yet measured)
   CA      cg or ca: the cp.async cache level of B
   LDG     plain or ldg: A loaded as plain loads or through the read-only path
+  ACC     1: no per-step sums: SLABS slabs per warpgroup; BUF 2: A's parts
+          double-buffered, one step in flight; BUF 1: each step waited for
+  SPAN    with ACC 1: 0, every product into one tensor-core running sum per
+          slab (its error grows past 1e-5: the tensor core does not add in
+          exact fp32); n, that sum restarts every n steps and is added in fp32
+  BUILD_ONLY  1: build the extension and stop (to build variants in parallel
+          before timing them one at a time)
 """
 import os
 import torch
@@ -68,6 +75,8 @@ NP = int(os.environ.get("NP", str(CO)))
 CHAINS = int(os.environ.get("CHAINS", "1"))
 BUF = int(os.environ.get("BUF", "2"))
 SLABS = int(os.environ.get("SLABS", "1"))
+ACC = int(os.environ.get("ACC", "0"))
+SPAN = int(os.environ.get("SPAN", "0"))
 CA = os.environ.get("CA", "cg")
 LDG = os.environ.get("LDG", "plain")
 # wgmma's N is a multiple of 8 up to 256; a thread's 8-channel runs never
@@ -75,7 +84,7 @@ LDG = os.environ.get("LDG", "plain")
 assert NP % 8 == 0 and CO <= NP <= 256, f"NP must be a multiple of 8 in [{CO}, 256] (got {NP})"
 assert C % 8 == 0, f"in_channels must be a multiple of 8 (got {C})"
 assert STAGES >= 3, f"STAGES must be at least 3: loads run STAGES-2 steps ahead (got {STAGES})"
-assert SLABS in (1, 2) and CHAINS in (1, 2) and BUF in (1, 2) and AMODE in (0, 1, 2), "SLABS, CHAINS, BUF: 1 or 2; AMODE: 0, 1 or 2"
+assert SLABS in (1, 2) and CHAINS in (1, 2) and BUF in (1, 2) and AMODE in (0, 1, 2) and ACC in (0, 1), "SLABS, CHAINS, BUF: 1 or 2; AMODE: 0, 1 or 2; ACC: 0 or 1"
 
 
 def wg_src(np_):
@@ -106,7 +115,7 @@ SRC = r"""
 constexpr int NB=%(NB)d, C=%(C)d, CO=%(CO)d, KD=%(KD)d, KH=%(KH)d, KW=%(KW)d;
 constexpr int XD=%(XD)d, XH=%(XH)d, XW=%(XW)d, OD=%(OD)d, OH=%(OH)d, OW=%(OW)d;
 constexpr int KTOT=%(KTOT)d, STEPS=%(STEPS)d, STAGES=%(STAGES)d, WG=%(WG)d, NT=128*WG;
-constexpr int AMODE=%(AMODE)d, TMA=%(TMA)d, CHAINS=%(CHAINS)d, BUF=%(BUF)d, SLABS=%(SLABS)d;
+constexpr int AMODE=%(AMODE)d, TMA=%(TMA)d, CHAINS=%(CHAINS)d, BUF=%(BUF)d, SLABS=%(SLABS)d, ACC=%(ACC)d, SPAN=%(SPAN)d;
 constexpr long MTOT = (long)NB * OD * OH * OW;
 constexpr int NP = %(NP)d;
 constexpr int NCM = NP / 8;                 // core matrices along N
@@ -514,11 +523,88 @@ __global__ void __launch_bounds__(NT) k61t(const float* __restrict__ xk, const f
   finish(acc, pa, pb, rw, t, y);
 }
 
+// ACC=1: SLABS m64 slabs per warpgroup; A's TF32 parts double-buffered by
+// step parity when BUF is 2 (one step in flight, wait<1>), else each step
+// waited for. SPAN 0: every product goes into one tensor-core running sum
+// per slab. SPAN n: the tensor-core sum restarts every n steps and is added
+// into an fp32 running sum (the tensor core's own accumulation is not
+// fp32-exact: the error grows with the number of products it adds up).
+template <int NS>
+__device__ __forceinline__ void ustep(float (&acc)[NS][ND], float (&p)[NS][ND], float (&v)[NS][2][8], uint32_t (&hi)[NS][2][8], uint32_t (&lo)[NS][2][8],
+                                      const Rows (&rw)[NS], float* sm, const float* xk, const float* wimg, int s, int tid, int t) {
+  asm volatile("cp.async.wait_group %%0;\n" :: "n"(STAGES - 3) : "memory");
+  proxy_fence();
+  __syncthreads();
+  load_b(sm, wimg, s + STAGES - 2, tid);
+#pragma unroll
+  for (int i = 0; i < NS; i++) split_a(v[i], hi[i], lo[i]);
+  uint32_t base = (uint32_t)__cvta_generic_to_shared(sm + (s %% STAGES) * STAGE_F);
+  int fresh = SPAN > 0 && s %% (SPAN > 0 ? SPAN : 1) == 0;  // the span's first step: its sum starts from zero
+  wg_fence();
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    uint64_t dh = bdesc(base + j * CHUNK_F * 4), dl = bdesc(base + (HL_F + j * CHUNK_F) * 4);
+#pragma unroll
+    for (int i = 0; i < NS; i++) wgN(SPAN ? p[i] : acc[i], lo[i][0][2*j], lo[i][1][2*j], lo[i][0][2*j+1], lo[i][1][2*j+1], dh, j > 0 || !fresh);
+#pragma unroll
+    for (int i = 0; i < NS; i++) wgN(SPAN ? p[i] : acc[i], hi[i][0][2*j], hi[i][1][2*j], hi[i][0][2*j+1], hi[i][1][2*j+1], dl, 1);
+#pragma unroll
+    for (int i = 0; i < NS; i++) wgN(SPAN ? p[i] : acc[i], hi[i][0][2*j], hi[i][1][2*j], hi[i][0][2*j+1], hi[i][1][2*j+1], dh, 1);
+  }
+  wg_commit();
+  bool last = SPAN > 0 && (s %% (SPAN > 0 ? SPAN : 1) == SPAN - 1 || s == STEPS - 1);
+#pragma unroll
+  for (int i = 0; i < NS; i++) {
+    if (BUF == 2 && !last) wg_wait<1>(SPAN ? p[i] : acc[i]); else wg_wait<0>(SPAN ? p[i] : acc[i]);
+  }
+  if (last) {
+#pragma unroll
+    for (int i = 0; i < NS; i++)
+#pragma unroll
+      for (int e = 0; e < ND; e++) acc[i][e] += p[i][e];
+  }
+#pragma unroll
+  for (int i = 0; i < NS; i++) load_a(v[i], xk, rw[i].xb, s + 1, t);
+}
+
+template <int NS>
+__global__ void __launch_bounds__(NT) k61u(const float* __restrict__ xk, const float* __restrict__ wimg, float* __restrict__ y) {
+  extern __shared__ __align__(128) float sm[];
+  int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  long m0 = first_row(64 * NS, warp, g);
+  Rows rw[NS];
+#pragma unroll
+  for (int i = 0; i < NS; i++) rw[i] = thread_rows(m0 + 64 * i);
+  for (int s = 0; s < STAGES - 2; s++) load_b(sm, wimg, s, tid);
+  float acc[NS][ND], p[NS][ND], v[NS][2][8];
+  uint32_t hi[2][NS][2][8], lo[2][NS][2][8];
+#pragma unroll
+  for (int i = 0; i < NS; i++) {
+#pragma unroll
+    for (int e = 0; e < ND; e++) { acc[i][e] = 0.f; p[i][e] = 0.f; }
+    load_a(v[i], xk, rw[i].xb, 0, t);
+  }
+  for (int s = 0; s < STEPS; s += 2) {
+    ustep<NS>(acc, p, v, hi[0], lo[0], rw, sm, xk, wimg, s, tid, t);
+    if (s + 1 < STEPS) ustep<NS>(acc, p, v, hi[BUF - 1], lo[BUF - 1], rw, sm, xk, wimg, s + 1, tid, t);
+  }
+#pragma unroll
+  for (int i = 0; i < NS; i++) {
+    wg_wait<0>(acc[i]);
+    store_rows(acc[i], rw[i], t, y);
+  }
+}
+
 torch::Tensor run(torch::Tensor xk, torch::Tensor wimg) {
   auto y = torch::empty({NB, CO, OD, OH, OW}, xk.options());
   long M = (long)NB * OUT_DHW;
   unsigned grid = (unsigned)((M + 64 * WG - 1) / (64 * WG));
-  if (SLABS == 2) {
+  if (ACC) {
+    int smem = STAGES * STAGE_F * 4;
+    auto k = SLABS == 2 ? k61u<2> : k61u<1>;
+    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    k<<<(unsigned)((M + 64 * SLABS * WG - 1) / (64 * SLABS * WG)), NT, smem>>>(xk.data_ptr<float>(), wimg.data_ptr<float>(), y.data_ptr<float>());
+  } else if (SLABS == 2) {
     int smem = STAGES * STAGE_F * 4;
     cudaFuncSetAttribute(k61s, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     k61s<<<(unsigned)((M + 128 * WG - 1) / (128 * WG)), NT, smem>>>(xk.data_ptr<float>(), wimg.data_ptr<float>(), y.data_ptr<float>());
@@ -537,11 +623,13 @@ torch::Tensor run(torch::Tensor xk, torch::Tensor wimg) {
   }
   return y;
 }
-""" % dict(NB=NB, C=C, CO=CO, KD=KD, KH=KH, KW=KW, XD=XD, XH=XH, XW=XW, OD=OD, OH=OH, OW=OW, KTOT=KTOT, STEPS=STEPS, STAGES=STAGES, NC=int(LDG == "ldg"), WG=WG, CA=CA, AMODE=AMODE, TMA=TMA, NP=NP, WGN=wg_src(NP), CHAINS=CHAINS, BUF=BUF, SLABS=SLABS)
+""" % dict(NB=NB, C=C, CO=CO, KD=KD, KH=KH, KW=KW, XD=XD, XH=XH, XW=XW, OD=OD, OH=OH, OW=OW, KTOT=KTOT, STEPS=STEPS, STAGES=STAGES, NC=int(LDG == "ldg"), WG=WG, CA=CA, AMODE=AMODE, TMA=TMA, NP=NP, WGN=wg_src(NP), CHAINS=CHAINS, BUF=BUF, SLABS=SLABS, ACC=ACC, SPAN=SPAN)
 
-ext = load_inline(name=f"wg{PROBLEM}_s{STAGES}_{LDG}_w{WG}_{CA}_a{AMODE}_t{TMA}_n{NP}_c{CHAINS}{BUF}_m{SLABS}", cpp_sources="torch::Tensor run(torch::Tensor xk, torch::Tensor wimg);",
+ext = load_inline(name=f"wg{PROBLEM}_s{STAGES}_{LDG}_w{WG}_{CA}_a{AMODE}_t{TMA}_n{NP}_c{CHAINS}{BUF}_m{SLABS}_u{ACC}_p{SPAN}", cpp_sources="torch::Tensor run(torch::Tensor xk, torch::Tensor wimg);",
                   cuda_sources=[SRC], functions=["run"], extra_cuda_cflags=["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas=-v"],
                   verbose=bool(os.environ.get("VERBOSE")))
+if os.environ.get("BUILD_ONLY") == "1":
+    raise SystemExit(0)
 
 def split(v):
     hi = ((v.view(torch.int32) + 0x1000) & -8192).view(torch.float32)
@@ -586,7 +674,7 @@ torch.cuda.synchronize()
 # #68 in float64 would take long).
 ref = F.conv_transpose3d(x[[0, -1]].double(), w.double())
 err = ((y[[0, -1]].double() - ref).norm() / ref.norm()).item()
-print(f"#{PROBLEM} STAGES={STAGES} LDG={LDG} WG={WG} CA={CA} AMODE={AMODE} TMA={TMA} NP={NP} CHAINS={CHAINS} BUF={BUF} SLABS={SLABS} rel L2 {err:.3e}  nan {torch.isnan(y).any().item()}")
+print(f"#{PROBLEM} STAGES={STAGES} LDG={LDG} WG={WG} CA={CA} AMODE={AMODE} TMA={TMA} NP={NP} CHAINS={CHAINS} BUF={BUF} SLABS={SLABS} ACC={ACC} SPAN={SPAN} rel L2 {err:.3e}  nan {torch.isnan(y).any().item()}")
 del ref
 flush = torch.empty(256 << 18, device="cuda")
 xk = bordered(x)

@@ -1,0 +1,97 @@
+package plan
+
+import "convtgen/gen/spec"
+
+// WGMMA is the layout of a wgmma tile's kernel (stride 1): one dense GEMM
+// with M = batch * output positions, N = a group's output channels and K =
+// taps * CinP, stepping StepK reduction elements at a time.
+//
+// The input is re-laid per forward as (batch, group, X[0], X[1], X[2],
+// CinP): channels last, each group's channels padded with zeros to CinP (a
+// multiple of 8, so that a thread's 8 consecutive reduction elements are 8
+// channels of one tap, two 16-byte loads), inside a zero border of Lo
+// positions before the input per dimension, wide enough that every
+// (output, tap) pair reads inside it: no bounds checks in the GEMM.
+//
+// The weight is re-laid per forward as the image the tensor cores read from
+// shared memory: per (group, N tile, step) one Stage of TF32 high parts,
+// then low parts, each as four k8 chunks of 2 x NP/8 core matrices (8
+// columns by 4 reduction elements, 128 bytes). Within a step the reduction
+// order is permuted so that thread t's fragments of the four chunks are its
+// 8 consecutive elements 8t..8t+7: column c of chunk j is element
+// 8*(c%4) + 2j + c/4.
+type WGMMA struct {
+	CinP      int    // input channels per group in the re-laid input, a multiple of 8
+	Lo        [3]int // border before the input per dimension
+	X         [3]int // re-laid input's extent per dimension
+	XLen      int    // re-laid input elements
+	KTotal    int    // reduction elements: taps * CinP
+	Steps     int    // StepK-deep steps over KTotal (the last one padded with zeros)
+	NTiles    int    // N tiles over a group's output channels
+	Stage     int    // floats of one step's weight image (hi and lo parts)
+	ImageLen  int    // weight image floats: groups * NTiles * Steps * Stage
+	Rows      int    // output positions per block: Slabs * 64
+	M         int    // GEMM rows: batch * output positions
+	AccPerThr int    // accumulator floats per thread and slab: 64 * NP / 128
+}
+
+// Fixed by the instructions: a warpgroup of 4 warps computes a 64-row slab
+// (m64nNk8), and a step is 4 k8 chunks deep (a thread's two float4 loads).
+const (
+	StepK       = 32
+	slabRows    = 64
+	wgmmaMaxN   = 64 // columns per block: more would not leave registers for two slabs
+	wgmmaStages = 4
+)
+
+// chooseWGMMATile fills a wgmma tile: NP covers a group's output channels
+// in as few N tiles of at most 64 columns as it can, rounded up to 8 (the
+// instruction's granularity); two slabs, sums of four steps, and as many
+// stages (up to 4) as fit the 48 KiB of static shared memory.
+func chooseWGMMATile(t spec.Tile, coutG int) Tile {
+	r := Tile{WGMMA: true, Slabs: t.Slabs, Span: t.Span, MinBlocks: t.MinBlocks}
+	if r.MinBlocks == 0 {
+		// Left to choose, ptxas (CUDA 11.8, sm_80) capped #70's kernel at
+		// 128 registers and spilled; two slabs' sums and A parts need ~200.
+		r.MinBlocks = 1
+	}
+	if r.Slabs == 0 {
+		r.Slabs = 2
+	}
+	if r.Span == 0 {
+		r.Span = 4
+	}
+	tiles := ceilDiv(coutG, wgmmaMaxN)
+	r.BN = 8 * ceilDiv(ceilDiv(coutG, tiles), 8)
+	r.BM = r.Slabs * slabRows
+	r.BK = StepK
+	r.Stages = min(wgmmaStages, MaxSmemBytes/wgmmaStageBytes(r.BN))
+	return r
+}
+
+// wgmmaStageBytes: one step's weight image, hi and lo parts of StepK x bn.
+func wgmmaStageBytes(bn int) int { return 2 * StepK * bn * 4 }
+
+// planWGMMA lays out the re-laid tensors and the grid of a wgmma tile.
+func (p *Plan) planWGMMA() {
+	c, t := p.Conv, p.Tile
+	w := WGMMA{CinP: 8 * ceilDiv(p.CinG, 8), NTiles: ceilDiv(p.CoutG, t.BN), Rows: t.BM, AccPerThr: t.BN / 2}
+	w.M = c.Batch
+	w.XLen = c.Batch * c.Groups * w.CinP
+	for i := range 3 {
+		// Output o reads input o + pad - k*dil through tap k: from
+		// pad - (K-1)*dil (for o = 0) to Out - 1 + pad.
+		w.Lo[i] = max(0, (c.Kernel[i]-1)*c.Dilation[i]-c.Padding[i])
+		w.X[i] = w.Lo[i] + max(c.In[i], p.Out[i]+c.Padding[i])
+		w.XLen *= w.X[i]
+		w.M *= p.Out[i]
+	}
+	w.KTotal = c.Taps() * w.CinP
+	w.Steps = ceilDiv(w.KTotal, StepK)
+	w.Stage = wgmmaStageBytes(t.BN) / 4
+	w.ImageLen = c.Groups * w.NTiles * w.Steps * w.Stage
+	p.WGMMA = w
+	p.Threads = 128
+	p.SmemBytes = t.Stages * wgmmaStageBytes(t.BN)
+	p.Grid = [3]int{ceilDiv(w.M, w.Rows), w.NTiles, c.Groups}
+}
