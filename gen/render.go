@@ -92,7 +92,7 @@ func newView(p *plan.Plan, specPath string) *View {
 	}
 	if t.WGMMA {
 		v.RepackBlocks = (p.WGMMA.ImageLen + 255) / 256
-		v.RelayoutBlocks = (p.WGMMA.XLen + 255) / 256
+		v.RelayoutBlocks = (p.WGMMA.XLen/4 + 255) / 256
 		v.WGMMAAsm = newWGMMAAsm(p.WGMMA.AccPerThr)
 	}
 	// Only for a triton render: a plan mutated on purpose (gen/mutate)

@@ -125,23 +125,44 @@ extern "C" __global__ void l1_70_asymmetric_input_square_kernel_repack_weight(co
     img[i] = __uint_as_float(part == 0 ? hi : lo);
 }
 
-// The input re-laid: one thread per element of the bordered copy.
+// The input re-laid: one thread per 4 channels of a bordered position,
+// neighbouring threads at neighbouring positions along W, so that each of
+// its 4 reads is coalesced across the warp; each writes its channels as one
+// float4 (kCinP is a multiple of 8).
 extern "C" __global__ void l1_70_asymmetric_input_square_kernel_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
 {
     const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= kRelaidLen) return;
-    const int ch = (int)(i % kCinP);
-    idx_t rest = i / kCinP;
-    const int xw = (int)(rest % kXW);
-    rest /= kXW;
+    if (i >= kRelaidLen / 4) return;
+    const int xw = (int)(i % kXW);
+    idx_t rest = i / kXW;
+    const int cq = (int)(rest % (kCinP / 4));
+    rest /= kCinP / 4;
     const int xh = (int)(rest % kXH);
     rest /= kXH;
     const int xd = (int)(rest % kXD);
     rest /= kXD;
     const int grp = (int)(rest % kGroups), n = (int)(rest / kGroups);
     const int id = xd - kLoD, ih = xh - kLoH, iw = xw - kLoW;
-    const bool inside = ch < kCinG && (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
-    xr[i] = inside ? x[((idx_t)n * kCin + grp * kCinG + ch) * kInD * kInHW + id * kInHW + ih * kInW + iw] : 0.0f;
+    const bool inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
+    const float* src = x + ((idx_t)n * kCin + grp * kCinG) * kInD * kInHW + id * kInHW + ih * kInW + iw;
+    float v[4];
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const int ch = 4 * cq + e;
+        v[e] = inside && ch < kCinG ? src[(idx_t)ch * kInD * kInHW] : 0.0f;
+    }
+    const idx_t pos = (((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh;
+    *reinterpret_cast<float4*>(xr + (pos * kXW + xw) * kCinP + 4 * cq) = make_float4(v[0], v[1], v[2], v[3]);
+}
+
+// The TF32 split of A: hi the nearest TF32 value, lo the exact remainder.
+// The tensor cores read lo's top TF32 bits, so what they drop of it is
+// 2^-22 of x or less: rounding it as well would cost two instructions per
+// value in the hot loop for no accuracy that shows.
+__device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
+{
+    hi = round_tf32(x);
+    lo = __float_as_uint(x - __uint_as_float(hi));
 }
 
 // cp.async (sm_80 and later): 16 bytes from global to shared memory that
@@ -186,12 +207,21 @@ __device__ __forceinline__ void wgmma_wait(float (&d)[kND])
 #endif
 }
 
-// Orders this step's register writes (A parts, zeroed sums) and the
-// shared-memory copies before the products that read them.
+// Makes this thread's landed copies visible to the tensor cores' reads of
+// shared memory (the async proxy), before the barrier that publishes them.
+__device__ __forceinline__ void async_proxy_fence()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+// Orders this step's register writes (A parts, zeroed sums) before the
+// products that read them.
 __device__ __forceinline__ void wgmma_fence()
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("fence.proxy.async.shared::cta;\nwgmma.fence.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #endif
 }
 
@@ -202,9 +232,10 @@ __device__ __forceinline__ void wgmma_commit()
 #endif
 }
 
-// The descriptor of a k8 chunk's core matrices at p in shared memory (no
-// swizzle): the next core matrix along K is kNCM*128 bytes on, the next
-// 8 columns 128 bytes on.
+// The descriptor of the core matrices at p in shared memory (no swizzle):
+// the next core matrix along K is kNCM*128 bytes on, the next 8 columns
+// 128 bytes on. A chunk kChunk floats further is the same plus kChunk/4
+// (the address field counts 16 bytes).
 __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
 {
     const unsigned a = (unsigned)__cvta_generic_to_shared(p);
@@ -288,6 +319,7 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
         // the barrier, everyone's), and every warp is done with the stage
         // the next copy overwrites (read two steps ago).
         cp_async_wait_current();
+        async_proxy_fence();
         __syncthreads();
         load_b(s + kStages - 2);
         if (s % kSpan == 0) {
@@ -305,17 +337,18 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
             #pragma unroll
             for (int j = 0; j < 4; ++j) {
                 #pragma unroll
-                for (int f = 0; f < 4; ++f) split_tf32(v[sl][f % 2][2 * j + f / 2], a_hi[sl][j][f], a_lo[sl][j][f]);
+                for (int f = 0; f < 4; ++f) split_a(v[sl][f % 2][2 * j + f / 2], a_hi[sl][j][f], a_lo[sl][j][f]);
             }
         }
         const float* stage = b_stage + (s % kStages) * kStage;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         // lo*hi, hi*lo, hi*hi per k8 chunk, the slabs interleaved so that
         // neighbouring products write different sums.
+        const unsigned long long desc = wgmma_desc(stage);
         wgmma_fence();
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
-            const unsigned long long d_hi = wgmma_desc(stage + j * kChunk), d_lo = wgmma_desc(stage + kPart + j * kChunk);
+            const unsigned long long d_hi = desc + j * kChunk / 4, d_lo = desc + (kPart + j * kChunk) / 4;
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_lo[sl][j], d_hi);
             #pragma unroll
@@ -389,7 +422,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto xr = torch::empty({384000000}, x.options());
     auto y = torch::empty({8, 24, 98, 98, 98}, x.options());
     l1_70_asymmetric_input_square_kernel_repack_weight<<<246, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
-    l1_70_asymmetric_input_square_kernel_relayout_input<<<1500000, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
+    l1_70_asymmetric_input_square_kernel_relayout_input<<<375000, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     l1_70_asymmetric_input_square_kernel_igemm<<<dim3(58825, 1, 1), 128>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());

@@ -55,6 +55,7 @@ var ptxHelpers = []struct{ signature, body string }{
 		"{\n    std::abort();\n}"},
 	{"__device__ __forceinline__ void wgmma_wait(float (&d)[kND])", "{\n    std::abort();\n}"},
 	{"__device__ __forceinline__ void wgmma_fence()", "{\n    std::abort();\n}"},
+	{"__device__ __forceinline__ void async_proxy_fence()", "{\n}"},
 	{"__device__ __forceinline__ void wgmma_commit()", "{\n    std::abort();\n}"},
 	{"__device__ __forceinline__ unsigned long long wgmma_desc(const float* p)", "{\n    std::abort();\n}"},
 }
@@ -113,8 +114,8 @@ int main(int argc, char** argv)
         }
     }
     const float* xin = x.data();
-    if (%[14]d > 0) {  // the input re-laid first: the main kernel reads the copy
-        for (unsigned b = 0; b < (%[14]d + %[5]d - 1) / %[5]d; ++b) {
+    if (%[16]d > 0) {  // the input re-laid first: the main kernel reads the copy
+        for (unsigned b = 0; b < (%[16]d + %[5]d - 1) / %[5]d; ++b) {
             for (unsigned t = 0; t < %[5]d; ++t) {
                 blockIdx = {b, 0, 0};
                 threadIdx = {t, 0, 0};
@@ -180,7 +181,7 @@ func Build(ctx context.Context, cxx, dir, kernel string, l plan.Launch) (*Progra
 	src := shim + "\n" + host + fmt.Sprintf(driver,
 		c.InputLen(), c.WeightLen(), bias, c.OutputLen(),
 		RepackThreads, (l.RepackLen+RepackThreads-1)/RepackThreads, l.Repack,
-		l.Grid[0], l.Grid[1], l.Grid[2], l.Threads, l.Function, l.RepackLen, l.RelaidLen, relayout)
+		l.Grid[0], l.Grid[1], l.Grid[2], l.Threads, l.Function, l.RepackLen, l.RelaidLen, relayout, l.RelayoutThreads)
 	sum := sha256.Sum256([]byte(src))
 	base := filepath.Join(dir, hex.EncodeToString(sum[:8]))
 	p := &Program{exe: base, launch: l}

@@ -199,7 +199,7 @@ func run(j *Job, in Inputs) (y, yLast []float32, t *Timing, err error) {
 	}
 	relayoutArgs := []unsafe.Pointer{unsafe.Pointer(&xp), unsafe.Pointer(&xrp)}
 	mainArgs := []unsafe.Pointer{unsafe.Pointer(mainIn), unsafe.Pointer(&wtp), unsafe.Pointer(&bp), unsafe.Pointer(&yp)}
-	repackBlocks, relayoutBlocks := (k.RepackLen+255)/256, (k.RelaidLen+255)/256
+	repackBlocks, relayoutBlocks := (k.RepackLen+255)/256, (k.RelayoutThreads+255)/256
 	forward := func() error {
 		if err := repackFn.Launch(repackBlocks, 1, 1, 256, 1, 1, 0, cu.NoStream, repackArgs); err != nil {
 			return fmt.Errorf("launching %s<<<%d, 256>>>: %w", k.Repack, repackBlocks, err)
