@@ -1,8 +1,8 @@
 """Probe, not a generated submission: a stride-1 level-1 problem (#58, #61,
 #68 or #70; PROBLEM, default 61) as a CUDA wgmma (sm_90a) 3xTF32 implicit
 GEMM, to measure what a hand-written Hopper kernel gains over the Triton one
-before the generator emits such kernels. Results: verify/PERF.md, v20 (#61
-only, so far).
+before the generator emits such kernels (it now does: tile.wgmma). Results:
+verify/PERF.md, v20 and v21.
 
 Run on a Hopper GPU host (CUDA 12+ nvcc, torch):
   PROBLEM=61 python3 verify/probes/wgmma.py
@@ -34,7 +34,6 @@ Knobs (environment):
   CHAINS  2: the small products and hi*hi in two independent sums per step
   BUF     with CHAINS 2: 2 double-buffers the sums, 1 waits for each step
   SLABS   2: two m64 slabs (128 rows) per warpgroup, each step waited for
-          (written after the last GPU run of v20: not yet measured)
   CA      cg or ca: the cp.async cache level of B
   LDG     plain or ldg: A loaded as plain loads or through the read-only path
   ACC     1: no per-step sums: SLABS slabs per warpgroup; BUF 2: A's parts

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"convtgen/verify/gpu"
 )
 
 // PlotFile is the plot's name beside REPORT.md.
@@ -87,7 +89,7 @@ func Markdown(r *Report) string {
 			kernel = fmt.Sprintf("%.3f", row.KernelMS)
 		}
 		if row.Arch != nil {
-			a, b := row.Arch["sm_80"], row.Arch["sm_90"]
+			a, b := row.Arch["sm_80"], hopper(row.Arch)
 			regs = fmt.Sprintf("%d/%d, %d/%d", a.Registers, b.Registers, a.SpillBytes, b.SpillBytes)
 		}
 		status := row.Disposition
@@ -161,7 +163,7 @@ func Markdown(r *Report) string {
 			if tile == "" {
 				tile = "–"
 			}
-			p("| %s | %s | %s | %d | %s | %s | %s | %d |\n", t.Spec, t.Precision, tile, t.Threads, t.Disposition, rel, time, t.Arch["sm_90"].Registers)
+			p("| %s | %s | %s | %d | %s | %s | %s | %d |\n", t.Spec, t.Precision, tile, t.Threads, t.Disposition, rel, time, hopper(t.Arch).Registers)
 		}
 	}
 	return b.String()
@@ -215,4 +217,13 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// hopper is a kernel's sm_90 compile: sm_90a where the run used Hopper's
+// arch-specific target (which wgmma tiles need), else plain sm_90.
+func hopper(arch map[string]gpu.ArchInfo) gpu.ArchInfo {
+	if a, ok := arch["sm_90a"]; ok {
+		return a
+	}
+	return arch["sm_90"]
 }
