@@ -29,7 +29,9 @@ type Mutation struct {
 	Description string
 	// Applies reports whether the bug can be planted in p so that the
 	// kernel's outputs are wrong (for inputs in general position) while
-	// every access stays in bounds.
+	// every access stays in bounds. (A wgmma kernel has no tap table: it
+	// derives its taps from the kernel size, so the tap mutations do not
+	// apply to it.)
 	Applies func(p *plan.Plan) bool
 	// Apply plants the bug in p. It changes fields of the Plan struct it is
 	// given but never writes through the slices it shares with the plan it
@@ -55,7 +57,7 @@ func All() []Mutation {
 			// shifted offset reads a neighbour or a zero, never outside x.
 			// Writes do not involve Off. Wrong: a tap that reached the
 			// input now reads other elements (or zeros) for its rows.
-			Applies: func(p *plan.Plan) bool { return anyReaching(p, allPhases(p)) },
+			Applies: func(p *plan.Plan) bool { return !p.Tile.WGMMA && anyReaching(p, allPhases(p)) },
 			Apply: func(p *plan.Plan) {
 				d := 2
 				if p.Tile.TW > 0 {
@@ -139,7 +141,7 @@ func All() []Mutation {
 			// weight reads stay inside the re-laid-out weight. Wrong: each
 			// reaching tap now uses another kernel position's weights.
 			Applies: func(p *plan.Plan) bool {
-				return p.Conv.Taps() > p.TapWidth() && anyReaching(p, allPhases(p))
+				return !p.Tile.WGMMA && p.Conv.Taps() > p.TapWidth() && anyReaching(p, allPhases(p))
 			},
 			Apply: func(p *plan.Plan) {
 				p.Taps = slices.Clone(p.Taps)

@@ -197,6 +197,7 @@ func New(s *spec.Spec) (*Plan, error) {
 			return nil, spec.Errors{s.Errorf("kernel.tile.wgmma", "true", "computes one dense GEMM over every tap: only at stride 1 in every dimension (stride is %v)", c.Stride)}
 		}
 		p.Tile = chooseWGMMATile(s.Kernel.Tile, p.CoutG)
+		p.planPhases() // one phase at stride 1: the geometry other views (Triton's) check against
 		p.planWGMMA()
 		p.Index = "int"
 		if max(c.OutputLen(), p.WGMMA.XLen, p.WGMMA.ImageLen) >= 1<<31 {

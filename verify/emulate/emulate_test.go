@@ -40,6 +40,12 @@ func small(t *testing.T, n int, seed int64) []gen.Loaded {
 		if p.Tile.MMA {
 			perStep += 2 * 3 * (p.Tile.BK / 8) * (p.Tile.WM / 16) * (p.Tile.WN / 8)
 		}
+		if p.Tile.WGMMA {
+			// One phase; the emulated products are mma.sync: 3 per k8 chunk,
+			// 8-column block and slab.
+			steps = p.WGMMA.Steps
+			perStep += 2 * 3 * 4 * (p.Tile.BN / 8) * p.Tile.Slabs
+		}
 		barriers := p.Grid[0] * p.Grid[1] * p.Grid[2] * (steps + 1) * perStep
 		if p.Conv.OutputLen() <= 40000 && p.Threads <= 256 && barriers <= 20000 && len(out) < n {
 			out = append(out, l)
