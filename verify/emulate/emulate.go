@@ -114,16 +114,7 @@ int main(int argc, char** argv)
         }
     }
     const float* xin = x.data();
-    if (%[16]d > 0) {  // the input re-laid first: the main kernel reads the copy
-        for (unsigned b = 0; b < (%[16]d + %[5]d - 1) / %[5]d; ++b) {
-            for (unsigned t = 0; t < %[5]d; ++t) {
-                blockIdx = {b, 0, 0};
-                threadIdx = {t, 0, 0};
-                %[15]s(x.data(), xr.data());
-            }
-        }
-        xin = xr.data();
-    }
+%[15]s
 
     // One host thread per CUDA thread of a block, reused for every block:
     // the blocks run one after another, which is also what lets the
@@ -156,6 +147,18 @@ int main(int argc, char** argv)
 }
 `
 
+// relayoutLaunch runs the input re-layout of a kernel that has one (its
+// threads, block size, name), before the main kernel, which then reads the
+// copy.
+const relayoutLaunch = `    for (unsigned b = 0; b < (%[1]d + %[2]d - 1) / %[2]d; ++b) {
+        for (unsigned t = 0; t < %[2]d; ++t) {
+            blockIdx = {b, 0, 0};
+            threadIdx = {t, 0, 0};
+            %[3]s(x.data(), xr.data());
+        }
+    }
+    xin = xr.data();`
+
 // Program is a kernel compiled for the host.
 type Program struct {
 	exe    string
@@ -174,14 +177,14 @@ func Build(ctx context.Context, cxx, dir, kernel string, l plan.Launch) (*Progra
 	if c.Bias {
 		bias = c.OutChannels
 	}
-	relayout := l.Relayout
-	if relayout == "" {
-		relayout = "(void)" // never called: no re-laid input
+	relayout := ""
+	if l.Relayout != "" {
+		relayout = fmt.Sprintf(relayoutLaunch, l.RelayoutThreads, RepackThreads, l.Relayout)
 	}
 	src := shim + "\n" + host + fmt.Sprintf(driver,
 		c.InputLen(), c.WeightLen(), bias, c.OutputLen(),
 		RepackThreads, (l.RepackLen+RepackThreads-1)/RepackThreads, l.Repack,
-		l.Grid[0], l.Grid[1], l.Grid[2], l.Threads, l.Function, l.RepackLen, l.RelaidLen, relayout, l.RelayoutThreads)
+		l.Grid[0], l.Grid[1], l.Grid[2], l.Threads, l.Function, l.RepackLen, l.RelaidLen, relayout)
 	sum := sha256.Sum256([]byte(src))
 	base := filepath.Join(dir, hex.EncodeToString(sum[:8]))
 	p := &Program{exe: base, launch: l}
