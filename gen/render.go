@@ -93,7 +93,7 @@ func newView(p *plan.Plan, specPath string) *View {
 	if t.WGMMA {
 		v.RepackBlocks = (p.WGMMA.ImageLen + 255) / 256
 		v.RelayoutBlocks = (p.WGMMA.XLen/4 + 255) / 256
-		v.WGMMAAsm = newWGMMAAsm(p.WGMMA.AccPerThr)
+		v.WGMMAAsm = newWGMMAAsm(p.WGMMA.SumsPerThread)
 	}
 	// Only for a triton render: a plan mutated on purpose (gen/mutate)
 	// may break the tap invariant newTritonView checks, and is rendered

@@ -21,18 +21,18 @@ import "convtgen/gen/spec"
 // 8 consecutive elements 8t..8t+7: column c of chunk j is element
 // 8*(c%4) + 2j + c/4.
 type WGMMA struct {
-	CinP      int    // input channels per group in the re-laid input, a multiple of 8
-	Lo        [3]int // border before the input per dimension
-	X         [3]int // re-laid input's extent per dimension
-	XLen      int    // re-laid input elements
-	KTotal    int    // reduction elements: taps * CinP
-	Steps     int    // StepK-deep steps over KTotal (the last one padded with zeros)
-	NTiles    int    // N tiles over a group's output channels
-	Stage     int    // floats of one step's weight image (hi and lo parts)
-	ImageLen  int    // weight image floats: groups * NTiles * Steps * Stage
-	Rows      int    // output positions per block: Slabs * 64
-	M         int    // GEMM rows: batch * output positions
-	AccPerThr int    // accumulator floats per thread and slab: 64 * NP / 128
+	CinP          int    // input channels per group in the re-laid input, a multiple of 8
+	Lo            [3]int // border before the input per dimension
+	X             [3]int // re-laid input's extent per dimension
+	XLen          int    // re-laid input elements
+	KTotal        int    // reduction elements: taps * CinP
+	Steps         int    // StepK-deep steps over KTotal (the last one padded with zeros)
+	NTiles        int    // N tiles over a group's output channels
+	Stage         int    // floats of one step's weight image (hi and lo parts)
+	ImageLen      int    // weight image floats: groups * NTiles * Steps * Stage
+	Rows          int    // output positions per block: Slabs * 64
+	M             int    // GEMM rows: batch * output positions
+	SumsPerThread int    // accumulator floats per thread and slab: 64 * NP / 128
 }
 
 // Fixed by the instructions: a warpgroup of 4 warps computes a 64-row slab
@@ -75,7 +75,7 @@ func wgmmaStageBytes(bn int) int { return 2 * StepK * bn * 4 }
 // planWGMMA lays out the re-laid tensors and the grid of a wgmma tile.
 func (p *Plan) planWGMMA() {
 	c, t := p.Conv, p.Tile
-	w := WGMMA{CinP: 8 * ceilDiv(p.CinG, 8), NTiles: ceilDiv(p.CoutG, t.BN), Rows: t.BM, AccPerThr: t.BN / 2}
+	w := WGMMA{CinP: 8 * ceilDiv(p.CinG, 8), NTiles: ceilDiv(p.CoutG, t.BN), Rows: t.BM, SumsPerThread: t.BN / 2}
 	w.M = c.Batch
 	w.XLen = c.Batch * c.Groups * w.CinP
 	for i := range 3 {
