@@ -78,7 +78,7 @@ func Markdown(r *Report) string {
 	p("peak 67 TFLOP/s for fp32 FFMA and 495/3 TFLOP/s for 3xTF32; \"floor\" is floor time / our time.\n\n")
 	p("![speedup over PyTorch default and fraction of floor](%s)\n\n", PlotFile)
 	p("## Per problem and backend\n\n")
-	p("| problem | backend | precision | result | rel L2 vs fp64 | allclose 1e-2 / 1e-4 | ms mean / median | PyTorch default ms | PyTorch strict fp32 ms | vs default | vs strict | floor ms | floor | kernel-only ms | registers sm_80/sm_90, spill bytes |\n")
+	p("| problem | backend | precision | result | rel L2 vs fp64 | allclose 1e-2 / 1e-4 | ms mean / median | PyTorch default ms | PyTorch strict fp32 ms | vs default | vs strict | floor ms | floor | kernel-only ms | registers sm_80/sm_90 (sm_90a where run), spill bytes |\n")
 	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
 		frac, kernel, regs := "–", "–", "–"
