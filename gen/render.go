@@ -81,7 +81,7 @@ func newView(p *plan.Plan, specPath string) *View {
 		OutputShape:   ints(c.Batch, c.OutChannels, p.Out[0], p.Out[1], p.Out[2]),
 		HostFunction:  "conv_transpose3d_forward",
 		WeightLen:     c.WeightLen(),
-		RepackBlocks:  (c.WeightLen() + 255) / 256,
+		RepackBlocks:  (p.RepackLen() + 255) / 256,
 		TapTableLen:   max(1, len(p.Taps)),
 		CIChunks:      p.CIChunks(),
 		ALanes:        aLanes,
@@ -91,8 +91,7 @@ func newView(p *plan.Plan, specPath string) *View {
 		BLoads:        (t.BK*t.BN + p.Threads - 1) / p.Threads,
 	}
 	if t.WGMMA {
-		v.RepackBlocks = (p.WGMMA.ImageLen + 255) / 256
-		v.RelayoutBlocks = (p.WGMMA.XLen/4 + 255) / 256
+		v.RelayoutBlocks = (p.WGMMA.RelayoutThreads + 255) / 256
 		v.WGMMAAsm = newWGMMAAsm(p.WGMMA.SumsPerThread)
 	}
 	// Only for a triton render: a plan mutated on purpose (gen/mutate)

@@ -41,7 +41,7 @@ func (p *Plan) Launch(file string) Launch {
 		RepackLen:       p.RepackLen(),
 		Relayout:        p.Names.Relayout,
 		RelaidLen:       p.WGMMA.XLen,
-		RelayoutThreads: p.WGMMA.XLen / 4,
+		RelayoutThreads: p.WGMMA.RelayoutThreads,
 		Grid:            p.Grid,
 		Threads:         p.Threads,
 		SmemBytes:       p.SmemBytes,

@@ -5,6 +5,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -199,10 +200,7 @@ func New(s *spec.Spec) (*Plan, error) {
 		p.Tile = chooseWGMMATile(s.Kernel.Tile, p.CoutG)
 		p.planPhases() // one phase at stride 1: the geometry other views (Triton's) check against
 		p.planWGMMA()
-		p.Index = "int"
-		if max(c.OutputLen(), p.WGMMA.XLen, p.WGMMA.ImageLen) >= 1<<31 {
-			p.Index = "long long"
-		}
+		p.Index = indexType(c.OutputLen(), p.WGMMA.XLen, p.WGMMA.ImageLen)
 		p.Names = names(s.Name)
 		p.Names.Relayout = s.Name + "_relayout_input"
 		return p, nil
@@ -235,12 +233,18 @@ func New(s *spec.Spec) (*Plan, error) {
 		return nil, err
 	}
 	p.Grid = [3]int{len(p.Phases) * p.MaxTiles, ceilDiv(p.CoutG, p.Tile.BN), c.Groups}
-	p.Index = "int"
-	if max(c.InputLen(), c.OutputLen(), c.WeightLen()) >= 1<<31 {
-		p.Index = "long long"
-	}
+	p.Index = indexType(c.InputLen(), c.OutputLen(), c.WeightLen())
 	p.Names = names(s.Name)
 	return p, nil
+}
+
+// indexType is the C type of flat element offsets into tensors of the
+// given lengths: int unless one has 2^31 elements or more.
+func indexType(lengths ...int) string {
+	if slices.Max(lengths) >= 1<<31 {
+		return "long long"
+	}
+	return "int"
 }
 
 // names are a spec's kernel and extension names.

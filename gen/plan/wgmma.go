@@ -21,18 +21,21 @@ import "convtgen/gen/spec"
 // 8 consecutive elements 8t..8t+7: column c of chunk j is element
 // 8*(c%4) + 2j + c/4.
 type WGMMA struct {
-	CinP          int    // input channels per group in the re-laid input, a multiple of 8
-	Lo            [3]int // border before the input per dimension
-	X             [3]int // re-laid input's extent per dimension
-	XLen          int    // re-laid input elements
-	KTotal        int    // reduction elements: taps * CinP
-	Steps         int    // StepK-deep steps over KTotal (the last one padded with zeros)
-	NTiles        int    // N tiles over a group's output channels
-	Stage         int    // floats of one step's weight image (hi and lo parts)
-	ImageLen      int    // weight image floats: groups * NTiles * Steps * Stage
-	Rows          int    // output positions per block: Slabs * 64
-	M             int    // GEMM rows: batch * output positions
-	SumsPerThread int    // accumulator floats per thread and slab: 64 * NP / 128
+	CinP int    // input channels per group in the re-laid input, a multiple of 8
+	Lo   [3]int // border before the input per dimension
+	X    [3]int // re-laid input's extent per dimension
+	XLen int    // re-laid input elements
+	// RelayoutThreads: the input re-layout's threads, one per 4 channels
+	// of a bordered position (a float4 store; CinP is a multiple of 8).
+	RelayoutThreads int
+	KTotal          int // reduction elements: taps * CinP
+	Steps           int // StepK-deep steps over KTotal (the last one padded with zeros)
+	NTiles          int // N tiles over a group's output channels
+	Stage           int // floats of one step's weight image (hi and lo parts)
+	ImageLen        int // weight image floats: groups * NTiles * Steps * Stage
+	Rows            int // output positions per block: Slabs * 64
+	M               int // GEMM rows: batch * output positions
+	SumsPerThread   int // accumulator floats per thread and slab: 64 * NP / 128
 }
 
 // Fixed by the instructions: a warpgroup of 4 warps computes a 64-row slab
@@ -86,6 +89,7 @@ func (p *Plan) planWGMMA() {
 		w.XLen *= w.X[i]
 		w.M *= p.Out[i]
 	}
+	w.RelayoutThreads = w.XLen / 4
 	w.KTotal = c.Taps() * w.CinP
 	w.Steps = ceilDiv(w.KTotal, StepK)
 	w.Stage = wgmmaStageBytes(t.BN) / 4
