@@ -195,7 +195,7 @@ func New(s *spec.Spec) (*Plan, error) {
 	switch {
 	case s.Kernel.Tile.WGMMA:
 		if c.Stride != [3]int{1, 1, 1} {
-			return nil, spec.Errors{s.Errorf("kernel.tile.wgmma", "true", "computes one dense GEMM over every tap: only at stride 1 in every dimension (stride is %v)", c.Stride)}
+			return nil, spec.Errors{s.Errorf("kernel.tile.wgmma", "true", "%s", spec.WGMMAStrideRule(c.Stride))}
 		}
 		p.Tile = chooseWGMMATile(s.Kernel.Tile, p.CoutG)
 		p.planPhases() // one phase at stride 1: the geometry other views (Triton's) check against
