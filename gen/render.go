@@ -49,10 +49,8 @@ type View struct {
 	AK           int
 	BLoads       int
 
-	// wgmma tile: the re-layout launches and the operand lists of its
-	// inline PTX.
-	RelayoutBlocks int
-	WGMMAAsm       WGMMAAsm
+	// wgmma tile: the operand lists of its inline PTX.
+	WGMMAAsm WGMMAAsm
 
 	// Triton backend (gen/triton.go).
 	Triton *TritonView
@@ -91,7 +89,6 @@ func newView(p *plan.Plan, specPath string) *View {
 		BLoads:        (t.BK*t.BN + p.Threads - 1) / p.Threads,
 	}
 	if t.WGMMA {
-		v.RelayoutBlocks = (p.WGMMA.RelayoutThreads + 255) / 256
 		v.WGMMAAsm = newWGMMAAsm(p.WGMMA.SumsPerThread)
 	}
 	// Only for a triton render: a plan mutated on purpose (gen/mutate)
@@ -104,11 +101,11 @@ func newView(p *plan.Plan, specPath string) *View {
 }
 
 // WGMMAAsm are the operand lists of the wgmma instruction for nd
-// accumulators per thread: %0..%nd-1 the sums, then the four A registers
-// and the descriptor.
+// accumulators per thread: %0..%nd-1 the sums, then the four A registers,
+// the descriptor and the scale-d flag.
 type WGMMAAsm struct {
-	Outs, A, Desc string // "{%0, ..., %23}", "{%24, %25, %26, %27}", "%28"
-	Acc           string // the sums' constraints: "+f"(d[0]), ...
+	Outs, A, Desc, Scale string // "{%0, ..., %23}", "{%24, %25, %26, %27}", "%28", "%29"
+	Acc                  string // the sums' constraints: "+f"(d[0]), ...
 }
 
 func newWGMMAAsm(nd int) WGMMAAsm {
@@ -118,10 +115,11 @@ func newWGMMAAsm(nd int) WGMMAAsm {
 		acc[i] = `"+f"(d[` + strconv.Itoa(i) + `])`
 	}
 	return WGMMAAsm{
-		Outs: "{" + strings.Join(outs, ", ") + "}",
-		A:    fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", nd, nd+1, nd+2, nd+3),
-		Desc: "%" + strconv.Itoa(nd+4),
-		Acc:  strings.Join(acc, ", "),
+		Outs:  "{" + strings.Join(outs, ", ") + "}",
+		A:     fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", nd, nd+1, nd+2, nd+3),
+		Desc:  "%" + strconv.Itoa(nd+4),
+		Scale: "%" + strconv.Itoa(nd+5),
+		Acc:   strings.Join(acc, ", "),
 	}
 }
 

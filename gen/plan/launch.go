@@ -13,46 +13,50 @@ type Launch struct {
 	Repack    string // weight re-layout kernel's name, launched first
 	RepackLen int    // elements it writes, one thread each
 	// Relayout, when set, is the input re-layout kernel's name, launched
-	// after the repack with RelayoutThreads threads (256 a block) that
-	// write the RelaidLen elements of the re-laid input; the main kernel
-	// then reads that copy, not x.
-	Relayout        string
-	RelaidLen       int
-	RelayoutThreads int
-	Grid            [3]int
-	Threads         int
-	SmemBytes       int
-	Precision       string
-	Tile            string // the tile in spec form, as the plan resolved it
-	Conv            geom.Conv
-	Out             [3]int
-	FLOPs           float64
-	MinBytes        float64
+	// after the repack as RelayoutBlocks blocks of RelayoutBlockThreads
+	// (with barriers) that write the RelaidLen elements of the re-laid
+	// input; the main kernel then reads that copy, not x.
+	Relayout       string
+	RelaidLen      int
+	RelayoutBlocks int
+	Grid           [3]int
+	Threads        int
+	SmemBytes      int
+	Precision      string
+	Tile           string // the tile in spec form, as the plan resolved it
+	Conv           geom.Conv
+	Out            [3]int
+	FLOPs          float64
+	MinBytes       float64
 }
 
 // Launch returns the launch record of the plan's CUDA submission in file.
 func (p *Plan) Launch(file string) Launch {
 	return Launch{
-		Spec:            p.Spec.Name,
-		SpecPath:        p.Spec.Path,
-		File:            file,
-		Function:        p.Names.Kernel,
-		Repack:          p.Names.Repack,
-		RepackLen:       p.RepackLen(),
-		Relayout:        p.Names.Relayout,
-		RelaidLen:       p.WGMMA.XLen,
-		RelayoutThreads: p.WGMMA.RelayoutThreads,
-		Grid:            p.Grid,
-		Threads:         p.Threads,
-		SmemBytes:       p.SmemBytes,
-		Precision:       p.Spec.Kernel.Precision,
-		Tile:            p.Tile.Spec().String(),
-		Conv:            p.Conv,
-		Out:             p.Out,
-		FLOPs:           p.Conv.FLOPs(),
-		MinBytes:        p.Conv.MinBytes(),
+		Spec:           p.Spec.Name,
+		SpecPath:       p.Spec.Path,
+		File:           file,
+		Function:       p.Names.Kernel,
+		Repack:         p.Names.Repack,
+		RepackLen:      p.RepackLen(),
+		Relayout:       p.Names.Relayout,
+		RelaidLen:      p.WGMMA.XLen,
+		RelayoutBlocks: p.WGMMA.RelayoutBlocks,
+		Grid:           p.Grid,
+		Threads:        p.Threads,
+		SmemBytes:      p.SmemBytes,
+		Precision:      p.Spec.Kernel.Precision,
+		Tile:           p.Tile.Spec().String(),
+		Conv:           p.Conv,
+		Out:            p.Out,
+		FLOPs:          p.Conv.FLOPs(),
+		MinBytes:       p.Conv.MinBytes(),
 	}
 }
+
+// RelayoutBlockThreads is the input re-layout's block size (the host
+// wrapper's launch in templates/cuda_wgmma.tmpl).
+const RelayoutBlockThreads = 256
 
 // RepackLen is the number of elements the weight re-layout writes: the
 // weight image of a wgmma tile, else the weight in its new order.

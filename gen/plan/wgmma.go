@@ -25,17 +25,18 @@ type WGMMA struct {
 	Lo   [3]int // border before the input per dimension
 	X    [3]int // re-laid input's extent per dimension
 	XLen int    // re-laid input elements
-	// RelayoutThreads: the input re-layout's threads, one per 4 channels
-	// of a bordered position (a float4 store; CinP is a multiple of 8).
-	RelayoutThreads int
-	KTotal          int // reduction elements: taps * CinP
-	Steps           int // StepK-deep steps over KTotal (the last one padded with zeros)
-	NTiles          int // N tiles over a group's output channels
-	Stage           int // floats of one step's weight image (hi and lo parts)
-	ImageLen        int // weight image floats: groups * NTiles * Steps * Stage
-	Rows            int // output positions per block: Slabs * 64
-	M               int // GEMM rows: batch * output positions
-	SumsPerThread   int // accumulator floats per thread and slab: 64 * NP / 128
+	// The input re-layout turns tiles of 32 positions along W by 32
+	// channels, RelayoutWTiles x RelayoutCTiles per bordered row, one
+	// block of 256 threads each: RelayoutBlocks in all.
+	RelayoutWTiles, RelayoutCTiles, RelayoutBlocks int
+	KTotal                                         int // reduction elements: taps * CinP
+	Steps                                          int // StepK-deep steps over KTotal (the last one padded with zeros)
+	NTiles                                         int // N tiles over a group's output channels
+	Stage                                          int // floats of one step's weight image (hi and lo parts)
+	ImageLen                                       int // weight image floats: groups * NTiles * Steps * Stage
+	Rows                                           int // output positions per block: Slabs * 64
+	M                                              int // GEMM rows: batch * output positions
+	SumsPerThread                                  int // accumulator floats per thread and slab: 64 * NP / 128
 }
 
 // Fixed by the instructions: a warpgroup of 4 warps computes a 64-row slab
@@ -45,6 +46,8 @@ const (
 	slabRows    = 64
 	wgmmaMaxN   = 64 // columns per block: more would not leave registers for two slabs
 	wgmmaStages = 4
+
+	relayoutTile = 32 // the input re-layout's tile: 32 positions by 32 channels, one bank each
 )
 
 // chooseWGMMATile fills a wgmma tile: NP covers a group's output channels
@@ -89,7 +92,8 @@ func (p *Plan) planWGMMA() {
 		w.XLen *= w.X[i]
 		w.M *= p.Out[i]
 	}
-	w.RelayoutThreads = w.XLen / 4
+	w.RelayoutWTiles, w.RelayoutCTiles = ceilDiv(w.X[2], relayoutTile), ceilDiv(w.CinP, relayoutTile)
+	w.RelayoutBlocks = w.XLen / (w.X[2] * w.CinP) * w.RelayoutWTiles * w.RelayoutCTiles
 	w.KTotal = c.Taps() * w.CinP
 	w.Steps = ceilDiv(w.KTotal, StepK)
 	w.Stage = wgmmaStageBytes(t.BN) / 4

@@ -22,7 +22,7 @@ func TestWGMMALayout(t *testing.T) {
 	}{
 		{config{batch: 8, cin: 48, cout: 48, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{64, 64, 64}, s: one, d: one, precision: "3xtf32", tile: "{wgmma: true}"},
 			plan.WGMMA{CinP: 48, Lo: [3]int{2, 2, 2}, X: [3]int{68, 68, 68}, XLen: 8 * 48 * 68 * 68 * 68, KTotal: 27 * 48, Steps: 41, NTiles: 1,
-				RelayoutThreads: 8 * 12 * 68 * 68 * 68, Stage: 2 * 32 * 48, ImageLen: 41 * 2 * 32 * 48, Rows: 128, M: 8 * 66 * 66 * 66, SumsPerThread: 24},
+				RelayoutWTiles: 3, RelayoutCTiles: 2, RelayoutBlocks: 8 * 68 * 68 * 3 * 2, Stage: 2 * 32 * 48, ImageLen: 41 * 2 * 32 * 48, Rows: 128, M: 8 * 66 * 66 * 66, SumsPerThread: 24},
 			plan.Tile{WGMMA: true, BM: 128, BN: 48, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1},
 			[3]int{(8*66*66*66 + 127) / 128, 1, 1}},
 		{config{batch: 2, cin: 6, cout: 70, groups: 2, k: [3]int{3, 2, 1}, in: [3]int{5, 6, 7}, s: one, p: [3]int{3, 0, 1}, d: [3]int{1, 2, 1},
@@ -30,7 +30,7 @@ func TestWGMMALayout(t *testing.T) {
 			// Out: (5+2-6, 6+2, 7-2) = (1, 8, 5). Lo: max(0, (k-1)*d - p) = (0, 2, 0);
 			// X: Lo + max(in, out + p) = (5, 8+2, 7) with D: max(5, 1+3) = 5.
 			plan.WGMMA{CinP: 8, Lo: [3]int{0, 2, 0}, X: [3]int{5, 10, 7}, XLen: 2 * 2 * 8 * 5 * 10 * 7, KTotal: 6 * 8, Steps: 2, NTiles: 1,
-				RelayoutThreads: 2 * 2 * 2 * 5 * 10 * 7, Stage: 2 * 32 * 40, ImageLen: 2 * 1 * 2 * 2 * 32 * 40, Rows: 64, M: 2 * 1 * 8 * 5, SumsPerThread: 20},
+				RelayoutWTiles: 1, RelayoutCTiles: 1, RelayoutBlocks: 2 * 2 * 5 * 10, Stage: 2 * 32 * 40, ImageLen: 2 * 1 * 2 * 2 * 32 * 40, Rows: 64, M: 2 * 1 * 8 * 5, SumsPerThread: 20},
 			plan.Tile{WGMMA: true, BM: 64, BN: 40, BK: 32, Slabs: 1, Span: 2, Stages: 4, MinBlocks: 1},
 			[3]int{2, 1, 2}},
 	} {

@@ -51,7 +51,7 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 static constexpr int kCinP = 48;
 static constexpr int kLoD = 2, kLoH = 2, kLoW = 2;
 static constexpr int kXD = 68, kXH = 68, kXW = 68;
-static constexpr idx_t kRelaidLen = 120741888;
+static constexpr int kWTiles = 3, kCTiles = 2;  // the re-layout's 32 x 32 tiles per row
 // The GEMM: kM output positions by a group's output channels, reduced over
 // kKTotal = (tap, channel) pairs in kSteps steps of 32. A block is one
 // warpgroup (4 warps) computing kSlabs slabs of 64 rows by kNP columns.
@@ -125,34 +125,42 @@ extern "C" __global__ void l1_61_square_input_square_kernel_repack_weight(const 
     img[i] = __uint_as_float(part == 0 ? hi : lo);
 }
 
-// The input re-laid: one thread per 4 channels of a bordered position,
-// neighbouring threads at neighbouring positions along W, so that each of
-// its 4 reads is coalesced across the warp; each writes its channels as one
-// float4 (kCinP is a multiple of 8).
-extern "C" __global__ void l1_61_square_input_square_kernel_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
+// The input re-laid: a block per tile of 32 bordered positions along W by
+// 32 channels of one (batch, group, xd, xh) row. It reads the tile one
+// channel at a time along W (coalesced), turns it in shared memory, and
+// writes it one position at a time (its channels contiguous): coalesced
+// both ways. Reading along W and writing 16 bytes a thread from registers
+// left the writes 192 bytes apart, at 40% of the bandwidth.
+extern "C" __global__ void __launch_bounds__(256) l1_61_square_input_square_kernel_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
 {
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= kRelaidLen / 4) return;
-    const int xw = (int)(i % kXW);
-    idx_t rest = i / kXW;
-    const int cq = (int)(rest % (kCinP / 4));
-    rest /= kCinP / 4;
+    __shared__ float tile[32][33];  // [channel][position]; 33: the turned reads hit 32 banks
+    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    idx_t rest = blockIdx.x;
+    const int wt = (int)(rest % kWTiles);
+    rest /= kWTiles;
+    const int ct = (int)(rest % kCTiles);
+    rest /= kCTiles;
     const int xh = (int)(rest % kXH);
     rest /= kXH;
     const int xd = (int)(rest % kXD);
     rest /= kXD;
     const int grp = (int)(rest % kGroups), n = (int)(rest / kGroups);
-    const int id = xd - kLoD, ih = xh - kLoH, iw = xw - kLoW;
+    const int id = xd - kLoD, ih = xh - kLoH, iw = wt * 32 + tx - kLoW;
     const bool inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
-    const float* src = x + ((idx_t)n * kCin + grp * kCinG) * kInD * kInHW + id * kInHW + ih * kInW + iw;
-    float v[4];
     #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-        const int ch = 4 * cq + e;
-        v[e] = inside && ch < kCinG ? src[(idx_t)ch * kInD * kInHW] : 0.0f;
+    for (int r = 0; r < 4; ++r) {
+        const int ch = ct * 32 + ty + 8 * r;
+        float v = 0.0f;
+        if (inside && ch < kCinG) v = x[(((idx_t)n * kCin + grp * kCinG + ch) * kInD + id) * kInHW + ih * kInW + iw];
+        tile[ty + 8 * r][tx] = v;
     }
-    const idx_t pos = (((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh;
-    *reinterpret_cast<float4*>(xr + (pos * kXW + xw) * kCinP + 4 * cq) = make_float4(v[0], v[1], v[2], v[3]);
+    __syncthreads();
+    const idx_t row = ((((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh) * kXW;
+    #pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        const int xw = wt * 32 + ty + 8 * r, c = ct * 32 + tx;
+        if (xw < kXW && c < kCinP) xr[(row + xw) * kCinP + c] = tile[tx][ty + 8 * r];
+    }
 }
 
 // The TF32 split of A: hi the nearest TF32 value, lo the exact remainder.
@@ -188,14 +196,15 @@ __device__ __forceinline__ void cp_async_wait_current()
 
 // Hopper's warpgroup products (sm_90a only; never called elsewhere): the
 // m64n48k8 TF32 product with A from registers and B from shared
-// memory by descriptor, accumulating into d.
-__device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc)
+// memory by descriptor, added to d, or (add 0) replacing it: a fresh sum
+// starts without registers zeroed beforehand, which cost 5% of #61's time.
+__device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %29, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n48k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, {%24, %25, %26, %27}, %28, p, 1, 1;\n}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
 #endif
 }
 
@@ -322,13 +331,7 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
         async_proxy_fence();
         __syncthreads();
         load_b(s + kStages - 2);
-        if (s % kSpan == 0) {
-            #pragma unroll
-            for (int sl = 0; sl < kSlabs; ++sl) {
-                #pragma unroll
-                for (int e = 0; e < kND; ++e) part[sl][e] = 0.0f;
-            }
-        }
+        const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
         // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
         // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
         unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
@@ -343,18 +346,19 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
         const float* stage = b_stage + (s % kStages) * kStage;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         // lo*hi, hi*lo, hi*hi per k8 chunk, the slabs interleaved so that
-        // neighbouring products write different sums.
+        // neighbouring products write different sums; a fresh span's first
+        // product replaces the sums.
         const unsigned long long desc = wgmma_desc(stage);
         wgmma_fence();
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const unsigned long long d_hi = desc + j * kChunk / 4, d_lo = desc + (kPart + j * kChunk) / 4;
             #pragma unroll
-            for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_lo[sl][j], d_hi);
+            for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_lo[sl][j], d_hi, j > 0 || !fresh);
             #pragma unroll
-            for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_lo);
+            for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_lo, 1);
             #pragma unroll
-            for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_hi);
+            for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_hi, 1);
         }
         wgmma_commit();
         #pragma unroll
@@ -362,6 +366,13 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
 #else
         // The same products as m16n8k8 mma.sync, one 8-column block at a
         // time: column g at elements t and t+4 of the chunk.
+        if (fresh) {
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) {
+                #pragma unroll
+                for (int e = 0; e < kND; ++e) part[sl][e] = 0.0f;
+            }
+        }
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
             #pragma unroll
@@ -422,7 +433,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto xr = torch::empty({120741888}, x.options());
     auto y = torch::empty({8, 48, 66, 66, 66}, x.options());
     l1_61_square_input_square_kernel_repack_weight<<<492, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
-    l1_61_square_input_square_kernel_relayout_input<<<117912, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
+    l1_61_square_input_square_kernel_relayout_input<<<221952, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     l1_61_square_input_square_kernel_igemm<<<dim3(17969, 1, 1), 128>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());

@@ -51,7 +51,7 @@ var ptxHelpers = []struct{ signature, body string }{
 		"{\n    std::memcpy(dst, src, 16);\n}"},
 	{"__device__ __forceinline__ void cp_async_commit()", "{\n}"},
 	{"__device__ __forceinline__ void cp_async_wait_current()", "{\n}"},
-	{"__device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc)",
+	{"__device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)",
 		"{\n    std::abort();\n}"},
 	{"__device__ __forceinline__ void wgmma_wait(float (&d)[kND])", "{\n    std::abort();\n}"},
 	{"__device__ __forceinline__ void wgmma_fence()", "{\n    std::abort();\n}"},
@@ -98,6 +98,33 @@ static std::vector<float> load(const char* path, size_t n)
     return v;
 }
 
+// run_blocks runs kernel over a grid, one host thread per CUDA thread of
+// a block, reused for every block: the blocks run one after another, which
+// is also what lets a kernel's __shared__ arrays be plain statics.
+template <class Kernel> void run_blocks(dim3_ grid, unsigned threads, Kernel kernel)
+{
+    std::barrier<> block(threads), done(threads);
+    std::vector<std::unique_ptr<WarpState>> warps;
+    for (unsigned i = 0; i < (threads + 31) / 32; ++i) warps.push_back(std::make_unique<WarpState>());
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            threadIdx = {t, 0, 0};
+            blockDim = {threads, 1, 1};
+            block_barrier = &block;
+            warp_state = warps[t / 32].get();
+            for (unsigned bz = 0; bz < grid.z; ++bz)
+            for (unsigned by = 0; by < grid.y; ++by)
+            for (unsigned bx = 0; bx < grid.x; ++bx) {
+                blockIdx = {bx, by, bz};
+                kernel();
+                done.arrive_and_wait();  // the next block starts when this one has finished
+            }
+        });
+    }
+    for (auto& th : pool) th.join();
+}
+
 int main(int argc, char** argv)
 {
     if (argc != 5) { std::fprintf(stderr, "usage: x w bias|- y\n"); return 2; }
@@ -115,30 +142,7 @@ int main(int argc, char** argv)
     }
     const float* xin = x.data();
 %[15]s
-
-    // One host thread per CUDA thread of a block, reused for every block:
-    // the blocks run one after another, which is also what lets the
-    // kernel's __shared__ arrays be plain statics.
-    std::barrier<> block(%[11]d), done(%[11]d);
-    std::vector<std::unique_ptr<WarpState>> warps;
-    for (int i = 0; i < (%[11]d + 31) / 32; ++i) warps.push_back(std::make_unique<WarpState>());
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < %[11]d; ++t) {
-        threads.emplace_back([&, t] {
-            threadIdx = {t, 0, 0};
-            blockDim = {%[11]d, 1, 1};
-            block_barrier = &block;
-            warp_state = warps[t / 32].get();
-            for (unsigned bz = 0; bz < %[10]d; ++bz)
-            for (unsigned by = 0; by < %[9]d; ++by)
-            for (unsigned bx = 0; bx < %[8]d; ++bx) {
-                blockIdx = {bx, by, bz};
-                %[12]s(xin, wt.data(), bias.empty() ? nullptr : bias.data(), y.data());
-                done.arrive_and_wait();  // the next block starts when this one has finished
-            }
-        });
-    }
-    for (auto& th : threads) th.join();
+    run_blocks({%[8]d, %[9]d, %[10]d}, %[11]d, [&] { %[12]s(xin, wt.data(), bias.empty() ? nullptr : bias.data(), y.data()); });
 
     FILE* f = std::fopen(argv[4], "wb");
     if (!f || std::fwrite(y.data(), sizeof(float), y.size(), f) != y.size()) { std::fprintf(stderr, "cannot write %%s\n", argv[4]); return 2; }
@@ -148,15 +152,9 @@ int main(int argc, char** argv)
 `
 
 // relayoutLaunch runs the input re-layout of a kernel that has one (its
-// threads, block size, name), before the main kernel, which then reads the
+// blocks, block size, name), before the main kernel, which then reads the
 // copy.
-const relayoutLaunch = `    for (unsigned b = 0; b < (%[1]d + %[2]d - 1) / %[2]d; ++b) {
-        for (unsigned t = 0; t < %[2]d; ++t) {
-            blockIdx = {b, 0, 0};
-            threadIdx = {t, 0, 0};
-            %[3]s(x.data(), xr.data());
-        }
-    }
+const relayoutLaunch = `    run_blocks({%[1]d, 1, 1}, %[2]d, [&] { %[3]s(x.data(), xr.data()); });
     xin = xr.data();`
 
 // Program is a kernel compiled for the host.
@@ -179,7 +177,7 @@ func Build(ctx context.Context, cxx, dir, kernel string, l plan.Launch) (*Progra
 	}
 	relayout := ""
 	if l.Relayout != "" {
-		relayout = fmt.Sprintf(relayoutLaunch, l.RelayoutThreads, RepackThreads, l.Relayout)
+		relayout = fmt.Sprintf(relayoutLaunch, l.RelayoutBlocks, plan.RelayoutBlockThreads, l.Relayout)
 	}
 	src := shim + "\n" + host + fmt.Sprintf(driver,
 		c.InputLen(), c.WeightLen(), bias, c.OutputLen(),

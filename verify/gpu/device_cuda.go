@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"unsafe"
 
+	"convtgen/gen/plan"
+
 	"gorgonia.org/cu"
 )
 
@@ -199,14 +201,14 @@ func run(j *Job, in Inputs) (y, yLast []float32, t *Timing, err error) {
 	}
 	relayoutArgs := []unsafe.Pointer{unsafe.Pointer(&xp), unsafe.Pointer(&xrp)}
 	mainArgs := []unsafe.Pointer{unsafe.Pointer(mainIn), unsafe.Pointer(&wtp), unsafe.Pointer(&bp), unsafe.Pointer(&yp)}
-	repackBlocks, relayoutBlocks := (k.RepackLen+255)/256, (k.RelayoutThreads+255)/256
+	repackBlocks := (k.RepackLen + 255) / 256
 	forward := func() error {
 		if err := repackFn.Launch(repackBlocks, 1, 1, 256, 1, 1, 0, cu.NoStream, repackArgs); err != nil {
 			return fmt.Errorf("launching %s<<<%d, 256>>>: %w", k.Repack, repackBlocks, err)
 		}
 		if k.Relayout != "" {
-			if err := relayoutFn.Launch(relayoutBlocks, 1, 1, 256, 1, 1, 0, cu.NoStream, relayoutArgs); err != nil {
-				return fmt.Errorf("launching %s<<<%d, 256>>>: %w", k.Relayout, relayoutBlocks, err)
+			if err := relayoutFn.Launch(k.RelayoutBlocks, 1, 1, plan.RelayoutBlockThreads, 1, 1, 0, cu.NoStream, relayoutArgs); err != nil {
+				return fmt.Errorf("launching %s<<<%d, %d>>>: %w", k.Relayout, k.RelayoutBlocks, plan.RelayoutBlockThreads, err)
 			}
 		}
 		if err := mainFn.Launch(k.Grid[0], k.Grid[1], k.Grid[2], k.Threads, 1, 1, 0, cu.NoStream, mainArgs); err != nil {

@@ -46,11 +46,11 @@ func TestLaunchMatchesHostWrapper(t *testing.T) {
 			t.Errorf("%s: host launches %s<<<%s, 256>>>, verifier %s<<<%d, 256>>>", k.Spec, rl[1], rl[2], k.Repack, (k.RepackLen+255)/256)
 		}
 		// The input re-layout, where there is one: the launch after the
-		// repack's, with the record's threads.
+		// repack's, with the record's blocks.
 		if k.Relayout != "" {
 			all := repackLaunchRe.FindAllStringSubmatch(text, -1)
-			if len(all) < 2 || all[1][1] != k.Relayout || atoiT(all[1][2]) != (k.RelayoutThreads+255)/256 {
-				t.Errorf("%s: host launches %v, verifier %s<<<%d, 256>>> second", k.Spec, all, k.Relayout, (k.RelayoutThreads+255)/256)
+			if len(all) < 2 || all[1][1] != k.Relayout || atoiT(all[1][2]) != k.RelayoutBlocks {
+				t.Errorf("%s: host launches %v, verifier %s<<<%d, 256>>> second", k.Spec, all, k.Relayout, k.RelayoutBlocks)
 			}
 		} else if all := repackLaunchRe.FindAllStringSubmatch(text, -1); len(all) != 1 {
 			t.Errorf("%s: host launches %v, verifier only %s", k.Spec, all, k.Repack)
