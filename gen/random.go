@@ -22,7 +22,7 @@ var RandomBackends = []string{"cuda", "triton"}
 // mappings as well as their geometry; half of the configurations have
 // input channels per group in whole 16- or 32-wide chunks, and half of the
 // fp32 ones use the direct kernel (half of those with W unsplit, tile.tw),
-// a quarter of the 3xtf32 ones the wgmma tile at stride 1.
+// a quarter of the 3xtf32 ones the wgmma tile.
 // The caller validates it.
 func RandomSpec(r *rand.Rand, name string) string {
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
@@ -63,9 +63,8 @@ func RandomSpec(r *rand.Rand, name string) string {
 	k.Triton.SplitWeight = k.PrecisionFor("triton") == "3xtf32" && nameCoin(name, "split_weight")
 	k.Tile.CpAsync = !k.Tile.Presplit && nameCoin(name, "cp_async")
 	if w := nameRand(name, "wgmma"); k.Precision == "3xtf32" && w.Intn(4) == 0 {
-		// A quarter of the 3xtf32 draws: the wgmma tile, which needs
-		// stride 1, with its defaults or random slabs and span.
-		c = strideOne(c)
+		// A quarter of the 3xtf32 draws: the wgmma tile, with its
+		// defaults or random slabs and span.
 		k.Tile = spec.Tile{WGMMA: true}
 		if w.Intn(2) == 0 {
 			k.Tile.Slabs, k.Tile.Span = 1+w.Intn(2), 1+w.Intn(8)
@@ -88,19 +87,6 @@ func RandomSpec(r *rand.Rand, name string) string {
 		}
 	}
 	return spec.Generic(name, "random configuration", c, dist, k)
-}
-
-// strideOne is c at stride 1, its output_padding and padding brought back
-// into range: output_padding below the dilation, and an output of at least
-// one position.
-func strideOne(c geom.Conv) geom.Conv {
-	for i := range 3 {
-		c.Stride[i] = 1
-		c.OutputPadding[i] %= c.Dilation[i]
-		span := c.Dilation[i]*(c.Kernel[i]-1) + c.OutputPadding[i]
-		c.Padding[i] = min(c.Padding[i], (c.In[i]-1+span)/2)
-	}
-	return c
 }
 
 // randomTriton draws, half of the time, explicit Triton choices (either

@@ -253,9 +253,8 @@ func cudaCandidates(l Loaded) []Candidate {
 	return out
 }
 
-// wgmmaKernels are the wgmma tiles tried (stride 1 only: elsewhere the
-// plan refuses them): the default, one slab, and shorter and longer
-// tensor-core sums.
+// wgmmaKernels are the wgmma tiles tried: the default, one slab, and
+// shorter and longer tensor-core sums.
 func wgmmaKernels() []spec.Kernel {
 	var out []spec.Kernel
 	for _, t := range []spec.Tile{{}, {Slabs: 1}, {Span: 2}, {Span: 8}} {

@@ -157,6 +157,11 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		"l1_73_strided_padded_grouped_t19 fp32 {bm: 128, bn: 8, bk: 1, tw: 8, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t20 fp32 {bm: 128, bn: 16, bk: 2, tw: 4, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t21 fp32 {bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1, direct: true}",
+		// wgmma: the default, one slab, spans of 2 and 8.
+		"l1_73_strided_padded_grouped_t22 3xtf32 {min_blocks: 1, slabs: 2, span: 4, wgmma: true}",
+		"l1_73_strided_padded_grouped_t23 3xtf32 {min_blocks: 1, slabs: 1, span: 4, wgmma: true}",
+		"l1_73_strided_padded_grouped_t24 3xtf32 {min_blocks: 1, slabs: 2, span: 2, wgmma: true}",
+		"l1_73_strided_padded_grouped_t25 3xtf32 {min_blocks: 1, slabs: 2, span: 8, wgmma: true}",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("73 candidates:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

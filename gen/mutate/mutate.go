@@ -29,9 +29,9 @@ type Mutation struct {
 	Description string
 	// Applies reports whether the bug can be planted in p so that the
 	// kernel's outputs are wrong (for inputs in general position) while
-	// every access stays in bounds. (A wgmma kernel has no tap table: it
-	// derives its taps from the kernel size, so the tap mutations do not
-	// apply to it.)
+	// every access stays in bounds. (A wgmma kernel reads its input
+	// without range checks, inside a border sized for its own taps, so
+	// the mutations that move its input reads do not apply to it.)
 	Applies func(p *plan.Plan) bool
 	// Apply plants the bug in p. It changes fields of the Plan struct it is
 	// given but never writes through the slices it shares with the plan it
@@ -121,7 +121,7 @@ func All() []Mutation {
 			// so the writes are the original's; the tap slices stay inside
 			// the tap table and the input reads are range-checked. Wrong:
 			// the two tap lists differ and one of them reaches the input.
-			Applies: func(p *plan.Plan) bool { _, _, ok := tapSwap(p); return ok },
+			Applies: func(p *plan.Plan) bool { _, _, ok := tapSwap(p); return ok && !p.Tile.WGMMA },
 			Apply: func(p *plan.Plan) {
 				a, b, ok := tapSwap(p)
 				if !ok {
@@ -141,7 +141,7 @@ func All() []Mutation {
 			// weight reads stay inside the re-laid-out weight. Wrong: each
 			// reaching tap now uses another kernel position's weights.
 			Applies: func(p *plan.Plan) bool {
-				return !p.Tile.WGMMA && p.Conv.Taps() > p.TapWidth() && anyReaching(p, allPhases(p))
+				return p.Conv.Taps() > p.TapWidth() && anyReaching(p, allPhases(p))
 			},
 			Apply: func(p *plan.Plan) {
 				p.Taps = slices.Clone(p.Taps)

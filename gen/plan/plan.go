@@ -194,11 +194,8 @@ func New(s *spec.Spec) (*Plan, error) {
 	p := &Plan{Spec: s, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup()}
 	switch {
 	case s.Kernel.Tile.WGMMA:
-		if c.Stride != [3]int{1, 1, 1} {
-			return nil, spec.Errors{s.Errorf("kernel.tile.wgmma", "true", "%s", spec.WGMMAStrideRule(c.Stride))}
-		}
 		p.Tile = chooseWGMMATile(s.Kernel.Tile, p.CoutG)
-		p.planPhases() // one phase at stride 1: the geometry other views (Triton's) check against
+		p.planPhases()
 		p.planWGMMA()
 		p.Index = indexType(c.OutputLen(), p.WGMMA.XLen, p.WGMMA.ImageLen)
 		p.Names = names(s.Name)

@@ -2,24 +2,26 @@ package plan
 
 import "convtgen/gen/spec"
 
-// WGMMA is the layout of a wgmma tile's kernel (stride 1): one dense GEMM
-// with M = batch * output positions, N = a group's output channels and K =
-// taps * CinP, stepping StepK reduction elements at a time.
+// WGMMA is the layout of a wgmma tile's kernel: per stride phase one dense
+// GEMM with M = batch * the phase's outputs, N = a group's output channels
+// and K = the phase's taps * CinP, stepping StepK reduction elements at a
+// time.
 //
 // The input is re-laid per forward as (batch, group, X[0], X[1], X[2],
 // CinP): channels last, each group's channels padded with zeros to CinP (a
 // multiple of 8, so that a thread's 8 consecutive reduction elements are 8
 // channels of one tap, two 16-byte loads), inside a zero border of Lo
 // positions before the input per dimension, wide enough that every
-// (output, tap) pair reads inside it: no bounds checks in the GEMM.
+// (output, tap) pair of every phase reads inside it: no bounds checks in
+// the GEMM.
 //
 // The weight is re-laid per forward as the image the tensor cores read from
-// shared memory: per (group, N tile, step) one Stage of TF32 high parts,
-// then low parts, each as four k8 chunks of 2 x NP/8 core matrices (8
-// columns by 4 reduction elements, 128 bytes). Within a step the reduction
-// order is permuted so that thread t's fragments of the four chunks are its
-// 8 consecutive elements 8t..8t+7: column c of chunk j is element
-// 8*(c%4) + 2j + c/4.
+// shared memory: per (group, N tile, phase, step) one Stage of TF32 high
+// parts, then low parts, each as four k8 chunks of 2 x NP/8 core matrices
+// (8 columns by 4 reduction elements, 128 bytes). Within a step the
+// reduction order is permuted so that thread t's fragments of the four
+// chunks are its 8 consecutive elements 8t..8t+7: column c of chunk j is
+// element 8*(c%4) + 2j + c/4.
 type WGMMA struct {
 	CinP int    // input channels per group in the re-laid input, a multiple of 8
 	Lo   [3]int // border before the input per dimension
@@ -29,14 +31,19 @@ type WGMMA struct {
 	// channels, RelayoutWTiles x RelayoutCTiles per bordered row, one
 	// block of 256 threads each: RelayoutBlocks in all.
 	RelayoutWTiles, RelayoutCTiles, RelayoutBlocks int
-	KTotal                                         int // reduction elements: taps * CinP
-	Steps                                          int // StepK-deep steps over KTotal (the last one padded with zeros)
-	NTiles                                         int // N tiles over a group's output channels
-	Stage                                          int // floats of one step's weight image (hi and lo parts)
-	ImageLen                                       int // weight image floats: groups * NTiles * Steps * Stage
-	Rows                                           int // output positions per block: Slabs * 64
-	M                                              int // GEMM rows: batch * output positions
-	SumsPerThread                                  int // accumulator floats per thread and slab: 64 * NP / 128
+	// Per phase (in Plan.Phases order): its StepK-deep steps over
+	// TapCount * CinP (the last one padded with zeros; none for a phase
+	// without taps, whose outputs are the bias) and the first of them in
+	// the weight image; TotalSteps over all phases.
+	Steps, StepStart []int
+	TotalSteps       int
+	// TapOffsets: per entry of Plan.Taps, where it reads in the re-laid
+	// input relative to the output's own position there.
+	TapOffsets    []int
+	NTiles        int // N tiles over a group's output channels
+	Stage         int // floats of one step's weight image (hi and lo parts)
+	ImageLen      int // weight image floats: groups * NTiles * TotalSteps * Stage
+	SumsPerThread int // accumulator floats per thread and slab: 64 * NP / 128
 }
 
 // Fixed by the instructions: a warpgroup of 4 warps computes a 64-row slab
@@ -78,28 +85,41 @@ func chooseWGMMATile(t spec.Tile, coutG int) Tile {
 // wgmmaStageBytes: one step's weight image, hi and lo parts of StepK x bn.
 func wgmmaStageBytes(bn int) int { return 2 * StepK * bn * 4 }
 
-// planWGMMA lays out the re-laid tensors and the grid of a wgmma tile.
+// planWGMMA lays out the re-laid tensors and the grid of a wgmma tile over
+// the phases planPhases found.
 func (p *Plan) planWGMMA() {
 	c, t := p.Conv, p.Tile
-	w := WGMMA{CinP: 8 * ceilDiv(p.CinG, 8), NTiles: ceilDiv(p.CoutG, t.BN), Rows: t.BM, SumsPerThread: t.BN / 2}
-	w.M = c.Batch
+	w := WGMMA{CinP: 8 * ceilDiv(p.CinG, 8), NTiles: ceilDiv(p.CoutG, t.BN), SumsPerThread: t.BN / 2}
+	// Output q of a phase reads input q + Off through each of its taps:
+	// the border holds the lowest such index, the extent the highest.
+	var hi [3]int
+	for _, ph := range p.Phases {
+		for _, tp := range p.Taps[ph.TapStart : ph.TapStart+ph.TapCount] {
+			for i := range 3 {
+				w.Lo[i] = max(w.Lo[i], -tp.Off[i])
+				hi[i] = max(hi[i], ph.Q[i]+tp.Off[i])
+			}
+		}
+	}
 	w.XLen = c.Batch * c.Groups * w.CinP
 	for i := range 3 {
-		// Output o reads input o + pad - k*dil through tap k: from
-		// pad - (K-1)*dil (for o = 0) to Out - 1 + pad.
-		w.Lo[i] = max(0, (c.Kernel[i]-1)*c.Dilation[i]-c.Padding[i])
-		w.X[i] = w.Lo[i] + max(c.In[i], p.Out[i]+c.Padding[i])
+		w.X[i] = w.Lo[i] + max(c.In[i], hi[i])
 		w.XLen *= w.X[i]
-		w.M *= p.Out[i]
 	}
 	w.RelayoutWTiles, w.RelayoutCTiles = ceilDiv(w.X[2], relayoutTile), ceilDiv(w.CinP, relayoutTile)
 	w.RelayoutBlocks = w.XLen / (w.X[2] * w.CinP) * w.RelayoutWTiles * w.RelayoutCTiles
-	w.KTotal = c.Taps() * w.CinP
-	w.Steps = ceilDiv(w.KTotal, StepK)
+	for _, ph := range p.Phases {
+		w.StepStart = append(w.StepStart, w.TotalSteps)
+		w.Steps = append(w.Steps, ceilDiv(ph.TapCount*w.CinP, StepK))
+		w.TotalSteps += w.Steps[len(w.Steps)-1]
+	}
+	for _, tp := range p.Taps {
+		w.TapOffsets = append(w.TapOffsets, ((tp.Off[0]*w.X[1]+tp.Off[1])*w.X[2]+tp.Off[2])*w.CinP)
+	}
 	w.Stage = wgmmaStageBytes(t.BN) / 4
-	w.ImageLen = c.Groups * w.NTiles * w.Steps * w.Stage
+	w.ImageLen = c.Groups * w.NTiles * w.TotalSteps * w.Stage
 	p.WGMMA = w
 	p.Threads = 128
 	p.SmemBytes = t.Stages * wgmmaStageBytes(t.BN)
-	p.Grid = [3]int{ceilDiv(w.M, w.Rows), w.NTiles, c.Groups}
+	p.Grid = [3]int{len(p.Phases) * p.MaxTiles, w.NTiles, c.Groups}
 }

@@ -182,9 +182,10 @@ type Tile struct {
 	// W then read one window of input columns, loaded once per channel and
 	// used by every (output, kw) pair, and its stores are contiguous.
 	TW int
-	// WGMMA (3xtf32, stride 1): each warpgroup computes Slabs x 64 output
-	// positions by all of a group's output channels (up to 64 per block
-	// column) as a dense GEMM over (tap, input channel). The input is
+	// WGMMA (3xtf32): each warpgroup computes Slabs x 64 output positions
+	// of one stride phase by all of a group's output channels (up to 64
+	// per block column) as a dense GEMM over the phase's (tap, input
+	// channel) pairs. The input is
 	// re-laid channels last inside a zero border, so each thread loads its
 	// tensor-core fragments straight from global memory, 16 bytes at a
 	// time; the weight is laid out per step in the tensor cores' shared-

@@ -45,15 +45,6 @@ func (d *decoder) validate(s *Spec) {
 	d.validateProblem(&s.Problem)
 	d.validateReference(s)
 	d.validateKernel(&s.Kernel)
-	if t := s.Kernel.Tile; t.WGMMA && s.Problem.Conv.Stride != [3]int{1, 1, 1} {
-		d.failAt("kernel.tile.wgmma", "true", "%s", WGMMAStrideRule(s.Problem.Conv.Stride))
-	}
-}
-
-// WGMMAStrideRule is why a wgmma tile is refused at this stride (the plan
-// refuses it with the same words when a tile is set in code).
-func WGMMAStrideRule(stride [3]int) string {
-	return "computes one dense GEMM over every tap: only at stride 1 in every dimension (stride is " + triple(stride) + ")"
 }
 
 func (d *decoder) positive(field string, v int) {

@@ -11,10 +11,8 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-At stride 1 there is one phase: a dense GEMM with M = batch x output
-positions, N = out_channels/groups and K = taps x in_channels/groups. A block
-is one warpgroup (4 warps) computing 128 output positions by 24 output
-channels. The input is re-laid channels last inside a zero border, so each
+A block is one warpgroup (4 warps) computing 128 output positions of one
+phase by 24 output channels. The input is re-laid channels last inside a zero border, so each
 thread loads its tensor-core fragments straight from global memory (no
 bounds checks, 16 bytes at a time); the weight is re-laid as the TF32
 parts in the tensor cores' shared-memory layout and staged 4 steps deep
@@ -37,9 +35,8 @@ static constexpr int kCin = 48, kCout = 24, kGroups = 1;
 static constexpr int kCinG = 48, kCoutG = 24;  // channels per group
 static constexpr int kInD = 96, kInH = 96, kInW = 96;
 static constexpr int kOutD = 98, kOutH = 98, kOutW = 98;
-static constexpr int kKD = 3, kKH = 3, kKW = 3, kTaps = 27;
-static constexpr int kPadD = 0, kPadH = 0, kPadW = 0;
-static constexpr int kDilD = 1, kDilH = 1, kDilW = 1;
+static constexpr int kStrideD = 1, kStrideH = 1, kStrideW = 1;
+static constexpr int kTaps = 27;  // kernel positions, kd*kh*kw
 static constexpr idx_t kInHW = (idx_t)kInH * kInW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
@@ -47,25 +44,72 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // The input re-laid as (batch, group, kXD, kXH, kXW, kCinP): channels last,
 // each group's padded with zeros to kCinP, inside a zero border of kLo*
 // positions before the input, so that every tap of every output reads
-// inside it. Output o reads bordered index o + pad + lo - k*dil through tap k.
+// inside it: output q of a phase reads bordered index q + lo + off.
 static constexpr int kCinP = 48;
 static constexpr int kLoD = 2, kLoH = 2, kLoW = 2;
 static constexpr int kXD = 100, kXH = 100, kXW = 100;
 static constexpr int kWTiles = 4, kCTiles = 2;  // the re-layout's 32 x 32 tiles per row
-// The GEMM: kM output positions by a group's output channels, reduced over
-// kKTotal = (tap, channel) pairs in kSteps steps of 32. A block is one
-// warpgroup (4 warps) computing kSlabs slabs of 64 rows by kNP columns.
-static constexpr idx_t kM = 7529536;
-static constexpr int kKTotal = 1296, kSteps = 41, kNTiles = 1;
+// The GEMM of a phase: its outputs by a group's output channels, reduced
+// over (tap, channel) pairs in steps of 32. A block is one warpgroup (4
+// warps) computing kSlabs slabs of 64 rows of one phase by kNP columns.
+static constexpr int kTotalSteps = 41, kNTiles = 1;
 static constexpr int kNP = 24, kNCM = kNP / 8, kND = 12;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 2, kRows = 128;
 static constexpr int kSpan = 4;  // steps per tensor-core sum
 static constexpr int kStages = 4;  // weight-image steps in shared memory
-// The weight image, per (group, N tile, step): TF32 high parts, then low
-// parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4
+// The weight image, per (group, N tile, phase, step): TF32 high parts, then
+// low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4
 // reduction elements).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
 static constexpr idx_t kImageLen = 62976;
+
+// ---- Stride phases and their taps (from the plan) ------------------------
+// Phase outputs o = r + stride*q; a phase without taps has no steps, and
+// its outputs are the bias.
+struct PhaseInfo {
+    int r_d, r_h, r_w;          // output residue
+    int q_d, q_h, q_w;          // outputs of the phase per dimension
+    int m;                      // batch*q_d*q_h*q_w, the GEMM's M
+    int steps, step_start;      // its steps, the first in the weight image
+    int tap_start, tap_count;   // slice of the tap tables
+};
+struct TapInfo {
+    int flat;    // weight tap index (kd*KH + kh)*KW + kw
+    idx_t off;   // where it reads in the re-laid input, from the output's own position
+};
+static constexpr int kNumPhases = 1;
+__constant__ PhaseInfo kPhaseTable[kNumPhases] = {
+    { 0, 0, 0, 98, 98, 98, 7529536, 41, 0, 0, 27 },
+};
+__constant__ TapInfo kTapTable[27] = {
+    { 0, 0 },
+    { 1, -48 },
+    { 2, -96 },
+    { 3, -4800 },
+    { 4, -4848 },
+    { 5, -4896 },
+    { 6, -9600 },
+    { 7, -9648 },
+    { 8, -9696 },
+    { 9, -480000 },
+    { 10, -480048 },
+    { 11, -480096 },
+    { 12, -484800 },
+    { 13, -484848 },
+    { 14, -484896 },
+    { 15, -489600 },
+    { 16, -489648 },
+    { 17, -489696 },
+    { 18, -960000 },
+    { 19, -960048 },
+    { 20, -960096 },
+    { 21, -964800 },
+    { 22, -964848 },
+    { 23, -964896 },
+    { 24, -969600 },
+    { 25, -969648 },
+    { 26, -969696 },
+};
 
 // 3xTF32: split each fp32 operand into TF32 parts, x = hi + lo, and sum
 // lo*hi + hi*lo + hi*hi on the tensor cores with fp32 accumulation. The
@@ -98,10 +142,11 @@ __device__ __forceinline__ void mma_tf32(float* acc, const unsigned* a, const un
 }
 
 // The weight image: element i is a TF32 part of weight (channel, column)
-// of step s. Within a step the reduction order is permuted so that thread
-// t's fragments of the 4 k8 chunks are its 8 consecutive elements
-// 8t..8t+7 (two float4 loads of the input): column c of chunk j is element
-// 8*(c%4) + 2j + c/4. Zero past the channels, columns and reduction.
+// of step s of its phase. Within a step the reduction order is permuted so
+// that thread t's fragments of the 4 k8 chunks are its 8 consecutive
+// elements 8t..8t+7 (two float4 loads of the input): column c of chunk j
+// is element 8*(c%4) + 2j + c/4. Zero past the channels, columns and the
+// phase's reduction.
 extern "C" __global__ void l1_70_asymmetric_input_square_kernel_repack_weight(const float* __restrict__ w, float* __restrict__ img)
 {
     const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -112,14 +157,18 @@ extern "C" __global__ void l1_70_asymmetric_input_square_kernel_repack_weight(co
     rest /= 4;
     const int part = (int)(rest % 2);
     rest /= 2;
-    const int s = (int)(rest % kSteps);
-    rest /= kSteps;
+    const int step = (int)(rest % kTotalSteps);
+    rest /= kTotalSteps;
     const int nt = (int)(rest % kNTiles), grp = (int)(rest / kNTiles);
+    int ph = 0;  // the phase whose steps hold this one (phases without steps hold none)
+    while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
+    const PhaseInfo P = kPhaseTable[ph];
     const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8, c = kcm * 4 + e % 4;
-    const int kk = s * 32 + 8 * (c % 4) + 2 * j + c / 4;
+    const int kk = (step - P.step_start) * 32 + 8 * (c % 4) + 2 * j + c / 4;
     const int tap = kk / kCinP, ch = kk % kCinP, co = nt * kNP + ncm * 8 + row;
     float v = 0.0f;
-    if (kk < kKTotal && ch < kCinG && co < kCoutG) v = w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + tap];
+    if (tap < P.tap_count && ch < kCinG && co < kCoutG)
+        v = w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap].flat];
     unsigned hi, lo;
     split_tf32(v, hi, lo);
     img[i] = __uint_as_float(part == 0 ? hi : lo);
@@ -257,9 +306,16 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
     const float* __restrict__ bias, float* __restrict__ y)
 {
     __shared__ __align__(128) float b_stage[kStages * kStage];
+    // Phases interleave along x: neighbouring blocks compute the same rows
+    // of different phases, whose outputs share cache sectors, so their
+    // stores meet in L2. A phase with fewer rows leaves its last blocks idle.
+    const PhaseInfo P = kPhaseTable[blockIdx.x % kNumPhases];
+    const int m_first = (int)(blockIdx.x / kNumPhases) * kRows;
+    if (m_first >= P.m) return;
     const int tid = threadIdx.x, warp = tid / 32, g = tid % 32 / 4, t = tid % 4;
     const int nt = blockIdx.y, grp = blockIdx.z;
-    const float* wimg = img + (idx_t)(grp * kNTiles + nt) * kSteps * kStage;
+    const float* wimg = img + ((idx_t)(grp * kNTiles + nt) * kTotalSteps + P.step_start) * kStage;
+    const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
 
     // This thread's rows: g and g + 8 of its warp's 16 in each slab. Rows
     // past the end read the last row and are not written.
@@ -269,21 +325,22 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
     for (int sl = 0; sl < kSlabs; ++sl) {
         #pragma unroll
         for (int r = 0; r < 2; ++r) {
-            const idx_t m0 = (idx_t)blockIdx.x * kRows + sl * 64 + warp * 16 + g + 8 * r;
-            row_ok[sl][r] = m0 < kM;
-            const idx_t m = row_ok[sl][r] ? m0 : kM - 1;
-            const int ow = (int)(m % kOutW), oh = (int)(m / kOutW % kOutH), od = (int)(m / kOutHW % kOutD);
-            const int n = (int)(m / kOutDHW);
-            xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + od + kPadD + kLoD) * kXH + oh + kPadH + kLoH) * kXW * kCinP
-                + (idx_t)(ow + kPadW + kLoW) * kCinP;
-            yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + od * kOutHW + oh * kOutW + ow;
+            const int m0 = m_first + sl * 64 + warp * 16 + g + 8 * r;
+            row_ok[sl][r] = m0 < P.m;
+            const int m = row_ok[sl][r] ? m0 : P.m - 1;
+            const int n = m / q_dhw, s = m - n * q_dhw;
+            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
+            xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
+                + (idx_t)(qw + kLoW) * kCinP;
+            yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
+                + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
         }
     }
 
     // Step s's copy of the weight image into its stage (a commit group
     // even when past the end, so that the wait counts stay in step).
     auto load_b = [&](int s) {
-        if (s < kSteps) {
+        if (s < P.steps) {
             const float* src = wimg + (idx_t)s * kStage;
             float* dst = b_stage + (s % kStages) * kStage;
             for (int i = tid; i < kStage / 4; i += 128) cp_async_16(dst + 4 * i, src + 4 * i);
@@ -296,14 +353,14 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
     auto load_a = [&](int s) {
         const int kk = s * 32 + 8 * t;
         const int tap = kk / kCinP, ch = kk % kCinP;
-        const int kd = tap / (kKH * kKW), kh = tap / kKW % kKH, kw = tap % kKW;
-        const idx_t off = ch - ((idx_t)(kd * kDilD * kXH + kh * kDilH) * kXW + kw * kDilW) * kCinP;
+        const bool live = tap < P.tap_count;
+        const idx_t off = live ? ch + kTapTable[P.tap_start + tap].off : 0;
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p;
-                if (kk < kKTotal) {
+                if (live) {
                     p = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off);
                     q = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off + 4);
                 }
@@ -322,8 +379,8 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
         for (int e = 0; e < kND; ++e) acc[sl][e] = 0.0f;
     }
     for (int s = 0; s < kStages - 2; ++s) load_b(s);
-    load_a(0);
-    for (int s = 0; s < kSteps; ++s) {
+    if (P.steps > 0) load_a(0);
+    for (int s = 0; s < P.steps; ++s) {
         // Step s's weights have landed (this thread's copies, then, after
         // the barrier, everyone's), and every warp is done with the stage
         // the next copy overwrites (read two steps ago).
@@ -389,7 +446,7 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
             }
         }
 #endif
-        if (s % kSpan == kSpan - 1 || s == kSteps - 1) {
+        if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) {
                 #pragma unroll
@@ -398,7 +455,7 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
         }
         // The next step's inputs load while this step's products finish
         // elsewhere on the SM.
-        if (s + 1 < kSteps) load_a(s + 1);
+        if (s + 1 < P.steps) load_a(s + 1);
     }
 
     // Epilogue: 8-column block cb holds (g, 8cb+2t), (g, +1), (g+8, 8cb+2t),

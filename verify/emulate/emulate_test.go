@@ -41,9 +41,9 @@ func small(t *testing.T, n int, seed int64) []gen.Loaded {
 			perStep += 2 * 3 * (p.Tile.BK / 8) * (p.Tile.WM / 16) * (p.Tile.WN / 8)
 		}
 		if p.Tile.WGMMA {
-			// One phase; the emulated products are mma.sync: 3 per k8 chunk,
-			// 8-column block and slab.
-			steps = p.WGMMA.Steps
+			// The emulated products are mma.sync: 3 per k8 chunk, 8-column
+			// block and slab.
+			steps = slices.Max(p.WGMMA.Steps)
 			perStep += 2 * 3 * 4 * (p.Tile.BN / 8) * p.Tile.Slabs
 		}
 		barriers := p.Grid[0] * p.Grid[1] * p.Grid[2] * (steps + 1) * perStep
@@ -242,8 +242,8 @@ func emulateKernels(t *testing.T, seed int64, kernels []spec.Kernel, marker stri
 // partial, channels that are no multiple of 8 (padded in the re-laid input
 // and the weight image), groups, padding and dilation (a border on one
 // side, none on the other), several N tiles, one and two slabs, spans of
-// one and several steps, a last block of rows past the end, and rows of
-// several re-layout tiles.
+// one and several steps, a last block of rows past the end, rows of
+// several re-layout tiles, and strides.
 func TestWGMMAKernelMatchesReference(t *testing.T) {
 	r, err := gen.NewRenderer()
 	if err != nil {
@@ -271,6 +271,18 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		{geom.Conv{Batch: 1, InChannels: 40, OutChannels: 8, In: [3]int{1, 2, 36}, Kernel: [3]int{1, 1, 3}, Stride: [3]int{1, 1, 1},
 			Dilation: [3]int{1, 1, 1}, Groups: 1},
 			spec.Tile{WGMMA: true, Slabs: 1}},
+		// Strides: #73's geometry (phases of 1, 2, 4 and 8 taps), #77's
+		// (seven phases without taps: the bias), and uneven strides with
+		// output padding, groups and an asymmetric dilated kernel.
+		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
+			Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+			spec.Tile{WGMMA: true, Slabs: 1}},
+		{geom.Conv{Batch: 1, InChannels: 16, OutChannels: 12, In: [3]int{2, 2, 3}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
+			Padding: [3]int{1, 1, 1}, Dilation: [3]int{2, 2, 2}, Groups: 1, Bias: true},
+			spec.Tile{WGMMA: true}},
+		{geom.Conv{Batch: 2, InChannels: 6, OutChannels: 10, In: [3]int{3, 2, 4}, Kernel: [3]int{2, 3, 1}, Stride: [3]int{3, 1, 2},
+			Padding: [3]int{0, 2, 0}, OutputPadding: [3]int{1, 0, 1}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
+			spec.Tile{WGMMA: true, Slabs: 1, Span: 1}},
 	} {
 		k := spec.Kernel{Backends: []string{"cuda"}, Precision: "3xtf32", Tile: c.tile}
 		s, err := spec.Parse("wgmma.yaml", []byte(spec.Generic(fmt.Sprintf("wgmma_%d", i), "wgmma tile", c.conv, "randn", k)))
