@@ -118,27 +118,29 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		checkCandidates(t, l, cudaCandidates(l))
 	}
 
-	// 58's own choice is the {bk: 32, wm: 32} 3xtf32 candidate: skipped.
+	// 58's own choice is the one-slab wgmma candidate: skipped.
 	c58 := cudaCandidates(specs[tuneSpec58])
 	if most := len(candidateKernels()) + 1 + len(windowKernels(1)) + len(wgmmaKernels()); len(c58) > most {
 		t.Errorf("58: %d candidates, want at most %d (its own choice is one of them, its cp.async variant one more, then the W-window and wgmma kernels)", len(c58), most)
 	}
 	for _, c := range c58[1:] {
-		if c.Precision == "3xtf32" && c.Tile.BK == 32 && c.Tile.WM == 32 && !c.Tile.Presplit && !c.Tile.CpAsync {
+		if c.Precision == c58[0].Precision && c.Tile == c58[0].Tile {
 			t.Errorf("58: %s repeats its own choice %s", c.Variant, c.Tile)
 		}
 	}
-	// 73's own choice is the {bm: 128, wm: 32} candidate: skipped, and the
-	// deeper-bk one after it still gets the next free name.
+	// 73's own choice is the one-slab wgmma candidate (t23), and its
+	// cp.async variant (t15) is itself, as a wgmma tile copies by cp.async
+	// anyway: both skipped, and the labels after them stay put.
 	c73 := cudaCandidates(specs[tuneSpec73])
 	var got []string
 	for _, c := range c73 {
 		got = append(got, c.Variant+" "+c.Precision+" "+c.Tile.String())
 	}
 	want := []string{
-		"l1_73_strided_padded_grouped 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32}",
+		"l1_73_strided_padded_grouped 3xtf32 {min_blocks: 1, slabs: 1, span: 4, wgmma: true}",
 		"l1_73_strided_padded_grouped_t1 fp32 {bm: 256, bn: 32, bk: 8, tm: 8, tn: 4}",
 		"l1_73_strided_padded_grouped_t2 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
+		"l1_73_strided_padded_grouped_t3 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32}",
 		"l1_73_strided_padded_grouped_t4 3xtf32 {bm: 128, bn: 32, bk: 32, wm: 32, wn: 32}",
 		"l1_73_strided_padded_grouped_t5 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1, presplit: true}",
 		"l1_73_strided_padded_grouped_t7 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1, cp_async: true}",
@@ -149,7 +151,6 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		"l1_73_strided_padded_grouped_t12 fp32 {bm: 256, bn: 16, bk: 4, tm: 2, direct: true}",
 		"l1_73_strided_padded_grouped_t13 fp32 {bm: 512, bn: 16, bk: 8, tm: 2, direct: true}",
 		"l1_73_strided_padded_grouped_t14 fp32 {bm: 512, bn: 16, bk: 4, tm: 4, direct: true}",
-		"l1_73_strided_padded_grouped_t15 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, cp_async: true}",
 		// W-window direct kernels, tw a multiple of the stride (2).
 		"l1_73_strided_padded_grouped_t16 fp32 {bm: 128, bn: 8, bk: 2, tw: 8, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t17 fp32 {bm: 256, bn: 8, bk: 2, tw: 8, min_blocks: 1, direct: true}",
@@ -157,9 +158,8 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		"l1_73_strided_padded_grouped_t19 fp32 {bm: 128, bn: 8, bk: 1, tw: 8, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t20 fp32 {bm: 128, bn: 16, bk: 2, tw: 4, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t21 fp32 {bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1, direct: true}",
-		// wgmma: the default, one slab, spans of 2 and 8.
+		// wgmma: the default and spans of 2 and 8 (one slab is its own).
 		"l1_73_strided_padded_grouped_t22 3xtf32 {min_blocks: 1, slabs: 2, span: 4, wgmma: true}",
-		"l1_73_strided_padded_grouped_t23 3xtf32 {min_blocks: 1, slabs: 1, span: 4, wgmma: true}",
 		"l1_73_strided_padded_grouped_t24 3xtf32 {min_blocks: 1, slabs: 2, span: 2, wgmma: true}",
 		"l1_73_strided_padded_grouped_t25 3xtf32 {min_blocks: 1, slabs: 2, span: 8, wgmma: true}",
 	}

@@ -246,8 +246,12 @@ func lastLargest(p *plan.Plan) int {
 // droppedGrid is grid x without the block of the largest phase's last
 // tile: block x runs phase x mod P, tile x / P, so the blocks from
 // (MaxTiles-1)*P + last on are the last tile row from that phase on; the
-// phases after it have fewer tiles and lose nothing.
+// phases after it have fewer tiles and lose nothing. A wgmma block runs
+// tile x of every phase: the last block is the last tile row.
 func droppedGrid(p *plan.Plan) int {
+	if p.Tile.WGMMA {
+		return p.WGMMA.Tiles - 1
+	}
 	return (p.MaxTiles-1)*len(p.Phases) + lastLargest(p)
 }
 

@@ -19,15 +19,19 @@ type Launch struct {
 	Relayout       string
 	RelaidLen      int
 	RelayoutBlocks int
-	Grid           [3]int
-	Threads        int
-	SmemBytes      int
-	Precision      string
-	Tile           string // the tile in spec form, as the plan resolved it
-	Conv           geom.Conv
-	Out            [3]int
-	FLOPs          float64
-	MinBytes       float64
+	// Fill, when set, is the bias fill kernel's name, launched after the
+	// re-layout as FillBlocks blocks of FillBlockThreads with (bias, y).
+	Fill       string
+	FillBlocks int
+	Grid       [3]int
+	Threads    int
+	SmemBytes  int
+	Precision  string
+	Tile       string // the tile in spec form, as the plan resolved it
+	Conv       geom.Conv
+	Out        [3]int
+	FLOPs      float64
+	MinBytes   float64
 }
 
 // Launch returns the launch record of the plan's CUDA submission in file.
@@ -42,6 +46,8 @@ func (p *Plan) Launch(file string) Launch {
 		Relayout:       p.Names.Relayout,
 		RelaidLen:      p.WGMMA.XLen,
 		RelayoutBlocks: p.WGMMA.RelayoutBlocks,
+		Fill:           p.Names.Fill,
+		FillBlocks:     p.WGMMA.FillBlocks,
 		Grid:           p.Grid,
 		Threads:        p.Threads,
 		SmemBytes:      p.SmemBytes,
@@ -54,9 +60,13 @@ func (p *Plan) Launch(file string) Launch {
 	}
 }
 
-// RelayoutBlockThreads is the input re-layout's block size (the host
-// wrapper's launch in templates/cuda_wgmma.tmpl).
-const RelayoutBlockThreads = 256
+// RelayoutBlockThreads and FillBlockThreads are the input re-layout's
+// and the bias fill's block sizes (the host wrapper's launches in
+// templates/cuda_wgmma.tmpl).
+const (
+	RelayoutBlockThreads = 256
+	FillBlockThreads     = 256
+)
 
 // RepackLen is the number of elements the weight re-layout writes: the
 // weight image of a wgmma tile, else the weight in its new order.

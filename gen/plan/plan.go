@@ -55,6 +55,7 @@ type Names struct {
 	Kernel    string // main implicit-GEMM kernel
 	Repack    string // weight re-layout kernel
 	Relayout  string // input re-layout kernel (wgmma tiles; else empty)
+	Fill      string // bias fill of a wgmma tile with tap-less phases (else empty)
 }
 
 // Tile is the implicit-GEMM tiling: a block computes BM output positions
@@ -200,6 +201,9 @@ func New(s *spec.Spec) (*Plan, error) {
 		p.Index = indexType(c.OutputLen(), p.WGMMA.XLen, p.WGMMA.ImageLen)
 		p.Names = names(s.Name)
 		p.Names.Relayout = s.Name + "_relayout_input"
+		if p.WGMMA.Fill {
+			p.Names.Fill = s.Name + "_fill_bias"
+		}
 		return p, nil
 	case s.Kernel.Tile.Direct:
 		p.Tile = chooseDirectTile(s.Kernel.Tile, p.CinG, p.CoutG)

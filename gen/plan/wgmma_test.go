@@ -25,7 +25,7 @@ func TestWGMMALayout(t *testing.T) {
 		phaseTiles int // M tiles of the largest phase
 	}{
 		{config{batch: 8, cin: 48, cout: 48, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{64, 64, 64}, s: one, d: one, precision: "3xtf32", tile: "{wgmma: true}"},
-			plan.WGMMA{CinP: 48, Lo: [3]int{2, 2, 2}, X: [3]int{68, 68, 68}, XLen: 8 * 48 * 68 * 68 * 68, Steps: []int{41}, StepStart: []int{0}, TotalSteps: 41, NTiles: 1,
+			plan.WGMMA{CinP: 48, Lo: [3]int{2, 2, 2}, X: [3]int{68, 68, 68}, XLen: 8 * 48 * 68 * 68 * 68, Steps: []int{41}, StepStart: []int{0}, TotalSteps: 41, Tiles: (8*66*66*66 + 127) / 128, NTiles: 1,
 				RelayoutWTiles: 3, RelayoutCTiles: 2, RelayoutBlocks: 8 * 68 * 68 * 3 * 2, Stage: 2 * 32 * 48, ImageLen: 41 * 2 * 32 * 48, SumsPerThread: 24},
 			// Tap (0,0,0) reads the output's own position; (2,2,2) two back in each dimension.
 			0, -((2*68+2)*68 + 2) * 48,
@@ -35,7 +35,7 @@ func TestWGMMALayout(t *testing.T) {
 			precision: "3xtf32", tile: "{wgmma: true, slabs: 1, span: 2}"},
 			// Out: (5+2-6, 6+2, 7-2) = (1, 8, 5). Lo: max(0, (k-1)*d - p) = (0, 2, 0);
 			// X: Lo + max(in, out + p) = (5, 8+2, 7) with D: max(5, 1+3) = 5.
-			plan.WGMMA{CinP: 8, Lo: [3]int{0, 2, 0}, X: [3]int{5, 10, 7}, XLen: 2 * 2 * 8 * 5 * 10 * 7, Steps: []int{2}, StepStart: []int{0}, TotalSteps: 2, NTiles: 1,
+			plan.WGMMA{CinP: 8, Lo: [3]int{0, 2, 0}, X: [3]int{5, 10, 7}, XLen: 2 * 2 * 8 * 5 * 10 * 7, Steps: []int{2}, StepStart: []int{0}, TotalSteps: 2, Tiles: 2, NTiles: 1,
 				RelayoutWTiles: 1, RelayoutCTiles: 1, RelayoutBlocks: 2 * 2 * 5 * 10, Stage: 2 * 32 * 40, ImageLen: 2 * 1 * 2 * 2 * 32 * 40, SumsPerThread: 20},
 			// Tap (0,0,0) reads o + p = (3, 0, 1) on; tap (2,1,0) (3-2, 0-2, 1).
 			((3*10+0)*7 + 1) * 8, ((1*10-2)*7 + 1) * 8,
@@ -49,12 +49,16 @@ func TestWGMMALayout(t *testing.T) {
 		{config{batch: 1, cin: 8, cout: 8, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 4}, s: [3]int{2, 2, 2}, p: one, d: [3]int{2, 2, 2},
 			precision: "3xtf32", tile: "{wgmma: true}"},
 			plan.WGMMA{CinP: 8, Lo: one, X: [3]int{4, 5, 6}, XLen: 8 * 4 * 5 * 6, Steps: []int{0, 0, 0, 0, 0, 0, 0, 7}, StepStart: make([]int, 8), TotalSteps: 7, NTiles: 1,
+				// The tap-less phases' outputs (the bias) come from the fill:
+				// 8 channels of 5 x 7 x 9 outputs, 3 blocks of 1024. The grid
+				// covers phase (1,1,1), 2*3*4 rows: one tile.
+				Fill: true, FillBlocks: 3, Tiles: 1,
 				RelayoutWTiles: 1, RelayoutCTiles: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 7 * 2 * 32 * 8, SumsPerThread: 4},
 			// Tap (0,0,0) reads q + 1 per dimension, tap (2,2,2) q - 1.
 			((1*5+1)*6 + 1) * 8, -((1*5+1)*6 + 1) * 8,
 			plan.Tile{WGMMA: true, BM: 128, BN: 8, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1},
 			// Phase (0,0,0) is the largest: 3*4*5 = 60 rows, one tile.
-			[3]int{8, 1, 1}, 1},
+			[3]int{1, 1, 1}, 1},
 	} {
 		p, err := plan.New(c.conf.parse(t))
 		if err != nil {

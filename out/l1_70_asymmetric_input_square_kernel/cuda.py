@@ -11,15 +11,16 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-A block is one warpgroup (4 warps) computing 128 output positions of one
-phase by 24 output channels. The input is re-laid channels last inside a zero border, so each
-thread loads its tensor-core fragments straight from global memory (no
-bounds checks, 16 bytes at a time); the weight is re-laid as the TF32
-parts in the tensor cores' shared-memory layout and staged 4 steps deep
-with cp.async. Products are 3xTF32 (each operand split into TF32 high and
-low parts, lo*hi + hi*lo + hi*hi): wgmma on Hopper (sm_90a), mma.sync
-elsewhere, from the same fragments. The tensor cores do not add in exact
-fp32, so their sums cover 4 steps of 32 and are then added in fp32.
+A block is one warpgroup (4 warps) computing 128 output positions of each
+phase in turn by 24 output channels. The input is re-laid channels last
+inside a zero border, so each thread loads its tensor-core fragments
+straight from global memory (no bounds checks, 16 bytes at a time); the
+weight is re-laid as the TF32 parts in the tensor cores' shared-memory
+layout and staged 4 steps deep with cp.async. Products are 3xTF32
+(each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
+wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
+The tensor cores do not add in exact fp32, so their sums cover 4 steps
+of 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -64,8 +65,8 @@ static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kP
 static constexpr idx_t kImageLen = 62976;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
-// Phase outputs o = r + stride*q; a phase without taps has no steps, and
-// its outputs are the bias.
+// Phase outputs o = r + stride*q; a phase without taps has no steps (its
+// outputs are the bias, written by the fill).
 struct PhaseInfo {
     int r_d, r_h, r_w;          // output residue
     int q_d, q_h, q_w;          // outputs of the phase per dimension
@@ -210,9 +211,7 @@ extern "C" __global__ void __launch_bounds__(256) l1_70_asymmetric_input_square_
         const int xw = wt * 32 + ty + 8 * r, c = ct * 32 + tx;
         if (xw < kXW && c < kCinP) xr[(row + xw) * kCinP + c] = tile[tx][ty + 8 * r];
     }
-}
-
-// The TF32 split of A: hi the nearest TF32 value, lo the exact remainder.
+}// The TF32 split of A: hi the nearest TF32 value, lo the exact remainder.
 // The tensor cores read lo's top TF32 bits, so what they drop of it is
 // 2^-22 of x or less: rounding it as well would cost two instructions per
 // value in the hot loop for no accuracy that shows.
@@ -306,167 +305,181 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
     const float* __restrict__ bias, float* __restrict__ y)
 {
     __shared__ __align__(128) float b_stage[kStages * kStage];
-    // Phases interleave along x: neighbouring blocks compute the same rows
-    // of different phases, whose outputs share cache sectors, so their
-    // stores meet in L2. A phase with fewer rows leaves its last blocks idle.
-    const PhaseInfo P = kPhaseTable[blockIdx.x % kNumPhases];
-    const int m_first = (int)(blockIdx.x / kNumPhases) * kRows;
-    if (m_first >= P.m) return;
+    // The block computes rows m_first.. of every phase in turn: the same
+    // rows of different phases are neighbouring outputs, whose stores
+    // share cache sectors and meet in L2, and the weight image streams
+    // through all phases' steps back to back, so a phase of few steps
+    // costs no pipeline fill of its own.
     const int tid = threadIdx.x, warp = tid / 32, g = tid % 32 / 4, t = tid % 4;
+    const int m_first = blockIdx.x * kRows;
     const int nt = blockIdx.y, grp = blockIdx.z;
-    const float* wimg = img + ((idx_t)(grp * kNTiles + nt) * kTotalSteps + P.step_start) * kStage;
-    const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
+    const float* wimg = img + (idx_t)(grp * kNTiles + nt) * kTotalSteps * kStage;
 
-    // This thread's rows: g and g + 8 of its warp's 16 in each slab. Rows
-    // past the end read the last row and are not written.
-    idx_t xb[kSlabs][2], yb[kSlabs][2];
-    bool row_ok[kSlabs][2];
-    #pragma unroll
-    for (int sl = 0; sl < kSlabs; ++sl) {
-        #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const int m0 = m_first + sl * 64 + warp * 16 + g + 8 * r;
-            row_ok[sl][r] = m0 < P.m;
-            const int m = row_ok[sl][r] ? m0 : P.m - 1;
-            const int n = m / q_dhw, s = m - n * q_dhw;
-            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
-            xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
-                + (idx_t)(qw + kLoW) * kCinP;
-            yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
-        }
-    }
-
-    // Step s's copy of the weight image into its stage (a commit group
-    // even when past the end, so that the wait counts stay in step).
-    auto load_b = [&](int s) {
-        if (s < P.steps) {
-            const float* src = wimg + (idx_t)s * kStage;
-            float* dst = b_stage + (s % kStages) * kStage;
+    // Global step gs's copy of the weight image into its stage (a commit
+    // group even when past the end, so that the wait counts stay in step).
+    auto load_b = [&](int gs) {
+        if (gs < kTotalSteps) {
+            const float* src = wimg + (idx_t)gs * kStage;
+            float* dst = b_stage + (gs % kStages) * kStage;
             for (int i = tid; i < kStage / 4; i += 128) cp_async_16(dst + 4 * i, src + 4 * i);
         }
         cp_async_commit();
     };
-    // Thread t's 8 reduction elements of step s for its rows: channels of
-    // one tap (kCinP is a multiple of 8), zero past the reduction's end.
-    float v[kSlabs][2][8];
-    auto load_a = [&](int s) {
-        const int kk = s * 32 + 8 * t;
-        const int tap = kk / kCinP, ch = kk % kCinP;
-        const bool live = tap < P.tap_count;
-        const idx_t off = live ? ch + kTapTable[P.tap_start + tap].off : 0;
+    for (int gs = 0; gs < kStages - 2; ++gs) load_b(gs);
+
+    for (int ph = 0; ph < kNumPhases; ++ph) {
+        const PhaseInfo P = kPhaseTable[ph];
+        if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
+        // A phase with fewer rows than this block's first still runs the
+        // barriers and copies of its steps (they pace the pipeline), not
+        // its products.
+        const bool active = m_first < P.m;
+        const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
+
+        // This thread's rows: g and g + 8 of its warp's 16 in each slab.
+        // Rows past the end read the last row and are not written.
+        idx_t xb[kSlabs][2], yb[kSlabs][2];
+        bool row_ok[kSlabs][2];
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
             for (int r = 0; r < 2; ++r) {
-                float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p;
-                if (live) {
-                    p = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off);
-                    q = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off + 4);
-                }
-                v[sl][r][0] = p.x; v[sl][r][1] = p.y; v[sl][r][2] = p.z; v[sl][r][3] = p.w;
-                v[sl][r][4] = q.x; v[sl][r][5] = q.y; v[sl][r][6] = q.z; v[sl][r][7] = q.w;
+                const int m0 = m_first + sl * 64 + warp * 16 + g + 8 * r;
+                row_ok[sl][r] = m0 < P.m;
+                const int m = row_ok[sl][r] ? m0 : P.m - 1;
+                const int n = m / q_dhw, s = m - n * q_dhw;
+                const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
+                xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
+                    + (idx_t)(qw + kLoW) * kCinP;
+                yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
+                    + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
             }
         }
-    };
 
-    // acc: the fp32 running sums; part: the tensor cores' sums of the
-    // current span of steps, added to acc at its end.
-    float acc[kSlabs][kND], part[kSlabs][kND];
-    #pragma unroll
-    for (int sl = 0; sl < kSlabs; ++sl) {
-        #pragma unroll
-        for (int e = 0; e < kND; ++e) acc[sl][e] = 0.0f;
-    }
-    for (int s = 0; s < kStages - 2; ++s) load_b(s);
-    if (P.steps > 0) load_a(0);
-    for (int s = 0; s < P.steps; ++s) {
-        // Step s's weights have landed (this thread's copies, then, after
-        // the barrier, everyone's), and every warp is done with the stage
-        // the next copy overwrites (read two steps ago).
-        cp_async_wait_current();
-        async_proxy_fence();
-        __syncthreads();
-        load_b(s + kStages - 2);
-        const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
-        // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
-        // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
-        unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
+        // Thread t's 8 reduction elements of the phase's step s for its
+        // rows: channels of one tap (kCinP is a multiple of 8), zero past
+        // the reduction's end.
+        float v[kSlabs][2][8];
+        auto load_a = [&](int s) {
+            const int kk = s * 32 + 8 * t;
+            const int tap = kk / kCinP, ch = kk % kCinP;
+            const bool live = tap < P.tap_count;
+            const idx_t off = live ? ch + kTapTable[P.tap_start + tap].off : 0;
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) {
+                #pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p;
+                    if (live) {
+                        p = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off);
+                        q = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off + 4);
+                    }
+                    v[sl][r][0] = p.x; v[sl][r][1] = p.y; v[sl][r][2] = p.z; v[sl][r][3] = p.w;
+                    v[sl][r][4] = q.x; v[sl][r][5] = q.y; v[sl][r][6] = q.z; v[sl][r][7] = q.w;
+                }
+            }
+        };
+
+        // acc: the fp32 running sums; part: the tensor cores' sums of the
+        // current span of steps, added to acc at its end.
+        float acc[kSlabs][kND], part[kSlabs][kND];
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                #pragma unroll
-                for (int f = 0; f < 4; ++f) split_a(v[sl][f % 2][2 * j + f / 2], a_hi[sl][j][f], a_lo[sl][j][f]);
-            }
+            for (int e = 0; e < kND; ++e) acc[sl][e] = 0.0f;
         }
-        const float* stage = b_stage + (s % kStages) * kStage;
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-        // lo*hi, hi*lo, hi*hi per k8 chunk, the slabs interleaved so that
-        // neighbouring products write different sums; a fresh span's first
-        // product replaces the sums.
-        const unsigned long long desc = wgmma_desc(stage);
-        wgmma_fence();
-        #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const unsigned long long d_hi = desc + j * kChunk / 4, d_lo = desc + (kPart + j * kChunk) / 4;
-            #pragma unroll
-            for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_lo[sl][j], d_hi, j > 0 || !fresh);
-            #pragma unroll
-            for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_lo, 1);
-            #pragma unroll
-            for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_hi, 1);
-        }
-        wgmma_commit();
-        #pragma unroll
-        for (int sl = 0; sl < kSlabs; ++sl) wgmma_wait(part[sl]);
-#else
-        // The same products as m16n8k8 mma.sync, one 8-column block at a
-        // time: column g at elements t and t+4 of the chunk.
-        if (fresh) {
+        if (active && P.steps > 0) load_a(0);
+        for (int s = 0; s < P.steps; ++s) {
+            const int gs = P.step_start + s;
+            // Step gs's weights have landed (this thread's copies, then,
+            // after the barrier, everyone's), and every warp is done with
+            // the stage the next copy overwrites (read two steps ago).
+            cp_async_wait_current();
+            async_proxy_fence();
+            __syncthreads();
+            load_b(gs + kStages - 2);
+            if (!active) continue;
+            const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
+            // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
+            // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
+            unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) {
                 #pragma unroll
-                for (int e = 0; e < kND; ++e) part[sl][e] = 0.0f;
-            }
-        }
-        #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            #pragma unroll
-            for (int cb = 0; cb < kNCM; ++cb) {
-                const int at = j * kChunk + cb * 32 + g * 4 + t;
-                const unsigned b_hi[2] = {__float_as_uint(stage[at]), __float_as_uint(stage[at + kNCM * 32])};
-                const unsigned b_lo[2] = {__float_as_uint(stage[kPart + at]), __float_as_uint(stage[kPart + at + kNCM * 32])};
-                #pragma unroll
-                for (int sl = 0; sl < kSlabs; ++sl) {
-                    mma_tf32(&part[sl][4 * cb], a_lo[sl][j], b_hi);
-                    mma_tf32(&part[sl][4 * cb], a_hi[sl][j], b_lo);
-                    mma_tf32(&part[sl][4 * cb], a_hi[sl][j], b_hi);
+                for (int j = 0; j < 4; ++j) {
+                    #pragma unroll
+                    for (int f = 0; f < 4; ++f) split_a(v[sl][f % 2][2 * j + f / 2], a_hi[sl][j][f], a_lo[sl][j][f]);
                 }
             }
-        }
-#endif
-        if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
+            const float* stage = b_stage + (gs % kStages) * kStage;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+            // lo*hi, hi*lo, hi*hi per k8 chunk, the slabs interleaved so
+            // that neighbouring products write different sums; a fresh
+            // span's first product replaces the sums.
+            const unsigned long long desc = wgmma_desc(stage);
+            wgmma_fence();
             #pragma unroll
-            for (int sl = 0; sl < kSlabs; ++sl) {
+            for (int j = 0; j < 4; ++j) {
+                const unsigned long long d_hi = desc + j * kChunk / 4, d_lo = desc + (kPart + j * kChunk) / 4;
                 #pragma unroll
-                for (int e = 0; e < kND; ++e) acc[sl][e] += part[sl][e];
+                for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_lo[sl][j], d_hi, j > 0 || !fresh);
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_lo, 1);
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_hi, 1);
             }
+            wgmma_commit();
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) wgmma_wait(part[sl]);
+#else
+            // The same products as m16n8k8 mma.sync, one 8-column block at
+            // a time: column g at elements t and t+4 of the chunk.
+            if (fresh) {
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) {
+                    #pragma unroll
+                    for (int e = 0; e < kND; ++e) part[sl][e] = 0.0f;
+                }
+            }
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                #pragma unroll
+                for (int cb = 0; cb < kNCM; ++cb) {
+                    const int at = j * kChunk + cb * 32 + g * 4 + t;
+                    const unsigned b_hi[2] = {__float_as_uint(stage[at]), __float_as_uint(stage[at + kNCM * 32])};
+                    const unsigned b_lo[2] = {__float_as_uint(stage[kPart + at]), __float_as_uint(stage[kPart + at + kNCM * 32])};
+                    #pragma unroll
+                    for (int sl = 0; sl < kSlabs; ++sl) {
+                        mma_tf32(&part[sl][4 * cb], a_lo[sl][j], b_hi);
+                        mma_tf32(&part[sl][4 * cb], a_hi[sl][j], b_lo);
+                        mma_tf32(&part[sl][4 * cb], a_hi[sl][j], b_hi);
+                    }
+                }
+            }
+#endif
+            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) {
+                    #pragma unroll
+                    for (int e = 0; e < kND; ++e) acc[sl][e] += part[sl][e];
+                }
+            }
+            // The next step's inputs load while this step's products
+            // finish elsewhere on the SM.
+            if (s + 1 < P.steps) load_a(s + 1);
         }
-        // The next step's inputs load while this step's products finish
-        // elsewhere on the SM.
-        if (s + 1 < P.steps) load_a(s + 1);
-    }
+        if (!active) continue;
 
-    // Epilogue: 8-column block cb holds (g, 8cb+2t), (g, +1), (g+8, 8cb+2t),
-    // (g+8, +1); each output written once.
-    #pragma unroll
-    for (int sl = 0; sl < kSlabs; ++sl) {
+        // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
+        // (g+8, 8cb+2t), (g+8, +1); each written once.
         #pragma unroll
-        for (int e = 0; e < kND; ++e) {
-            const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
-            if (row_ok[sl][r] && co < kCoutG)
-                y[yb[sl][r] + (idx_t)co * kOutDHW] = acc[sl][e];
+        for (int sl = 0; sl < kSlabs; ++sl) {
+            #pragma unroll
+            for (int e = 0; e < kND; ++e) {
+                const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
+                if (row_ok[sl][r] && co < kCoutG)
+                    y[yb[sl][r] + (idx_t)co * kOutDHW] = acc[sl][e];
+            }
         }
     }
 }

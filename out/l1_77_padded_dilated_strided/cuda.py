@@ -9,12 +9,20 @@ The outputs split into stride_d*stride_h*stride_w phases (o = r + stride*q).
 Inside a phase only the taps with (r + padding - k*dilation) divisible by the
 stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
-K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
-is written exactly once (no atomics), bias fused.
-Products run on the tensor cores as 3xTF32 (each fp32 operand split into two
-TF32 parts, three m16n8k8 products, fp32 accumulation): fp32-level accuracy.
-Every forward first re-lays the weight out as (group, tap, in, out) so that
-weight tiles load contiguously; that copy is part of the timed forward.
+K = in_channels/groups * taps, with no masked-out multiply-adds. Outputs no
+tap reaches are the bias: a fill kernel writes the bias over the whole
+output first (coalesced), and the GEMM overwrites the outputs taps reach.
+A block is one warpgroup (4 warps) computing 64 output positions of each
+phase in turn by 64 output channels. The input is re-laid channels last
+inside a zero border, so each thread loads its tensor-core fragments
+straight from global memory (no bounds checks, 16 bytes at a time); the
+weight is re-laid as the TF32 parts in the tensor cores' shared-memory
+layout and staged 3 steps deep with cp.async. Products are 3xTF32
+(each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
+wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
+The tensor cores do not add in exact fp32, so their sums cover 4 steps
+of 32 and are then added in fp32.
+Both re-layouts run in every forward and are part of its time.
 """
 import torch
 import torch.nn as nn
@@ -25,98 +33,92 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 16;
 static constexpr int kCin = 32, kCout = 64, kGroups = 1;
 static constexpr int kCinG = 32, kCoutG = 64;  // channels per group
 static constexpr int kInD = 16, kInH = 32, kInW = 32;
 static constexpr int kOutD = 33, kOutH = 65, kOutW = 65;
 static constexpr int kStrideD = 2, kStrideH = 2, kStrideW = 2;
 static constexpr int kTaps = 27;  // kernel positions, kd*kh*kw
-static constexpr idx_t kInHW = (idx_t)kInH * kInW, kInDHW = kInD * kInHW;
+static constexpr idx_t kInHW = (idx_t)kInH * kInW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
-// ---- Tiling (from the plan) ----------------------------------------------
-// A block computes kBM output positions of one phase by kBN output channels
-// of one group, kBK input channels per step.
-static constexpr int kBM = 128, kBN = 64, kBK = 16;
-static constexpr int kThreads = 128;
-// Warp w holds a kWM x kWN tile: kMT x kNT m16n8k8 fragments.
-static constexpr int kWM = 64, kWN = 32, kWarpsM = 2;
-static constexpr int kMT = kWM / 16, kNT = kWN / 8;
-static constexpr int kPad = 8;  // shared-memory row padding, in floats
-static constexpr int kCIChunks = 2;  // kBK-channel steps per tap
-// The A (input) gather: kALanes threads cover the rows, each owning kARows
-// rows and kAK of the kBK channels (stride kAKStride).
-static constexpr int kALanes = 128, kARows = 1, kAKStride = 1, kAK = 16;
-static constexpr int kBLoads = 8;  // weight elements each thread loads per step
+// ---- Layout (from the plan) ----------------------------------------------
+// The input re-laid as (batch, group, kXD, kXH, kXW, kCinP): channels last,
+// each group's padded with zeros to kCinP, inside a zero border of kLo*
+// positions before the input, so that every tap of every output reads
+// inside it: output q of a phase reads bordered index q + lo + off.
+static constexpr int kCinP = 32;
+static constexpr int kLoD = 1, kLoH = 1, kLoW = 1;
+static constexpr int kXD = 18, kXH = 34, kXW = 34;
+static constexpr int kWTiles = 2, kCTiles = 1;  // the re-layout's 32 x 32 tiles per row
+// The GEMM of a phase: its outputs by a group's output channels, reduced
+// over (tap, channel) pairs in steps of 32. A block is one warpgroup (4
+// warps) computing kSlabs slabs of 64 rows of one phase by kNP columns.
+static constexpr int kTotalSteps = 27, kNTiles = 1;
+static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kSlabs = 1, kRows = 64;
+static constexpr int kSpan = 4;  // steps per tensor-core sum
+static constexpr int kStages = 3;  // weight-image steps in shared memory
+// The weight image, per (group, N tile, phase, step): TF32 high parts, then
+// low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4
+// reduction elements).
+static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
+static constexpr idx_t kImageLen = 110592;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
+// Phase outputs o = r + stride*q; a phase without taps has no steps (its
+// outputs are the bias, written by the fill).
 struct PhaseInfo {
-    int r_d, r_h, r_w;        // output residue: o = r + stride*q
-    int q_d, q_h, q_w;        // outputs of the phase per dimension
-    int m;                    // batch*q_d*q_h*q_w, the GEMM's M
-    int tap_start, tap_count; // slice of kTapTable
+    int r_d, r_h, r_w;          // output residue
+    int q_d, q_h, q_w;          // outputs of the phase per dimension
+    int m;                      // batch*q_d*q_h*q_w, the GEMM's M
+    int steps, step_start;      // its steps, the first in the weight image
+    int tap_start, tap_count;   // slice of the tap tables
 };
 struct TapInfo {
-    int flat;                 // weight tap index (kd*KH + kh)*KW + kw
-    int off_d, off_h, off_w;  // input index = q + off
+    int flat;    // weight tap index (kd*KH + kh)*KW + kw
+    idx_t off;   // where it reads in the re-laid input, from the output's own position
 };
 static constexpr int kNumPhases = 8;
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 17, 33, 33, 296208, 0, 0 },
-    { 0, 0, 1, 17, 33, 32, 287232, 0, 0 },
-    { 0, 1, 0, 17, 32, 33, 287232, 0, 0 },
-    { 0, 1, 1, 17, 32, 32, 278528, 0, 0 },
-    { 1, 0, 0, 16, 33, 33, 278784, 0, 0 },
-    { 1, 0, 1, 16, 33, 32, 270336, 0, 0 },
-    { 1, 1, 0, 16, 32, 33, 270336, 0, 0 },
-    { 1, 1, 1, 16, 32, 32, 262144, 0, 27 },
+    { 0, 0, 0, 17, 33, 33, 296208, 0, 0, 0, 0 },
+    { 0, 0, 1, 17, 33, 32, 287232, 0, 0, 0, 0 },
+    { 0, 1, 0, 17, 32, 33, 287232, 0, 0, 0, 0 },
+    { 0, 1, 1, 17, 32, 32, 278528, 0, 0, 0, 0 },
+    { 1, 0, 0, 16, 33, 33, 278784, 0, 0, 0, 0 },
+    { 1, 0, 1, 16, 33, 32, 270336, 0, 0, 0, 0 },
+    { 1, 1, 0, 16, 32, 33, 270336, 0, 0, 0, 0 },
+    { 1, 1, 1, 16, 32, 32, 262144, 27, 0, 0, 27 },
 };
 __constant__ TapInfo kTapTable[27] = {
-    { 0, 1, 1, 1 },
-    { 1, 1, 1, 0 },
-    { 2, 1, 1, -1 },
-    { 3, 1, 0, 1 },
-    { 4, 1, 0, 0 },
-    { 5, 1, 0, -1 },
-    { 6, 1, -1, 1 },
-    { 7, 1, -1, 0 },
-    { 8, 1, -1, -1 },
-    { 9, 0, 1, 1 },
-    { 10, 0, 1, 0 },
-    { 11, 0, 1, -1 },
-    { 12, 0, 0, 1 },
-    { 13, 0, 0, 0 },
-    { 14, 0, 0, -1 },
-    { 15, 0, -1, 1 },
-    { 16, 0, -1, 0 },
-    { 17, 0, -1, -1 },
-    { 18, -1, 1, 1 },
-    { 19, -1, 1, 0 },
-    { 20, -1, 1, -1 },
-    { 21, -1, 0, 1 },
-    { 22, -1, 0, 0 },
-    { 23, -1, 0, -1 },
-    { 24, -1, -1, 1 },
-    { 25, -1, -1, 0 },
-    { 26, -1, -1, -1 },
+    { 0, 38112 },
+    { 1, 38080 },
+    { 2, 38048 },
+    { 3, 37024 },
+    { 4, 36992 },
+    { 5, 36960 },
+    { 6, 35936 },
+    { 7, 35904 },
+    { 8, 35872 },
+    { 9, 1120 },
+    { 10, 1088 },
+    { 11, 1056 },
+    { 12, 32 },
+    { 13, 0 },
+    { 14, -32 },
+    { 15, -1056 },
+    { 16, -1088 },
+    { 17, -1120 },
+    { 18, -35872 },
+    { 19, -35904 },
+    { 20, -35936 },
+    { 21, -36960 },
+    { 22, -36992 },
+    { 23, -37024 },
+    { 24, -38048 },
+    { 25, -38080 },
+    { 26, -38112 },
 };
-
-// Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
-// Cin/groups, Cout/groups), so a weight tile row is contiguous in the output
-// channel and loads coalesce.
-extern "C" __global__ void l1_77_padded_dilated_strided_repack_weight(const float* __restrict__ w, float* __restrict__ wt)
-{
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (idx_t)kCin * kCoutG * kTaps) return;
-    const int co = (int)(i % kCoutG);
-    idx_t rest = i / kCoutG;
-    const int ci = (int)(rest % kCinG);
-    rest /= kCinG;
-    const int tap = (int)(rest % kTaps);
-    const int g = (int)(rest / kTaps);
-    wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
-}
 
 // 3xTF32: split each fp32 operand into TF32 parts, x = hi + lo, and sum
 // lo*hi + hi*lo + hi*hi on the tensor cores with fp32 accumulation. The
@@ -148,172 +150,357 @@ __device__ __forceinline__ void mma_tf32(float* acc, const unsigned* a, const un
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-l1_77_padded_dilated_strided_igemm(const float* __restrict__ x, const float* __restrict__ wt,
+// The weight image: element i is a TF32 part of weight (channel, column)
+// of step s of its phase. Within a step the reduction order is permuted so
+// that thread t's fragments of the 4 k8 chunks are its 8 consecutive
+// elements 8t..8t+7 (two float4 loads of the input): column c of chunk j
+// is element 8*(c%4) + 2j + c/4. Zero past the channels, columns and the
+// phase's reduction.
+extern "C" __global__ void l1_77_padded_dilated_strided_repack_weight(const float* __restrict__ w, float* __restrict__ img)
+{
+    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= kImageLen) return;
+    const int e = (int)(i % kChunk);
+    idx_t rest = i / kChunk;
+    const int j = (int)(rest % 4);
+    rest /= 4;
+    const int part = (int)(rest % 2);
+    rest /= 2;
+    const int step = (int)(rest % kTotalSteps);
+    rest /= kTotalSteps;
+    const int nt = (int)(rest % kNTiles), grp = (int)(rest / kNTiles);
+    int ph = 0;  // the phase whose steps hold this one (phases without steps hold none)
+    while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
+    const PhaseInfo P = kPhaseTable[ph];
+    const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8, c = kcm * 4 + e % 4;
+    const int kk = (step - P.step_start) * 32 + 8 * (c % 4) + 2 * j + c / 4;
+    const int tap = kk / kCinP, ch = kk % kCinP, co = nt * kNP + ncm * 8 + row;
+    float v = 0.0f;
+    if (tap < P.tap_count && ch < kCinG && co < kCoutG)
+        v = w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap].flat];
+    unsigned hi, lo;
+    split_tf32(v, hi, lo);
+    img[i] = __uint_as_float(part == 0 ? hi : lo);
+}
+
+// The input re-laid: a block per tile of 32 bordered positions along W by
+// 32 channels of one (batch, group, xd, xh) row. It reads the tile one
+// channel at a time along W (coalesced), turns it in shared memory, and
+// writes it one position at a time (its channels contiguous): coalesced
+// both ways. Reading along W and writing 16 bytes a thread from registers
+// left the writes 192 bytes apart, at 40% of the bandwidth.
+extern "C" __global__ void __launch_bounds__(256) l1_77_padded_dilated_strided_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
+{
+    __shared__ float tile[32][33];  // [channel][position]; 33: the turned reads hit 32 banks
+    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    idx_t rest = blockIdx.x;
+    const int wt = (int)(rest % kWTiles);
+    rest /= kWTiles;
+    const int ct = (int)(rest % kCTiles);
+    rest /= kCTiles;
+    const int xh = (int)(rest % kXH);
+    rest /= kXH;
+    const int xd = (int)(rest % kXD);
+    rest /= kXD;
+    const int grp = (int)(rest % kGroups), n = (int)(rest / kGroups);
+    const int id = xd - kLoD, ih = xh - kLoH, iw = wt * 32 + tx - kLoW;
+    const bool inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
+    #pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        const int ch = ct * 32 + ty + 8 * r;
+        float v = 0.0f;
+        if (inside && ch < kCinG) v = x[(((idx_t)n * kCin + grp * kCinG + ch) * kInD + id) * kInHW + ih * kInW + iw];
+        tile[ty + 8 * r][tx] = v;
+    }
+    __syncthreads();
+    const idx_t row = ((((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh) * kXW;
+    #pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        const int xw = wt * 32 + ty + 8 * r, c = ct * 32 + tx;
+        if (xw < kXW && c < kCinP) xr[(row + xw) * kCinP + c] = tile[tx][ty + 8 * r];
+    }
+}
+// The bias over the whole output, for the phases no tap reaches, before
+// the GEMM overwrites the outputs taps reach: a block writes 1024
+// consecutive outputs, each warp store 32 neighbours.
+static constexpr idx_t kOutLen = (idx_t)kCout * kOutDHW * 16;
+extern "C" __global__ void __launch_bounds__(256) l1_77_padded_dilated_strided_fill_bias(const float* __restrict__ bias, float* __restrict__ y)
+{
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const idx_t i = (idx_t)blockIdx.x * 1024 + e * 256 + threadIdx.x;
+        if (i < kOutLen) y[i] = 0.0f;
+    }
+}
+
+// The TF32 split of A: hi the nearest TF32 value, lo the exact remainder.
+// The tensor cores read lo's top TF32 bits, so what they drop of it is
+// 2^-22 of x or less: rounding it as well would cost two instructions per
+// value in the hot loop for no accuracy that shows.
+__device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
+{
+    hi = round_tf32(x);
+    lo = __float_as_uint(x - __uint_as_float(hi));
+}
+
+// cp.async (sm_80 and later): 16 bytes from global to shared memory that
+// skip the registers and land while earlier steps compute.
+__device__ __forceinline__ void cp_async_16(float* dst, const float* src)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src));
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+// Waits until at most kStages - 3 of this thread's copy groups are in
+// flight: the copies run kStages - 2 steps ahead, so the current step's
+// have landed.
+__device__ __forceinline__ void cp_async_wait_current()
+{
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+}
+
+// Hopper's warpgroup products (sm_90a only; never called elsewhere): the
+// m64n64k8 TF32 product with A from registers and B from shared
+// memory by descriptor, added to d, or (add 0) replacing it: a fresh sum
+// starts without registers zeroed beforehand, which cost 5% of #61's time.
+__device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
+#endif
+}
+
+// Waits for every product this warpgroup issued; d is what they write.
+__device__ __forceinline__ void wgmma_wait(float (&d)[kND])
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) :: "memory");
+#endif
+}
+
+// Makes this thread's landed copies visible to the tensor cores' reads of
+// shared memory (the async proxy), before the barrier that publishes them.
+__device__ __forceinline__ void async_proxy_fence()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+// Orders this step's register writes (A parts, zeroed sums) before the
+// products that read them.
+__device__ __forceinline__ void wgmma_fence()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wgmma_commit()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#endif
+}
+
+// The descriptor of the core matrices at p in shared memory (no swizzle):
+// the next core matrix along K is kNCM*128 bytes on, the next 8 columns
+// 128 bytes on. A chunk kChunk floats further is the same plus kChunk/4
+// (the address field counts 16 bytes).
+__device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(kNCM * 128 >> 4) << 16
+        | (unsigned long long)(128 >> 4) << 32;
+}
+
+extern "C" __global__ void __launch_bounds__(128, 1)
+l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // Two stages of each tile: the next step's loads fill one while the
-    // products read the other, so one barrier per step suffices.
-    __shared__ __align__(16) float a_tile[2][kBK][kBM + kPad];
-    __shared__ __align__(16) float b_tile[2][kBK][kBN + kPad];
+    __shared__ __align__(128) float b_stage[kStages * kStage];
+    // The block computes rows m_first.. of every phase in turn: the same
+    // rows of different phases are neighbouring outputs, whose stores
+    // share cache sectors and meet in L2, and the weight image streams
+    // through all phases' steps back to back, so a phase of few steps
+    // costs no pipeline fill of its own.
+    const int tid = threadIdx.x, warp = tid / 32, g = tid % 32 / 4, t = tid % 4;
+    const int m_first = blockIdx.x * kRows;
+    const int nt = blockIdx.y, grp = blockIdx.z;
+    const float* wimg = img + (idx_t)(grp * kNTiles + nt) * kTotalSteps * kStage;
 
-    // Phases interleave along x: neighbouring blocks compute the same rows
-    // of different phases, whose outputs share cache sectors, so their
-    // stores meet in L2. A phase with fewer rows leaves its last blocks idle.
-    const PhaseInfo P = kPhaseTable[blockIdx.x % kNumPhases];
-    const int m0 = (int)(blockIdx.x / kNumPhases) * kBM;
-    if (m0 >= P.m) return;
-    const int n0 = blockIdx.y * kBN;
-    const int g = blockIdx.z;
-    const int tid = threadIdx.x;
-    const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
-
-    // ---- Rows this thread gathers: decoded once, reused by every step ----
-    const int a_lane = tid % kALanes, a_k0 = tid / kALanes;
-    idx_t a_base[kARows];
-    int a_qd[kARows], a_qh[kARows], a_qw[kARows];
-    #pragma unroll
-    for (int r = 0; r < kARows; ++r) {
-        const int m = m0 + a_lane + r * kALanes;
-        if (m < P.m) {
-            const int n = m / q_dhw, s = m - n * q_dhw;
-            a_qd[r] = s / q_hw;
-            a_qh[r] = (s - a_qd[r] * q_hw) / P.q_w;
-            a_qw[r] = s - a_qd[r] * q_hw - a_qh[r] * P.q_w;
-            a_base[r] = ((idx_t)n * kCin + (idx_t)g * kCinG) * kInDHW;
-        } else {
-            a_qd[r] = -(1 << 29);  // pushes every input index out of range: the row reads zeros
-            a_qh[r] = a_qw[r] = 0;
-            a_base[r] = 0;
+    // Global step gs's copy of the weight image into its stage (a commit
+    // group even when past the end, so that the wait counts stay in step).
+    auto load_b = [&](int gs) {
+        if (gs < kTotalSteps) {
+            const float* src = wimg + (idx_t)gs * kStage;
+            float* dst = b_stage + (gs % kStages) * kStage;
+            for (int i = tid; i < kStage / 4; i += 128) cp_async_16(dst + 4 * i, src + 4 * i);
         }
-    }
+        cp_async_commit();
+    };
+    for (int gs = 0; gs < kStages - 2; ++gs) load_b(gs);
 
-    float a_reg[kARows][kAK];
-    float b_reg[kBLoads];
-    // gather loads step ks's tiles into registers: A from the input at the
-    // tap's offset (zero where the tap falls outside it), B from the weight.
-    auto gather = [&](int ks) {
-        const int tap = ks / kCIChunks;
-        const int ci0 = (ks - tap * kCIChunks) * kBK;
-        const TapInfo T = kTapTable[P.tap_start + tap];
+    for (int ph = 0; ph < kNumPhases; ++ph) {
+        const PhaseInfo P = kPhaseTable[ph];
+        if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
+        // A phase with fewer rows than this block's first still runs the
+        // barriers and copies of its steps (they pace the pipeline), not
+        // its products.
+        const bool active = m_first < P.m;
+        const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
+
+        // This thread's rows: g and g + 8 of its warp's 16 in each slab.
+        // Rows past the end read the last row and are not written.
+        idx_t xb[kSlabs][2], yb[kSlabs][2];
+        bool row_ok[kSlabs][2];
         #pragma unroll
-        for (int r = 0; r < kARows; ++r) {
-            const int id = a_qd[r] + T.off_d, ih = a_qh[r] + T.off_h, iw = a_qw[r] + T.off_w;
-            const bool inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
-            const float* src = x + a_base[r] + (idx_t)id * kInHW + ih * kInW + iw;
+        for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int j = 0; j < kAK; ++j) {
-                const int k = a_k0 + j * kAKStride;
-                const int ci = ci0 + k;
-                a_reg[r][j] = (inside && k < kBK && ci < kCinG) ? __ldg(src + (idx_t)ci * kInDHW) : 0.0f;
+            for (int r = 0; r < 2; ++r) {
+                const int m0 = m_first + sl * 64 + warp * 16 + g + 8 * r;
+                row_ok[sl][r] = m0 < P.m;
+                const int m = row_ok[sl][r] ? m0 : P.m - 1;
+                const int n = m / q_dhw, s = m - n * q_dhw;
+                const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
+                xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
+                    + (idx_t)(qw + kLoW) * kCinP;
+                yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
+                    + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
             }
         }
-        const float* wsrc = wt + ((idx_t)(g * kTaps + T.flat) * kCinG + ci0) * kCoutG + n0;
-        #pragma unroll
-        for (int j = 0; j < kBLoads; ++j) {
-            const int e = tid + j * kThreads;
-            const int k = e / kBN, n = e % kBN;
-            b_reg[j] = (e < kBK * kBN && ci0 + k < kCinG && n0 + n < kCoutG) ? __ldg(wsrc + k * kCoutG + n) : 0.0f;
-        }
-    };
-    auto stash = [&](int buf) {
-        #pragma unroll
-        for (int r = 0; r < kARows; ++r) {
+
+        // Thread t's 8 reduction elements of the phase's step s for its
+        // rows: channels of one tap (kCinP is a multiple of 8), zero past
+        // the reduction's end.
+        float v[kSlabs][2][8];
+        auto load_a = [&](int s) {
+            const int kk = s * 32 + 8 * t;
+            const int tap = kk / kCinP, ch = kk % kCinP;
+            const bool live = tap < P.tap_count;
+            const idx_t off = live ? ch + kTapTable[P.tap_start + tap].off : 0;
             #pragma unroll
-            for (int j = 0; j < kAK; ++j) {
-                const int k = a_k0 + j * kAKStride;
-                if (k < kBK) a_tile[buf][k][a_lane + r * kALanes] = a_reg[r][j];
+            for (int sl = 0; sl < kSlabs; ++sl) {
+                #pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p;
+                    if (live) {
+                        p = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off);
+                        q = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off + 4);
+                    }
+                    v[sl][r][0] = p.x; v[sl][r][1] = p.y; v[sl][r][2] = p.z; v[sl][r][3] = p.w;
+                    v[sl][r][4] = q.x; v[sl][r][5] = q.y; v[sl][r][6] = q.z; v[sl][r][7] = q.w;
+                }
             }
-        }
+        };
+
+        // acc: the fp32 running sums; part: the tensor cores' sums of the
+        // current span of steps, added to acc at its end.
+        float acc[kSlabs][kND], part[kSlabs][kND];
         #pragma unroll
-        for (int j = 0; j < kBLoads; ++j) {
-            const int e = tid + j * kThreads;
-            if (e < kBK * kBN) b_tile[buf][e / kBN][e % kBN] = b_reg[j];
-        }
-    };
-    // ---- Main loop: tensor-core products of step ks-1 overlap the loads of
-    // step ks. Fragment layout of m16n8k8 (PTX ISA): lane = 4*g + t holds
-    // A rows g and g+8 at columns t and t+4, B column g at rows t and t+4,
-    // and C rows g and g+8 at columns 2t and 2t+1.
-    const int warp = tid / 32, lane = tid % 32;
-    const int g8 = lane / 4, t4 = lane % 4;
-    const int wm0 = (warp % kWarpsM) * kWM, wn0 = (warp / kWarpsM) * kWN;
-    float acc[kMT][kNT][4];
-    #pragma unroll
-    for (int i = 0; i < kMT; ++i) {
-        #pragma unroll
-        for (int j = 0; j < kNT; ++j) {
+        for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+            for (int e = 0; e < kND; ++e) acc[sl][e] = 0.0f;
         }
-    }
-    const int ksteps = P.tap_count * kCIChunks;
-    for (int ks = 0; ks <= ksteps; ++ks) {
-        if (ks < ksteps) gather(ks);
-        if (ks > 0) {
-            const int buf = (ks - 1) & 1;
+        if (active && P.steps > 0) load_a(0);
+        for (int s = 0; s < P.steps; ++s) {
+            const int gs = P.step_start + s;
+            // Step gs's weights have landed (this thread's copies, then,
+            // after the barrier, everyone's), and every warp is done with
+            // the stage the next copy overwrites (read two steps ago).
+            cp_async_wait_current();
+            async_proxy_fence();
+            __syncthreads();
+            load_b(gs + kStages - 2);
+            if (!active) continue;
+            const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
+            // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
+            // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
+            unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
             #pragma unroll
-            for (int k8 = 0; k8 < kBK; k8 += 8) {
-                // Rows padded by kPad floats put the 32 lanes' reads in 32
-                // different banks.
-                unsigned a_hi[kMT][4], a_lo[kMT][4], b_hi[kNT][2], b_lo[kNT][2];
+            for (int sl = 0; sl < kSlabs; ++sl) {
                 #pragma unroll
-                for (int i = 0; i < kMT; ++i) {
-                    const int m = wm0 + i * 16 + g8;
-                    split_tf32(a_tile[buf][k8 + t4][m], a_hi[i][0], a_lo[i][0]);
-                    split_tf32(a_tile[buf][k8 + t4][m + 8], a_hi[i][1], a_lo[i][1]);
-                    split_tf32(a_tile[buf][k8 + t4 + 4][m], a_hi[i][2], a_lo[i][2]);
-                    split_tf32(a_tile[buf][k8 + t4 + 4][m + 8], a_hi[i][3], a_lo[i][3]);
-                }
-                #pragma unroll
-                for (int j = 0; j < kNT; ++j) {
-                    const int n = wn0 + j * 8 + g8;
-                    split_tf32(b_tile[buf][k8 + t4][n], b_hi[j][0], b_lo[j][0]);
-                    split_tf32(b_tile[buf][k8 + t4 + 4][n], b_hi[j][1], b_lo[j][1]);
-                }
-                #pragma unroll
-                for (int i = 0; i < kMT; ++i) {
+                for (int j = 0; j < 4; ++j) {
                     #pragma unroll
-                    for (int j = 0; j < kNT; ++j) {
-                        // The tensor cores round their sums toward zero, a
-                        // bias that grows with every accumulation into the
-                        // same registers. So each 8-deep slice is summed
-                        // from zero (small terms first) and added to the
-                        // running total with a round-to-nearest fp32 add.
-                        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                        mma_tf32(part, a_lo[i], b_hi[j]);
-                        mma_tf32(part, a_hi[i], b_lo[j]);
-                        mma_tf32(part, a_hi[i], b_hi[j]);
-                        #pragma unroll
-                        for (int c = 0; c < 4; ++c) acc[i][j][c] += part[c];
+                    for (int f = 0; f < 4; ++f) split_a(v[sl][f % 2][2 * j + f / 2], a_hi[sl][j][f], a_lo[sl][j][f]);
+                }
+            }
+            const float* stage = b_stage + (gs % kStages) * kStage;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+            // lo*hi, hi*lo, hi*hi per k8 chunk, the slabs interleaved so
+            // that neighbouring products write different sums; a fresh
+            // span's first product replaces the sums.
+            const unsigned long long desc = wgmma_desc(stage);
+            wgmma_fence();
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const unsigned long long d_hi = desc + j * kChunk / 4, d_lo = desc + (kPart + j * kChunk) / 4;
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_lo[sl][j], d_hi, j > 0 || !fresh);
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_lo, 1);
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_hi, 1);
+            }
+            wgmma_commit();
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) wgmma_wait(part[sl]);
+#else
+            // The same products as m16n8k8 mma.sync, one 8-column block at
+            // a time: column g at elements t and t+4 of the chunk.
+            if (fresh) {
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) {
+                    #pragma unroll
+                    for (int e = 0; e < kND; ++e) part[sl][e] = 0.0f;
+                }
+            }
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                #pragma unroll
+                for (int cb = 0; cb < kNCM; ++cb) {
+                    const int at = j * kChunk + cb * 32 + g * 4 + t;
+                    const unsigned b_hi[2] = {__float_as_uint(stage[at]), __float_as_uint(stage[at + kNCM * 32])};
+                    const unsigned b_lo[2] = {__float_as_uint(stage[kPart + at]), __float_as_uint(stage[kPart + at + kNCM * 32])};
+                    #pragma unroll
+                    for (int sl = 0; sl < kSlabs; ++sl) {
+                        mma_tf32(&part[sl][4 * cb], a_lo[sl][j], b_hi);
+                        mma_tf32(&part[sl][4 * cb], a_hi[sl][j], b_lo);
+                        mma_tf32(&part[sl][4 * cb], a_hi[sl][j], b_hi);
                     }
                 }
             }
-        }
-        if (ks < ksteps) stash(ks & 1);
-        __syncthreads();
-    }
-
-    // ---- Epilogue: bias, then each output written once -------------------
-    #pragma unroll
-    for (int i = 0; i < kMT; ++i) {
-        #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-            const int m = m0 + wm0 + i * 16 + g8 + half * 8;
-            if (m >= P.m) continue;
-            const int n = m / q_dhw, s = m - n * q_dhw;
-            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
-            const idx_t row = (idx_t)n * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
-            #pragma unroll
-            for (int j = 0; j < kNT; ++j) {
+#endif
+            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
                 #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int co = n0 + wn0 + j * 8 + 2 * t4 + e;
-                    if (co >= kCoutG) continue;
-                    const int c = g * kCoutG + co;
-                    y[row + (idx_t)c * kOutDHW] = acc[i][j][half * 2 + e];
+                for (int sl = 0; sl < kSlabs; ++sl) {
+                    #pragma unroll
+                    for (int e = 0; e < kND; ++e) acc[sl][e] += part[sl][e];
                 }
+            }
+            // The next step's inputs load while this step's products
+            // finish elsewhere on the SM.
+            if (s + 1 < P.steps) load_a(s + 1);
+        }
+        if (!active) continue;
+
+        // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
+        // (g+8, 8cb+2t), (g+8, +1); each written once (over the fill's).
+        #pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl) {
+            #pragma unroll
+            for (int e = 0; e < kND; ++e) {
+                const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
+                if (row_ok[sl][r] && co < kCoutG)
+                    y[yb[sl][r] + (idx_t)co * kOutDHW] = acc[sl][e];
             }
         }
     }
@@ -334,22 +521,31 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     TORCH_CHECK(weight.is_cuda() && weight.scalar_type() == torch::kFloat32 && weight.is_contiguous() &&
                 weight.sizes() == torch::IntArrayRef({32, 64, 3, 3, 3}),
                 "weight must be a contiguous float32 CUDA tensor of shape (32, 64, 3, 3, 3)");
-    auto wt = torch::empty({55296}, x.options());
+    auto img = torch::empty({110592}, x.options());
+    auto xr = torch::empty({10653696}, x.options());
     auto y = torch::empty({16, 64, 33, 65, 65}, x.options());
-    l1_77_padded_dilated_strided_repack_weight<<<216, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
-    l1_77_padded_dilated_strided_igemm<<<dim3(18520, 1, 1), 128>>>(
-        (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    l1_77_padded_dilated_strided_repack_weight<<<432, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    l1_77_padded_dilated_strided_relayout_input<<<19584, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
+    l1_77_padded_dilated_strided_fill_bias<<<139425, 256>>>(nullptr, (float*)y.data_ptr());
+    l1_77_padded_dilated_strided_igemm<<<dim3(4096, 1, 1), 128>>>(
+        (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     return y;
 }
 """
+
+# wgmma needs Hopper's arch-specific target (sm_90a); any other GPU builds
+# for itself and runs the same kernel on mma.sync. (An arch flag here
+# replaces torch's own.)
+_major, _minor = torch.cuda.get_device_capability()
+_ARCH = "90a" if (_major, _minor) == (9, 0) else str(_major) + str(_minor)
 
 _ext = load_inline(
     name="convtgen_l1_77_padded_dilated_strided",
     cpp_sources="torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight);",
     cuda_sources=[KERNEL_SOURCE, HOST_SOURCE],
     functions=["conv_transpose3d_forward"],
-    extra_cuda_cflags=["-O3"],
+    extra_cuda_cflags=["-O3", "-gencode=arch=compute_" + _ARCH + ",code=sm_" + _ARCH],
     verbose=False,
 )
 

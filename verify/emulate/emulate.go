@@ -142,6 +142,7 @@ int main(int argc, char** argv)
     }
     const float* xin = x.data();
 %[15]s
+%[16]s
     run_blocks({%[8]d, %[9]d, %[10]d}, %[11]d, [&] { %[12]s(xin, wt.data(), bias.empty() ? nullptr : bias.data(), y.data()); });
 
     FILE* f = std::fopen(argv[4], "wb");
@@ -156,6 +157,10 @@ int main(int argc, char** argv)
 // copy.
 const relayoutLaunch = `    run_blocks({%[1]d, 1, 1}, %[2]d, [&] { %[3]s(x.data(), xr.data()); });
     xin = xr.data();`
+
+// fillLaunch runs the bias fill of a kernel that has one (its blocks,
+// block size, name), after the re-layout and before the main kernel.
+const fillLaunch = `    run_blocks({%[1]d, 1, 1}, %[2]d, [&] { %[3]s(bias.empty() ? nullptr : bias.data(), y.data()); });`
 
 // Program is a kernel compiled for the host.
 type Program struct {
@@ -179,10 +184,14 @@ func Build(ctx context.Context, cxx, dir, kernel string, l plan.Launch) (*Progra
 	if l.Relayout != "" {
 		relayout = fmt.Sprintf(relayoutLaunch, l.RelayoutBlocks, plan.RelayoutBlockThreads, l.Relayout)
 	}
+	fill := ""
+	if l.Fill != "" {
+		fill = fmt.Sprintf(fillLaunch, l.FillBlocks, plan.FillBlockThreads, l.Fill)
+	}
 	src := shim + "\n" + host + fmt.Sprintf(driver,
 		c.InputLen(), c.WeightLen(), bias, c.OutputLen(),
 		RepackThreads, (l.RepackLen+RepackThreads-1)/RepackThreads, l.Repack,
-		l.Grid[0], l.Grid[1], l.Grid[2], l.Threads, l.Function, l.RepackLen, l.RelaidLen, relayout)
+		l.Grid[0], l.Grid[1], l.Grid[2], l.Threads, l.Function, l.RepackLen, l.RelaidLen, relayout, fill)
 	sum := sha256.Sum256([]byte(src))
 	base := filepath.Join(dir, hex.EncodeToString(sum[:8]))
 	p := &Program{exe: base, launch: l}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,15 +46,21 @@ func TestLaunchMatchesHostWrapper(t *testing.T) {
 		if rl[1] != k.Repack || atoiT(rl[2]) != (k.RepackLen+255)/256 {
 			t.Errorf("%s: host launches %s<<<%s, 256>>>, verifier %s<<<%d, 256>>>", k.Spec, rl[1], rl[2], k.Repack, (k.RepackLen+255)/256)
 		}
-		// The input re-layout, where there is one: the launch after the
-		// repack's, with the record's blocks.
+		// The input re-layout and the bias fill, where there are: the
+		// launches after the repack's, with the record's blocks.
+		want := []string{k.Repack + " " + strconv.Itoa((k.RepackLen+255)/256)}
 		if k.Relayout != "" {
-			all := repackLaunchRe.FindAllStringSubmatch(text, -1)
-			if len(all) < 2 || all[1][1] != k.Relayout || atoiT(all[1][2]) != k.RelayoutBlocks {
-				t.Errorf("%s: host launches %v, verifier %s<<<%d, 256>>> second", k.Spec, all, k.Relayout, k.RelayoutBlocks)
-			}
-		} else if all := repackLaunchRe.FindAllStringSubmatch(text, -1); len(all) != 1 {
-			t.Errorf("%s: host launches %v, verifier only %s", k.Spec, all, k.Repack)
+			want = append(want, k.Relayout+" "+strconv.Itoa(k.RelayoutBlocks))
+		}
+		if k.Fill != "" {
+			want = append(want, k.Fill+" "+strconv.Itoa(k.FillBlocks))
+		}
+		var got []string
+		for _, l := range repackLaunchRe.FindAllStringSubmatch(text, -1) {
+			got = append(got, l[1]+" "+l[2])
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: host launches %v before the main kernel, verifier %v", k.Spec, got, want)
 		}
 		grid := [3]int{atoiT(ml[2]), atoiT(ml[3]), atoiT(ml[4])}
 		if ml[1] != k.Function || grid != k.Grid || atoiT(ml[5]) != k.Threads {
