@@ -22,7 +22,8 @@ var RandomBackends = []string{"cuda", "triton"}
 // mappings as well as their geometry; half of the configurations have
 // input channels per group in whole 16- or 32-wide chunks, and half of the
 // fp32 ones use the direct kernel (half of those with W unsplit, tile.tw),
-// a quarter of the 3xtf32 ones the wgmma tile.
+// a quarter of the 3xtf32 ones the wgmma tile (half of those at stride_w 1
+// with kw_in_n).
 // The caller validates it.
 func RandomSpec(r *rand.Rand, name string) string {
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
@@ -69,6 +70,8 @@ func RandomSpec(r *rand.Rand, name string) string {
 		if w.Intn(2) == 0 {
 			k.Tile.Slabs, k.Tile.Span = 1+w.Intn(2), 1+w.Intn(8)
 		}
+		// Half of those at stride_w 1 with the kernel's W taps as columns.
+		k.Tile.KWInN = c.Stride[2] == 1 && nameCoin(name, "kw_in_n")
 	}
 	if k.Precision == "fp32" && nameCoin(name, "direct") {
 		// The direct kernel, with its defaults or with a random tile.

@@ -26,6 +26,9 @@ type Launch struct {
 	Grid       [3]int
 	Threads    int
 	SmemBytes  int
+	// DynamicSmem: the main kernel's dynamic shared memory in bytes (0:
+	// static), opted in to before it is launched with it.
+	DynamicSmem int
 	Precision  string
 	Tile       string // the tile in spec form, as the plan resolved it
 	Conv       geom.Conv
@@ -51,6 +54,7 @@ func (p *Plan) Launch(file string) Launch {
 		Grid:           p.Grid,
 		Threads:        p.Threads,
 		SmemBytes:      p.SmemBytes,
+		DynamicSmem:    p.DynamicSmem,
 		Precision:      p.Spec.Kernel.Precision,
 		Tile:           p.Tile.Spec().String(),
 		Conv:           p.Conv,

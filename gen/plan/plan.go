@@ -34,10 +34,12 @@ type Plan struct {
 
 	Grid    [3]int // (phases x MaxTiles, N tiles, groups)
 	Threads int
-	// SmemBytes is the static shared memory of the main kernel: two stages
-	// of the A (BK x BM) and B (BK x BN) tiles, rows padded by Tile.Pad;
-	// direct, the weights of Tile.TapChunk taps.
-	SmemBytes int
+	// SmemBytes is the shared memory of the main kernel: two stages of
+	// the A (BK x BM) and B (BK x BN) tiles, rows padded by Tile.Pad;
+	// direct, the weights of Tile.TapChunk taps; wgmma, its weight stages.
+	// DynamicSmem is SmemBytes where that passes the 48 KiB of static
+	// shared memory (wgmma only; the host opts the kernel in), else 0.
+	SmemBytes, DynamicSmem int
 	// Window is the input window of a direct kernel with Tile.TW set.
 	Window Window
 	// WGMMA is the layout of a wgmma tile's kernel (Tile.WGMMA).
@@ -99,6 +101,10 @@ type Tile struct {
 	// steps; Stages steps of the weight image are in shared memory.
 	WGMMA               bool
 	Slabs, Span, Stages int
+	// KWInN (wgmma): the kernel's W taps are GEMM columns (WGMMA.CoutTile
+	// output channels by kernel_w taps make BN), rows input positions
+	// along W.
+	KWInN bool
 }
 
 // Window is what a TW thread reads along W. Its outputs are ow0 + j for
@@ -123,7 +129,7 @@ type Window struct {
 // ones of its precision.
 func (t Tile) Spec() spec.Tile {
 	if t.WGMMA {
-		return spec.Tile{MinBlocks: t.MinBlocks, WGMMA: true, Slabs: t.Slabs, Span: t.Span}
+		return spec.Tile{MinBlocks: t.MinBlocks, WGMMA: true, Slabs: t.Slabs, Span: t.Span, KWInN: t.KWInN}
 	}
 	if t.Direct && t.TW > 0 {
 		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, MinBlocks: t.MinBlocks, Direct: true, TW: t.TW}
@@ -161,6 +167,9 @@ type Tap struct {
 const (
 	MaxThreads       = 1024
 	MaxSmemBytes     = 48 * 1024
+	// MaxDynamicSmemBytes is what a wgmma kernel may opt in to (sm_80
+	// allows 163 KiB a block): four stages of a 72-column weight image.
+	MaxDynamicSmemBytes = 96 * 1024
 	maxAccum         = 64 // TM*TN accumulators per thread, to stay clear of spills
 	maxThreadsPerSM  = 2048
 	regsPerSM        = 65536
@@ -195,7 +204,14 @@ func New(s *spec.Spec) (*Plan, error) {
 	p := &Plan{Spec: s, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup()}
 	switch {
 	case s.Kernel.Tile.WGMMA:
-		p.Tile = chooseWGMMATile(s.Kernel.Tile, p.CoutG)
+		if s.Kernel.Tile.KWInN && c.Stride[2] != 1 {
+			return nil, spec.Errors{s.Errorf("kernel.tile.kw_in_n", "true", "%s", spec.KWInNStrideRule(c.Stride))}
+		}
+		p.Tile = chooseWGMMATile(s.Kernel.Tile, p.CoutG, c.Kernel[2])
+		if reach := c.Dilation[2] * (c.Kernel[2] - 1); p.Tile.KWInN && reach >= p.Tile.BM/2 {
+			return nil, spec.Errors{s.Errorf("kernel.tile.kw_in_n", "true",
+				"would waste %d of a block's %d rows on the kernel's reach along W (dilation_w x (kernel_w-1)): at most half", reach, p.Tile.BM)}
+		}
 		p.planPhases()
 		p.planWGMMA()
 		p.Index = indexType(c.OutputLen(), p.WGMMA.XLen, p.WGMMA.ImageLen)

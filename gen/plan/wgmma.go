@@ -31,12 +31,19 @@ type WGMMA struct {
 	// channels, RelayoutWTiles x RelayoutCTiles per bordered row, one
 	// block of 256 threads each: RelayoutBlocks in all.
 	RelayoutWTiles, RelayoutCTiles, RelayoutBlocks int
-	// Per phase (in Plan.Phases order): its StepK-deep steps over
-	// TapCount * CinP (the last one padded with zeros; none for a phase
-	// without taps, whose outputs are the bias) and the first of them in
-	// the weight image; TotalSteps over all phases.
-	Steps, StepStart []int
-	TotalSteps       int
+	// Per phase (in Plan.Phases order): its GEMM taps (all its taps, or
+	// with KWInN its (d, h) taps), its StepK-deep steps over GemmTaps *
+	// CinP (the last one padded with zeros; none for a phase without taps,
+	// whose outputs are the bias) and the first of them in the weight
+	// image; TotalSteps over all phases. Its GEMM rows run along lines of
+	// Line positions: its outputs along W, or with KWInN the input
+	// positions along W that they read (WSpan more).
+	GemmTaps, Steps, StepStart, Rows, Line []int
+	TotalSteps                             int
+	// KWInN: N tiles of CoutTile output channels by kernel_w taps; a block
+	// computes BM rows and writes the outputs of its first OutRows (the
+	// rest feed them: WSpan = dilation_w * (kernel_w - 1)).
+	CoutTile, WSpan, OutRows int
 	// TapOffsets: per entry of Plan.Taps, where it reads in the re-laid
 	// input relative to the output's own position there.
 	TapOffsets []int
@@ -47,7 +54,7 @@ type WGMMA struct {
 	// of #77's seven tap-less phases took 0.6 ms, the fill 0.15.
 	Fill          bool
 	FillBlocks    int
-	Tiles         int // M tiles of the largest phase with taps: the grid's x
+	Tiles         int // blocks of OutRows over the largest phase with taps: the grid's x
 	NTiles        int // N tiles over a group's output channels
 	Stage         int // floats of one step's weight image (hi and lo parts)
 	ImageLen      int // weight image floats: groups * NTiles * TotalSteps * Stage
@@ -69,9 +76,13 @@ const (
 // chooseWGMMATile fills a wgmma tile: NP covers a group's output channels
 // in as few N tiles of at most 64 columns as it can, rounded up to 8 (the
 // instruction's granularity); two slabs, sums of four steps, and as many
-// stages (up to 4) as fit the 48 KiB of static shared memory.
-func chooseWGMMATile(t spec.Tile, coutG int) Tile {
-	r := Tile{WGMMA: true, Slabs: t.Slabs, Span: t.Span, MinBlocks: t.MinBlocks}
+// stages (up to 4) as fit 96 KiB of shared memory: with fewer than four,
+// a step's copy has too little time to land (#70 with kw_in_n: 6.4 ms at
+// two stages, 4.3 in a probe at four). With KWInN
+// a column is a (kw, channel) pair: as many channels a tile as keep it
+// within 72 columns (96 with one slab: the registers of one slab's sums).
+func chooseWGMMATile(t spec.Tile, coutG, kw int) Tile {
+	r := Tile{WGMMA: true, Slabs: t.Slabs, Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN}
 	if r.MinBlocks == 0 {
 		// Left to choose, ptxas (CUDA 11.8, sm_80) capped #70's kernel at
 		// 128 registers and spilled; two slabs' sums and A parts need ~200.
@@ -83,12 +94,25 @@ func chooseWGMMATile(t spec.Tile, coutG int) Tile {
 	if r.Span == 0 {
 		r.Span = 4
 	}
-	tiles := ceilDiv(coutG, wgmmaMaxN)
-	r.BN = 8 * ceilDiv(ceilDiv(coutG, tiles), 8)
+	r.BN = 8 * ceilDiv(ceilDiv(coutG, ceilDiv(coutG, wgmmaMaxN)), 8)
+	if r.KWInN {
+		_, coutTile := kwInNTiles(coutG, kw, r.Slabs)
+		r.BN = 8 * ceilDiv(kw*coutTile, 8)
+	}
 	r.BM = r.Slabs * slabRows
 	r.BK = StepK
-	r.Stages = min(wgmmaStages, MaxSmemBytes/wgmmaStageBytes(r.BN))
+	r.Stages = min(wgmmaStages, MaxDynamicSmemBytes/wgmmaStageBytes(r.BN))
 	return r
+}
+
+// kwInNMaxN: the most columns a KWInN tile takes, by slabs.
+var kwInNMaxN = [3]int{1: 96, 2: 72}
+
+// kwInNTiles splits a group's output channels into the fewest N tiles of
+// a KWInN tile, evenly: tiles, and channels a tile.
+func kwInNTiles(coutG, kw, slabs int) (tiles, coutTile int) {
+	tiles = ceilDiv(coutG, max(1, kwInNMaxN[slabs]/kw))
+	return tiles, ceilDiv(coutG, tiles)
 }
 
 // wgmmaStageBytes: one step's weight image, hi and lo parts of StepK x bn.
@@ -118,14 +142,27 @@ func (p *Plan) planWGMMA() {
 	w.RelayoutWTiles, w.RelayoutCTiles = ceilDiv(w.X[2], relayoutTile), ceilDiv(w.CinP, relayoutTile)
 	w.RelayoutBlocks = w.XLen / (w.X[2] * w.CinP) * w.RelayoutWTiles * w.RelayoutCTiles
 	w.Tiles = 1 // with no taps at all, one block that skips every phase
+	w.OutRows = t.BM
+	perTap := 1
+	if t.KWInN {
+		w.WSpan = c.Dilation[2] * (c.Kernel[2] - 1)
+		w.OutRows -= w.WSpan
+		perTap = c.Kernel[2] // at stride_w 1 every phase has every kw, innermost
+		w.NTiles, w.CoutTile = kwInNTiles(p.CoutG, c.Kernel[2], t.Slabs)
+	}
 	for _, ph := range p.Phases {
+		taps := ph.TapCount / perTap
+		line := ph.Q[2] + w.WSpan
+		w.GemmTaps = append(w.GemmTaps, taps)
+		w.Line = append(w.Line, line)
+		w.Rows = append(w.Rows, c.Batch*ph.Q[0]*ph.Q[1]*line)
 		w.StepStart = append(w.StepStart, w.TotalSteps)
-		w.Steps = append(w.Steps, ceilDiv(ph.TapCount*w.CinP, StepK))
+		w.Steps = append(w.Steps, ceilDiv(taps*w.CinP, StepK))
 		w.TotalSteps += w.Steps[len(w.Steps)-1]
-		if ph.TapCount == 0 {
+		if taps == 0 {
 			w.Fill = true
 		} else {
-			w.Tiles = max(w.Tiles, ph.Tiles)
+			w.Tiles = max(w.Tiles, ceilDiv(w.Rows[len(w.Rows)-1], w.OutRows))
 		}
 	}
 	if w.Fill {
@@ -139,5 +176,13 @@ func (p *Plan) planWGMMA() {
 	p.WGMMA = w
 	p.Threads = 128
 	p.SmemBytes = t.Stages * wgmmaStageBytes(t.BN)
+	if t.KWInN {
+		// The block's sums pass through the stages' memory on their way
+		// out, one row of BN+1 floats per GEMM row (odd: no bank conflicts).
+		p.SmemBytes = max(p.SmemBytes, t.BM*(t.BN+1)*4)
+	}
+	if p.SmemBytes > MaxSmemBytes {
+		p.DynamicSmem = p.SmemBytes
+	}
 	p.Grid = [3]int{w.Tiles, w.NTiles, c.Groups} // a block runs its rows of every phase
 }

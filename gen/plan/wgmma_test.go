@@ -25,7 +25,7 @@ func TestWGMMALayout(t *testing.T) {
 		phaseTiles int // M tiles of the largest phase
 	}{
 		{config{batch: 8, cin: 48, cout: 48, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{64, 64, 64}, s: one, d: one, precision: "3xtf32", tile: "{wgmma: true}"},
-			plan.WGMMA{CinP: 48, Lo: [3]int{2, 2, 2}, X: [3]int{68, 68, 68}, XLen: 8 * 48 * 68 * 68 * 68, Steps: []int{41}, StepStart: []int{0}, TotalSteps: 41, Tiles: (8*66*66*66 + 127) / 128, NTiles: 1,
+			plan.WGMMA{CinP: 48, Lo: [3]int{2, 2, 2}, X: [3]int{68, 68, 68}, XLen: 8 * 48 * 68 * 68 * 68, GemmTaps: []int{27}, Steps: []int{41}, StepStart: []int{0}, Rows: []int{8 * 66 * 66 * 66}, Line: []int{66}, TotalSteps: 41, OutRows: 128, Tiles: (8*66*66*66 + 127) / 128, NTiles: 1,
 				RelayoutWTiles: 3, RelayoutCTiles: 2, RelayoutBlocks: 8 * 68 * 68 * 3 * 2, Stage: 2 * 32 * 48, ImageLen: 41 * 2 * 32 * 48, SumsPerThread: 24},
 			// Tap (0,0,0) reads the output's own position; (2,2,2) two back in each dimension.
 			0, -((2*68+2)*68 + 2) * 48,
@@ -35,7 +35,7 @@ func TestWGMMALayout(t *testing.T) {
 			precision: "3xtf32", tile: "{wgmma: true, slabs: 1, span: 2}"},
 			// Out: (5+2-6, 6+2, 7-2) = (1, 8, 5). Lo: max(0, (k-1)*d - p) = (0, 2, 0);
 			// X: Lo + max(in, out + p) = (5, 8+2, 7) with D: max(5, 1+3) = 5.
-			plan.WGMMA{CinP: 8, Lo: [3]int{0, 2, 0}, X: [3]int{5, 10, 7}, XLen: 2 * 2 * 8 * 5 * 10 * 7, Steps: []int{2}, StepStart: []int{0}, TotalSteps: 2, Tiles: 2, NTiles: 1,
+			plan.WGMMA{CinP: 8, Lo: [3]int{0, 2, 0}, X: [3]int{5, 10, 7}, XLen: 2 * 2 * 8 * 5 * 10 * 7, GemmTaps: []int{6}, Steps: []int{2}, StepStart: []int{0}, Rows: []int{2 * 1 * 8 * 5}, Line: []int{5}, TotalSteps: 2, OutRows: 64, Tiles: 2, NTiles: 1,
 				RelayoutWTiles: 1, RelayoutCTiles: 1, RelayoutBlocks: 2 * 2 * 5 * 10, Stage: 2 * 32 * 40, ImageLen: 2 * 1 * 2 * 2 * 32 * 40, SumsPerThread: 20},
 			// Tap (0,0,0) reads o + p = (3, 0, 1) on; tap (2,1,0) (3-2, 0-2, 1).
 			((3*10+0)*7 + 1) * 8, ((1*10-2)*7 + 1) * 8,
@@ -48,7 +48,10 @@ func TestWGMMALayout(t *testing.T) {
 		// Lo 1; X: 1 + max(in, Q + 1) with Q = in at r = 1.
 		{config{batch: 1, cin: 8, cout: 8, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 4}, s: [3]int{2, 2, 2}, p: one, d: [3]int{2, 2, 2},
 			precision: "3xtf32", tile: "{wgmma: true}"},
-			plan.WGMMA{CinP: 8, Lo: one, X: [3]int{4, 5, 6}, XLen: 8 * 4 * 5 * 6, Steps: []int{0, 0, 0, 0, 0, 0, 0, 7}, StepStart: make([]int, 8), TotalSteps: 7, NTiles: 1,
+			plan.WGMMA{CinP: 8, Lo: one, X: [3]int{4, 5, 6}, XLen: 8 * 4 * 5 * 6, GemmTaps: []int{0, 0, 0, 0, 0, 0, 0, 27}, Steps: []int{0, 0, 0, 0, 0, 0, 0, 7}, StepStart: make([]int, 8),
+				// Phases (rd, rh, rw) in order; Q is in+1 at r = 0, in at r = 1.
+				Rows: []int{3 * 4 * 5, 3 * 4 * 4, 3 * 3 * 5, 3 * 3 * 4, 2 * 4 * 5, 2 * 4 * 4, 2 * 3 * 5, 2 * 3 * 4}, Line: []int{5, 4, 5, 4, 5, 4, 5, 4},
+				TotalSteps: 7, OutRows: 128, NTiles: 1,
 				// The tap-less phases' outputs (the bias) come from the fill:
 				// 8 channels of 5 x 7 x 9 outputs, 3 blocks of 1024. The grid
 				// covers phase (1,1,1), 2*3*4 rows: one tile.
@@ -59,6 +62,20 @@ func TestWGMMALayout(t *testing.T) {
 			plan.Tile{WGMMA: true, BM: 128, BN: 8, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1},
 			// Phase (0,0,0) is the largest: 3*4*5 = 60 rows, one tile.
 			[3]int{1, 1, 1}, 1},
+		// kw_in_n: 24 channels by 3 kw taps make 72 columns (four stages of
+		// 18 KiB: dynamic shared memory); rows are input positions along W, lines of 7 outputs
+		// + 4 (dilation 2 x 2) positions; a block writes 128 - 4 rows' outputs.
+		// Out: (2+2, 3+2, 4-2+4+1) = (4, 5, 7). Offsets q + p - k*d: D and H
+		// 0..-2, W 1, -1, -3. Lo (2, 2, 3); X: Lo + (4, 5, 7+1).
+		{config{batch: 1, cin: 8, cout: 24, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 5}, s: one, p: [3]int{0, 0, 1}, d: [3]int{1, 1, 2},
+			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true}"},
+			plan.WGMMA{CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
+				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, CoutTile: 24, WSpan: 4, OutRows: 124, Tiles: 2, NTiles: 1,
+				RelayoutWTiles: 1, RelayoutCTiles: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
+			// Tap (0,0,0) reads W position q + 1; tap (2,2,2) (-2, -2, -3).
+			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
+			plan.Tile{WGMMA: true, BM: 128, BN: 72, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true},
+			[3]int{2, 1, 1}, 2},
 	} {
 		p, err := plan.New(c.conf.parse(t))
 		if err != nil {
@@ -74,7 +91,11 @@ func TestWGMMALayout(t *testing.T) {
 		if len(offsets) != len(p.Taps) || len(offsets) == 0 || offsets[0] != c.firstTap || offsets[len(offsets)-1] != c.lastTap {
 			t.Errorf("%+v: tap offsets %v, want %d taps from %d to %d", c.conf, offsets, len(p.Taps), c.firstTap, c.lastTap)
 		}
-		if p.SmemBytes != c.tile.Stages*c.want.Stage*4 || p.SmemBytes > plan.MaxSmemBytes {
+		smem := c.tile.Stages * c.want.Stage * 4
+		if c.tile.KWInN {
+			smem = max(smem, c.tile.BM*(c.tile.BN+1)*4) // the sums on their way out
+		}
+		if p.SmemBytes != smem || p.SmemBytes > plan.MaxDynamicSmemBytes || (p.DynamicSmem > 0) != (smem > plan.MaxSmemBytes) {
 			t.Errorf("%+v: %d bytes of shared memory for %d stages of %d floats", c.conf, p.SmemBytes, c.tile.Stages, c.want.Stage)
 		}
 	}
@@ -82,10 +103,10 @@ func TestWGMMALayout(t *testing.T) {
 
 // TestWGMMAColumnTiles: more than 64 output channels a group split into
 // the fewest tiles of at most 64 columns, each a multiple of 8, with as
-// many weight stages as fit 48 KiB.
+// many weight stages (up to 4) as fit 96 KiB.
 func TestWGMMAColumnTiles(t *testing.T) {
 	for _, c := range []struct{ cout, bn, tiles, stages int }{
-		{8, 8, 1, 4}, {17, 24, 1, 4}, {64, 64, 1, 3}, {65, 40, 2, 4}, {200, 56, 4, 3},
+		{8, 8, 1, 4}, {17, 24, 1, 4}, {64, 64, 1, 4}, {65, 40, 2, 4}, {200, 56, 4, 4},
 	} {
 		conf := config{batch: 1, cin: 8, cout: c.cout, groups: 1, k: [3]int{1, 1, 1}, in: [3]int{2, 2, 2}, s: [3]int{1, 1, 1}, d: [3]int{1, 1, 1},
 			precision: "3xtf32", tile: "{wgmma: true}"}

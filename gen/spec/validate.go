@@ -45,6 +45,15 @@ func (d *decoder) validate(s *Spec) {
 	d.validateProblem(&s.Problem)
 	d.validateReference(s)
 	d.validateKernel(&s.Kernel)
+	if c := s.Problem.Conv; s.Kernel.Tile.KWInN && c.Stride[2] != 1 {
+		d.failAt("kernel.tile.kw_in_n", "true", "%s", KWInNStrideRule(c.Stride))
+	}
+}
+
+// KWInNStrideRule is why kw_in_n is refused at this stride (the plan
+// refuses it with the same words when a tile is set in code).
+func KWInNStrideRule(stride [3]int) string {
+	return "needs stride_w 1, where every output has all kernel_w taps (stride is " + triple(stride) + ")"
 }
 
 func (d *decoder) positive(field string, v int) {
@@ -343,6 +352,9 @@ func (d *decoder) validateKernel(k *Kernel) {
 	}
 	if !t.WGMMA && t.Span != 0 {
 		d.failAt("kernel.tile.span", strconv.Itoa(t.Span), "sets a wgmma kernel's tensor-core sums: only with wgmma: true")
+	}
+	if !t.WGMMA && t.KWInN {
+		d.failAt("kernel.tile.kw_in_n", "true", "moves the kernel's W taps into a wgmma GEMM's columns: only with wgmma: true")
 	}
 	// A direct thread's rows need not fill float4 reads: 1 and 2 as well.
 	tmOK := t.TM == 0 || t.TM == 4 || t.TM == 8 || t.Direct && (t.TM == 1 || t.TM == 2)

@@ -58,6 +58,9 @@ static constexpr int kNP = 24, kNCM = kNP / 8, kND = 12;  // columns, their 8-co
 static constexpr int kSlabs = 2, kRows = 128;
 static constexpr int kSpan = 4;  // steps per tensor-core sum
 static constexpr int kStages = 4;  // weight-image steps in shared memory
+static constexpr bool kKWInN = false;
+static constexpr int kKW = 1, kDilW = 1, kCoT = kNP;  // a column is an output channel
+static constexpr int kOutRows = 128;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4
 // reduction elements).
@@ -70,17 +73,19 @@ static constexpr idx_t kImageLen = 62976;
 struct PhaseInfo {
     int r_d, r_h, r_w;          // output residue
     int q_d, q_h, q_w;          // outputs of the phase per dimension
-    int m;                      // batch*q_d*q_h*q_w, the GEMM's M
+    int rows, line;             // GEMM rows, along lines of this many W positions
     int steps, step_start;      // its steps, the first in the weight image
-    int tap_start, tap_count;   // slice of the tap tables
+    int tap_start, gemm_taps;   // its first entry in kTapTable, its GEMM taps
 };
 struct TapInfo {
     int flat;    // weight tap index (kd*KH + kh)*KW + kw
     idx_t off;   // where it reads in the re-laid input, from the output's own position
 };
 static constexpr int kNumPhases = 1;
+// GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (with kw taps
+// as columns, its (d, h) taps with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 98, 98, 98, 7529536, 41, 0, 0, 27 },
+    { 0, 0, 0, 98, 98, 98, 7529536, 98, 41, 0, 0, 27 },
 };
 __constant__ TapInfo kTapTable[27] = {
     { 0, 0 },
@@ -166,10 +171,11 @@ extern "C" __global__ void l1_70_asymmetric_input_square_kernel_repack_weight(co
     const PhaseInfo P = kPhaseTable[ph];
     const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8, c = kcm * 4 + e % 4;
     const int kk = (step - P.step_start) * 32 + 8 * (c % 4) + 2 * j + c / 4;
-    const int tap = kk / kCinP, ch = kk % kCinP, co = nt * kNP + ncm * 8 + row;
+    const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
+    const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
     float v = 0.0f;
-    if (tap < P.tap_count && ch < kCinG && co < kCoutG)
-        v = w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap].flat];
+    if (tap < P.gemm_taps && ch < kCinG && kw < kKW && co < kCoutG)
+        v = w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat];
     unsigned hi, lo;
     split_tf32(v, hi, lo);
     img[i] = __uint_as_float(part == 0 ? hi : lo);
@@ -234,12 +240,18 @@ __device__ __forceinline__ void cp_async_commit()
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
-// Waits until at most kStages - 3 of this thread's copy groups are in
-// flight: the copies run kStages - 2 steps ahead, so the current step's
+// Waits until at most kStages - 2 of this thread's copy groups are in
+// flight: the copies run kStages - 1 steps ahead, so the current step's
 // have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 1;" ::: "memory");
+    asm volatile("cp.async.wait_group 2;" ::: "memory");
+}
+
+// Waits for every copy this thread issued.
+__device__ __forceinline__ void cp_async_wait_all()
+{
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
 // Hopper's warpgroup products (sm_90a only; never called elsewhere): the
@@ -304,37 +316,47 @@ extern "C" __global__ void __launch_bounds__(128, 1)
 l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    __shared__ __align__(128) float b_stage[kStages * kStage];
+    // The weight stages; with kw taps as columns also the block's sums on
+    // their way out (kRows x (kNP+1) floats), once the phase's copies are done.
+    __shared__ __align__(128) float b_stage[24576 / 4];
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores
     // share cache sectors and meet in L2, and the weight image streams
     // through all phases' steps back to back, so a phase of few steps
-    // costs no pipeline fill of its own.
+    // costs no pipeline fill of its own (with kw taps as columns each
+    // phase fills its own: its sums pass through the stages' memory).
     const int tid = threadIdx.x, warp = tid / 32, g = tid % 32 / 4, t = tid % 4;
-    const int m_first = blockIdx.x * kRows;
+    const int m_first = blockIdx.x * kOutRows;
     const int nt = blockIdx.y, grp = blockIdx.z;
     const float* wimg = img + (idx_t)(grp * kNTiles + nt) * kTotalSteps * kStage;
 
-    // Global step gs's copy of the weight image into its stage (a commit
-    // group even when past the end, so that the wait counts stay in step).
-    auto load_b = [&](int gs) {
-        if (gs < kTotalSteps) {
+    // Global step gs's copy of the weight image into its stage, if before
+    // end (a commit group either way, so that the wait counts stay in step).
+    auto load_b = [&](int gs, int end) {
+        if (gs < end) {
             const float* src = wimg + (idx_t)gs * kStage;
             float* dst = b_stage + (gs % kStages) * kStage;
             for (int i = tid; i < kStage / 4; i += 128) cp_async_16(dst + 4 * i, src + 4 * i);
         }
         cp_async_commit();
     };
-    for (int gs = 0; gs < kStages - 2; ++gs) load_b(gs);
+    if (!kKWInN) {
+        for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);
+    }
 
     for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
         if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
-        // A phase with fewer rows than this block's first still runs the
+        // A phase with fewer rows than this block's first runs the
         // barriers and copies of its steps (they pace the pipeline), not
-        // its products.
-        const bool active = m_first < P.m;
-        const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
+        // its products; with kw taps as columns, nothing.
+        const bool active = m_first < P.rows;
+        if (kKWInN && !active) continue;
+        const int end = kKWInN ? P.step_start + P.steps : kTotalSteps;
+        if (kKWInN) {
+            for (int i = 0; i < kStages - 1; ++i) load_b(P.step_start + i, end);
+        }
+        const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab.
         // Rows past the end read the last row and are not written.
@@ -345,10 +367,10 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
             #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 const int m0 = m_first + sl * 64 + warp * 16 + g + 8 * r;
-                row_ok[sl][r] = m0 < P.m;
-                const int m = row_ok[sl][r] ? m0 : P.m - 1;
+                row_ok[sl][r] = m0 < P.rows;
+                const int m = row_ok[sl][r] ? m0 : P.rows - 1;
                 const int n = m / q_dhw, s = m - n * q_dhw;
-                const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
+                const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
                     + (idx_t)(qw + kLoW) * kCinP;
                 yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
@@ -363,8 +385,8 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
         auto load_a = [&](int s) {
             const int kk = s * 32 + 8 * t;
             const int tap = kk / kCinP, ch = kk % kCinP;
-            const bool live = tap < P.tap_count;
-            const idx_t off = live ? ch + kTapTable[P.tap_start + tap].off : 0;
+            const bool live = tap < P.gemm_taps;
+            const idx_t off = live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) {
                 #pragma unroll
@@ -393,11 +415,12 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
             const int gs = P.step_start + s;
             // Step gs's weights have landed (this thread's copies, then,
             // after the barrier, everyone's), and every warp is done with
-            // the stage the next copy overwrites (read two steps ago).
+            // the stage the next copy overwrites (read the step before:
+            // each warp waited for its products before this barrier).
             cp_async_wait_current();
             async_proxy_fence();
             __syncthreads();
-            load_b(gs + kStages - 2);
+            load_b(gs + kStages - 1, end);
             if (!active) continue;
             const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
             // A's TF32 parts: fragment j of a slab is rows (g, g+8) at

@@ -60,9 +60,21 @@ var ptxHelpers = []struct{ signature, body string }{
 	{"__device__ __forceinline__ unsigned long long wgmma_desc(const float* p)", "{\n    std::abort();\n}"},
 }
 
+// dynamicStage is how a wgmma kernel declares shared memory past 48 KiB;
+// on the host it is a static array of the launch's size.
+const dynamicStage = "extern __shared__ __align__(128) float b_stage[];"
+
 // hostSource replaces the inline-PTX helpers of a kernel source with their
-// stand-ins; any other inline PTX is an error, as the CPU cannot run it.
-func hostSource(kernel string) (string, error) {
+// stand-ins, and a dynamic shared array with a static one of
+// dynamicSmem bytes; any other inline PTX is an error, as the CPU cannot
+// run it.
+func hostSource(kernel string, dynamicSmem int) (string, error) {
+	if dynamicSmem > 0 {
+		if !strings.Contains(kernel, dynamicStage) {
+			return "", errors.New("emulate: the launch has dynamic shared memory the kernel does not declare as the emulator expects")
+		}
+		kernel = strings.Replace(kernel, dynamicStage, fmt.Sprintf("__shared__ __align__(128) float b_stage[%d];", dynamicSmem/4), 1)
+	}
 	for _, h := range ptxHelpers {
 		i := strings.Index(kernel, h.signature)
 		if i < 0 {
@@ -171,7 +183,7 @@ type Program struct {
 // Build compiles kernel (the KERNEL_SOURCE of an emitted cuda.py) with its
 // launch record into a host program under dir; cxx is the C++20 compiler.
 func Build(ctx context.Context, cxx, dir, kernel string, l plan.Launch) (*Program, error) {
-	host, err := hostSource(kernel)
+	host, err := hostSource(kernel, l.DynamicSmem)
 	if err != nil {
 		return nil, err
 	}

@@ -283,6 +283,18 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		{geom.Conv{Batch: 2, InChannels: 6, OutChannels: 10, In: [3]int{3, 2, 4}, Kernel: [3]int{2, 3, 1}, Stride: [3]int{3, 1, 2},
 			Padding: [3]int{0, 2, 0}, OutputPadding: [3]int{1, 0, 1}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
 			spec.Tile{WGMMA: true, Slabs: 1, Span: 1}},
+		// The kernel's W taps as columns: dilated along W with padding;
+		// strided along D with groups and lines that wrap inside a block;
+		// two column tiles of 10 channels by 7 taps, with tap-less phases.
+		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 24, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
+			Padding: [3]int{0, 0, 1}, Dilation: [3]int{1, 1, 2}, Groups: 1, Bias: true},
+			spec.Tile{WGMMA: true, KWInN: true}},
+		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 10, In: [3]int{2, 2, 40}, Kernel: [3]int{3, 2, 4}, Stride: [3]int{2, 1, 1},
+			Padding: [3]int{1, 0, 2}, OutputPadding: [3]int{1, 0, 0}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
+			spec.Tile{WGMMA: true, Slabs: 1, Span: 2, KWInN: true}},
+		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 20, In: [3]int{2, 2, 9}, Kernel: [3]int{3, 1, 7}, Stride: [3]int{2, 1, 1},
+			Padding: [3]int{1, 0, 0}, Dilation: [3]int{2, 1, 1}, Groups: 1},
+			spec.Tile{WGMMA: true, KWInN: true}},
 	} {
 		k := spec.Kernel{Backends: []string{"cuda"}, Precision: "3xtf32", Tile: c.tile}
 		s, err := spec.Parse("wgmma.yaml", []byte(spec.Generic(fmt.Sprintf("wgmma_%d", i), "wgmma tile", c.conv, "randn", k)))

@@ -124,6 +124,11 @@ func run(j *Job, in Inputs) (y, yLast []float32, t *Timing, err error) {
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.Function, err)
 	}
+	if k.DynamicSmem > 0 {
+		if err := allowDynamicSmem(mainFn, k.DynamicSmem); err != nil {
+			return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.Function, err)
+		}
+	}
 	repackFn, err := mod.Function(k.Repack)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.Repack, err)
@@ -222,7 +227,7 @@ func run(j *Job, in Inputs) (y, yLast []float32, t *Timing, err error) {
 				return fmt.Errorf("launching %s<<<%d, %d>>>: %w", k.Fill, k.FillBlocks, plan.FillBlockThreads, err)
 			}
 		}
-		if err := mainFn.Launch(k.Grid[0], k.Grid[1], k.Grid[2], k.Threads, 1, 1, 0, cu.NoStream, mainArgs); err != nil {
+		if err := mainFn.Launch(k.Grid[0], k.Grid[1], k.Grid[2], k.Threads, 1, 1, k.DynamicSmem, cu.NoStream, mainArgs); err != nil {
 			return fmt.Errorf("launching %s<<<%v, %d>>>: %w", k.Function, k.Grid, k.Threads, err)
 		}
 		return nil

@@ -14,11 +14,11 @@ import (
 
 var (
 	repackLaunchRe = regexp.MustCompile(`(\w+)<<<(\d+), 256>>>\(`)
-	mainLaunchRe   = regexp.MustCompile(`(\w+)<<<dim3\((\d+), (\d+), (\d+)\), (\d+)>>>\(`)
+	mainLaunchRe   = regexp.MustCompile(`(\w+)<<<dim3\((\d+), (\d+), (\d+)\), (\d+)(?:, (\d+))?>>>\(`)
 )
 
 // The verifier launches kernels the way the emitted host wrapper does:
-// same names, same grids and blocks, no dynamic shared memory, and the
+// same names, same grids, blocks and dynamic shared memory, and the
 // argument lists (w, wt) and (x, wt, bias, y) it passes as 8-byte slots.
 // Checked on every registered kernel and a few random configurations.
 func TestLaunchMatchesHostWrapper(t *testing.T) {
@@ -63,8 +63,12 @@ func TestLaunchMatchesHostWrapper(t *testing.T) {
 			t.Errorf("%s: host launches %v before the main kernel, verifier %v", k.Spec, got, want)
 		}
 		grid := [3]int{atoiT(ml[2]), atoiT(ml[3]), atoiT(ml[4])}
-		if ml[1] != k.Function || grid != k.Grid || atoiT(ml[5]) != k.Threads {
-			t.Errorf("%s: host launches %s<<<%v, %s>>>, verifier %s<<<%v, %d>>>", k.Spec, ml[1], grid, ml[5], k.Function, k.Grid, k.Threads)
+		smem := 0 // the launch's dynamic shared memory, when it has any
+		if ml[6] != "" {
+			smem = atoiT(ml[6])
+		}
+		if ml[1] != k.Function || grid != k.Grid || atoiT(ml[5]) != k.Threads || smem != k.DynamicSmem {
+			t.Errorf("%s: host launches %s<<<%v, %s, %d>>>, verifier %s<<<%v, %d, %d>>>", k.Spec, ml[1], grid, ml[5], smem, k.Function, k.Grid, k.Threads, k.DynamicSmem)
 		}
 		kernel, err := verify.KernelSource(src)
 		if err != nil {
@@ -76,8 +80,8 @@ func TestLaunchMatchesHostWrapper(t *testing.T) {
 		if got := params(kernel, k.Function); got != 4 {
 			t.Errorf("%s: %s takes %d parameters, the verifier passes 4", k.Spec, k.Function, got)
 		}
-		if strings.Contains(kernel, "extern __shared__") {
-			t.Errorf("%s: dynamic shared memory; the verifier launches with none", k.Spec)
+		if strings.Contains(kernel, "extern __shared__") != (k.DynamicSmem > 0) {
+			t.Errorf("%s: declares dynamic shared memory %v, the verifier launches with %d bytes", k.Spec, strings.Contains(kernel, "extern __shared__"), k.DynamicSmem)
 		}
 	}
 }

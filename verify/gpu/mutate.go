@@ -58,7 +58,7 @@ func mutant(base Item, m mutate.Mutation, r *gen.Renderer, work string) Item {
 	k := base.Kernel
 	l := mp.Launch("")
 	k.Spec = name
-	k.Function, k.Repack, k.Grid, k.Threads, k.SmemBytes, k.Precision = l.Function, l.Repack, l.Grid, l.Threads, l.SmemBytes, l.Precision
+	k.Function, k.Repack, k.Grid, k.Threads, k.SmemBytes, k.DynamicSmem, k.Precision = l.Function, l.Repack, l.Grid, l.Threads, l.SmemBytes, l.DynamicSmem, l.Precision
 	it := Item{Kernel: k, InputDist: base.InputDist, Mutation: m.Name}
 	data, err := mutate.RenderCUDA(r, mp, base.Kernel.SpecPath)
 	if err == nil {

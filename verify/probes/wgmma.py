@@ -59,6 +59,12 @@ PROBLEMS = {
     "61": (8, 48, 48, (3, 3, 3), (64, 64, 64)),
     "68": (16, 32, 64, (3, 5, 5), (64, 64, 64)),
     "70": (8, 48, 24, (3, 3, 3), (96, 96, 96)),
+    # The GEMM shapes of the kernel-W taps moved into the columns (N =
+    # kernel_w x out_channels, K = kernel_d x kernel_h x in_channels): run
+    # with NP = kernel_w x out_channels (the extra columns zero weights).
+    "58w": (16, 32, 16, (3, 5, 1), (16, 32, 64)),
+    "61w": (8, 48, 48, (3, 3, 1), (64, 64, 64)),
+    "70w": (8, 48, 24, (3, 3, 1), (96, 96, 96)),
 }
 PROBLEM = os.environ.get("PROBLEM", "61")
 NB, C, CO, (KD, KH, KW), (ID, IH, IW) = PROBLEMS[PROBLEM]
