@@ -20,7 +20,8 @@ func compileKernel(ctx context.Context, nvcc, source, arch, out string, k verify
 }
 
 // ArchInfoOf picks the kernel's and its repack's entries out of ptxas's
-// report for one architecture.
+// report for one architecture. Shared memory is the static that ptxas
+// reports plus the launch's dynamic.
 func ArchInfoOf(infos []verify.PtxasInfo, arch string, k verify.Kernel) ArchInfo {
 	var a ArchInfo
 	for _, p := range infos {
@@ -29,7 +30,7 @@ func ArchInfoOf(infos []verify.PtxasInfo, arch string, k verify.Kernel) ArchInfo
 		}
 		switch p.Function {
 		case k.Function:
-			a.Registers, a.SmemBytes = p.Registers, p.Smem
+			a.Registers, a.SmemBytes = p.Registers, p.Smem+k.DynamicSmem
 			a.SpillBytes += p.SpillStores + p.SpillLoads
 		case k.Repack:
 			a.RepackRegisters = p.Registers
