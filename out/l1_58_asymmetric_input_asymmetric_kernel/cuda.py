@@ -11,8 +11,8 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-A block is one warpgroup (4 warps) computing 64 output positions of each
-phase in turn by 16 output channels. The input is re-laid channels last
+A block is one warpgroup (4 warps) computing 128 output positions of each
+phase in turn by 56 output channels. The input is re-laid channels last
 inside a zero border, so each thread loads its tensor-core fragments
 straight from global memory (no bounds checks, 16 bytes at a time); the
 weight is re-laid as the TF32 parts in the tensor cores' shared-memory
@@ -53,14 +53,18 @@ static constexpr int kWTiles = 3, kCTiles = 1;  // the re-layout's 32 x 32 tiles
 // The GEMM of a phase: its outputs by a group's output channels, reduced
 // over (tap, channel) pairs in steps of 32. A block is one warpgroup (4
 // warps) computing kSlabs slabs of 64 rows of one phase by kNP columns.
-static constexpr int kTotalSteps = 105, kNTiles = 1;
-static constexpr int kNP = 16, kNCM = kNP / 8, kND = 8;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 1, kRows = 64;
+static constexpr int kTotalSteps = 15, kNTiles = 2;
+static constexpr int kNP = 56, kNCM = kNP / 8, kND = 28;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kSlabs = 2, kRows = 128;
 static constexpr int kSpan = 4;  // steps per tensor-core sum
 static constexpr int kStages = 4;  // weight-image steps in shared memory
-static constexpr bool kKWInN = false;
-static constexpr int kKW = 1, kDilW = 1, kCoT = kNP;  // a column is an output channel
-static constexpr int kOutRows = 64;
+// The kernel's W taps are columns: column kw*kCoT + c is tap kw of output
+// channel c of the tile; a GEMM row is an input position along W, and
+// output q adds column kw of row q + (kKW-1-kw)*kDilW. A block computes
+// kRows rows and writes the outputs of its first kOutRows.
+static constexpr bool kKWInN = true;
+static constexpr int kKW = 7, kDilW = 1, kCoT = 8;
+static constexpr int kOutRows = 122;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4
 // reduction elements).
@@ -85,7 +89,7 @@ static constexpr int kNumPhases = 1;
 // GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (with kw taps
 // as columns, its (d, h) taps with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 18, 36, 70, 725760, 70, 105, 0, 0, 105 },
+    { 0, 0, 0, 18, 36, 70, 787968, 76, 15, 0, 0, 15 },
 };
 __constant__ TapInfo kTapTable[105] = {
     { 0, 0 },
@@ -333,15 +337,15 @@ __device__ __forceinline__ void cp_async_wait_all()
 }
 
 // Hopper's warpgroup products (sm_90a only; never called elsewhere): the
-// m64n16k8 TF32 product with A from registers and B from shared
+// m64n56k8 TF32 product with A from registers and B from shared
 // memory by descriptor, added to d, or (add 0) replacing it: a fresh sum
 // starts without registers zeroed beforehand, which cost 5% of #61's time.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %33, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n56k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27}, {%28, %29, %30, %31}, %32, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
 #endif
 }
@@ -350,7 +354,7 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, u
 __device__ __forceinline__ void wgmma_wait(float (&d)[kND])
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]) :: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]) :: "memory");
 #endif
 }
 
@@ -396,7 +400,7 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
 {
     // The weight stages; with kw taps as columns also the block's sums on
     // their way out (kRows x (kNP+1) floats), once the phase's copies are done.
-    __shared__ __align__(128) float b_stage[16384 / 4];
+    extern __shared__ __align__(128) float b_stage[];  // 57344 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores
     // share cache sectors and meet in L2, and the weight image streams
@@ -571,17 +575,34 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
         }
         if (!active) continue;
 
-        // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
-        // (g+8, 8cb+2t), (g+8, +1); each written once.
+        // The phase's outputs: the sums go to shared memory (once every
+        // copy into it has landed and every warp is past its last read),
+        // row by row; output q of channel c then adds column kw*kCoT + c
+        // of row q + (kKW-1-kw)*kDilW for each kw. Neighbouring threads
+        // write neighbouring outputs along W.
+        cp_async_wait_all();
+        __syncthreads();
+        float* sums = b_stage;
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int e = 0; e < kND; ++e) {
-                const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
-                if (row_ok[sl][r] && co < kCoutG)
-                    y[yb[sl][r] + (idx_t)co * kOutDHW] = acc[sl][e];
-            }
+            for (int e = 0; e < kND; ++e)
+                sums[(sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * (kNP + 1) + 8 * (e / 4) + 2 * t + e % 2] = acc[sl][e];
         }
+        __syncthreads();
+        for (int i = tid; i < kOutRows * kCoT; i += 128) {
+            const int row = i % kOutRows, c = i / kOutRows, co = nt * kCoT + c, m = m_first + row;
+            if (m >= P.rows || co >= kCoutG) continue;
+            const int n = m / q_dhw, s = m - n * q_dhw;
+            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
+            if (qw >= P.q_w) continue;  // a position past the line's outputs: it only feeds them
+            float sum = 0.0f;
+            #pragma unroll
+            for (int kw = 0; kw < kKW; ++kw) sum += sums[(row + (kKW - 1 - kw) * kDilW) * (kNP + 1) + kw * kCoT + c];
+            y[((idx_t)n * kCout + grp * kCoutG + co) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
+                + (P.r_h + kStrideH * qh) * kOutW + qw] = sum;
+        }
+        __syncthreads();  // the next phase's copies reuse the memory
     }
 }
 """
@@ -605,7 +626,10 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto y = torch::empty({16, 16, 18, 36, 70}, x.options());
     l1_58_asymmetric_input_asymmetric_kernel_repack_weight<<<420, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     l1_58_asymmetric_input_asymmetric_kernel_relayout_input<<<38400, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
-    l1_58_asymmetric_input_asymmetric_kernel_igemm<<<dim3(11340, 1, 1), 128>>>(
+    // More than 48 KiB of shared memory needs the kernel's opt-in, once.
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_58_asymmetric_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 57344);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_58_asymmetric_input_asymmetric_kernel_igemm needs 57344 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    l1_58_asymmetric_input_asymmetric_kernel_igemm<<<dim3(6459, 2, 1), 128, 57344>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     return y;
