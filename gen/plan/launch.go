@@ -29,12 +29,12 @@ type Launch struct {
 	// DynamicSmem: the main kernel's dynamic shared memory in bytes (0:
 	// static), opted in to before it is launched with it.
 	DynamicSmem int
-	Precision  string
-	Tile       string // the tile in spec form, as the plan resolved it
-	Conv       geom.Conv
-	Out        [3]int
-	FLOPs      float64
-	MinBytes   float64
+	Precision   string
+	Tile        string // the tile in spec form, as the plan resolved it
+	Conv        geom.Conv
+	Out         [3]int
+	FLOPs       float64
+	MinBytes    float64
 }
 
 // Launch returns the launch record of the plan's CUDA submission in file.

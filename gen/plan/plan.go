@@ -167,15 +167,16 @@ type Tap struct {
 const (
 	MaxThreads       = 1024
 	MaxSmemBytes     = 48 * 1024
-	// MaxDynamicSmemBytes is what a wgmma kernel may opt in to (sm_80
-	// allows 163 KiB a block): four stages of a 72-column weight image.
-	MaxDynamicSmemBytes = 96 * 1024
 	maxAccum         = 64 // TM*TN accumulators per thread, to stay clear of spills
 	maxThreadsPerSM  = 2048
 	regsPerSM        = 65536
 	maxRegsPerThread = 255
 	smallBlock       = 128 // threads
 	smallBlockRegs   = 168 // what ptxas may cap a small block's registers at
+
+	// MaxDynamicSmemBytes is what a wgmma kernel may opt in to (sm_80
+	// allows 163 KiB a block): four stages of a 72-column weight image.
+	MaxDynamicSmemBytes = 96 * 1024
 )
 
 // registersPerThread is what ptxas can give each thread of a block when
