@@ -11,8 +11,12 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-A block is one warpgroup (4 warps) computing 128 output positions of each
-phase in turn by 72 output channels. The input is re-laid channels last
+The kernel's W taps are GEMM columns too: N = kernel_w x 24 output
+channels, K = the (d, h) taps x input channels, and a row is an input
+position along W; output q of a line adds the sums of column kw of row
+q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
+(4 warps) computing 128 rows of each phase in turn by 72 columns and
+writing the outputs of its first 126. The input is re-laid channels last
 inside a zero border, so each thread loads its tensor-core fragments
 straight from global memory (no bounds checks, 16 bytes at a time); the
 weight is re-laid as the TF32 parts in the tensor cores' shared-memory
