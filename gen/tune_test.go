@@ -138,7 +138,7 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 	}
 	want := []string{
 		"l1_73_strided_padded_grouped 3xtf32 {min_blocks: 1, slabs: 1, span: 4, wgmma: true}",
-		"l1_73_strided_padded_grouped_t1 fp32 {bm: 256, bn: 32, bk: 8, tm: 8, tn: 4}",
+		"l1_73_strided_padded_grouped_t1 fp32 {bm: 256, bn: 32, bk: 8, tm: 8, tn: 4, min_blocks: 1}",
 		"l1_73_strided_padded_grouped_t2 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 		"l1_73_strided_padded_grouped_t3 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32}",
 		"l1_73_strided_padded_grouped_t4 3xtf32 {bm: 128, bn: 32, bk: 32, wm: 32, wn: 32}",
@@ -146,11 +146,11 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		"l1_73_strided_padded_grouped_t7 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1, cp_async: true}",
 		// Direct: two rows per thread with 16 channels; eight rows (128
 		// accumulators) do not fit, so t10 is skipped.
-		"l1_73_strided_padded_grouped_t8 fp32 {bm: 256, bn: 16, bk: 8, tm: 2, direct: true}",
-		"l1_73_strided_padded_grouped_t11 fp32 {bm: 256, bn: 16, bk: 8, tm: 1, direct: true}",
-		"l1_73_strided_padded_grouped_t12 fp32 {bm: 256, bn: 16, bk: 4, tm: 2, direct: true}",
-		"l1_73_strided_padded_grouped_t13 fp32 {bm: 512, bn: 16, bk: 8, tm: 2, direct: true}",
-		"l1_73_strided_padded_grouped_t14 fp32 {bm: 512, bn: 16, bk: 4, tm: 4, direct: true}",
+		"l1_73_strided_padded_grouped_t8 fp32 {bm: 256, bn: 16, bk: 8, tm: 2, min_blocks: 1, direct: true}",
+		"l1_73_strided_padded_grouped_t11 fp32 {bm: 256, bn: 16, bk: 8, tm: 1, min_blocks: 1, direct: true}",
+		"l1_73_strided_padded_grouped_t12 fp32 {bm: 256, bn: 16, bk: 4, tm: 2, min_blocks: 1, direct: true}",
+		"l1_73_strided_padded_grouped_t13 fp32 {bm: 512, bn: 16, bk: 8, tm: 2, min_blocks: 1, direct: true}",
+		"l1_73_strided_padded_grouped_t14 fp32 {bm: 512, bn: 16, bk: 4, tm: 4, min_blocks: 1, direct: true}",
 		// W-window direct kernels, tw a multiple of the stride (2).
 		"l1_73_strided_padded_grouped_t16 fp32 {bm: 128, bn: 8, bk: 2, tw: 8, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t17 fp32 {bm: 256, bn: 8, bk: 2, tw: 8, min_blocks: 1, direct: true}",

@@ -234,6 +234,61 @@ func TestEmittedKernelsCompile(t *testing.T) {
 	}
 }
 
+// TestRandomKernelsCompile builds the fp32 kernels (FFMA and direct, W
+// windows included) of random configurations for sm_80 and sm_90: no
+// compile error, no spill. The plan gives these tiles min_blocks 1 and
+// refuses the ones its register estimate does not fit 65536/threads; the
+// seed drew a spilling tile of each kind (8 x 4 FFMA sums, direct 2 rows
+// by 8 channels, a 512-thread window) when it did not.
+func TestRandomKernelsCompile(t *testing.T) {
+	nvcc := nvccOrSkip(t)
+	specs, err := gen.Random(60, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range specs {
+		if l.Plan.Spec.Kernel.Precision != "fp32" {
+			continue
+		}
+		files, err := r.Render(l.Plan, l.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if filepath.Base(f.Path) != "cuda.py" {
+				continue
+			}
+			source, err := KernelSource(f.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			for _, arch := range []string{"sm_80", "sm_90"} {
+				t.Run(l.Plan.Spec.Name+"/"+arch, func(t *testing.T) {
+					t.Parallel()
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+					defer cancel()
+					info, _, err := CompileKernel(ctx, nvcc, source, arch, "")
+					for _, p := range info {
+						t.Log(p.String())
+					}
+					if err != nil {
+						t.Fatalf("%s: %v", l.Plan.Tile.Spec(), err)
+					}
+				})
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("only %d fp32 CUDA kernels drawn", n)
+	}
+}
+
 // occupancy estimates resident blocks per SM from ptxas's numbers, for the
 // log: registers are allocated per warp in 256s, each block reserves 1 KiB of
 // shared memory beyond its own.

@@ -123,6 +123,10 @@ type Window struct {
 	// VectorStore: outputs are stored as float4s (the output width and TW
 	// are multiples of 4).
 	VectorStore bool
+	// Reached is how many of a thread's TW outputs some kw reaches: where
+	// the taps' kw*dilation_w miss residues mod stride_w, the others' sums
+	// stay zero and take no registers.
+	Reached int
 }
 
 // Spec is the tile in spec form: every field the kernel uses, only the
@@ -197,6 +201,27 @@ func mmaRegisters(wm, wn int, presplit bool) int {
 		n += 64
 	}
 	return n
+}
+
+// directRegisters estimates the registers a direct thread needs and says
+// what they hold: its sums, the inputs of one batch of loads (bk channels
+// of tm rows, or bk windows), a float4 of weights, and about 48 for
+// addresses, indices and loop state. A TW thread's sums are those of the
+// outputs some kw reaches. Fitted to the smallest cap at which nvcc 11.8
+// compiled each of 102 random window and 102 direct kernels without a
+// spill (sm_80 and sm_90): against a cap of 128 registers it refuses 11 of
+// the 13 window tiles that spill there and 10 of the 89 that fit. What it
+// does not count (which loads ptxas hoists, which indices it folds) moves
+// the need by tens of registers: direct tiles of 4 rows by 8 channels
+// needed 103 to 170.
+func (p *Plan) directRegisters() (int, string) {
+	t := p.Tile
+	if t.TW > 0 {
+		sums, inputs := p.Window.Reached*t.BN, t.BK*p.Window.Len
+		return sums + inputs + 4 + 48, fmt.Sprintf("%d sums and %d windows of %d input columns", sums, t.BK, p.Window.Len)
+	}
+	sums, inputs := t.TM*t.BN, t.TM*t.BK
+	return sums + inputs + 4 + 48, fmt.Sprintf("%d sums and %d inputs per batch of loads", sums, inputs)
 }
 
 // New plans one spec. Errors point at the spec field they concern.
@@ -310,14 +335,23 @@ func chooseTile(t spec.Tile, cinG, coutG int) Tile {
 		r.BK = min(8, cinG)
 	}
 	r.ThreadsM, r.ThreadsN = r.BM/r.TM, r.BN/r.TN
-	if r.MinBlocks == 0 && r.TM*r.TN >= 64 {
-		// Left to choose, CUDA 13's ptxas gave an 8x8-per-thread tile 96
-		// registers on sm_90 and spilled (rand_21_008; 111 with min_blocks
-		// 1, no spill). min_blocks 1 lets it take what 64 sums need.
-		r.MinBlocks = 1
+	if r.MinBlocks == 0 {
+		r.MinBlocks = fp32MinBlocks
 	}
 	return r
 }
+
+// fp32MinBlocks is the launch bounds' minimum of resident blocks for FFMA
+// and direct tiles whose spec leaves it unset. Given only the block size,
+// ptxas may give up registers for more resident blocks and spill doing so:
+// FFMA 8x8 and 8x4 sums per thread at 96 registers (rand_21_008; nvcc 11.8
+// on sm_90, rand_3_024), direct 4 rows by 8 channels at 96 and 4 by 4 at
+// 72 (CUDA 13: rand_7_010, rand_7_012). The same tile's spill-free minimum
+// ranged from 101 to 179 registers with the problem's geometry (8x4 FFMA,
+// 64 threads, nvcc 11.8), so no estimate tells the safe tiles apart. With
+// a minimum of one block ptxas keeps what the kernel needs, up to
+// min(255, 65536/threads).
+const fp32MinBlocks = 1
 
 // chooseDirectTile fills the direct tile's fields the spec left at zero:
 // BN covers the group's output channels up to 16 (a power of two, at least
@@ -344,15 +378,8 @@ func chooseDirectTile(t spec.Tile, cinG, coutG int) Tile {
 		r.BK = min(8, cinG)
 	}
 	r.ThreadsM, r.ThreadsN = max(1, r.BM/r.TM), 1
-	if r.MinBlocks == 0 && (r.TM*r.BK >= 32 || r.ThreadsM < 128 || r.TM*r.BN <= 8) {
-		// ptxas (CUDA 13) capped such kernels' registers and spilled: 32
-		// loads in flight per thread at 72 registers (4 rows by 8 channels
-		// at bn 4), 64-thread blocks on sm_90 at 80 and 128 registers
-		// (rand_14_003, rand_11_035; with min_blocks 1: 111 and 157, no
-		// spill), and 8 sums per thread (2 rows by 4 channels) on sm_90 at
-		// 40 (rand_21_011; 68 with min_blocks 1). min_blocks 1 lets it
-		// take what it needs.
-		r.MinBlocks = 1
+	if r.MinBlocks == 0 {
+		r.MinBlocks = fp32MinBlocks
 	}
 	return r
 }
@@ -372,7 +399,7 @@ func chooseWindowTile(r Tile, cinG int) Tile {
 		r.BK = min(2, cinG)
 	}
 	if r.MinBlocks == 0 {
-		r.MinBlocks = 1
+		r.MinBlocks = fp32MinBlocks
 	}
 	r.ThreadsM, r.ThreadsN = r.BM, 1
 	return r
@@ -450,6 +477,20 @@ func (p *Plan) checkTile() error {
 		} else if t.TM*t.BN > maxAccum {
 			bad("bn", t.BN, "tm*bn = %d accumulators per thread (direct: a thread holds all bn columns); at most %d fit in registers", t.TM*t.BN, maxAccum)
 		}
+		// Registers, once the block and the sums are within their own rules.
+		inRules := p.Threads%32 == 0 && p.Threads <= MaxThreads && t.BM%t.TM == 0 &&
+			(t.TW == 0 && t.TM*t.BN <= maxAccum || t.TW > 0 && t.TW*t.BN <= maxAccum)
+		if need, what := p.directRegisters(); inRules && need > registersPerThread(p.Threads, t.MinBlocks) {
+			// ptxas must fit a thread in min(255, 65536/(min_blocks*threads))
+			// registers and spills what does not fit (seen at 512 threads:
+			// 64 sums and two windows of 8 columns at 128 registers).
+			field, got := "bm", t.BM
+			if need <= registersPerThread(p.Threads, 1) {
+				field, got = "min_blocks", t.MinBlocks // one block per SM would fit
+			}
+			bad(field, got, "gives %d threads, %d registers each (min_blocks %d), but %s need about %d",
+				p.Threads, registersPerThread(p.Threads, t.MinBlocks), max(1, t.MinBlocks), what, need)
+		}
 		if perTap := p.CinG * t.BN * 4 * p.TapWidth(); perTap > MaxSmemBytes {
 			what := fmt.Sprintf("one tap's weights (%d input channels x bn floats)", p.CinG)
 			if t.TW > 0 {
@@ -489,7 +530,7 @@ func (p *Plan) checkTile() error {
 	} else if t.TM*t.TN > maxAccum {
 		bad("tm", t.TM, "tm*tn = %d accumulators per thread; at most %d fit in registers", t.TM*t.TN, maxAccum)
 	}
-	if t.MinBlocks*p.Threads > maxThreadsPerSM {
+	if t.MinBlocks*p.Threads > maxThreadsPerSM && p.Threads <= MaxThreads { // a larger block has its own error
 		bad("min_blocks", t.MinBlocks, "asks for %d resident threads per SM; sm_80 holds at most %d", t.MinBlocks*p.Threads, maxThreadsPerSM)
 	}
 	// The GEMM tiles' stages; a direct kernel stages only the taps that fit
@@ -572,15 +613,19 @@ func (p *Plan) planPhases() {
 // dividing j + pad_w, and TW spans every residue.
 func (p *Plan) planWindow() {
 	c, tw := p.Conv, p.Tile.TW
-	lo, hi := 1<<30, -(1 << 30)
+	lo, hi, reached := 1<<30, -(1 << 30), 0
 	for j := range tw {
+		hit := false
 		for kw := range c.Kernel[2] {
 			if v := j + c.Padding[2] - kw*c.Dilation[2]; mod(v, c.Stride[2]) == 0 {
-				lo, hi = min(lo, v/c.Stride[2]), max(hi, v/c.Stride[2])
+				lo, hi, hit = min(lo, v/c.Stride[2]), max(hi, v/c.Stride[2]), true
 			}
 		}
+		if hit {
+			reached++
+		}
 	}
-	w := Window{Lo: lo, Len: hi - lo + 1}
+	w := Window{Lo: lo, Len: hi - lo + 1, Reached: reached}
 	if c.In[2]%4 == 0 && (tw/c.Stride[2])%4 == 0 {
 		w.Vector = true
 		w.Lo = lo - mod(lo, 4)

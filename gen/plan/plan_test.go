@@ -384,29 +384,30 @@ func TestTileDefaults(t *testing.T) {
 		threads, smem int
 	}{
 		// BN: the next power of two of Cout/groups (8); TN 4 below BN 64;
-		// BM = 8*max(32, 256/(8/4)) capped at 512; BK = min(8, Cin/groups).
+		// BM = 8*max(32, 256/(8/4)) capped at 512; BK = min(8, Cin/groups);
+		// min_blocks 1 for every FFMA and direct tile (ptxas otherwise
+		// trades registers for resident blocks and may spill).
 		{"72: 8 channels per group", base72,
-			plan.Tile{BM: 512, BN: 8, BK: 8, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 2}, 128, 2 * 8 * (512 + 8) * 4},
-		// BN 64 -> TN 8; BM = 8*max(32, 256/8) = 256; BK = Cin/groups = 3;
-		// 8x8 sums per thread get min_blocks 1 (ptxas spilled them on sm_90).
+			plan.Tile{BM: 512, BN: 8, BK: 8, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 2, MinBlocks: 1}, 128, 2 * 8 * (512 + 8) * 4},
+		// BN 64 -> TN 8; BM = 8*max(32, 256/8) = 256; BK = Cin/groups = 3.
 		{"64 out, 3 in", with(base72, func(c *config) { c.cin, c.cout, c.groups = 3, 64, 1 }),
 			plan.Tile{BM: 256, BN: 64, BK: 3, TM: 8, TN: 8, ThreadsM: 32, ThreadsN: 8, MinBlocks: 1}, 256, 2 * 3 * (256 + 64) * 4},
 		// 40 in a BN of 64 wastes 24 > 64/4: BN becomes 40's largest
 		// power-of-two divisor, 8.
 		{"40 out: BN 8", with(base72, func(c *config) { c.cin, c.cout, c.groups = 16, 40, 1 }),
-			plan.Tile{BM: 512, BN: 8, BK: 8, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 2}, 128, 2 * 8 * (512 + 8) * 4},
+			plan.Tile{BM: 512, BN: 8, BK: 8, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 2, MinBlocks: 1}, 128, 2 * 8 * (512 + 8) * 4},
 		// 48 in 64 wastes exactly a quarter: BN stays 64.
 		{"48 out: BN 64", with(base72, func(c *config) { c.cin, c.cout, c.groups = 32, 48, 1 }),
 			plan.Tile{BM: 256, BN: 64, BK: 8, TM: 8, TN: 8, ThreadsM: 32, ThreadsN: 8, MinBlocks: 1}, 256, 2 * 8 * (256 + 64) * 4},
 		// 3 channels: BN 4 (at least 4), one thread column, BM capped at 512.
 		{"3 out, 1 in", with(base72, func(c *config) { c.cin, c.cout, c.groups = 1, 3, 1 }),
-			plan.Tile{BM: 512, BN: 4, BK: 1, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 1}, 64, 2 * 1 * (512 + 4) * 4},
+			plan.Tile{BM: 512, BN: 4, BK: 1, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 1, MinBlocks: 1}, 64, 2 * 1 * (512 + 4) * 4},
 		// Only bn given: TN 8 for BN >= 64, BM = 8*max(32, 256/32) = 256.
 		{"bn 256 given", with(base72, func(c *config) { c.tile = "{bn: 256}" }),
 			plan.Tile{BM: 256, BN: 256, BK: 8, TM: 8, TN: 8, ThreadsM: 32, ThreadsN: 32, MinBlocks: 1}, 1024, 2 * 8 * (256 + 256) * 4},
-		// A full tile is taken as given.
-		{"all given", with(base72, func(c *config) { c.tile = "{bm: 64, bn: 16, bk: 3, tm: 4, tn: 4}" }),
-			plan.Tile{BM: 64, BN: 16, BK: 3, TM: 4, TN: 4, ThreadsM: 16, ThreadsN: 4}, 64, 2 * 3 * (64 + 16) * 4},
+		// A full tile is taken as given, min_blocks too.
+		{"all given", with(base72, func(c *config) { c.tile = "{bm: 64, bn: 16, bk: 3, tm: 4, tn: 4, min_blocks: 4}" }),
+			plan.Tile{BM: 64, BN: 16, BK: 3, TM: 4, TN: 4, ThreadsM: 16, ThreadsN: 4, MinBlocks: 4}, 64, 2 * 3 * (64 + 16) * 4},
 		// 3xtf32: warp tiles WM 64 x WN min(32, BN); about four warps;
 		// BK a multiple of 8; rows padded by 8 floats; min_blocks 1 for a
 		// 128-thread block whose warp tile needs over 168 registers (64x32:
@@ -421,25 +422,27 @@ func TestTileDefaults(t *testing.T) {
 			plan.Tile{MMA: true, BM: 128, BN: 64, BK: 8, WM: 64, WN: 32, WarpsM: 2, WarpsN: 2, Pad: 8, MinBlocks: 2}, 128, 2 * 8 * (128 + 64 + 16) * 4},
 		// Direct: BN the group's channels (8), four rows per thread at 8
 		// channels or fewer, 128 threads, BK 8; every phase's weights fit
-		// (at most 24 taps of 8x8 floats); 4x8 loads in flight per thread
-		// get min_blocks 1.
+		// (at most 24 taps of 8x8 floats).
 		{"direct, 72", with(base72, func(c *config) { c.tile = "{direct: true}" }),
 			plan.Tile{Direct: true, BM: 512, BN: 8, BK: 8, TM: 4, ThreadsM: 128, ThreadsN: 1, TapChunk: 24, MinBlocks: 1}, 128, 24 * 8 * 8 * 4},
 		// 20 channels: BN 16, two rows per thread; a tap's weights are
 		// 64x16 floats, so 12 of the 24 taps are staged at once.
 		{"direct, 64 in, 20 out", with(base72, func(c *config) { c.cin, c.cout, c.groups, c.tile = 64, 20, 1, "{direct: true}" }),
-			plan.Tile{Direct: true, BM: 256, BN: 16, BK: 8, TM: 2, ThreadsM: 128, ThreadsN: 1, TapChunk: 12}, 128, 12 * 64 * 16 * 4},
-		// 2 rows by 4 channels (8 sums) get min_blocks 1, as do 64 threads
-		// (4 rows each of 256): ptxas capped both on sm_90 and spilled.
+			plan.Tile{Direct: true, BM: 256, BN: 16, BK: 8, TM: 2, ThreadsM: 128, ThreadsN: 1, TapChunk: 12, MinBlocks: 1}, 128, 12 * 64 * 16 * 4},
 		{"direct, 2x4 sums", with(base72, func(c *config) { c.cin, c.cout, c.groups, c.tile = 16, 4, 1, "{direct: true, bm: 512, tm: 2, bk: 4}" }),
 			plan.Tile{Direct: true, BM: 512, BN: 4, BK: 4, TM: 2, ThreadsM: 256, ThreadsN: 1, TapChunk: 24, MinBlocks: 1}, 256, 24 * 16 * 4 * 4},
 		{"direct, 64 threads", with(base72, func(c *config) { c.cin, c.cout, c.groups, c.tile = 64, 20, 1, "{direct: true, bm: 256, tm: 4, bk: 4}" }),
 			plan.Tile{Direct: true, BM: 256, BN: 16, BK: 4, TM: 4, ThreadsM: 64, ThreadsN: 1, TapChunk: 12, MinBlocks: 1}, 64, 12 * 64 * 16 * 4},
 		// W-window: one row of tw outputs per thread, 128 threads, two
-		// channels' windows at once, min_blocks 1; a chunk holds every
+		// channels' windows at once; a chunk holds every
 		// (d, h) tap of a phase (2 x 3 at most) with all 7 kw.
 		{"direct, tw 8, 72", with(base72, func(c *config) { c.tile = "{direct: true, tw: 8}" }),
 			plan.Tile{Direct: true, BM: 128, BN: 8, BK: 2, TM: 1, TW: 8, ThreadsM: 128, ThreadsN: 1, TapChunk: 6, MinBlocks: 1}, 128, 6 * 8 * 7 * 8 * 4},
+		// 512 threads leave 128 registers each: 8 outputs by 4 channels and
+		// one float4 window of 12 columns at a time fit (8 by 8 do not, see
+		// TestTileFeasibility).
+		{"direct, tw 8, 512 threads", with(base72, func(c *config) { c.tile = "{direct: true, tw: 8, bn: 4, bk: 1, bm: 512}" }),
+			plan.Tile{Direct: true, BM: 512, BN: 4, BK: 1, TM: 1, TW: 8, ThreadsM: 512, ThreadsN: 1, TapChunk: 6, MinBlocks: 1}, 512, 6 * 8 * 7 * 4 * 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := plan.New(tc.c.parse(t))
@@ -512,6 +515,17 @@ func TestTileFeasibility(t *testing.T) {
 		// #72 has stride 2 along W.
 		{"tw not a multiple of stride_w", "", "{direct: true, tw: 5}", []string{
 			"plan_test.yaml:42:28: kernel.tile.tw: must be a multiple of stride_w=2 (a thread's outputs then start at residue 0) (got 5)",
+		}},
+		// Registers: 512 threads leave 128 each; 8 outputs by 8 channels and
+		// two float4 windows of 12 columns (#72: kw 7, stride 2) need more.
+		{"tw registers", "", "{direct: true, bn: 8, tw: 8, bm: 512}", []string{
+			"plan_test.yaml:42:42: kernel.tile.bm: gives 512 threads, 128 registers each (min_blocks 1), but 64 sums and 2 windows of 12 input columns need about 140 (got 512)",
+		}},
+		{"tw registers, min_blocks", "", "{direct: true, bn: 8, tw: 8, min_blocks: 4}", []string{
+			"plan_test.yaml:42:50: kernel.tile.min_blocks: gives 128 threads, 128 registers each (min_blocks 4), but 64 sums and 2 windows of 12 input columns need about 140 (got 4)",
+		}},
+		{"direct registers", "", "{direct: true, bm: 1024, tm: 1, bn: 16, bk: 8}", []string{
+			"plan_test.yaml:42:28: kernel.tile.bm: gives 1024 threads, 64 registers each (min_blocks 1), but 16 sums and 8 inputs per batch of loads need about 76 (got 1024)",
 		}},
 		{"tw accumulators", "", "{direct: true, bn: 8, tw: 16}", []string{
 			"plan_test.yaml:42:28: kernel.tile.bn: tw*bn = 128 accumulators per thread (direct: a thread holds all bn columns); at most 64 fit in registers (got 8)",

@@ -60,6 +60,18 @@ func checkWindow(c config, p *plan.Plan, out [3]int) error {
 	if w.VectorStore && (out[2]%4 != 0 || tw%4 != 0) {
 		return fmt.Errorf("float4 stores with output width %d, tw %d", out[2], tw)
 	}
+	reached := 0 // outputs whose sums some (output, kw) pair below updates
+	for j := range tw {
+		for k := range kw {
+			if (j+pw-k*dw)%sw == 0 {
+				reached++
+				break
+			}
+		}
+	}
+	if reached != w.Reached {
+		return fmt.Errorf("%d of %d outputs have a kw, the plan counts %d", reached, tw, w.Reached)
+	}
 	got := map[pair]int{}
 	written := map[[3]int]int{}
 	for _, ph := range p.Phases {
@@ -148,6 +160,7 @@ func TestWindowCheckerCatches(t *testing.T) {
 		"window shifted":   func(p *plan.Plan) { p.Window.Lo++ },
 		"window too short": func(p *plan.Plan) { p.Window.Len-- },
 		"tw halved":        func(p *plan.Plan) { p.Tile.TW /= 2 },
+		"one more reached": func(p *plan.Plan) { p.Window.Reached++ },
 		"vector misused":   func(p *plan.Plan) { p.Window.Lo, p.Window.Len = p.Window.Lo-1, p.Window.Len+1 },
 		"tap off by one in H": func(p *plan.Plan) {
 			p.Taps = append([]plan.Tap(nil), p.Taps...)

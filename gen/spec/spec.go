@@ -164,8 +164,9 @@ type Tile struct {
 	// lane loads its fragments with one vector read.
 	Presplit bool
 	// MinBlocks, when set, is the launch bounds' minimum of resident blocks
-	// per SM: 1 lets the compiler use up to 255 registers (no spills for
-	// occupancy's sake), more caps registers for occupancy.
+	// per SM: 1 lets the compiler use up to min(255, 65536/threads)
+	// registers (no spills for occupancy's sake), more caps registers for
+	// occupancy.
 	MinBlocks int
 	// CpAsync: tiles go from global to shared memory with cp.async (sm_80),
 	// skipping the registers, while the previous step computes.
