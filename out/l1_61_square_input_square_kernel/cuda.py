@@ -52,8 +52,7 @@ static constexpr int kXD = 68, kXH = 68, kXW = 68;
 static constexpr int kWTiles = 3, kCTiles = 2;  // the re-layout's 32 x 32 tiles per row
 // The GEMM of a phase: its outputs by a group's output channels, reduced
 // over (tap, channel) pairs in steps of 32. A block is one warpgroup (4
-// warps) computing kSlabs slabs of 64 rows of each phase in turn by kNP
-// columns.
+// warps) computing kSlabs slabs of 64 rows of one phase by kNP columns.
 static constexpr int kTotalSteps = 41, kNTiles = 1;
 static constexpr int kNP = 48, kNCM = kNP / 8, kND = 24;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 2, kRows = 128;
