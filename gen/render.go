@@ -63,8 +63,7 @@ func newView(p *plan.Plan, specPath string) *View {
 	for i, v := range r.InitInputs {
 		inits[i] = v.Python()
 	}
-	aLanes := min(p.Threads, t.BM)
-	aKStride := p.Threads / aLanes
+	gather := p.Gather()
 	v := &View{
 		Plan: p, Conv: c, Tile: t,
 		Name: s.Name, Title: docstringSafe(s.Title), SpecPath: specPath,
@@ -82,11 +81,11 @@ func newView(p *plan.Plan, specPath string) *View {
 		RepackBlocks:  (p.RepackLen() + 255) / 256,
 		TapTableLen:   max(1, len(p.Taps)),
 		CIChunks:      p.CIChunks(),
-		ALanes:        aLanes,
-		ARows:         t.BM / aLanes,
-		AKStride:      aKStride,
-		AK:            (t.BK + aKStride - 1) / aKStride,
-		BLoads:        (t.BK*t.BN + p.Threads - 1) / p.Threads,
+		ALanes:        gather.Lanes,
+		ARows:         gather.Rows,
+		AKStride:      gather.KStride,
+		AK:            gather.K,
+		BLoads:        gather.BLoads,
 	}
 	if t.WGMMA {
 		v.WGMMAAsm = newWGMMAAsm(p.WGMMA.SumsPerThread)

@@ -140,8 +140,8 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		"l1_73_strided_padded_grouped 3xtf32 {min_blocks: 1, slabs: 1, span: 4, wgmma: true}",
 		"l1_73_strided_padded_grouped_t1 fp32 {bm: 256, bn: 32, bk: 8, tm: 8, tn: 4, min_blocks: 1}",
 		"l1_73_strided_padded_grouped_t2 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
-		"l1_73_strided_padded_grouped_t3 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32}",
-		"l1_73_strided_padded_grouped_t4 3xtf32 {bm: 128, bn: 32, bk: 32, wm: 32, wn: 32}",
+		"l1_73_strided_padded_grouped_t3 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1}",
+		"l1_73_strided_padded_grouped_t4 3xtf32 {bm: 128, bn: 32, bk: 32, wm: 32, wn: 32, min_blocks: 1}",
 		"l1_73_strided_padded_grouped_t5 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1, presplit: true}",
 		"l1_73_strided_padded_grouped_t7 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1, cp_async: true}",
 		// Direct: two rows per thread with 16 channels; eight rows (128

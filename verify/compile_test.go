@@ -235,11 +235,13 @@ func TestEmittedKernelsCompile(t *testing.T) {
 }
 
 // TestRandomKernelsCompile builds the fp32 kernels (FFMA and direct, W
-// windows included) of random configurations for sm_80 and sm_90: no
-// compile error, no spill. The plan gives these tiles min_blocks 1 and
-// refuses the ones its register estimate does not fit 65536/threads; the
-// seed drew a spilling tile of each kind (8 x 4 FFMA sums, direct 2 rows
-// by 8 channels, a 512-thread window) when it did not.
+// windows included) and the 3xtf32 mma.sync kernels of random
+// configurations for sm_80 and sm_90: no compile error, no spill. The plan
+// gives these tiles min_blocks 1 and refuses the direct and mma.sync ones
+// its register estimate does not fit 65536/threads; the seed drew a
+// spilling tile of each fp32 kind (8 x 4 FFMA sums, direct 2 rows by 8
+// channels, a 512-thread window) and a 256-thread mma.sync tile (64x16
+// warp tiles, presplit, trimmed to 128 registers) when it did not.
 func TestRandomKernelsCompile(t *testing.T) {
 	nvcc := nvccOrSkip(t)
 	specs, err := gen.Random(60, 5)
@@ -250,10 +252,12 @@ func TestRandomKernelsCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	n, mma := 0, 0
 	for _, l := range specs {
-		if l.Plan.Spec.Kernel.Precision != "fp32" {
-			continue
+		if tile := l.Plan.Tile; tile.WGMMA {
+			continue // sm_90a; its committed kernels compile in TestEmittedKernelsCompile
+		} else if tile.MMA {
+			mma++
 		}
 		files, err := r.Render(l.Plan, l.Path)
 		if err != nil {
@@ -284,8 +288,8 @@ func TestRandomKernelsCompile(t *testing.T) {
 			}
 		}
 	}
-	if n < 20 {
-		t.Errorf("only %d fp32 CUDA kernels drawn", n)
+	if n-mma < 20 || mma < 10 {
+		t.Errorf("only %d fp32 and %d mma.sync CUDA kernels drawn", n-mma, mma)
 	}
 }
 

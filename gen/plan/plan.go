@@ -175,8 +175,6 @@ const (
 	maxThreadsPerSM  = 2048
 	regsPerSM        = 65536
 	maxRegsPerThread = 255
-	smallBlock       = 128 // threads
-	smallBlockRegs   = 168 // what ptxas may cap a small block's registers at
 
 	// MaxDynamicSmemBytes is what a wgmma kernel may opt in to (sm_80
 	// allows 163 KiB a block): four stages of a 72-column weight image.
@@ -189,18 +187,55 @@ func registersPerThread(threads, minBlocks int) int {
 	return min(maxRegsPerThread, regsPerSM/(max(1, minBlocks)*threads))
 }
 
-// mmaRegisters estimates the registers a 3xtf32 thread needs: its
-// accumulators, the TF32 hi/lo parts of its A and B fragments and of one
-// slice's partial sums, and about 80 for addresses, gathers and indices
-// (measured: a 32x32 warp tile takes 130-255 registers when it can).
-// Presplit staging splits its gathered values as it stores them, which
-// costs about 64 more (a presplit 64x32 warp tile spilled at 255).
-func mmaRegisters(wm, wn int, presplit bool) int {
-	n := wm*wn/32 + 2*(wm/16*4+wn/8*2) + 4 + 80
-	if presplit {
-		n += 64
+// Gather is how the threads of an FFMA or mma.sync block load a step's
+// tiles: Lanes threads cover the A tile's rows, each owning Rows of them
+// and K of the BK channels (every KStride-th); each thread loads BLoads
+// weight elements.
+type Gather struct {
+	Lanes, Rows, KStride, K, BLoads int
+}
+
+// Gather is the plan's gather layout (the emitted constants kALanes to
+// kBLoads).
+func (p *Plan) Gather() Gather {
+	t := p.Tile
+	lanes := min(p.Threads, t.BM)
+	stride := p.Threads / lanes
+	return Gather{Lanes: lanes, Rows: t.BM / lanes, KStride: stride, K: ceilDiv(t.BK, stride), BLoads: ceilDiv(t.BK*t.BN, p.Threads)}
+}
+
+// mmaRegisters estimates the registers an mma.sync 3xtf32 thread needs and
+// says what they hold: its sums (wm*wn/32); the TF32 hi and lo parts of
+// its A and B fragments for each of a step's bk/8 slices, which the
+// unrolled slice loop keeps live together; three per weight element its
+// gather holds across the products (the value and its own 64-bit address;
+// none with cp.async); four per row it gathers (the row's decoded
+// position); 32 more with presplit staging; and about 40 for indices and
+// loop state. The gathered inputs count for nothing: their addresses share
+// the row's base, and the fit gave them no weight. Fitted to the smallest
+// cap at which nvcc 11.8 compiled each of 308 tiles without a spill
+// (sm_80; warp tiles 16 to 64 by 8 to 32, bk 8 to 24, 64 and 256 threads,
+// plain, presplit and cp.async, on #61's and #73's shapes): against caps
+// of 255, 170 and 128 registers it lets none through that spill there
+// (7 spilled at 255, 64x32 at bk 24 among them) and refuses 3 of the 301
+// that fit in 255 (presplit, bk 24, 64 threads), 43 of 279 in 170 and 97
+// of 239 in 128. A presplit 64x32 tile at bk 16 with 8 weight loads fit
+// in 255 on sm_80 and spilled 44 bytes on sm_90: the presplit term is
+// sized to refuse it.
+func (p *Plan) mmaRegisters() (int, string) {
+	t, g := p.Tile, p.Gather()
+	sums := t.WM * t.WN / 32
+	frags := t.BK / 8 * 2 * (t.WM/16*4 + t.WN/8*2)
+	weights := 0
+	if !t.CpAsync {
+		weights = g.BLoads
 	}
-	return n
+	n := sums + frags + 3*weights + 4*g.Rows + 40
+	if t.Presplit {
+		n += 32
+	}
+	what := fmt.Sprintf("a %dx%d warp tile with bk %d (%d sums, %d fragment registers, %d weight loads in flight)", t.WM, t.WN, t.BK, sums, frags, weights)
+	return n, what
 }
 
 // directRegisters estimates the registers a direct thread needs and says
@@ -336,22 +371,25 @@ func chooseTile(t spec.Tile, cinG, coutG int) Tile {
 	}
 	r.ThreadsM, r.ThreadsN = r.BM/r.TM, r.BN/r.TN
 	if r.MinBlocks == 0 {
-		r.MinBlocks = fp32MinBlocks
+		r.MinBlocks = defaultMinBlocks
 	}
 	return r
 }
 
-// fp32MinBlocks is the launch bounds' minimum of resident blocks for FFMA
-// and direct tiles whose spec leaves it unset. Given only the block size,
-// ptxas may give up registers for more resident blocks and spill doing so:
-// FFMA 8x8 and 8x4 sums per thread at 96 registers (rand_21_008; nvcc 11.8
-// on sm_90, rand_3_024), direct 4 rows by 8 channels at 96 and 4 by 4 at
-// 72 (CUDA 13: rand_7_010, rand_7_012). The same tile's spill-free minimum
-// ranged from 101 to 179 registers with the problem's geometry (8x4 FFMA,
-// 64 threads, nvcc 11.8), so no estimate tells the safe tiles apart. With
-// a minimum of one block ptxas keeps what the kernel needs, up to
-// min(255, 65536/threads).
-const fp32MinBlocks = 1
+// defaultMinBlocks is the launch bounds' minimum of resident blocks for
+// FFMA, direct and mma.sync tiles whose spec leaves it unset. Given only
+// the block size, ptxas may give up registers for more resident blocks and
+// spill doing so: FFMA 8x8 and 8x4 sums per thread at 96 registers
+// (rand_21_008; nvcc 11.8 on sm_90, rand_3_024), direct 4 rows by 8
+// channels at 96 and 4 by 4 at 72 (CUDA 13: rand_7_010, rand_7_012),
+// 256-thread mma.sync tiles at 64 and 128 (nvcc 11.8: a 16x32 warp tile,
+// 64x16 ones plain and presplit). The same FFMA tile's spill-free minimum
+// ranged from 101 to 179 registers with the problem's geometry (8x4, 64
+// threads, nvcc 11.8), so no estimate tells the safe tiles apart. With a
+// minimum of one block ptxas keeps what the kernel needs, up to
+// min(255, 65536/threads); the plan refuses direct and mma.sync tiles whose
+// estimate exceeds that.
+const defaultMinBlocks = 1
 
 // chooseDirectTile fills the direct tile's fields the spec left at zero:
 // BN covers the group's output channels up to 16 (a power of two, at least
@@ -379,7 +417,7 @@ func chooseDirectTile(t spec.Tile, cinG, coutG int) Tile {
 	}
 	r.ThreadsM, r.ThreadsN = max(1, r.BM/r.TM), 1
 	if r.MinBlocks == 0 {
-		r.MinBlocks = fp32MinBlocks
+		r.MinBlocks = defaultMinBlocks
 	}
 	return r
 }
@@ -399,7 +437,7 @@ func chooseWindowTile(r Tile, cinG int) Tile {
 		r.BK = min(2, cinG)
 	}
 	if r.MinBlocks == 0 {
-		r.MinBlocks = fp32MinBlocks
+		r.MinBlocks = defaultMinBlocks
 	}
 	r.ThreadsM, r.ThreadsN = r.BM, 1
 	return r
@@ -433,12 +471,8 @@ func chooseMMATile(t spec.Tile, cinG, coutG int) Tile {
 		}
 	}
 	r.WarpsM, r.WarpsN = max(1, r.BM/r.WM), max(1, r.BN/r.WN)
-	if r.MinBlocks == 0 && 32*r.WarpsM*r.WarpsN <= smallBlock && mmaRegisters(r.WM, r.WN, r.Presplit) > smallBlockRegs {
-		// ptxas (CUDA 13) may cap a small block at 168 registers to fit
-		// more blocks per SM, and spill (seen: the default 64x32 warp tile
-		// at 128 threads). min_blocks 1 lifts the cap to 255; where nothing
-		// was capped the code is the same (nvcc 11.8: identical SASS).
-		r.MinBlocks = 1
+	if r.MinBlocks == 0 {
+		r.MinBlocks = defaultMinBlocks
 	}
 	return r
 }
@@ -517,15 +551,26 @@ func (p *Plan) checkTile() error {
 		}
 		if p.Threads > MaxThreads {
 			bad("bm", t.BM, "gives 32*(bm/wm)*(bn/wn) = %d threads; a block has at most %d", p.Threads, MaxThreads)
-		} else if need, have := mmaRegisters(t.WM, t.WN, t.Presplit), registersPerThread(p.Threads, t.MinBlocks); acc <= maxAccum && need > have {
+		} else if need, what := p.mmaRegisters(); acc <= maxAccum && need > registersPerThread(p.Threads, t.MinBlocks) {
 			// ptxas must fit a thread in min(255, 65536/(min_blocks*threads))
-			// registers and spills what does not fit (seen at 512 threads
-			// with 32x32 warp tiles, and with presplit 64x32 ones).
-			field, got := "bm", t.BM
-			if need <= registersPerThread(p.Threads, 1) {
-				field, got = "min_blocks", t.MinBlocks // one block per SM would fit
+			// registers and spills what does not fit (seen: 32x32 warp
+			// tiles at bk 16 and 512 threads, at 128; 64x32 ones at bk 24,
+			// or presplit at bk 16, at 255).
+			have := registersPerThread(p.Threads, t.MinBlocks)
+			switch {
+			case need > maxRegsPerThread:
+				// No block size fits it: a shallower step holds fewer
+				// fragments, a smaller warp tile fewer sums.
+				field, got := "wm", t.WM
+				if t.BK > 8 {
+					field, got = "bk", t.BK
+				}
+				bad(field, got, "%s needs about %d registers per thread; a thread has at most %d", what, need, maxRegsPerThread)
+			case need <= registersPerThread(p.Threads, 1):
+				bad("min_blocks", t.MinBlocks, "gives %d threads, %d registers each (min_blocks %d), but %s needs about %d", p.Threads, have, max(1, t.MinBlocks), what, need)
+			default:
+				bad("bm", t.BM, "gives %d threads, %d registers each (min_blocks %d), but %s needs about %d", p.Threads, have, max(1, t.MinBlocks), what, need)
 			}
-			bad(field, got, "gives %d threads, %d registers each (min_blocks %d), but a %dx%d warp tile needs about %d", p.Threads, have, max(1, t.MinBlocks), t.WM, t.WN, need)
 		}
 	} else if t.TM*t.TN > maxAccum {
 		bad("tm", t.TM, "tm*tn = %d accumulators per thread; at most %d fit in registers", t.TM*t.TN, maxAccum)

@@ -173,13 +173,23 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 	// The cases' kernels, with the options that the mutants need.
 	var srcs []string
 	var convs []geom.Conv
-	for i, base := range tritonCases(t, 14, 21) {
+	// Beside the shared cases, one the flat-reduction mutant always
+	// applies to (every extent 3 or more, kernel past the stride, channels
+	// short of a 16-wide chunk, no W fusion), as the random draws shift
+	// whenever the plan refuses another tile.
+	cases := append(tritonCases(t, 14, 21), caseSpec(t, "flat_k", "flat reduction over overlapping taps", geom.Conv{
+		Batch: 1, InChannels: 3, OutChannels: 4, In: [3]int{3, 3, 4}, Kernel: [3]int{2, 2, 3}, Stride: [3]int{2, 1, 1},
+		Padding: [3]int{0, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true}))
+	for i, base := range cases {
 		s := *base
 		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: "3xtf32", Triton: spec.Triton{
 			BlockM: 16, BlockN: 16, BlockK: 16, ChannelsLast: i%2 == 0, FuseW: i%3 != 0 || strings.HasPrefix(s.Name, "shared_factor"),
 			PadInput: true, SplitWeight: true, FlatK: true}}
 		if i%3 != 0 && i%4 >= 2 {
 			s.Kernel.Triton.FoldW = 2
+		}
+		if s.Name == "flat_k" {
+			s.Kernel.Triton.FuseW, s.Kernel.Triton.FoldW = false, 0 // W fusion would replace the flat reduction
 		}
 		p, err := plan.New(&s)
 		if err != nil {
