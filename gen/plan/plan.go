@@ -32,7 +32,7 @@ type Plan struct {
 	Taps     []Tap
 	MaxTiles int // M tiles of the largest phase
 
-	Grid    [3]int // (phases x MaxTiles, N tiles, groups)
+	Grid    [3]int // (phases x MaxTiles, N tiles, groups); wgmma (WGMMA.Tiles, N tiles, groups)
 	Threads int
 	// SmemBytes is the shared memory of the main kernel: two stages of
 	// the A (BK x BM) and B (BK x BN) tiles, rows padded by Tile.Pad;
@@ -95,8 +95,8 @@ type Tile struct {
 	// W a phase has ceil(OutW/TW) positions, one per thread, and its taps
 	// are the (kd, kh) pairs, with kw = 0 (Flat is that of kw 0).
 	TW int
-	// WGMMA (3xtf32, stride 1): a block is one warpgroup computing BM =
-	// Slabs*64 output positions by BN output channels (a multiple of 8),
+	// WGMMA (3xtf32): a block is one warpgroup computing BM = Slabs*64
+	// rows of each stride phase in turn by BN columns (a multiple of 8),
 	// BK = StepK reduction elements per step; a tensor-core sum covers Span
 	// steps; Stages steps of the weight image are in shared memory.
 	WGMMA               bool

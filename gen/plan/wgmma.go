@@ -76,11 +76,9 @@ const (
 // chooseWGMMATile fills a wgmma tile: NP covers a group's output channels
 // in as few N tiles of at most 64 columns as it can, rounded up to 8 (the
 // instruction's granularity); two slabs, sums of four steps, and as many
-// stages (up to 4) as fit 96 KiB of shared memory: with fewer than four,
-// a step's copy has too little time to land (#70 with kw_in_n: 6.4 ms at
-// two stages, 4.3 in a probe at four). With KWInN
-// a column is a (kw, channel) pair: as many channels a tile as keep it
-// within 72 columns (96 with one slab: the registers of one slab's sums).
+// stages (up to 4, as the probes ran) as fit 96 KiB of shared memory. With
+// KWInN a column is a (kw, channel) pair: as many channels a tile as keep
+// it within 72 columns (96 with one slab: the registers of one slab's sums).
 func chooseWGMMATile(t spec.Tile, coutG, kw int) Tile {
 	r := Tile{WGMMA: true, Slabs: t.Slabs, Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN}
 	if r.MinBlocks == 0 {
