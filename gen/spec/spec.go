@@ -208,6 +208,11 @@ type Tile struct {
 	// Few output channels make narrow tensor-core products; this widens
 	// them (#70: 8.7 -> 7.3 ms).
 	KWInN bool
+	// PrefetchA (wgmma): a step's loads of the next step's inputs are
+	// issued before its products, not after they are waited for, so they
+	// fly while the tensor cores work; the loaded values then live beside
+	// the step's A parts (16 more registers a slab).
+	PrefetchA bool
 }
 
 // Value is a Python literal as the reference model sees it: an int, a bool
@@ -254,6 +259,9 @@ func (t Tile) String() string {
 	}
 	if t.KWInN {
 		f = append(f, "kw_in_n: true")
+	}
+	if t.PrefetchA {
+		f = append(f, "prefetch_a: true")
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }

@@ -68,6 +68,7 @@ static constexpr int kStages = 4;  // weight-image steps in shared memory
 // kRows rows and writes the outputs of its first kOutRows.
 static constexpr bool kKWInN = true;
 static constexpr int kKW = 7, kDilW = 1, kCoT = 8;
+static constexpr int kChannelLanes = 1;  // threads per output row on the way out
 static constexpr int kOutRows = 122;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4
@@ -432,7 +433,7 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
 
     for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
-        if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
+        if (P.steps == 0) continue;  // no taps: its outputs are the bias, written above
         // A phase with fewer rows than this block's first runs the
         // barriers and copies of its steps (they pace the pipeline), not
         // its products; with kw taps as columns, nothing.
@@ -582,8 +583,10 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
         // The phase's outputs: the sums go to shared memory (once every
         // copy into it has landed and every warp is past its last read),
         // row by row; output q of channel c then adds column kw*kCoT + c
-        // of row q + (kKW-1-kw)*kDilW for each kw. Neighbouring threads
-        // write neighbouring outputs along W.
+        // of row q + (kKW-1-kw)*kDilW for each kw. A thread writes one
+        // row's outputs, every kChannelLanes-th channel, its position
+        // decoded once (decoding per output cost #70 a quarter of its
+        // time); neighbouring threads write neighbouring outputs along W.
         cp_async_wait_all();
         __syncthreads();
         float* sums = b_stage;
@@ -594,17 +597,21 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
                 sums[(sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * (kNP + 1) + 8 * (e / 4) + 2 * t + e % 2] = acc[sl][e];
         }
         __syncthreads();
-        for (int i = tid; i < kOutRows * kCoT; i += 128) {
-            const int row = i % kOutRows, c = i / kOutRows, co = nt * kCoT + c, m = m_first + row;
-            if (m >= P.rows || co >= kCoutG) continue;
+        const int row = tid % kOutRows, m = m_first + row;
+        if (tid < kOutRows * kChannelLanes && m < P.rows) {
             const int n = m / q_dhw, s = m - n * q_dhw;
             const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
-            if (qw >= P.q_w) continue;  // a position past the line's outputs: it only feeds them
-            float sum = 0.0f;
-            #pragma unroll
-            for (int kw = 0; kw < kKW; ++kw) sum += sums[(row + (kKW - 1 - kw) * kDilW) * (kNP + 1) + kw * kCoT + c];
-            y[((idx_t)n * kCout + grp * kCoutG + co) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                + (P.r_h + kStrideH * qh) * kOutW + qw] = sum;
+            float* out = y + ((idx_t)n * kCout + grp * kCoutG + nt * kCoT) * kOutDHW
+                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (P.r_h + kStrideH * qh) * kOutW + qw;
+            // A position past the line's outputs only feeds them.
+            const int channels = qw < P.q_w ? min(kCoT, kCoutG - nt * kCoT) : 0;
+            #pragma unroll 4
+            for (int c = tid / kOutRows; c < channels; c += kChannelLanes) {
+                float sum = 0.0f;
+                #pragma unroll
+                for (int kw = 0; kw < kKW; ++kw) sum += sums[(row + (kKW - 1 - kw) * kDilW) * (kNP + 1) + kw * kCoT + c];
+                out[(idx_t)c * kOutDHW] = sum;
+            }
         }
         __syncthreads();  // the next phase's copies reuse the memory
     }

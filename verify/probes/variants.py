@@ -3,31 +3,48 @@ submission, to bisect what sets its kernel's time one change at a time
 before the change goes into a template.
 
   python3 verify/probes/variants.py out/l1_61_square_input_square_kernel /tmp/var base minb3
+  python3 verify/probes/variants.py out/l1_70_asymmetric_input_square_kernel /tmp/var early+span16
   python3 verify/probes/profile.py /tmp/var/*
 
 writes one folder per named variant (its cuda.py edited, its extension
-renamed, problem.py beside it). A variant whose edit finds nothing to
-replace is an error: a stale edit must not pass for a measurement.
+renamed, problem.py beside it); a name joined by + applies each edit in
+turn. A variant whose edit finds nothing to replace is an error: a stale
+edit must not pass for a measurement.
 """
 import os
 import re
 import shutil
 import sys
 
+# The wgmma step's A loads, issued after the products are waited for (as
+# emitted) or right after they are committed, so that the loads fly while
+# the tensor cores work (their registers then live beside the A parts).
+_LOAD_AFTER = "            if (s + 1 < P.steps) load_a(s + 1);\n        }\n        if (!active) continue;"
+_COMMIT = "            wgmma_commit();\n"
 
 VARIANTS = {
-    "base": lambda s: s,
-    "nominb": lambda s: edit(s, [("__launch_bounds__(128, 1)", "__launch_bounds__(128)")]),
-    "minb2": lambda s: edit(s, [("__launch_bounds__(128, 1)", "__launch_bounds__(128, 2)")]),
-    "minb3": lambda s: edit(s, [("__launch_bounds__(128, 1)", "__launch_bounds__(128, 3)")]),
-    "wide": lambda s: edit(s, [("typedef int idx_t;", "typedef long long idx_t;")]),
+    "base": [],
+    "nominb": [("__launch_bounds__(128, 1)", "__launch_bounds__(128)")],
+    "minb2": [("__launch_bounds__(128, 1)", "__launch_bounds__(128, 2)")],
+    "minb3": [("__launch_bounds__(128, 1)", "__launch_bounds__(128, 3)")],
+    "wide": [("typedef int idx_t;", "typedef long long idx_t;")],
+    "early": [
+        (_LOAD_AFTER, "#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)\n" + _LOAD_AFTER.replace("\n        }", "\n#endif\n        }", 1)),
+        (_COMMIT, _COMMIT + "            if (s + 1 < P.steps) load_a(s + 1);\n"),
+    ],
+    # kw_in_n's epilogue without its global stores (wrong output: the time alone).
+    "noepi": [("for (int i = tid; i < kOutRows * kCoT; i += 128) {", "for (int i = tid; i < 0; i += 128) {")],
+    "span16": [("static constexpr int kSpan = 4;", "static constexpr int kSpan = 16;")],
+    # #70's tap offsets computed, not read from constant memory (#70 only).
+    "tap70": [("const idx_t off = live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;",
+               "const idx_t off = live ? ch - (idx_t)((tap / 3) * 480000 + (tap % 3) * 4800 + 96) : 0;")],
 }
 
 
 def edit(src, edits):
     for old, new in edits:
-        if old not in src:
-            raise SystemExit(f"variants: {old!r} not found")
+        if src.count(old) != 1:
+            raise SystemExit(f"variants: {old!r} found {src.count(old)} times, not once")
         src = src.replace(old, new)
     return src
 
@@ -40,12 +57,15 @@ def main():
         src = f.read()
     tag = os.path.basename(os.path.normpath(folder))
     for name in names:
-        if name not in VARIANTS:
-            raise SystemExit(f"variants: no variant {name!r} (have {', '.join(VARIANTS)})")
+        text = src
+        for part in name.split("+"):
+            if part not in VARIANTS:
+                raise SystemExit(f"variants: no variant {part!r} (have {', '.join(VARIANTS)})")
+            text = edit(text, VARIANTS[part])
         out = os.path.join(root, f"{tag}.{name}")
         os.makedirs(out, exist_ok=True)
-        text = VARIANTS[name](src)
-        text = re.sub(r'name="([^"]+)"', lambda m: f'name="{m.group(1)}_{name}"', text, count=1)
+        suffix = name.replace("+", "_")
+        text = re.sub(r'name="([^"]+)"', lambda m: f'name="{m.group(1)}_{suffix}"', text, count=1)
         with open(os.path.join(out, "cuda.py"), "w") as f:
             f.write(text)
         shutil.copy(os.path.join(folder, "problem.py"), out)
