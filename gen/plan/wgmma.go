@@ -27,10 +27,13 @@ type WGMMA struct {
 	Lo   [3]int // border before the input per dimension
 	X    [3]int // re-laid input's extent per dimension
 	XLen int    // re-laid input elements
-	// The input re-layout turns tiles of 32 positions along W by 32
-	// channels, RelayoutWTiles x RelayoutCTiles per bordered row, one
-	// block of 256 threads each: RelayoutBlocks in all.
-	RelayoutWTiles, RelayoutCTiles, RelayoutBlocks int
+	// The input re-layout: a block of RelayoutBlockThreads writes
+	// RelayoutPos consecutive positions of one (batch, group, X[0], X[1])
+	// bordered row, all CinP channels of each: one contiguous run of
+	// RelayoutPos*CinP floats of the re-laid input. A row is
+	// RelayoutChunks such runs (the last one shorter where they do not
+	// divide X[2]), RelayoutBlocks blocks in all.
+	RelayoutPos, RelayoutChunks, RelayoutBlocks int
 	// Per phase (in Plan.Phases order): its GEMM taps (all its taps, or
 	// with KWInN its (d, h) taps), its StepK-deep steps over GemmTaps *
 	// CinP (the last one padded with zeros; none for a phase without taps,
@@ -73,7 +76,11 @@ const (
 	wgmmaMaxN   = 64 // columns per block: more would not leave registers for two slabs
 	wgmmaStages = 4
 
-	relayoutTile = 32 // the input re-layout's tile: 32 positions by 32 channels, one bank each
+	// relayoutStageFloats: the input re-layout stages a block's positions
+	// in shared memory, CinP+1 floats each, within this many floats (24
+	// KiB): eight blocks of 256 threads, the 2048 threads an SM holds,
+	// then fit an H200's 228 KiB.
+	relayoutStageFloats = 6144
 )
 
 // chooseWGMMATile fills a wgmma tile: NP covers a group's output channels
@@ -140,8 +147,11 @@ func (p *Plan) planWGMMA() {
 		w.X[i] = w.Lo[i] + max(c.In[i], hi[i])
 		w.XLen *= w.X[i]
 	}
-	w.RelayoutWTiles, w.RelayoutCTiles = ceilDiv(w.X[2], relayoutTile), ceilDiv(w.CinP, relayoutTile)
-	w.RelayoutBlocks = w.XLen / (w.X[2] * w.CinP) * w.RelayoutWTiles * w.RelayoutCTiles
+	// A whole row a block where it fits, else the fewest chunks that do,
+	// of even length.
+	w.RelayoutChunks = ceilDiv(w.X[2], max(1, relayoutStageFloats/(w.CinP+1)))
+	w.RelayoutPos = ceilDiv(w.X[2], w.RelayoutChunks)
+	w.RelayoutBlocks = w.XLen / (w.X[2] * w.CinP) * w.RelayoutChunks
 	w.Tiles = 1 // with no taps at all, one block that skips every phase
 	w.OutRows = t.BM
 	perTap := 1

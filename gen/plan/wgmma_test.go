@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"convtgen/gen/plan"
@@ -26,7 +27,7 @@ func TestWGMMALayout(t *testing.T) {
 	}{
 		{config{batch: 8, cin: 48, cout: 48, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{64, 64, 64}, s: one, d: one, precision: "3xtf32", tile: "{wgmma: true}"},
 			plan.WGMMA{CinP: 48, Lo: [3]int{2, 2, 2}, X: [3]int{68, 68, 68}, XLen: 8 * 48 * 68 * 68 * 68, GemmTaps: []int{27}, Steps: []int{41}, StepStart: []int{0}, Rows: []int{8 * 66 * 66 * 66}, Line: []int{66}, TotalSteps: 41, OutRows: 128, Tiles: (8*66*66*66 + 127) / 128, NTiles: 1,
-				RelayoutWTiles: 3, RelayoutCTiles: 2, RelayoutBlocks: 8 * 68 * 68 * 3 * 2, Stage: 2 * 32 * 48, ImageLen: 41 * 2 * 32 * 48, SumsPerThread: 24},
+				RelayoutPos: 68, RelayoutChunks: 1, RelayoutBlocks: 8 * 68 * 68, Stage: 2 * 32 * 48, ImageLen: 41 * 2 * 32 * 48, SumsPerThread: 24},
 			// Tap (0,0,0) reads the output's own position; (2,2,2) two back in each dimension.
 			0, -((2*68+2)*68 + 2) * 48,
 			plan.Tile{WGMMA: true, BM: 128, BN: 48, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1},
@@ -36,7 +37,7 @@ func TestWGMMALayout(t *testing.T) {
 			// Out: (5+2-6, 6+2, 7-2) = (1, 8, 5). Lo: max(0, (k-1)*d - p) = (0, 2, 0);
 			// X: Lo + max(in, out + p) = (5, 8+2, 7) with D: max(5, 1+3) = 5.
 			plan.WGMMA{CinP: 8, Lo: [3]int{0, 2, 0}, X: [3]int{5, 10, 7}, XLen: 2 * 2 * 8 * 5 * 10 * 7, GemmTaps: []int{6}, Steps: []int{2}, StepStart: []int{0}, Rows: []int{2 * 1 * 8 * 5}, Line: []int{5}, TotalSteps: 2, OutRows: 64, Tiles: 2, NTiles: 1,
-				RelayoutWTiles: 1, RelayoutCTiles: 1, RelayoutBlocks: 2 * 2 * 5 * 10, Stage: 2 * 32 * 40, ImageLen: 2 * 1 * 2 * 2 * 32 * 40, SumsPerThread: 20},
+				RelayoutPos: 7, RelayoutChunks: 1, RelayoutBlocks: 2 * 2 * 5 * 10, Stage: 2 * 32 * 40, ImageLen: 2 * 1 * 2 * 2 * 32 * 40, SumsPerThread: 20},
 			// Tap (0,0,0) reads o + p = (3, 0, 1) on; tap (2,1,0) (3-2, 0-2, 1).
 			((3*10+0)*7 + 1) * 8, ((1*10-2)*7 + 1) * 8,
 			plan.Tile{WGMMA: true, BM: 64, BN: 40, BK: 32, Slabs: 1, Span: 2, Stages: 4, MinBlocks: 1},
@@ -57,7 +58,7 @@ func TestWGMMALayout(t *testing.T) {
 				// channels of 5 x 7 x 9 outputs, where a residue is not odd
 				// in every dimension.
 				Fill: true, FillChunk: 8 * 5 * 7 * 9, Tapless: []bool{true, true, true, true, true, true, true, false}, Tiles: 1,
-				RelayoutWTiles: 1, RelayoutCTiles: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 7 * 2 * 32 * 8, SumsPerThread: 4},
+				RelayoutPos: 6, RelayoutChunks: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 7 * 2 * 32 * 8, SumsPerThread: 4},
 			// Tap (0,0,0) reads q + 1 per dimension, tap (2,2,2) q - 1.
 			((1*5+1)*6 + 1) * 8, -((1*5+1)*6 + 1) * 8,
 			plan.Tile{WGMMA: true, BM: 128, BN: 8, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1},
@@ -72,7 +73,7 @@ func TestWGMMALayout(t *testing.T) {
 			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true}"},
 			plan.WGMMA{CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
 				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, CoutTile: 24, WSpan: 4, OutRows: 124, ChannelLanes: 1, Tiles: 2, NTiles: 1,
-				RelayoutWTiles: 1, RelayoutCTiles: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
+				RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
 			// Tap (0,0,0) reads W position q + 1; tap (2,2,2) (-2, -2, -3).
 			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
 			plan.Tile{WGMMA: true, BM: 128, BN: 72, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true},
@@ -83,7 +84,7 @@ func TestWGMMALayout(t *testing.T) {
 			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true, slabs: 1, prefetch_a: true}"},
 			plan.WGMMA{CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
 				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, CoutTile: 24, WSpan: 4, OutRows: 60, ChannelLanes: 2, Tiles: 4, NTiles: 1,
-				RelayoutWTiles: 1, RelayoutCTiles: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
+				RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
 			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
 			plan.Tile{WGMMA: true, BM: 64, BN: 72, BK: 32, Slabs: 1, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true, PrefetchA: true},
 			[3]int{4, 1, 1}, 3},
@@ -128,5 +129,59 @@ func TestWGMMAColumnTiles(t *testing.T) {
 		if p.Tile.BN != c.bn || p.WGMMA.NTiles != c.tiles || p.Tile.Stages != c.stages || p.Tile.BN*p.WGMMA.NTiles < c.cout {
 			t.Errorf("%d channels: bn %d in %d tiles, %d stages; want bn %d in %d tiles, %d stages", c.cout, p.Tile.BN, p.WGMMA.NTiles, p.Tile.Stages, c.bn, c.tiles, c.stages)
 		}
+	}
+}
+
+// TestWGMMARelayoutChunks: the input re-layout gives a block a whole
+// bordered row where its positions fit 6144 floats of shared memory at
+// CinP+1 floats each, else the fewest even chunks that fit, covering the
+// row exactly (the last chunk shorter by less than one position a chunk).
+func TestWGMMARelayoutChunks(t *testing.T) {
+	for _, c := range []struct {
+		batch, cin, groups int
+		k, in              [3]int
+		x, pos, chunks     int // X[2], positions a block, blocks a row
+	}{
+		// #70: 96 + a border of 2, 100 positions of 48 channels (4900 floats).
+		{8, 48, 1, [3]int{3, 3, 3}, [3]int{96, 96, 96}, 100, 100, 1},
+		// 125 positions of 48 channels fit (6125 floats), 126 do not.
+		{1, 48, 1, [3]int{1, 1, 1}, [3]int{1, 2, 125}, 125, 125, 1},
+		{1, 48, 1, [3]int{1, 1, 1}, [3]int{1, 2, 126}, 126, 63, 2},
+		// 301 + a border of 2 and 2 more outputs than inputs: 305 in chunks of 102, 102 and 101.
+		{2, 96, 2, [3]int{1, 2, 3}, [3]int{2, 3, 301}, 305, 102, 3},
+		// 8 channels (9 floats a position): 682 positions a block at most.
+		{1, 8, 1, [3]int{1, 1, 1}, [3]int{1, 1, 2000}, 2000, 667, 3},
+	} {
+		conf := config{batch: c.batch, cin: c.cin, cout: 8 * c.groups, groups: c.groups, k: c.k, in: c.in, s: [3]int{1, 1, 1}, d: [3]int{1, 1, 1},
+			precision: "3xtf32", tile: "{wgmma: true}"}
+		p, err := plan.New(conf.parse(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := p.WGMMA
+		rows := c.batch * c.groups * w.X[0] * w.X[1]
+		if w.X[2] != c.x || w.RelayoutPos != c.pos || w.RelayoutChunks != c.chunks || w.RelayoutBlocks != rows*c.chunks {
+			t.Errorf("%+v: X[2] %d, %d positions a block, %d blocks a row, %d blocks; want %d, %d, %d, %d",
+				c, w.X[2], w.RelayoutPos, w.RelayoutChunks, w.RelayoutBlocks, c.x, c.pos, c.chunks, rows*c.chunks)
+		}
+		if w.RelayoutPos*(w.CinP+1) > 6144 || w.RelayoutChunks*w.RelayoutPos < w.X[2] || (w.RelayoutChunks-1)*w.RelayoutPos >= w.X[2] {
+			t.Errorf("%+v: %d chunks of %d positions (%d floats each) for a row of %d", c, w.RelayoutChunks, w.RelayoutPos, w.CinP+1, w.X[2])
+		}
+	}
+}
+
+// TestWGMMARelayoutChannelsOverSharedMemory: a group of more channels
+// than one position's staging fits static shared memory is an error.
+func TestWGMMARelayoutChannelsOverSharedMemory(t *testing.T) {
+	one := [3]int{1, 1, 1}
+	c := config{batch: 1, cin: 12288, cout: 8, groups: 1, k: one, in: one, s: one, d: one, precision: "3xtf32", tile: "{wgmma: true}"}
+	_, err := plan.New(c.parse(t))
+	want := "gives 12288 channels a group, padded to 12288: the input re-layout would stage 49156 bytes of shared memory for one position; sm_80 allows 49152 of static shared memory (got 12288)"
+	if err == nil || !strings.HasSuffix(err.Error(), "problem.in_channels: "+want) {
+		t.Errorf("error:\n%v\nwant one at problem.in_channels ending\n%s", err, want)
+	}
+	c.cin = 12280
+	if _, err := plan.New(c.parse(t)); err != nil {
+		t.Errorf("12280 channels: %v", err)
 	}
 }

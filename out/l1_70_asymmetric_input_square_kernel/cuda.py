@@ -53,7 +53,7 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 static constexpr int kCinP = 48;
 static constexpr int kLoD = 2, kLoH = 2, kLoW = 2;
 static constexpr int kXD = 100, kXH = 100, kXW = 100;
-static constexpr int kWTiles = 4, kCTiles = 2;  // the re-layout's 32 x 32 tiles per row
+static constexpr int kRelayoutPos = 100, kRelayoutChunks = 1;  // the re-layout's positions a block, blocks a row
 // The GEMM of a phase: its outputs by a group's output channels, reduced
 // over (tap, channel) pairs in steps of 32. A block is one warpgroup (4
 // warps) computing kSlabs slabs of 64 rows of one phase by kNP columns.
@@ -190,42 +190,58 @@ extern "C" __global__ void l1_70_asymmetric_input_square_kernel_repack_weight(co
     img[i] = __uint_as_float(part == 0 ? hi : lo);
 }
 
-// The input re-laid: a block per tile of 32 bordered positions along W by
-// 32 channels of one (batch, group, xd, xh) row. It reads the tile one
-// channel at a time along W (coalesced), turns it in shared memory, and
-// writes it one position at a time (its channels contiguous): coalesced
-// both ways. Reading along W and writing 16 bytes a thread from registers
-// left the writes 192 bytes apart, at 40% of the bandwidth.
-extern "C" __global__ void __launch_bounds__(256) l1_70_asymmetric_input_square_kernel_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
+// The input re-laid: a block writes kRelayoutPos consecutive positions of
+// one (batch, group, xd, xh) bordered row, one contiguous run of xr that
+// consecutive threads store float by float. It first reads each channel's
+// positions along W (contiguous in x: coalesced) into shared memory as
+// [position][kCinP + 1]; the odd stride spreads a warp's 32 consecutive
+// positions (the stores) and its 32 consecutive floats (the loads) over the
+// 32 banks, two ways at most where the warp crosses a channel or a
+// position. A thread's loads go out kRelayoutBatch at a time, in flight
+// together before the stores to shared memory wait on them. Rows wholly in
+// the border read nothing. Tiles of 32 positions by 32 channels wrote
+// 128-byte runs 4*kCinP bytes apart and, at kCinP = 48, left half of the
+// second channel tile's threads idle.
+static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
+extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_70_asymmetric_input_square_kernel_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
 {
-    __shared__ float tile[32][33];  // [channel][position]; 33: the turned reads hit 32 banks
-    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    __shared__ float stage[kRelayoutPos * (kCinP + 1)];
     idx_t rest = blockIdx.x;
-    const int wt = (int)(rest % kWTiles);
-    rest /= kWTiles;
-    const int ct = (int)(rest % kCTiles);
-    rest /= kCTiles;
+    const int xw0 = (int)(rest % kRelayoutChunks) * kRelayoutPos;
+    rest /= kRelayoutChunks;
     const int xh = (int)(rest % kXH);
     rest /= kXH;
     const int xd = (int)(rest % kXD);
     rest /= kXD;
     const int grp = (int)(rest % kGroups), n = (int)(rest / kGroups);
-    const int id = xd - kLoD, ih = xh - kLoH, iw = wt * 32 + tx - kLoW;
-    const bool inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
-    #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        const int ch = ct * 32 + ty + 8 * r;
-        float v = 0.0f;
-        if (inside && ch < kCinG) v = x[(((idx_t)n * kCin + grp * kCinG + ch) * kInD + id) * kInHW + ih * kInW + iw];
-        tile[ty + 8 * r][tx] = v;
+    const int len = min(kRelayoutPos, kXW - xw0) * kCinP;  // floats the block writes (a row's last chunk may be short)
+    float* const out = xr + (((((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh) * kXW + xw0) * kCinP;
+    const int id = xd - kLoD, ih = xh - kLoH;
+    if ((unsigned)id >= (unsigned)kInD || (unsigned)ih >= (unsigned)kInH) {
+        #pragma unroll 4
+        for (int e = threadIdx.x; e < len; e += kRelayoutThreads) out[e] = 0.0f;
+        return;
+    }
+    // Element e = ch * kRelayoutPos + p: channel ch < kCinG of position xw0 + p.
+    const float* const in = x + (((idx_t)n * kCin + grp * kCinG) * kInD + id) * kInHW + (idx_t)ih * kInW;
+    constexpr int kReads = kCinG * kRelayoutPos;
+    for (int e0 = threadIdx.x; e0 < kReads; e0 += kRelayoutBatch * kRelayoutThreads) {
+        float v[kRelayoutBatch];
+        #pragma unroll
+        for (int j = 0; j < kRelayoutBatch; ++j) {
+            const int e = e0 + j * kRelayoutThreads, iw = xw0 + e % kRelayoutPos - kLoW;
+            v[j] = e < kReads && (unsigned)iw < (unsigned)kInW ? in[e / kRelayoutPos * (kInD * kInHW) + iw] : 0.0f;
+        }
+        #pragma unroll
+        for (int j = 0; j < kRelayoutBatch; ++j) {
+            const int e = e0 + j * kRelayoutThreads;
+            if (e < kReads) stage[e % kRelayoutPos * (kCinP + 1) + e / kRelayoutPos] = v[j];
+        }
     }
     __syncthreads();
-    const idx_t row = ((((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh) * kXW;
-    #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        const int xw = wt * 32 + ty + 8 * r, c = ct * 32 + tx;
-        if (xw < kXW && c < kCinP) xr[(row + xw) * kCinP + c] = tile[tx][ty + 8 * r];
-    }
+    #pragma unroll 4
+    for (int e = threadIdx.x; e < len; e += kRelayoutThreads)
+        out[e] = e % kCinP < kCinG ? stage[e + e / kCinP] : 0.0f;
 }// The TF32 split of A: hi the nearest TF32 value, lo the exact remainder.
 // The tensor cores read lo's top TF32 bits, so what they drop of it is
 // 2^-22 of x or less: rounding it as well would cost two instructions per
@@ -558,7 +574,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto xr = torch::empty({384000000}, x.options());
     auto y = torch::empty({8, 24, 98, 98, 98}, x.options());
     l1_70_asymmetric_input_square_kernel_repack_weight<<<252, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
-    l1_70_asymmetric_input_square_kernel_relayout_input<<<640000, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
+    l1_70_asymmetric_input_square_kernel_relayout_input<<<80000, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_70_asymmetric_input_square_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 73728);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_70_asymmetric_input_square_kernel_igemm needs 73728 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));

@@ -242,8 +242,8 @@ func emulateKernels(t *testing.T, seed int64, kernels []spec.Kernel, marker stri
 // partial, channels that are no multiple of 8 (padded in the re-laid input
 // and the weight image), groups, padding and dilation (a border on one
 // side, none on the other), several N tiles, one and two slabs, spans of
-// one and several steps, a last block of rows past the end, rows of
-// several re-layout tiles, strides, and inputs loaded a step ahead.
+// one and several steps, a last block of rows past the end, re-layout
+// rows in several chunks, strides, and inputs loaded a step ahead.
 func TestWGMMAKernelMatchesReference(t *testing.T) {
 	r, err := gen.NewRenderer()
 	if err != nil {
@@ -266,9 +266,11 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 4, In: [3]int{4, 5, 6}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
 			Padding: [3]int{2, 1, 2}, Dilation: [3]int{1, 1, 1}, Groups: 1},
 			spec.Tile{WGMMA: true, Slabs: 1}},
-		// More than one of the input re-layout's 32 x 32 tiles per row:
-		// 2 along W (36 + 2 bordered positions), 2 of channels (40).
-		{geom.Conv{Batch: 1, InChannels: 40, OutChannels: 8, In: [3]int{1, 2, 36}, Kernel: [3]int{1, 1, 3}, Stride: [3]int{1, 1, 1},
+		// A bordered row longer than the input re-layout's block: 304
+		// positions (2 of border before the input's 300, 2 after) of 38
+		// channels padded to 40 (41 floats a position staged), in chunks
+		// of 102, 102 and 100; whole border rows along H.
+		{geom.Conv{Batch: 1, InChannels: 38, OutChannels: 8, In: [3]int{1, 2, 300}, Kernel: [3]int{1, 2, 3}, Stride: [3]int{1, 1, 1},
 			Dilation: [3]int{1, 1, 1}, Groups: 1},
 			spec.Tile{WGMMA: true, Slabs: 1}},
 		// Strides: #73's geometry (phases of 1, 2, 4 and 8 taps), #77's
