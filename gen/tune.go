@@ -256,12 +256,10 @@ func cudaCandidates(l Loaded) []Candidate {
 // wgmmaKernels are the wgmma tiles tried: the default, one slab, and
 // shorter and longer tensor-core sums; then the kernel's W taps as
 // columns with two slabs and one (at stride_w 1 only: elsewhere the plan
-// refuses them); then the default and W taps as columns with the inputs
-// loaded a step ahead.
+// refuses them).
 func wgmmaKernels() []spec.Kernel {
 	var out []spec.Kernel
-	for _, t := range []spec.Tile{{}, {Slabs: 1}, {Span: 2}, {Span: 8}, {KWInN: true}, {KWInN: true, Slabs: 1},
-		{PrefetchA: true}, {KWInN: true, PrefetchA: true}} {
+	for _, t := range []spec.Tile{{}, {Slabs: 1}, {Span: 2}, {Span: 8}, {KWInN: true}, {KWInN: true, Slabs: 1}} {
 		t.WGMMA = true
 		out = append(out, spec.Kernel{Precision: "3xtf32", Tile: t})
 	}

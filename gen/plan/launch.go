@@ -19,9 +19,13 @@ type Launch struct {
 	Relayout       string
 	RelaidLen      int
 	RelayoutBlocks int
-	Grid           [3]int
-	Threads        int
-	SmemBytes      int
+	// Fill, when set, is the bias fill kernel's name, launched after the
+	// re-layout as FillBlocks blocks of FillBlockThreads with (bias, y).
+	Fill       string
+	FillBlocks int
+	Grid       [3]int
+	Threads    int
+	SmemBytes  int
 	// DynamicSmem: the main kernel's dynamic shared memory in bytes (0:
 	// static), opted in to before it is launched with it.
 	DynamicSmem int
@@ -45,6 +49,8 @@ func (p *Plan) Launch(file string) Launch {
 		Relayout:       p.Names.Relayout,
 		RelaidLen:      p.WGMMA.XLen,
 		RelayoutBlocks: p.WGMMA.RelayoutBlocks,
+		Fill:           p.Names.Fill,
+		FillBlocks:     p.WGMMA.FillBlocks,
 		Grid:           p.Grid,
 		Threads:        p.Threads,
 		SmemBytes:      p.SmemBytes,
@@ -58,9 +64,13 @@ func (p *Plan) Launch(file string) Launch {
 	}
 }
 
-// RelayoutBlockThreads is the input re-layout's block size (the host
-// wrapper's launch in templates/cuda_wgmma.tmpl).
-const RelayoutBlockThreads = 256
+// RelayoutBlockThreads and FillBlockThreads are the input re-layout's
+// and the bias fill's block sizes (the host wrapper's launches in
+// templates/cuda_wgmma.tmpl).
+const (
+	RelayoutBlockThreads = 256
+	FillBlockThreads     = 256
+)
 
 // RepackLen is the number of elements the weight re-layout writes: the
 // weight image of a wgmma tile, else the weight in its new order.

@@ -57,6 +57,7 @@ type Names struct {
 	Kernel    string // main implicit-GEMM kernel
 	Repack    string // weight re-layout kernel
 	Relayout  string // input re-layout kernel (wgmma tiles; else empty)
+	Fill      string // bias fill of a wgmma tile with tap-less phases (else empty)
 }
 
 // Tile is the implicit-GEMM tiling: a block computes BM output positions
@@ -104,9 +105,6 @@ type Tile struct {
 	// output channels by kernel_w taps make BN), rows input positions
 	// along W.
 	KWInN bool
-	// PrefetchA (wgmma): the next step's inputs load before a step's
-	// products are issued, not after they are waited for.
-	PrefetchA bool
 }
 
 // Window is what a TW thread reads along W. Its outputs are ow0 + j for
@@ -135,7 +133,7 @@ type Window struct {
 // ones of its precision.
 func (t Tile) Spec() spec.Tile {
 	if t.WGMMA {
-		return spec.Tile{MinBlocks: t.MinBlocks, WGMMA: true, Slabs: t.Slabs, Span: t.Span, KWInN: t.KWInN, PrefetchA: t.PrefetchA}
+		return spec.Tile{MinBlocks: t.MinBlocks, WGMMA: true, Slabs: t.Slabs, Span: t.Span, KWInN: t.KWInN}
 	}
 	if t.Direct && t.TW > 0 {
 		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, MinBlocks: t.MinBlocks, Direct: true, TW: t.TW}
@@ -285,6 +283,9 @@ func New(s *spec.Spec) (*Plan, error) {
 		p.Index = indexType(c.OutputLen(), p.WGMMA.XLen, p.WGMMA.ImageLen)
 		p.Names = names(s.Name)
 		p.Names.Relayout = s.Name + "_relayout_input"
+		if p.WGMMA.Fill {
+			p.Names.Fill = s.Name + "_fill_bias"
+		}
 		return p, nil
 	case s.Kernel.Tile.Direct:
 		p.Tile = chooseDirectTile(s.Kernel.Tile, p.CinG, p.CoutG)

@@ -52,15 +52,16 @@ type WGMMA struct {
 	// TapOffsets: per entry of Plan.Taps, where it reads in the re-laid
 	// input relative to the output's own position there.
 	TapOffsets []int
-	// Fill: some phase has no taps. Its outputs are the bias, and each
-	// block of the GEMM writes those among FillChunk consecutive outputs
-	// (coalesced) before its rows: scattered single stores of #77's seven
-	// tap-less phases took 0.6 ms, and a fill kernel of its own, before
-	// the GEMM, 0.12 of its 0.53. Tapless: per output residue
-	// ((r_d*stride_h + r_h)*stride_w + r_w), no tap reaches it.
+	// Fill: some phase has no taps. Its outputs are the bias, and a fill
+	// kernel writes the bias over the whole output first, FillBlocks
+	// blocks of 1024 outputs (256 threads, 4 coalesced stores each),
+	// before the GEMM overwrites what taps reach: scattered single stores
+	// of #77's seven tap-less phases took 0.6 ms, the fill 0.12. Writing
+	// it from the GEMM's blocks instead, the tap-less outputs of a chunk
+	// each, took #77's GEMM from 0.37 to 0.64 ms: decoding each output's
+	// phase cost more than the overlap won.
 	Fill          bool
-	FillChunk     int
-	Tapless       []bool
+	FillBlocks    int
 	Tiles         int // blocks of OutRows over the largest phase with taps: the grid's x
 	NTiles        int // N tiles over a group's output channels
 	Stage         int // floats of one step's weight image (hi and lo parts)
@@ -81,6 +82,8 @@ const (
 	// KiB): eight blocks of 256 threads, the 2048 threads an SM holds,
 	// then fit an H200's 228 KiB.
 	relayoutStageFloats = 6144
+
+	fillPerBlock = 1024 // outputs per block of the bias fill
 )
 
 // chooseWGMMATile fills a wgmma tile: NP covers a group's output channels
@@ -88,9 +91,10 @@ const (
 // instruction's granularity); two slabs, sums of four steps, and as many
 // stages (up to 4, as the probes ran) as fit 96 KiB of shared memory. With
 // KWInN a column is a (kw, channel) pair: as many channels a tile as keep
-// it within 72 columns (96 with one slab: the registers of one slab's sums).
+// it within 72 columns (112 with one slab: the probe's #58 shape, one
+// slab of 16 channels by 7 taps, ran 6% faster than two tiles of 8).
 func chooseWGMMATile(t spec.Tile, coutG, kw int) Tile {
-	r := Tile{WGMMA: true, Slabs: t.Slabs, Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN, PrefetchA: t.PrefetchA}
+	r := Tile{WGMMA: true, Slabs: t.Slabs, Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN}
 	if r.MinBlocks == 0 {
 		// Left to choose, ptxas (CUDA 11.8, sm_80) capped #70's kernel at
 		// 128 registers and spilled; two slabs' sums and A parts need ~200.
@@ -114,7 +118,7 @@ func chooseWGMMATile(t spec.Tile, coutG, kw int) Tile {
 }
 
 // kwInNMaxN: the most columns a KWInN tile takes, by slabs.
-var kwInNMaxN = [3]int{1: 96, 2: 72}
+var kwInNMaxN = [3]int{1: 112, 2: 72}
 
 // kwInNTiles splits a group's output channels into the fewest N tiles of
 // a KWInN tile, evenly: tiles, and channels a tile.
@@ -178,14 +182,7 @@ func (p *Plan) planWGMMA() {
 		}
 	}
 	if w.Fill {
-		w.FillChunk = ceilDiv(c.OutputLen(), w.Tiles*w.NTiles*c.Groups)
-		w.Tapless = make([]bool, c.Stride[0]*c.Stride[1]*c.Stride[2])
-		for i := range w.Tapless {
-			w.Tapless[i] = true // residues past the output have no phase, and no outputs
-		}
-		for _, ph := range p.Phases {
-			w.Tapless[(ph.R[0]*c.Stride[1]+ph.R[1])*c.Stride[2]+ph.R[2]] = ph.TapCount == 0
-		}
+		w.FillBlocks = ceilDiv(c.OutputLen(), fillPerBlock)
 	}
 	for _, tp := range p.Taps {
 		w.TapOffsets = append(w.TapOffsets, ((tp.Off[0]*w.X[1]+tp.Off[1])*w.X[2]+tp.Off[2])*w.CinP)

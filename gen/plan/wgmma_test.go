@@ -53,11 +53,10 @@ func TestWGMMALayout(t *testing.T) {
 				// Phases (rd, rh, rw) in order; Q is in+1 at r = 0, in at r = 1.
 				Rows: []int{3 * 4 * 5, 3 * 4 * 4, 3 * 3 * 5, 3 * 3 * 4, 2 * 4 * 5, 2 * 4 * 4, 2 * 3 * 5, 2 * 3 * 4}, Line: []int{5, 4, 5, 4, 5, 4, 5, 4},
 				TotalSteps: 7, OutRows: 128, NTiles: 1,
-				// The grid covers phase (1,1,1), 2*3*4 rows: one tile, which
-				// also writes the tap-less phases' outputs (the bias): all 8
-				// channels of 5 x 7 x 9 outputs, where a residue is not odd
-				// in every dimension.
-				Fill: true, FillChunk: 8 * 5 * 7 * 9, Tapless: []bool{true, true, true, true, true, true, true, false}, Tiles: 1,
+				// The tap-less phases' outputs (the bias) come from the fill:
+				// 8 channels of 5 x 7 x 9 outputs, 3 blocks of 1024. The grid
+				// covers phase (1,1,1), 2*3*4 rows: one tile.
+				Fill: true, FillBlocks: 3, Tiles: 1,
 				RelayoutPos: 6, RelayoutChunks: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 7 * 2 * 32 * 8, SumsPerThread: 4},
 			// Tap (0,0,0) reads q + 1 per dimension, tap (2,2,2) q - 1.
 			((1*5+1)*6 + 1) * 8, -((1*5+1)*6 + 1) * 8,
@@ -79,14 +78,14 @@ func TestWGMMALayout(t *testing.T) {
 			plan.Tile{WGMMA: true, BM: 128, BN: 72, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true},
 			[3]int{2, 1, 1}, 2},
 		// The same with one slab: a block writes 64 - 4 rows' outputs, two
-		// threads a row on the way out; the input loads run a step ahead.
+		// threads a row on the way out.
 		{config{batch: 1, cin: 8, cout: 24, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 5}, s: one, p: [3]int{0, 0, 1}, d: [3]int{1, 1, 2},
-			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true, slabs: 1, prefetch_a: true}"},
+			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true, slabs: 1}"},
 			plan.WGMMA{CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
 				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, CoutTile: 24, WSpan: 4, OutRows: 60, ChannelLanes: 2, Tiles: 4, NTiles: 1,
 				RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
 			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
-			plan.Tile{WGMMA: true, BM: 64, BN: 72, BK: 32, Slabs: 1, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true, PrefetchA: true},
+			plan.Tile{WGMMA: true, BM: 64, BN: 72, BK: 32, Slabs: 1, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true},
 			[3]int{4, 1, 1}, 3},
 	} {
 		p, err := plan.New(c.conf.parse(t))

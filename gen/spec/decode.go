@@ -350,7 +350,6 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 				"slabs":      func(n *yaml.Node, f string) { k.Tile.Slabs, _ = d.int(n, f) },
 				"span":       func(n *yaml.Node, f string) { k.Tile.Span, _ = d.int(n, f) },
 				"kw_in_n":    func(n *yaml.Node, f string) { k.Tile.KWInN, _ = d.bool(n, f) },
-				"prefetch_a": func(n *yaml.Node, f string) { k.Tile.PrefetchA, _ = d.bool(n, f) },
 			})
 		},
 		"triton": func(n *yaml.Node, f string) {

@@ -206,7 +206,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key in a param", []edit{{"{name: groups, type: int, default: 1}", "{name: groups, type: int, defualt: 1}"}},
 			[]string{"base.yaml:24:33: reference.params[6].defualt: unknown key; known: default, name, type"}},
 		{"unknown key in tile", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {bm: 64, bz: 2}"}},
-			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, cp_async, direct, kw_in_n, min_blocks, prefetch_a, presplit, slabs, span, tm, tn, tw, wgmma, wm, wn"}},
+			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, cp_async, direct, kw_in_n, min_blocks, presplit, slabs, span, tm, tn, tw, wgmma, wm, wn"}},
 		// BUG (decode.go, fields): an empty key is reported with the
 		// field name of its mapping only ("problem." here, "" at the top).
 		{"empty key", []edit{{"  groups: 4\n", "  groups: 4\n  \"\": 1\n"}},
@@ -429,8 +429,6 @@ func TestParseErrors(t *testing.T) {
 				"base.yaml:39:19: kernel.tile.kw_in_n: moves the kernel's W taps into a wgmma GEMM's columns: only with wgmma: true (got true)",
 				"base.yaml:39:19: kernel.tile.kw_in_n: needs stride_w 1, where every output has all kernel_w taps (stride is [2, 2, 2]) (got true)",
 			}},
-		{"prefetch_a without wgmma", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {prefetch_a: true}"}},
-			[]string{"base.yaml:39:22: kernel.tile.prefetch_a: orders a wgmma kernel's input loads: only with wgmma: true (got true)"}},
 		{"triton split_weight in fp32", []edit{{"  precision: fp32", "  precision: 3xtf32\n  triton: {precision: fp32, split_weight: true}"}},
 			[]string{"base.yaml:39:43: kernel.triton.split_weight: splits operands into TF32 parts: only with precision 3xtf32 (the Triton precision is fp32) (got true)"}},
 		{"triton fold_w without fuse_w", []edit{{"  precision: fp32", "  precision: fp32\n  triton: {fold_w: 2}"}},

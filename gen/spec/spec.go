@@ -206,13 +206,8 @@ type Tile struct {
 	// input channels, and rows are input positions along W. An output
 	// then adds kernel_w columns of neighbouring rows, in shared memory.
 	// Few output channels make narrow tensor-core products; this widens
-	// them (#70: 8.7 -> 7.3 ms).
+	// them (#70: 8.7 -> 5.9 ms, #61 3.7 -> 3.4, kernel-only).
 	KWInN bool
-	// PrefetchA (wgmma): a step's loads of the next step's inputs are
-	// issued before its products, not after they are waited for, so they
-	// fly while the tensor cores work; the loaded values then live beside
-	// the step's A parts (16 more registers a slab).
-	PrefetchA bool
 }
 
 // Value is a Python literal as the reference model sees it: an int, a bool
@@ -259,9 +254,6 @@ func (t Tile) String() string {
 	}
 	if t.KWInN {
 		f = append(f, "kw_in_n: true")
-	}
-	if t.PrefetchA {
-		f = append(f, "prefetch_a: true")
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }

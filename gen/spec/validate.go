@@ -356,9 +356,6 @@ func (d *decoder) validateKernel(k *Kernel) {
 	if !t.WGMMA && t.KWInN {
 		d.failAt("kernel.tile.kw_in_n", "true", "moves the kernel's W taps into a wgmma GEMM's columns: only with wgmma: true")
 	}
-	if !t.WGMMA && t.PrefetchA {
-		d.failAt("kernel.tile.prefetch_a", "true", "orders a wgmma kernel's input loads: only with wgmma: true")
-	}
 	// A direct thread's rows need not fill float4 reads: 1 and 2 as well.
 	tmOK := t.TM == 0 || t.TM == 4 || t.TM == 8 || t.Direct && (t.TM == 1 || t.TM == 2)
 	d.sizes("kernel.tile.", tileRule, []sizeCheck{

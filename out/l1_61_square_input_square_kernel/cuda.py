@@ -11,8 +11,12 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-A block is one warpgroup (4 warps) computing 128 output positions of each
-phase in turn by 48 output channels. The input is re-laid channels last
+The kernel's W taps are GEMM columns too: N = kernel_w x 24 output
+channels, K = the (d, h) taps x input channels, and a row is an input
+position along W; output q of a line adds the sums of column kw of row
+q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
+(4 warps) computing 128 rows of each phase in turn by 72 columns and
+writing the outputs of its first 126. The input is re-laid channels last
 inside a zero border, so each thread loads its tensor-core fragments
 straight from global memory (no bounds checks, 16 bytes at a time); the
 weight is re-laid as the TF32 parts in the tensor cores' shared-memory
@@ -53,19 +57,24 @@ static constexpr int kRelayoutPos = 68, kRelayoutChunks = 1;  // the re-layout's
 // The GEMM of a phase: its outputs by a group's output channels, reduced
 // over (tap, channel) pairs in steps of 32. A block is one warpgroup (4
 // warps) computing kSlabs slabs of 64 rows of one phase by kNP columns.
-static constexpr int kTotalSteps = 41, kNTiles = 1;
-static constexpr int kNP = 48, kNCM = kNP / 8, kND = 24;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kTotalSteps = 14, kNTiles = 2;
+static constexpr int kNP = 72, kNCM = kNP / 8, kND = 36;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 2, kRows = 128;
 static constexpr int kSpan = 4;  // steps per tensor-core sum
 static constexpr int kStages = 4;  // weight-image steps in shared memory
-static constexpr bool kKWInN = false;
-static constexpr int kKW = 1, kDilW = 1, kCoT = kNP;  // a column is an output channel
-static constexpr int kOutRows = 128;
+// The kernel's W taps are columns: column kw*kCoT + c is tap kw of output
+// channel c of the tile; a GEMM row is an input position along W, and
+// output q adds column kw of row q + (kKW-1-kw)*kDilW. A block computes
+// kRows rows and writes the outputs of its first kOutRows.
+static constexpr bool kKWInN = true;
+static constexpr int kKW = 3, kDilW = 1, kCoT = 24;
+static constexpr int kChannelLanes = 1;  // threads per output row on the way out
+static constexpr int kOutRows = 126;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4
 // reduction elements).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
-static constexpr idx_t kImageLen = 125952;
+static constexpr idx_t kImageLen = 129024;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 // Phase outputs o = r + stride*q; a phase without taps has no steps (its
@@ -85,7 +94,7 @@ static constexpr int kNumPhases = 1;
 // GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (with kw taps
 // as columns, its (d, h) taps with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 66, 66, 66, 2299968, 66, 41, 0, 0, 27 },
+    { 0, 0, 0, 66, 66, 66, 2369664, 68, 14, 0, 0, 9 },
 };
 __constant__ TapInfo kTapTable[27] = {
     { 0, 0 },
@@ -271,15 +280,15 @@ __device__ __forceinline__ void cp_async_wait_all()
 }
 
 // Hopper's warpgroup products (sm_90a only; never called elsewhere): the
-// m64n48k8 TF32 product with A from registers and B from shared
+// m64n72k8 TF32 product with A from registers and B from shared
 // memory by descriptor, added to d, or (add 0) replacing it: a fresh sum
 // starts without registers zeroed beforehand, which cost 5% of #61's time.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %29, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n48k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, {%24, %25, %26, %27}, %28, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %41, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n72k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35}, {%36, %37, %38, %39}, %40, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
 #endif
 }
@@ -288,7 +297,7 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, u
 __device__ __forceinline__ void wgmma_wait(float (&d)[kND])
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]) :: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]) :: "memory");
 #endif
 }
 
@@ -334,7 +343,7 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
 {
     // The weight stages; with kw taps as columns also the block's sums on
     // their way out (kRows x (kNP+1) floats), once the phase's copies are done.
-    __shared__ __align__(128) float b_stage[49152 / 4];
+    extern __shared__ __align__(128) float b_stage[];  // 73728 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores
     // share cache sectors and meet in L2, and the weight image streams
@@ -362,7 +371,7 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
 
     for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
-        if (P.steps == 0) continue;  // no taps: its outputs are the bias, written above
+        if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
         // A phase with fewer rows than this block's first runs the
         // barriers and copies of its steps (they pace the pipeline), not
         // its products; with kw taps as columns, nothing.
@@ -509,17 +518,40 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
         }
         if (!active) continue;
 
-        // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
-        // (g+8, 8cb+2t), (g+8, +1); each written once.
+        // The phase's outputs: the sums go to shared memory (once every
+        // copy into it has landed and every warp is past its last read),
+        // row by row; output q of channel c then adds column kw*kCoT + c
+        // of row q + (kKW-1-kw)*kDilW for each kw. A thread writes one
+        // row's outputs, every kChannelLanes-th channel, its position
+        // decoded once (decoding per output cost #70 a quarter of its
+        // time); neighbouring threads write neighbouring outputs along W.
+        cp_async_wait_all();
+        __syncthreads();
+        float* sums = b_stage;
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int e = 0; e < kND; ++e) {
-                const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
-                if (row_ok[sl][r] && co < kCoutG)
-                    y[yb[sl][r] + (idx_t)co * kOutDHW] = acc[sl][e];
+            for (int e = 0; e < kND; ++e)
+                sums[(sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * (kNP + 1) + 8 * (e / 4) + 2 * t + e % 2] = acc[sl][e];
+        }
+        __syncthreads();
+        const int row = tid % kOutRows, m = m_first + row;
+        if (tid < kOutRows * kChannelLanes && m < P.rows) {
+            const int n = m / q_dhw, s = m - n * q_dhw;
+            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
+            float* out = y + ((idx_t)n * kCout + grp * kCoutG + nt * kCoT) * kOutDHW
+                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (P.r_h + kStrideH * qh) * kOutW + qw;
+            // A position past the line's outputs only feeds them.
+            const int channels = qw < P.q_w ? min(kCoT, kCoutG - nt * kCoT) : 0;
+            #pragma unroll 4
+            for (int c = tid / kOutRows; c < channels; c += kChannelLanes) {
+                float sum = 0.0f;
+                #pragma unroll
+                for (int kw = 0; kw < kKW; ++kw) sum += sums[(row + (kKW - 1 - kw) * kDilW) * (kNP + 1) + kw * kCoT + c];
+                out[(idx_t)c * kOutDHW] = sum;
             }
         }
+        __syncthreads();  // the next phase's copies reuse the memory
     }
 }
 """
@@ -538,12 +570,15 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     TORCH_CHECK(weight.is_cuda() && weight.scalar_type() == torch::kFloat32 && weight.is_contiguous() &&
                 weight.sizes() == torch::IntArrayRef({48, 48, 3, 3, 3}),
                 "weight must be a contiguous float32 CUDA tensor of shape (48, 48, 3, 3, 3)");
-    auto img = torch::empty({125952}, x.options());
+    auto img = torch::empty({129024}, x.options());
     auto xr = torch::empty({120741888}, x.options());
     auto y = torch::empty({8, 48, 66, 66, 66}, x.options());
-    l1_61_square_input_square_kernel_repack_weight<<<492, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    l1_61_square_input_square_kernel_repack_weight<<<504, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     l1_61_square_input_square_kernel_relayout_input<<<36992, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
-    l1_61_square_input_square_kernel_igemm<<<dim3(17969, 1, 1), 128>>>(
+    // More than 48 KiB of shared memory needs the kernel's opt-in, once.
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_61_square_input_square_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 73728);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_61_square_input_square_kernel_igemm needs 73728 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    l1_61_square_input_square_kernel_igemm<<<dim3(18807, 2, 1), 128, 73728>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     return y;

@@ -371,7 +371,7 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
 
     for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
-        if (P.steps == 0) continue;  // no taps: its outputs are the bias, written above
+        if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
         // A phase with fewer rows than this block's first runs the
         // barriers and copies of its steps (they pace the pipeline), not
         // its products; with kw taps as columns, nothing.

@@ -10,8 +10,8 @@ Inside a phase only the taps with (r + padding - k*dilation) divisible by the
 stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Outputs no
-tap reaches are the bias, written (coalesced) by the GEMM's blocks before
-their rows, a chunk each; every output is written once.
+tap reaches are the bias: a fill kernel writes the bias over the whole
+output first (coalesced), and the GEMM overwrites the outputs taps reach.
 A block is one warpgroup (4 warps) computing 64 output positions of each
 phase in turn by 64 output channels. The input is re-laid channels last
 inside a zero border, so each thread loads its tensor-core fragments
@@ -242,11 +242,18 @@ extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_77_padded_dila
     for (int e = threadIdx.x; e < len; e += kRelayoutThreads)
         out[e] = e % kCinP < kCinG ? stage[e + e / kCinP] : 0.0f;
 }
-// The outputs no tap reaches are the bias; kTapless says which, per output
-// residue ((r_d*stride_h + r_h)*stride_w + r_w).
+// The bias over the whole output, for the phases no tap reaches, before
+// the GEMM overwrites the outputs taps reach: a block writes 1024
+// consecutive outputs, each warp store 32 neighbours.
 static constexpr idx_t kOutLen = (idx_t)kCout * kOutDHW * 16;
-static constexpr idx_t kFillChunk = 34857;  // outputs whose bias a block writes, if no tap reaches them
-__constant__ bool kTapless[8] = {true, true, true, true, true, true, true, false};
+extern "C" __global__ void __launch_bounds__(256) l1_77_padded_dilated_strided_fill_bias(const float* __restrict__ bias, float* __restrict__ y)
+{
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const idx_t i = (idx_t)blockIdx.x * 1024 + e * 256 + threadIdx.x;
+        if (i < kOutLen) y[i] = 0.0f;
+    }
+}
 
 // The TF32 split of A: hi the nearest TF32 value, lo the exact remainder.
 // The tensor cores read lo's top TF32 bits, so what they drop of it is
@@ -375,24 +382,9 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
         for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);
     }
 
-    // The bias of the outputs no tap reaches, among this block's chunk of
-    // kFillChunk consecutive outputs (coalesced stores), written while the
-    // first weight copies land and beside other blocks' products: a fill
-    // kernel of its own, before the GEMM, took 0.12 of #77's 0.53 ms.
-    {
-        const idx_t first = ((idx_t)(blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * kFillChunk;
-        const idx_t last = first + kFillChunk < kOutLen ? first + kFillChunk : kOutLen;
-        #pragma unroll 4
-        for (idx_t i = first + tid; i < last; i += 128) {
-            const int ow = (int)(i % kOutW), oh = (int)(i / kOutW % kOutH), od = (int)(i / kOutHW % kOutD);
-            if (kTapless[((od % kStrideD) * kStrideH + oh % kStrideH) * kStrideW + ow % kStrideW])
-                y[i] = 0.0f;
-        }
-    }
-
     for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
-        if (P.steps == 0) continue;  // no taps: its outputs are the bias, written above
+        if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
         // A phase with fewer rows than this block's first runs the
         // barriers and copies of its steps (they pace the pipeline), not
         // its products; with kw taps as columns, nothing.
@@ -540,7 +532,7 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
         if (!active) continue;
 
         // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
-        // (g+8, 8cb+2t), (g+8, +1); each written once.
+        // (g+8, 8cb+2t), (g+8, +1); each written once (over the fill's).
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
@@ -573,6 +565,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto y = torch::empty({16, 64, 33, 65, 65}, x.options());
     l1_77_padded_dilated_strided_repack_weight<<<432, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     l1_77_padded_dilated_strided_relayout_input<<<9792, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
+    l1_77_padded_dilated_strided_fill_bias<<<139425, 256>>>(nullptr, (float*)y.data_ptr());
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_77_padded_dilated_strided_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_77_padded_dilated_strided_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));

@@ -123,7 +123,6 @@ template <class Kernel> void run_blocks(dim3_ grid, unsigned threads, Kernel ker
         pool.emplace_back([&, t] {
             threadIdx = {t, 0, 0};
             blockDim = {threads, 1, 1};
-            gridDim = grid;
             block_barrier = &block;
             warp_state = warps[t / 32].get();
             for (unsigned bz = 0; bz < grid.z; ++bz)
@@ -146,7 +145,6 @@ int main(int argc, char** argv)
     std::vector<float> wt(%[13]d, NAN), y(%[4]d, NAN), xr(%[14]d, NAN);
 
     blockDim = {%[5]d, 1, 1};
-    gridDim = {%[6]d, 1, 1};
     for (unsigned b = 0; b < %[6]d; ++b) {
         for (unsigned t = 0; t < %[5]d; ++t) {
             blockIdx = {b, 0, 0};
@@ -156,6 +154,7 @@ int main(int argc, char** argv)
     }
     const float* xin = x.data();
 %[15]s
+%[16]s
     run_blocks({%[8]d, %[9]d, %[10]d}, %[11]d, [&] { %[12]s(xin, wt.data(), bias.empty() ? nullptr : bias.data(), y.data()); });
 
     FILE* f = std::fopen(argv[4], "wb");
@@ -170,6 +169,10 @@ int main(int argc, char** argv)
 // copy.
 const relayoutLaunch = `    run_blocks({%[1]d, 1, 1}, %[2]d, [&] { %[3]s(x.data(), xr.data()); });
     xin = xr.data();`
+
+// fillLaunch runs the bias fill of a kernel that has one (its blocks,
+// block size, name), after the re-layout and before the main kernel.
+const fillLaunch = `    run_blocks({%[1]d, 1, 1}, %[2]d, [&] { %[3]s(bias.empty() ? nullptr : bias.data(), y.data()); });`
 
 // Program is a kernel compiled for the host.
 type Program struct {
@@ -193,10 +196,14 @@ func Build(ctx context.Context, cxx, dir, kernel string, l plan.Launch) (*Progra
 	if l.Relayout != "" {
 		relayout = fmt.Sprintf(relayoutLaunch, l.RelayoutBlocks, plan.RelayoutBlockThreads, l.Relayout)
 	}
+	fill := ""
+	if l.Fill != "" {
+		fill = fmt.Sprintf(fillLaunch, l.FillBlocks, plan.FillBlockThreads, l.Fill)
+	}
 	src := shim + "\n" + host + fmt.Sprintf(driver,
 		c.InputLen(), c.WeightLen(), bias, c.OutputLen(),
 		RepackThreads, (l.RepackLen+RepackThreads-1)/RepackThreads, l.Repack,
-		l.Grid[0], l.Grid[1], l.Grid[2], l.Threads, l.Function, l.RepackLen, l.RelaidLen, relayout)
+		l.Grid[0], l.Grid[1], l.Grid[2], l.Threads, l.Function, l.RepackLen, l.RelaidLen, relayout, fill)
 	sum := sha256.Sum256([]byte(src))
 	base := filepath.Join(dir, hex.EncodeToString(sum[:8]))
 	p := &Program{exe: base, launch: l}

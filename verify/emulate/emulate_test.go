@@ -243,7 +243,7 @@ func emulateKernels(t *testing.T, seed int64, kernels []spec.Kernel, marker stri
 // and the weight image), groups, padding and dilation (a border on one
 // side, none on the other), several N tiles, one and two slabs, spans of
 // one and several steps, a last block of rows past the end, re-layout
-// rows in several chunks, strides, and inputs loaded a step ahead.
+// rows in several chunks, and strides.
 func TestWGMMAKernelMatchesReference(t *testing.T) {
 	r, err := gen.NewRenderer()
 	if err != nil {
@@ -281,7 +281,7 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 			spec.Tile{WGMMA: true, Slabs: 1}},
 		{geom.Conv{Batch: 1, InChannels: 16, OutChannels: 12, In: [3]int{2, 2, 3}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
 			Padding: [3]int{1, 1, 1}, Dilation: [3]int{2, 2, 2}, Groups: 1, Bias: true},
-			spec.Tile{WGMMA: true, PrefetchA: true}},
+			spec.Tile{WGMMA: true}},
 		{geom.Conv{Batch: 2, InChannels: 6, OutChannels: 10, In: [3]int{3, 2, 4}, Kernel: [3]int{2, 3, 1}, Stride: [3]int{3, 1, 2},
 			Padding: [3]int{0, 2, 0}, OutputPadding: [3]int{1, 0, 1}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
 			spec.Tile{WGMMA: true, Slabs: 1, Span: 1}},
@@ -293,7 +293,7 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 			spec.Tile{WGMMA: true, KWInN: true}},
 		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 10, In: [3]int{2, 2, 40}, Kernel: [3]int{3, 2, 4}, Stride: [3]int{2, 1, 1},
 			Padding: [3]int{1, 0, 2}, OutputPadding: [3]int{1, 0, 0}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
-			spec.Tile{WGMMA: true, Slabs: 1, Span: 2, KWInN: true, PrefetchA: true}},
+			spec.Tile{WGMMA: true, Slabs: 1, Span: 2, KWInN: true}},
 		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 20, In: [3]int{2, 2, 9}, Kernel: [3]int{3, 1, 7}, Stride: [3]int{2, 1, 1},
 			Padding: [3]int{1, 0, 0}, Dilation: [3]int{2, 1, 1}, Groups: 1},
 			spec.Tile{WGMMA: true, KWInN: true}},

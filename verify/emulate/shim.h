@@ -39,7 +39,7 @@ struct WarpState {
     unsigned b[32][2];
 };
 
-thread_local dim3_ threadIdx, blockIdx, blockDim, gridDim;
+thread_local dim3_ threadIdx, blockIdx, blockDim;
 thread_local std::barrier<>* block_barrier;
 thread_local WarpState* warp_state;
 

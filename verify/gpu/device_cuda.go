@@ -133,10 +133,15 @@ func run(j *Job, in Inputs) (y, yLast []float32, t *Timing, err error) {
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.Repack, err)
 	}
-	var relayoutFn cu.Function
+	var relayoutFn, fillFn cu.Function
 	if k.Relayout != "" {
 		if relayoutFn, err = mod.Function(k.Relayout); err != nil {
 			return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.Relayout, err)
+		}
+	}
+	if k.Fill != "" {
+		if fillFn, err = mod.Function(k.Fill); err != nil {
+			return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.Fill, err)
 		}
 	}
 
@@ -205,6 +210,7 @@ func run(j *Job, in Inputs) (y, yLast []float32, t *Timing, err error) {
 		mainIn = &xrp
 	}
 	relayoutArgs := []unsafe.Pointer{unsafe.Pointer(&xp), unsafe.Pointer(&xrp)}
+	fillArgs := []unsafe.Pointer{unsafe.Pointer(&bp), unsafe.Pointer(&yp)}
 	mainArgs := []unsafe.Pointer{unsafe.Pointer(mainIn), unsafe.Pointer(&wtp), unsafe.Pointer(&bp), unsafe.Pointer(&yp)}
 	repackBlocks := (k.RepackLen + 255) / 256
 	forward := func() error {
@@ -214,6 +220,11 @@ func run(j *Job, in Inputs) (y, yLast []float32, t *Timing, err error) {
 		if k.Relayout != "" {
 			if err := relayoutFn.Launch(k.RelayoutBlocks, 1, 1, plan.RelayoutBlockThreads, 1, 1, 0, cu.NoStream, relayoutArgs); err != nil {
 				return fmt.Errorf("launching %s<<<%d, %d>>>: %w", k.Relayout, k.RelayoutBlocks, plan.RelayoutBlockThreads, err)
+			}
+		}
+		if k.Fill != "" {
+			if err := fillFn.Launch(k.FillBlocks, 1, 1, plan.FillBlockThreads, 1, 1, 0, cu.NoStream, fillArgs); err != nil {
+				return fmt.Errorf("launching %s<<<%d, %d>>>: %w", k.Fill, k.FillBlocks, plan.FillBlockThreads, err)
 			}
 		}
 		if err := mainFn.Launch(k.Grid[0], k.Grid[1], k.Grid[2], k.Threads, 1, 1, k.DynamicSmem, cu.NoStream, mainArgs); err != nil {

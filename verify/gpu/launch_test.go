@@ -46,11 +46,14 @@ func TestLaunchMatchesHostWrapper(t *testing.T) {
 		if rl[1] != k.Repack || atoiT(rl[2]) != (k.RepackLen+255)/256 {
 			t.Errorf("%s: host launches %s<<<%s, 256>>>, verifier %s<<<%d, 256>>>", k.Spec, rl[1], rl[2], k.Repack, (k.RepackLen+255)/256)
 		}
-		// The input re-layout, where there is one: the launch after the
-		// repack's, with the record's blocks.
+		// The input re-layout and the bias fill, where there are: the
+		// launches after the repack's, with the record's blocks.
 		want := []string{k.Repack + " " + strconv.Itoa((k.RepackLen+255)/256)}
 		if k.Relayout != "" {
 			want = append(want, k.Relayout+" "+strconv.Itoa(k.RelayoutBlocks))
+		}
+		if k.Fill != "" {
+			want = append(want, k.Fill+" "+strconv.Itoa(k.FillBlocks))
 		}
 		var got []string
 		for _, l := range repackLaunchRe.FindAllStringSubmatch(text, -1) {
