@@ -78,7 +78,7 @@ func newView(p *plan.Plan, specPath string) *View {
 		OutputShape:   ints(c.Batch, c.OutChannels, p.Out[0], p.Out[1], p.Out[2]),
 		HostFunction:  "conv_transpose3d_forward",
 		WeightLen:     c.WeightLen(),
-		RepackBlocks:  (p.RepackLen() + 255) / 256,
+		RepackBlocks:  plan.RepackBlocks(p.RepackLen()),
 		TapTableLen:   max(1, len(p.Taps)),
 		CIChunks:      p.CIChunks(),
 		ALanes:        gather.Lanes,

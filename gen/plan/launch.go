@@ -64,6 +64,15 @@ func (p *Plan) Launch(file string) Launch {
 	}
 }
 
+// RepackBlockThreads is the weight re-layout's block size, one thread an
+// element (the host wrapper's launch in templates/cuda.py.tmpl).
+const RepackBlockThreads = 256
+
+// RepackBlocks is the weight re-layout's grid for n elements: at least one
+// block, as a grid of none is an invalid launch, and a wgmma plan whose
+// phases have no taps at all (every output the bias) has an empty image.
+func RepackBlocks(n int) int { return max(1, ceilDiv(n, RepackBlockThreads)) }
+
 // RelayoutBlockThreads and FillBlockThreads are the input re-layout's
 // and the bias fill's block sizes (the host wrapper's launches in
 // templates/cuda_wgmma.tmpl).

@@ -184,3 +184,13 @@ func TestWGMMARelayoutChannelsOverSharedMemory(t *testing.T) {
 		t.Errorf("12280 channels: %v", err)
 	}
 }
+
+// TestRepackBlocks: one thread an element, and one block even with none
+// (a grid of no blocks is an invalid launch).
+func TestRepackBlocks(t *testing.T) {
+	for n, want := range map[int]int{0: 1, 1: 1, 256: 1, 257: 2, 64512: 252} {
+		if got := plan.RepackBlocks(n); got != want {
+			t.Errorf("RepackBlocks(%d) = %d, want %d", n, got, want)
+		}
+	}
+}

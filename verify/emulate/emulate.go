@@ -29,10 +29,6 @@ import (
 //go:embed shim.h
 var shim string
 
-// RepackThreads is the block size the host wrapper launches the weight
-// re-layout with (templates/cuda.py.tmpl).
-const RepackThreads = 256
-
 // ptxHelpers are the kernel's only inline-PTX functions, with the bodies
 // that stand in for them (the TF32 split is plain C and runs as it is).
 var ptxHelpers = []struct{ signature, body string }{
@@ -202,7 +198,7 @@ func Build(ctx context.Context, cxx, dir, kernel string, l plan.Launch) (*Progra
 	}
 	src := shim + "\n" + host + fmt.Sprintf(driver,
 		c.InputLen(), c.WeightLen(), bias, c.OutputLen(),
-		RepackThreads, (l.RepackLen+RepackThreads-1)/RepackThreads, l.Repack,
+		plan.RepackBlockThreads, plan.RepackBlocks(l.RepackLen), l.Repack,
 		l.Grid[0], l.Grid[1], l.Grid[2], l.Threads, l.Function, l.RepackLen, l.RelaidLen, relayout, fill)
 	sum := sha256.Sum256([]byte(src))
 	base := filepath.Join(dir, hex.EncodeToString(sum[:8]))

@@ -297,6 +297,12 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 20, In: [3]int{2, 2, 9}, Kernel: [3]int{3, 1, 7}, Stride: [3]int{2, 1, 1},
 			Padding: [3]int{1, 0, 0}, Dilation: [3]int{2, 1, 1}, Groups: 1},
 			spec.Tile{WGMMA: true, KWInN: true}},
+		// No tap reaches any output (the only H residue with one, 2, is
+		// past the output's 2 rows): every output the bias, an empty
+		// weight image, a repack of one idle block.
+		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 2, 3}, Kernel: [3]int{1, 1, 2}, Stride: [3]int{1, 3, 1},
+			Padding: [3]int{0, 1, 0}, Dilation: [3]int{1, 3, 1}, Groups: 2, Bias: true},
+			spec.Tile{WGMMA: true}},
 	} {
 		k := spec.Kernel{Backends: []string{"cuda"}, Precision: "3xtf32", Tile: c.tile}
 		s, err := spec.Parse("wgmma.yaml", []byte(spec.Generic(fmt.Sprintf("wgmma_%d", i), "wgmma tile", c.conv, "randn", k)))

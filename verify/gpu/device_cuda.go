@@ -212,7 +212,7 @@ func run(j *Job, in Inputs) (y, yLast []float32, t *Timing, err error) {
 	relayoutArgs := []unsafe.Pointer{unsafe.Pointer(&xp), unsafe.Pointer(&xrp)}
 	fillArgs := []unsafe.Pointer{unsafe.Pointer(&bp), unsafe.Pointer(&yp)}
 	mainArgs := []unsafe.Pointer{unsafe.Pointer(mainIn), unsafe.Pointer(&wtp), unsafe.Pointer(&bp), unsafe.Pointer(&yp)}
-	repackBlocks := (k.RepackLen + 255) / 256
+	repackBlocks := plan.RepackBlocks(k.RepackLen)
 	forward := func() error {
 		if err := repackFn.Launch(repackBlocks, 1, 1, 256, 1, 1, 0, cu.NoStream, repackArgs); err != nil {
 			return fmt.Errorf("launching %s<<<%d, 256>>>: %w", k.Repack, repackBlocks, err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"convtgen/gen/plan"
 	"convtgen/verify"
 )
 
@@ -43,12 +44,13 @@ func TestLaunchMatchesHostWrapper(t *testing.T) {
 			t.Errorf("%s: no launch of the form name<<<blocks, 256>>> / name<<<dim3(x, y, z), threads>>> in the host wrapper", k.Spec)
 			continue
 		}
-		if rl[1] != k.Repack || atoiT(rl[2]) != (k.RepackLen+255)/256 {
-			t.Errorf("%s: host launches %s<<<%s, 256>>>, verifier %s<<<%d, 256>>>", k.Spec, rl[1], rl[2], k.Repack, (k.RepackLen+255)/256)
+		repackBlocks := plan.RepackBlocks(k.RepackLen)
+		if rl[1] != k.Repack || atoiT(rl[2]) != repackBlocks {
+			t.Errorf("%s: host launches %s<<<%s, 256>>>, verifier %s<<<%d, 256>>>", k.Spec, rl[1], rl[2], k.Repack, repackBlocks)
 		}
 		// The input re-layout and the bias fill, where there are: the
 		// launches after the repack's, with the record's blocks.
-		want := []string{k.Repack + " " + strconv.Itoa((k.RepackLen+255)/256)}
+		want := []string{k.Repack + " " + strconv.Itoa(repackBlocks)}
 		if k.Relayout != "" {
 			want = append(want, k.Relayout+" "+strconv.Itoa(k.RelayoutBlocks))
 		}
