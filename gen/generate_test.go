@@ -489,3 +489,48 @@ func TestPythonCompilesOddSpecs(t *testing.T) {
 		})
 	}
 }
+
+// launchRe matches a kernel launch in a host wrapper: its grid (a block
+// count or dim3(x, y, z)) and block size.
+var launchRe = regexp.MustCompile(`(\w+)<<<(?:dim3\((\d+), (\d+), (\d+)\)|(\d+)), (\d+)`)
+
+// TestLaunchesHaveBlocks: every launch of every rendered CUDA submission
+// of random configurations has at least one block in every grid
+// dimension and at least one thread: the GPU refuses a grid of none (a
+// configuration whose phases have no taps at all had an empty weight
+// image and launched its repack with no blocks).
+func TestLaunchesHaveBlocks(t *testing.T) {
+	r, err := NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	launches := 0
+	for _, seed := range []int64{5, 21} {
+		specs, err := Random(300, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range specs {
+			files, err := r.Render(l.Plan, l.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range files {
+				if !strings.HasSuffix(f.Path, "/cuda.py") {
+					continue
+				}
+				for _, m := range launchRe.FindAllStringSubmatch(string(f.Data), -1) {
+					launches++
+					for _, n := range m[2:] {
+						if n == "0" {
+							t.Errorf("%s: %s launched as %q: a grid or block of none", f.Path, m[1], m[0])
+						}
+					}
+				}
+			}
+		}
+	}
+	if launches < 600 {
+		t.Errorf("found %d launches in 600 configurations' CUDA submissions, want at least one each", launches)
+	}
+}
