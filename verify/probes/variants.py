@@ -36,9 +36,45 @@ VARIANTS = {
     "noepi": [("for (int i = tid; i < kOutRows * kCoT; i += 128) {", "for (int i = tid; i < 0; i += 128) {")],
     "span16": [("static constexpr int kSpan = 4;", "static constexpr int kSpan = 16;")],
     # #70's tap offsets computed, not read from constant memory (#70 only).
+    # "pdl": see pdl() below.
     "tap70": [("const idx_t off = live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;",
                "const idx_t off = live ? ch - (idx_t)((tap / 3) * 480000 + (tap % 3) * 4800 + 96) : 0;")],
 }
+
+
+def pdl(src):
+    """The bias fill and the GEMM overlapped by programmatic dependent launch
+    (sm_90): the fill, two grid-striding blocks an SM (room for the GEMM's
+    beside them), lets the GEMM launch at once; the GEMM waits for the
+    fill's stores only before its own."""
+    fill = re.search(r"(\w+_fill_bias)<<<(\d+), 256>>>", src)
+    body = re.search(r"    #pragma unroll\n    for \(int e = 0; e < 4; \+\+e\) \{\n.*?\n        if \(i < kOutLen\) y\[i\] = (.*?);\n    \}\n", src, re.S)
+    gemm = re.search(r"(\w+_igemm)<<<dim3\((\d+), (\d+), (\d+)\), (\d+), (\d+)>>>\(\n\s*(.*?)\);", src, re.S)
+    if not (fill and body and gemm):
+        raise SystemExit("variants: pdl needs a bias fill and a dynamic-smem GEMM launch")
+    src = src.replace(body.group(0), f"""#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+    for (idx_t i = (idx_t)blockIdx.x * 256 + threadIdx.x; i < kOutLen; i += (idx_t)gridDim.x * 256) y[i] = {body.group(1)};
+""")
+    src = src.replace(fill.group(0), f"{fill.group(1)}<<<264, 256>>>")
+    name, gx, gy, gz, threads, smem, args = gemm.groups()
+    src = src.replace(gemm.group(0), f"""{{
+        cudaLaunchConfig_t cfg = {{}};
+        cfg.gridDim = dim3({gx}, {gy}, {gz});
+        cfg.blockDim = dim3({threads}, 1, 1);
+        cfg.dynamicSmemBytes = {smem};
+        cudaLaunchAttribute attr;
+        attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr.val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        TORCH_CHECK(cudaLaunchKernelEx(&cfg, {name}, {args.replace("nullptr", "(const float*)nullptr")}) == cudaSuccess, "launch");
+    }}""")
+    return edit(src, [("        // The phase's outputs: 8-column block cb holds", """#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("griddepcontrol.wait;" ::: "memory");  // the fill's stores land first
+#endif
+        // The phase's outputs: 8-column block cb holds""")])
 
 
 def edit(src, edits):
@@ -59,6 +95,9 @@ def main():
     for name in names:
         text = src
         for part in name.split("+"):
+            if part == "pdl":
+                text = pdl(text)
+                continue
             if part not in VARIANTS:
                 raise SystemExit(f"variants: no variant {part!r} (have {', '.join(VARIANTS)})")
             text = edit(text, VARIANTS[part])
