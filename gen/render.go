@@ -40,14 +40,19 @@ type View struct {
 	// CUDA backend.
 	HostFunction string
 	WeightLen    int
-	RepackBlocks int
-	TapTableLen  int
-	CIChunks     int
-	ALanes       int
-	ARows        int
-	AKStride     int
-	AK           int
-	BLoads       int
+	// Launches the verifier makes the same way: the weight repack's grid
+	// and block; with wgmma, the input re-layout's and the bias fill's
+	// blocks, a fill block's outputs and a fill thread's share of them.
+	RepackBlocks, RepackThreads                               int
+	RelayoutThreads, FillThreads, FillPerBlock, FillPerThread int
+
+	TapTableLen int
+	CIChunks    int
+	ALanes      int
+	ARows       int
+	AKStride    int
+	AK          int
+	BLoads      int
 
 	// wgmma tile: the operand lists of its inline PTX.
 	WGMMAAsm WGMMAAsm
@@ -79,6 +84,7 @@ func newView(p *plan.Plan, specPath string) *View {
 		HostFunction:  "conv_transpose3d_forward",
 		WeightLen:     c.WeightLen(),
 		RepackBlocks:  plan.RepackBlocks(p.RepackLen()),
+		RepackThreads: plan.RepackBlockThreads,
 		TapTableLen:   max(1, len(p.Taps)),
 		CIChunks:      p.CIChunks(),
 		ALanes:        gather.Lanes,
@@ -89,6 +95,8 @@ func newView(p *plan.Plan, specPath string) *View {
 	}
 	if t.WGMMA {
 		v.WGMMAAsm = newWGMMAAsm(p.WGMMA.SumsPerThread)
+		v.RelayoutThreads, v.FillThreads = plan.RelayoutBlockThreads, plan.FillBlockThreads
+		v.FillPerBlock, v.FillPerThread = plan.FillPerBlock, plan.FillPerBlock/plan.FillBlockThreads
 	}
 	// Only for a triton render: a plan mutated on purpose (gen/mutate)
 	// may break the tap invariant newTritonView checks, and is rendered

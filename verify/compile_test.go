@@ -272,20 +272,7 @@ func TestRandomKernelsCompile(t *testing.T) {
 				t.Fatal(err)
 			}
 			n++
-			for _, arch := range []string{"sm_80", "sm_90"} {
-				t.Run(l.Plan.Spec.Name+"/"+arch, func(t *testing.T) {
-					t.Parallel()
-					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-					defer cancel()
-					info, _, err := CompileKernel(ctx, nvcc, source, arch, "")
-					for _, p := range info {
-						t.Log(p.String())
-					}
-					if err != nil {
-						t.Fatalf("%s: %v", l.Plan.Tile.Spec(), err)
-					}
-				})
-			}
+			compileForBothArchs(t, nvcc, l.Plan.Spec.Name, l.Plan.Tile.Spec().String(), source)
 		}
 	}
 	if n-mma < 20 || mma < 10 {
@@ -351,20 +338,27 @@ func TestCpAsyncKernelsCompile(t *testing.T) {
 			if !strings.Contains(source, "cp.async.ca.shared.global") {
 				t.Fatalf("%s: no cp.async in the kernel", s.Name)
 			}
-			for _, arch := range []string{"sm_80", "sm_90"} {
-				t.Run(s.Name+"/"+s.Kernel.Precision+"/"+arch, func(t *testing.T) {
-					t.Parallel()
-					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-					defer cancel()
-					info, _, err := CompileKernel(ctx, nvcc, source, arch, "")
-					for _, p := range info {
-						t.Log(p.String())
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-				})
-			}
+			compileForBothArchs(t, nvcc, s.Name+"/"+s.Kernel.Precision, s.Kernel.Tile.String(), source)
 		}
+	}
+}
+
+// compileForBothArchs compiles source for sm_80 and sm_90 in parallel
+// subtests named name/arch, logging ptxas's report; a compile error or a
+// spill fails the subtest, named by what (the tile).
+func compileForBothArchs(t *testing.T, nvcc, name, what, source string) {
+	for _, arch := range []string{"sm_80", "sm_90"} {
+		t.Run(name+"/"+arch, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			info, _, err := CompileKernel(ctx, nvcc, source, arch, "")
+			for _, p := range info {
+				t.Log(p.String())
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		})
 	}
 }

@@ -75,10 +75,12 @@ func RepackBlocks(n int) int { return max(1, ceilDiv(n, RepackBlockThreads)) }
 
 // RelayoutBlockThreads and FillBlockThreads are the input re-layout's
 // and the bias fill's block sizes (the host wrapper's launches in
-// templates/cuda_wgmma.tmpl).
+// templates/cuda_wgmma.tmpl); a fill block writes FillPerBlock
+// consecutive outputs, a thread every FillBlockThreads-th of them.
 const (
 	RelayoutBlockThreads = 256
 	FillBlockThreads     = 256
+	FillPerBlock         = 1024
 )
 
 // RepackLen is the number of elements the weight re-layout writes: the

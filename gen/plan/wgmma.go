@@ -82,8 +82,6 @@ const (
 	// KiB): eight blocks of 256 threads, the 2048 threads an SM holds,
 	// then fit an H200's 228 KiB.
 	relayoutStageFloats = 6144
-
-	fillPerBlock = 1024 // outputs per block of the bias fill
 )
 
 // chooseWGMMATile fills a wgmma tile: NP covers a group's output channels
@@ -182,7 +180,7 @@ func (p *Plan) planWGMMA() {
 		}
 	}
 	if w.Fill {
-		w.FillBlocks = ceilDiv(c.OutputLen(), fillPerBlock)
+		w.FillBlocks = ceilDiv(c.OutputLen(), FillPerBlock)
 	}
 	for _, tp := range p.Taps {
 		w.TapOffsets = append(w.TapOffsets, ((tp.Off[0]*w.X[1]+tp.Off[1])*w.X[2]+tp.Off[2])*w.CinP)

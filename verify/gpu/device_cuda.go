@@ -214,8 +214,8 @@ func run(j *Job, in Inputs) (y, yLast []float32, t *Timing, err error) {
 	mainArgs := []unsafe.Pointer{unsafe.Pointer(mainIn), unsafe.Pointer(&wtp), unsafe.Pointer(&bp), unsafe.Pointer(&yp)}
 	repackBlocks := plan.RepackBlocks(k.RepackLen)
 	forward := func() error {
-		if err := repackFn.Launch(repackBlocks, 1, 1, 256, 1, 1, 0, cu.NoStream, repackArgs); err != nil {
-			return fmt.Errorf("launching %s<<<%d, 256>>>: %w", k.Repack, repackBlocks, err)
+		if err := repackFn.Launch(repackBlocks, 1, 1, plan.RepackBlockThreads, 1, 1, 0, cu.NoStream, repackArgs); err != nil {
+			return fmt.Errorf("launching %s<<<%d, %d>>>: %w", k.Repack, repackBlocks, plan.RepackBlockThreads, err)
 		}
 		if k.Relayout != "" {
 			if err := relayoutFn.Launch(k.RelayoutBlocks, 1, 1, plan.RelayoutBlockThreads, 1, 1, 0, cu.NoStream, relayoutArgs); err != nil {
