@@ -600,9 +600,26 @@ func (p *Plan) checkTile() error {
 // planPhases enumerates the stride phases and, for each, the taps whose
 // (o + padding - k*dilation) is divisible by the stride for every output o
 // of the phase.
+// dimTap is a kernel index along one dimension that reaches the outputs
+// of a residue, and where it reads: input index = q + off.
+type dimTap struct{ k, off int }
+
+// dimTaps lists the kernel indices along dimension i whose taps reach the
+// outputs o ≡ r (mod stride): those with o + padding - k*dilation a
+// multiple of the stride.
+func dimTaps(c geom.Conv, i, r int) []dimTap {
+	var taps []dimTap
+	for k := 0; k < c.Kernel[i]; k++ {
+		num := r + c.Padding[i] - k*c.Dilation[i]
+		if mod(num, c.Stride[i]) == 0 {
+			taps = append(taps, dimTap{k, num / c.Stride[i]})
+		}
+	}
+	return taps
+}
+
 func (p *Plan) planPhases() {
 	c := p.Conv
-	type dimTap struct{ k, off int }
 	var phases []Phase
 	var tapLists [][]Tap
 	residuesW := c.Stride[2]
@@ -621,12 +638,7 @@ func (p *Plan) planPhases() {
 						continue
 					}
 					q[i] = ceilDiv(max(0, p.Out[i]-r[i]), c.Stride[i])
-					for k := 0; k < c.Kernel[i]; k++ {
-						num := r[i] + c.Padding[i] - k*c.Dilation[i]
-						if mod(num, c.Stride[i]) == 0 {
-							dims[i] = append(dims[i], dimTap{k, num / c.Stride[i]})
-						}
-					}
+					dims[i] = dimTaps(c, i, r[i])
 				}
 				m := c.Batch * q[0] * q[1] * q[2]
 				if m == 0 {

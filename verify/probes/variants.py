@@ -22,6 +22,9 @@ import sys
 _LOAD_AFTER = "            if (s + 1 < P.steps) load_a(s + 1);\n        }\n        if (!active) continue;"
 _COMMIT = "            wgmma_commit();\n"
 
+# The wgmma GEMM's own store of an output (a tile without kw_in_n).
+_STORE = "                    y[yb[sl][r] + (idx_t)co * kOutDHW] = acc[sl][e];"
+
 VARIANTS = {
     "base": [],
     "nominb": [("__launch_bounds__(128, 1)", "__launch_bounds__(128)")],
@@ -39,7 +42,47 @@ VARIANTS = {
     # "pdl": see pdl() below.
     "tap70": [("const idx_t off = live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;",
                "const idx_t off = live ? ch - (idx_t)((tap / 3) * 480000 + (tap % 3) * 4800 + 96) : 0;")],
+    # Wrong outputs, the time alone: the GEMM without its stores, and with
+    # them packed (each channel's rows of a block and phase contiguous, in
+    # whole sectors; wrapped within the first batch's outputs).
+    "nostore": [(_STORE, "                    if (acc[sl][e] == 1234.5f) y[0] = 0.0f;")],
+    "packed": [(_STORE, """                    y[((((idx_t)blockIdx.x * kNumPhases + ph) * kNP + co) * kRows + sl * 64 + warp * 16 + g + 8 * r)
+                      % ((idx_t)kCout * kOutDHW)] = acc[sl][e];""")],
+    # #77 only (the bias is zero, odd outputs the GEMM's): the GEMM also
+    # writes the even W neighbour before each of its outputs (and after the
+    # line's last), so that its lines are written whole.
+    "wbox77": [(_STORE,
+                """                {
+                    float* o = y + yb[sl][r] + (idx_t)co * kOutDHW;
+                    o[-1] = 0.0f;
+                    *o = acc[sl][e];
+                    if (yb[sl][r] % kOutW == kOutW - 2) o[1] = 0.0f;
+                }""")],
+    # #77 only, with wbox77: the fill writes only the lines of no GEMM output
+    # (an even depth or height).
+    "linefill77": [("        if (i < kOutLen) y[i] = 0.0f;",
+                    """        const idx_t line = i / kOutW;
+        if (i < kOutLen && (line % kOutH % 2 == 0 || line / kOutH % kOutD % 2 == 0)) y[i] = 0.0f;""")],
 }
+
+
+def side(src):
+    """Probe only (a submission may not use streams): the bias fill on a
+    side stream, beside the GEMM; the forward's stream waits for it at the
+    end. How much of the fill the GEMM could hide."""
+    fill = re.search(r"    (\w+_fill_bias)<<<(\d+), 256>>>\((.*?)\);\n", src)
+    if not fill:
+        raise SystemExit("variants: side needs a bias fill")
+    name, blocks, args = fill.groups()
+    src = src.replace(fill.group(0), f"""    static cudaStream_t side = [] {{ cudaStream_t s; cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); return s; }}();
+    static cudaEvent_t ready = [] {{ cudaEvent_t e; cudaEventCreateWithFlags(&e, cudaEventDisableTiming); return e; }}();
+    static cudaEvent_t filled = [] {{ cudaEvent_t e; cudaEventCreateWithFlags(&e, cudaEventDisableTiming); return e; }}();
+    cudaEventRecord(ready, 0);
+    cudaStreamWaitEvent(side, ready, 0);
+    {name}<<<{blocks}, 256, 0, side>>>({args});
+    cudaEventRecord(filled, side);
+""")
+    return edit(src, [("    return y;\n", "    cudaStreamWaitEvent(0, filled, 0);\n    return y;\n")])
 
 
 def pdl(src):
@@ -95,8 +138,8 @@ def main():
     for name in names:
         text = src
         for part in name.split("+"):
-            if part == "pdl":
-                text = pdl(text)
+            if part in ("pdl", "side"):
+                text = pdl(text) if part == "pdl" else side(text)
                 continue
             if part not in VARIANTS:
                 raise SystemExit(f"variants: no variant {part!r} (have {', '.join(VARIANTS)})")
