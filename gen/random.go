@@ -72,6 +72,8 @@ func RandomSpec(r *rand.Rand, name string) string {
 		}
 		// Half of those at stride_w 1 with the kernel's W taps as columns.
 		k.Tile.KWInN = c.Stride[2] == 1 && nameCoin(name, "kw_in_n")
+		// Half with the input staged by cp.async.
+		k.Tile.CpAsync = nameCoin(name, "wgmma_cp_async")
 	}
 	if k.Precision == "fp32" && nameCoin(name, "direct") {
 		// The direct kernel, with its defaults or with a random tile.

@@ -233,7 +233,7 @@ func cudaCandidates(l Loaded) []Candidate {
 	// has none or stages presplit, its own choice again: skipped as a
 	// duplicate, so the labels after it stay put).
 	t := out[0].Tile
-	t.CpAsync = !t.Presplit && !t.Direct && !t.WGMMA
+	t.CpAsync = !t.Presplit && !t.Direct
 	kernels = append(kernels, spec.Kernel{Precision: own.Kernel.Precision, Tile: t})
 	kernels = append(kernels, windowKernels(own.Problem.Conv.Stride[2])...)
 	kernels = append(kernels, wgmmaKernels()...)
@@ -256,10 +256,12 @@ func cudaCandidates(l Loaded) []Candidate {
 // wgmmaKernels are the wgmma tiles tried: the default, one slab, and
 // shorter and longer tensor-core sums; then the kernel's W taps as
 // columns with two slabs and one (at stride_w 1 only: elsewhere the plan
-// refuses them).
+// refuses them); then the input staged by cp.async, with two slabs and
+// one, and the same with W taps as columns.
 func wgmmaKernels() []spec.Kernel {
 	var out []spec.Kernel
-	for _, t := range []spec.Tile{{}, {Slabs: 1}, {Span: 2}, {Span: 8}, {KWInN: true}, {KWInN: true, Slabs: 1}} {
+	for _, t := range []spec.Tile{{}, {Slabs: 1}, {Span: 2}, {Span: 8}, {KWInN: true}, {KWInN: true, Slabs: 1},
+		{CpAsync: true}, {Slabs: 1, CpAsync: true}, {KWInN: true, CpAsync: true}, {KWInN: true, Slabs: 1, CpAsync: true}} {
 		t.WGMMA = true
 		out = append(out, spec.Kernel{Precision: "3xtf32", Tile: t})
 	}

@@ -128,9 +128,9 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 			t.Errorf("58: %s repeats its own choice %s", c.Variant, c.Tile)
 		}
 	}
-	// 73's own choice is the one-slab wgmma candidate (t23), and its
-	// cp.async variant (t15) is itself, as a wgmma tile copies by cp.async
-	// anyway: both skipped, and the labels after them stay put.
+	// 73's own choice is the one-slab wgmma candidate (t23), skipped; its
+	// cp.async variant (t15, the input staged too) is its twin t29, also
+	// skipped; the labels after them stay put.
 	c73 := cudaCandidates(specs[tuneSpec73])
 	var got []string
 	for _, c := range c73 {
@@ -151,6 +151,7 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		"l1_73_strided_padded_grouped_t12 fp32 {bm: 256, bn: 16, bk: 4, tm: 2, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t13 fp32 {bm: 512, bn: 16, bk: 8, tm: 2, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t14 fp32 {bm: 512, bn: 16, bk: 4, tm: 4, min_blocks: 1, direct: true}",
+		"l1_73_strided_padded_grouped_t15 3xtf32 {min_blocks: 1, slabs: 1, span: 4, cp_async: true, wgmma: true}",
 		// W-window direct kernels, tw a multiple of the stride (2).
 		"l1_73_strided_padded_grouped_t16 fp32 {bm: 128, bn: 8, bk: 2, tw: 8, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t17 fp32 {bm: 256, bn: 8, bk: 2, tw: 8, min_blocks: 1, direct: true}",
@@ -158,10 +159,13 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		"l1_73_strided_padded_grouped_t19 fp32 {bm: 128, bn: 8, bk: 1, tw: 8, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t20 fp32 {bm: 128, bn: 16, bk: 2, tw: 4, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t21 fp32 {bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1, direct: true}",
-		// wgmma: the default and spans of 2 and 8 (one slab is its own).
+		// wgmma: the default and spans of 2 and 8 (one slab is its own),
+		// and the input staged by cp.async with two slabs (one is t15; W
+		// taps as columns need stride_w 1).
 		"l1_73_strided_padded_grouped_t22 3xtf32 {min_blocks: 1, slabs: 2, span: 4, wgmma: true}",
 		"l1_73_strided_padded_grouped_t24 3xtf32 {min_blocks: 1, slabs: 2, span: 2, wgmma: true}",
 		"l1_73_strided_padded_grouped_t25 3xtf32 {min_blocks: 1, slabs: 2, span: 8, wgmma: true}",
+		"l1_73_strided_padded_grouped_t28 3xtf32 {min_blocks: 1, slabs: 2, span: 4, cp_async: true, wgmma: true}",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("73 candidates:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

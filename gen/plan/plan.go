@@ -133,7 +133,7 @@ type Window struct {
 // ones of its precision.
 func (t Tile) Spec() spec.Tile {
 	if t.WGMMA {
-		return spec.Tile{MinBlocks: t.MinBlocks, WGMMA: true, Slabs: t.Slabs, Span: t.Span, KWInN: t.KWInN}
+		return spec.Tile{MinBlocks: t.MinBlocks, CpAsync: t.CpAsync, WGMMA: true, Slabs: t.Slabs, Span: t.Span, KWInN: t.KWInN}
 	}
 	if t.Direct && t.TW > 0 {
 		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, MinBlocks: t.MinBlocks, Direct: true, TW: t.TW}

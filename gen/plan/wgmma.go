@@ -87,12 +87,14 @@ const (
 // chooseWGMMATile fills a wgmma tile: NP covers a group's output channels
 // in as few N tiles of at most 64 columns as it can, rounded up to 8 (the
 // instruction's granularity); two slabs, sums of four steps, and as many
-// stages (up to 4, as the probes ran) as fit 96 KiB of shared memory. With
+// stages (up to 4, as the probes ran) as fit 96 KiB of shared memory (two
+// at least: a weight image of 112 columns and the input's two slabs are
+// 44 KiB a step). With
 // KWInN a column is a (kw, channel) pair: as many channels a tile as keep
 // it within 72 columns (112 with one slab: the probe's #58 shape, one
 // slab of 16 channels by 7 taps, ran 6% faster than two tiles of 8).
 func chooseWGMMATile(t spec.Tile, coutG, kw int) Tile {
-	r := Tile{WGMMA: true, Slabs: t.Slabs, Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN}
+	r := Tile{WGMMA: true, Slabs: t.Slabs, Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN, CpAsync: t.CpAsync}
 	if r.MinBlocks == 0 {
 		// Left to choose, ptxas (CUDA 11.8, sm_80) capped #70's kernel at
 		// 128 registers and spilled; two slabs' sums and A parts need ~200.
@@ -111,7 +113,7 @@ func chooseWGMMATile(t spec.Tile, coutG, kw int) Tile {
 	}
 	r.BM = r.Slabs * slabRows
 	r.BK = StepK
-	r.Stages = min(wgmmaStages, MaxDynamicSmemBytes/wgmmaStageBytes(r.BN))
+	r.Stages = min(wgmmaStages, MaxDynamicSmemBytes/wgmmaStageBytes(r))
 	return r
 }
 
@@ -125,8 +127,15 @@ func kwInNTiles(coutG, kw, slabs int) (tiles, coutTile int) {
 	return tiles, ceilDiv(coutG, tiles)
 }
 
-// wgmmaStageBytes: one step's weight image, hi and lo parts of StepK x bn.
-func wgmmaStageBytes(bn int) int { return 2 * StepK * bn * 4 }
+// wgmmaStageBytes: one step's shared memory: the weight image, hi and lo
+// parts of StepK x BN, and with CpAsync the input's, StepK x BM.
+func wgmmaStageBytes(t Tile) int {
+	b := 2 * StepK * t.BN * 4
+	if t.CpAsync {
+		b += StepK * t.BM * 4
+	}
+	return b
+}
 
 // planWGMMA lays out the re-laid tensors and the grid of a wgmma tile over
 // the phases planPhases found.
@@ -185,11 +194,11 @@ func (p *Plan) planWGMMA() {
 	for _, tp := range p.Taps {
 		w.TapOffsets = append(w.TapOffsets, ((tp.Off[0]*w.X[1]+tp.Off[1])*w.X[2]+tp.Off[2])*w.CinP)
 	}
-	w.Stage = wgmmaStageBytes(t.BN) / 4
+	w.Stage = 2 * StepK * t.BN
 	w.ImageLen = c.Groups * w.NTiles * w.TotalSteps * w.Stage
 	p.WGMMA = w
 	p.Threads = 128
-	p.SmemBytes = t.Stages * wgmmaStageBytes(t.BN)
+	p.SmemBytes = t.Stages * wgmmaStageBytes(t)
 	if t.KWInN {
 		// The block's sums pass through the stages' memory on their way
 		// out, one row of BN+1 floats per GEMM row (odd: no bank conflicts).

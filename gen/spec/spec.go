@@ -169,7 +169,11 @@ type Tile struct {
 	// occupancy.
 	MinBlocks int
 	// CpAsync: tiles go from global to shared memory with cp.async (sm_80),
-	// skipping the registers, while the previous step computes.
+	// skipping the registers, while the previous step computes. With
+	// wgmma (whose weight always goes this way) the input's fragments do
+	// too, each thread's own, as many steps ahead as the weight's: their
+	// loads' latency then passes while earlier steps compute, where loaded
+	// straight into registers each step waits for its own.
 	CpAsync bool
 	// Direct (fp32): no GEMM tiles. Each thread computes TM output
 	// positions by BN output channels straight from the definition: its

@@ -391,7 +391,7 @@ func (d *decoder) validateWGMMA(k *Kernel) {
 	for _, f := range []struct {
 		name string
 		v    bool
-	}{{"direct", t.Direct}, {"presplit", t.Presplit}, {"cp_async", t.CpAsync}} {
+	}{{"direct", t.Direct}, {"presplit", t.Presplit}} {
 		if f.v {
 			d.failAt("kernel.tile."+f.name, "true", "is another kind of kernel than wgmma: choose one")
 		}

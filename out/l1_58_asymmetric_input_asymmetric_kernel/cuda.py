@@ -11,16 +11,16 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-The kernel's W taps are GEMM columns too: N = kernel_w x 8 output
+The kernel's W taps are GEMM columns too: N = kernel_w x 16 output
 channels, K = the (d, h) taps x input channels, and a row is an input
 position along W; output q of a line adds the sums of column kw of row
 q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
-(4 warps) computing 128 rows of each phase in turn by 56 columns and
-writing the outputs of its first 122. The input is re-laid channels last
+(4 warps) computing 64 rows of each phase in turn by 112 columns and
+writing the outputs of its first 58. The input is re-laid channels last
 inside a zero border, so each thread loads its tensor-core fragments
 straight from global memory (no bounds checks, 16 bytes at a time); the
 weight is re-laid as the TF32 parts in the tensor cores' shared-memory
-layout and staged 4 steps deep with cp.async. Products are 3xTF32
+layout and staged 2 steps deep with cp.async. Products are 3xTF32
 (each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
 wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
 The tensor cores do not add in exact fp32, so their sums cover 4 steps
@@ -57,19 +57,27 @@ static constexpr int kRelayoutPos = 76, kRelayoutChunks = 1;  // the re-layout's
 // The GEMM of a phase: its outputs by a group's output channels, reduced
 // over (tap, channel) pairs in steps of 32. A block is one warpgroup (4
 // warps) computing kSlabs slabs of 64 rows of one phase by kNP columns.
-static constexpr int kTotalSteps = 15, kNTiles = 2;
-static constexpr int kNP = 56, kNCM = kNP / 8, kND = 28;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 2, kRows = 128;
+static constexpr int kTotalSteps = 15, kNTiles = 1;
+static constexpr int kNP = 112, kNCM = kNP / 8, kND = 56;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kSlabs = 1, kRows = 64;
 static constexpr int kSpan = 4;  // steps per tensor-core sum
-static constexpr int kStages = 4;  // weight-image steps in shared memory
+static constexpr int kStages = 2;  // weight-image steps in shared memory
 // The kernel's W taps are columns: column kw*kCoT + c is tap kw of output
 // channel c of the tile; a GEMM row is an input position along W, and
 // output q adds column kw of row q + (kKW-1-kw)*kDilW. A block computes
 // kRows rows and writes the outputs of its first kOutRows.
 static constexpr bool kKWInN = true;
-static constexpr int kKW = 7, kDilW = 1, kCoT = 8;
-static constexpr int kChannelLanes = 1;  // threads per output row on the way out
-static constexpr int kOutRows = 122;
+static constexpr int kKW = 7, kDilW = 1, kCoT = 16;
+static constexpr int kChannelLanes = 2;  // threads per output row on the way out
+static constexpr int kOutRows = 58;
+// The input's fragments go by cp.async into shared memory past the weight
+// stages, as many steps ahead (a thread's own 8 floats a row, kAStage
+// floats a step).
+// A phase fills its own pipeline where its copies need its rows
+// (kStageA) or its sums the stages' memory (kKWInN).
+static constexpr bool kStageA = true;
+static constexpr int kAStage = kRows * 32;
+static constexpr bool kPhasePipeline = kKWInN || kStageA;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4
 // reduction elements).
@@ -348,7 +356,7 @@ __device__ __forceinline__ void cp_async_commit()
 // have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
 // Waits for every copy this thread issued.
@@ -358,15 +366,15 @@ __device__ __forceinline__ void cp_async_wait_all()
 }
 
 // Hopper's warpgroup products (sm_90a only; never called elsewhere): the
-// m64n56k8 TF32 product with A from registers and B from shared
+// m64n112k8 TF32 product with A from registers and B from shared
 // memory by descriptor, added to d, or (add 0) replacing it: a fresh sum
 // starts without registers zeroed beforehand, which cost 5% of #61's time.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %33, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n56k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27}, {%28, %29, %30, %31}, %32, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %61, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n112k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, {%56, %57, %58, %59}, %60, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
 #endif
 }
@@ -375,7 +383,7 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, u
 __device__ __forceinline__ void wgmma_wait(float (&d)[kND])
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]) :: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]) :: "memory");
 #endif
 }
 
@@ -421,13 +429,14 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
 {
     // The weight stages; with kw taps as columns also the block's sums on
     // their way out (kRows x (kNP+1) floats), once the phase's copies are done.
-    extern __shared__ __align__(128) float b_stage[];  // 57344 bytes, past the static 48 KiB
+    extern __shared__ __align__(128) float b_stage[];  // 73728 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores
     // share cache sectors and meet in L2, and the weight image streams
     // through all phases' steps back to back, so a phase of few steps
     // costs no pipeline fill of its own (with kw taps as columns each
-    // phase fills its own: its sums pass through the stages' memory).
+    // phase fills its own, as its sums pass through the stages' memory,
+    // and with the input staged, as its copies need the phase's rows).
     const int tid = threadIdx.x, warp = tid / 32, g = tid % 32 / 4, t = tid % 4;
     const int m_first = blockIdx.x * kOutRows;
     const int nt = blockIdx.y, grp = blockIdx.z;
@@ -443,7 +452,7 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
         }
         cp_async_commit();
     };
-    if (!kKWInN) {
+    if (!kPhasePipeline) {
         for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);
     }
 
@@ -454,11 +463,8 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
         // barriers and copies of its steps (they pace the pipeline), not
         // its products; with kw taps as columns, nothing.
         const bool active = m_first < P.rows;
-        if (kKWInN && !active) continue;
-        const int end = kKWInN ? P.step_start + P.steps : kTotalSteps;
-        if (kKWInN) {
-            for (int i = 0; i < kStages - 1; ++i) load_b(P.step_start + i, end);
-        }
+        if (kPhasePipeline && !active) continue;
+        const int end = kPhasePipeline ? P.step_start + P.steps : kTotalSteps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab.
@@ -482,20 +488,31 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
         }
 
         // Thread t's 8 reduction elements of the phase's step s for its
-        // rows: channels of one tap (kCinP is a multiple of 8), zero past
-        // the reduction's end.
-        float v[kSlabs][2][8];
-        auto load_a = [&](int s) {
+        // rows: channels of one tap (kCinP is a multiple of 8), at xb +
+        // the offset a_offset gives; none (zero) past the reduction's end.
+        auto a_offset = [&](int s, bool& live) -> idx_t {
             const int kk = s * 32 + 8 * t;
             const int tap = kk / kCinP, ch = kk % kCinP;
-            const bool live = tap < P.gemm_taps;
-            const idx_t off = live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
+            live = tap < P.gemm_taps;
+            return live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
+        };
+        // With kStageA, row (sl, r)'s 8 at slot s % kStages of the input's
+        // stages.
+        float* const a_stage = b_stage + kStages * kStage + tid * 8;
+        auto a_slot = [&](int s, int sl, int r) { return a_stage + (s % kStages) * kAStage + (sl * 2 + r) * 128 * 8; };
+        float v[kSlabs][2][8];
+        auto load_a = [&](int s) {
+            bool live;
+            const idx_t off = a_offset(s, live);
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) {
                 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
                     float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p;
-                    if (live) {
+                    if (kStageA) {
+                        p = *reinterpret_cast<const float4*>(a_slot(s, sl, r));
+                        q = *reinterpret_cast<const float4*>(a_slot(s, sl, r) + 4);
+                    } else if (live) {
                         p = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off);
                         q = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off + 4);
                     }
@@ -504,6 +521,34 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
                 }
             }
         };
+        // With kStageA, step s's copies (in the commit group of the weight
+        // copy that follows), or zeros past the reduction's end; none past
+        // the phase's steps.
+        auto copy_a = [&](int s) {
+            if (!kStageA || s >= P.steps) return;
+            bool live;
+            const idx_t off = a_offset(s, live);
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) {
+                #pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    float* dst = a_slot(s, sl, r);
+                    if (live) {
+                        cp_async_16(dst, xr + xb[sl][r] + off);
+                        cp_async_16(dst + 4, xr + xb[sl][r] + off + 4);
+                    } else {
+                        *reinterpret_cast<float4*>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                        *reinterpret_cast<float4*>(dst + 4) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                    }
+                }
+            }
+        };
+        if (kPhasePipeline) {
+            for (int i = 0; i < kStages - 1; ++i) {
+                copy_a(i);
+                load_b(P.step_start + i, end);
+            }
+        }
 
         // acc: the fp32 running sums; part: the tensor cores' sums of the
         // current span of steps, added to acc at its end.
@@ -513,7 +558,7 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
             #pragma unroll
             for (int e = 0; e < kND; ++e) acc[sl][e] = 0.0f;
         }
-        if (active && P.steps > 0) load_a(0);
+        if (!kStageA && active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
             // Step gs's weights have landed (this thread's copies, then,
@@ -523,8 +568,10 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
             cp_async_wait_current();
             async_proxy_fence();
             __syncthreads();
+            copy_a(s + kStages - 1);
             load_b(gs + kStages - 1, end);
             if (!active) continue;
+            if (kStageA) load_a(s);
             const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
             // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
             // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
@@ -592,7 +639,7 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
             }
             // The next step's inputs load while this step's products
             // finish elsewhere on the SM.
-            if (s + 1 < P.steps) load_a(s + 1);
+            if (!kStageA && s + 1 < P.steps) load_a(s + 1);
         }
         if (!active) continue;
 
@@ -654,9 +701,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     l1_58_asymmetric_input_asymmetric_kernel_repack_weight<<<420, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     l1_58_asymmetric_input_asymmetric_kernel_relayout_input<<<12800, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_58_asymmetric_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 57344);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_58_asymmetric_input_asymmetric_kernel_igemm needs 57344 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l1_58_asymmetric_input_asymmetric_kernel_igemm<<<dim3(6459, 2, 1), 128, 57344>>>(
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_58_asymmetric_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 73728);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_58_asymmetric_input_asymmetric_kernel_igemm needs 73728 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    l1_58_asymmetric_input_asymmetric_kernel_igemm<<<dim3(13586, 1, 1), 128, 73728>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     return y;

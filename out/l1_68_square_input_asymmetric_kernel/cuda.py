@@ -61,6 +61,12 @@ static constexpr int kStages = 4;  // weight-image steps in shared memory
 static constexpr bool kKWInN = false;
 static constexpr int kKW = 1, kDilW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr int kOutRows = 128;
+// The input's fragments go into registers a step ahead.
+// A phase fills its own pipeline where its copies need its rows
+// (kStageA) or its sums the stages' memory (kKWInN).
+static constexpr bool kStageA = false;
+static constexpr int kAStage = kRows * 32;
+static constexpr bool kPhasePipeline = kKWInN || kStageA;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4
 // reduction elements).
@@ -388,7 +394,8 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
     // share cache sectors and meet in L2, and the weight image streams
     // through all phases' steps back to back, so a phase of few steps
     // costs no pipeline fill of its own (with kw taps as columns each
-    // phase fills its own: its sums pass through the stages' memory).
+    // phase fills its own, as its sums pass through the stages' memory,
+    // and with the input staged, as its copies need the phase's rows).
     const int tid = threadIdx.x, warp = tid / 32, g = tid % 32 / 4, t = tid % 4;
     const int m_first = blockIdx.x * kOutRows;
     const int nt = blockIdx.y, grp = blockIdx.z;
@@ -404,7 +411,7 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
         }
         cp_async_commit();
     };
-    if (!kKWInN) {
+    if (!kPhasePipeline) {
         for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);
     }
 
@@ -415,11 +422,8 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
         // barriers and copies of its steps (they pace the pipeline), not
         // its products; with kw taps as columns, nothing.
         const bool active = m_first < P.rows;
-        if (kKWInN && !active) continue;
-        const int end = kKWInN ? P.step_start + P.steps : kTotalSteps;
-        if (kKWInN) {
-            for (int i = 0; i < kStages - 1; ++i) load_b(P.step_start + i, end);
-        }
+        if (kPhasePipeline && !active) continue;
+        const int end = kPhasePipeline ? P.step_start + P.steps : kTotalSteps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab.
@@ -443,20 +447,31 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
         }
 
         // Thread t's 8 reduction elements of the phase's step s for its
-        // rows: channels of one tap (kCinP is a multiple of 8), zero past
-        // the reduction's end.
-        float v[kSlabs][2][8];
-        auto load_a = [&](int s) {
+        // rows: channels of one tap (kCinP is a multiple of 8), at xb +
+        // the offset a_offset gives; none (zero) past the reduction's end.
+        auto a_offset = [&](int s, bool& live) -> idx_t {
             const int kk = s * 32 + 8 * t;
             const int tap = kk / kCinP, ch = kk % kCinP;
-            const bool live = tap < P.gemm_taps;
-            const idx_t off = live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
+            live = tap < P.gemm_taps;
+            return live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
+        };
+        // With kStageA, row (sl, r)'s 8 at slot s % kStages of the input's
+        // stages.
+        float* const a_stage = b_stage + kStages * kStage + tid * 8;
+        auto a_slot = [&](int s, int sl, int r) { return a_stage + (s % kStages) * kAStage + (sl * 2 + r) * 128 * 8; };
+        float v[kSlabs][2][8];
+        auto load_a = [&](int s) {
+            bool live;
+            const idx_t off = a_offset(s, live);
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) {
                 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
                     float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p;
-                    if (live) {
+                    if (kStageA) {
+                        p = *reinterpret_cast<const float4*>(a_slot(s, sl, r));
+                        q = *reinterpret_cast<const float4*>(a_slot(s, sl, r) + 4);
+                    } else if (live) {
                         p = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off);
                         q = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off + 4);
                     }
@@ -465,6 +480,34 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
                 }
             }
         };
+        // With kStageA, step s's copies (in the commit group of the weight
+        // copy that follows), or zeros past the reduction's end; none past
+        // the phase's steps.
+        auto copy_a = [&](int s) {
+            if (!kStageA || s >= P.steps) return;
+            bool live;
+            const idx_t off = a_offset(s, live);
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) {
+                #pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    float* dst = a_slot(s, sl, r);
+                    if (live) {
+                        cp_async_16(dst, xr + xb[sl][r] + off);
+                        cp_async_16(dst + 4, xr + xb[sl][r] + off + 4);
+                    } else {
+                        *reinterpret_cast<float4*>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                        *reinterpret_cast<float4*>(dst + 4) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                    }
+                }
+            }
+        };
+        if (kPhasePipeline) {
+            for (int i = 0; i < kStages - 1; ++i) {
+                copy_a(i);
+                load_b(P.step_start + i, end);
+            }
+        }
 
         // acc: the fp32 running sums; part: the tensor cores' sums of the
         // current span of steps, added to acc at its end.
@@ -474,7 +517,7 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
             #pragma unroll
             for (int e = 0; e < kND; ++e) acc[sl][e] = 0.0f;
         }
-        if (active && P.steps > 0) load_a(0);
+        if (!kStageA && active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
             // Step gs's weights have landed (this thread's copies, then,
@@ -484,8 +527,10 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
             cp_async_wait_current();
             async_proxy_fence();
             __syncthreads();
+            copy_a(s + kStages - 1);
             load_b(gs + kStages - 1, end);
             if (!active) continue;
+            if (kStageA) load_a(s);
             const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
             // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
             // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
@@ -553,7 +598,7 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
             }
             // The next step's inputs load while this step's products
             // finish elsewhere on the SM.
-            if (s + 1 < P.steps) load_a(s + 1);
+            if (!kStageA && s + 1 < P.steps) load_a(s + 1);
         }
         if (!active) continue;
 

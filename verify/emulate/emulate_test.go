@@ -243,7 +243,7 @@ func emulateKernels(t *testing.T, seed int64, kernels []spec.Kernel, marker stri
 // and the weight image), groups, padding and dilation (a border on one
 // side, none on the other), several N tiles, one and two slabs, spans of
 // one and several steps, a last block of rows past the end, re-layout
-// rows in several chunks, and strides.
+// rows in several chunks, strides, and the input staged by cp.async.
 func TestWGMMAKernelMatchesReference(t *testing.T) {
 	r, err := gen.NewRenderer()
 	if err != nil {
@@ -297,6 +297,19 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 20, In: [3]int{2, 2, 9}, Kernel: [3]int{3, 1, 7}, Stride: [3]int{2, 1, 1},
 			Padding: [3]int{1, 0, 0}, Dilation: [3]int{2, 1, 1}, Groups: 1},
 			spec.Tile{WGMMA: true, KWInN: true}},
+		// The input staged by cp.async: a partial last step (zeros in its
+		// slots), strides with tap-less phases and several phases of taps
+		// each filling its own pipeline, two slabs; and with kw taps as
+		// columns.
+		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 4, In: [3]int{4, 5, 6}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
+			Padding: [3]int{2, 1, 2}, Dilation: [3]int{1, 1, 1}, Groups: 1},
+			spec.Tile{WGMMA: true, Slabs: 1, CpAsync: true}},
+		{geom.Conv{Batch: 2, InChannels: 6, OutChannels: 10, In: [3]int{3, 2, 4}, Kernel: [3]int{2, 3, 1}, Stride: [3]int{3, 1, 2},
+			Padding: [3]int{0, 2, 0}, OutputPadding: [3]int{1, 0, 1}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
+			spec.Tile{WGMMA: true, Span: 1, CpAsync: true}},
+		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 10, In: [3]int{2, 2, 40}, Kernel: [3]int{3, 2, 4}, Stride: [3]int{2, 1, 1},
+			Padding: [3]int{1, 0, 2}, OutputPadding: [3]int{1, 0, 0}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
+			spec.Tile{WGMMA: true, Span: 2, KWInN: true, CpAsync: true}},
 		// No tap reaches any output (the only H residue with one, 2, is
 		// past the output's 2 rows): every output the bias, an empty
 		// weight image, a repack of one idle block.

@@ -214,18 +214,22 @@ func Build(root, dir string) (*Report, error) {
 		randomItems = append(randomItems, extra.Results...)
 	}
 	r.Sweeps = kernelSweeps(randomItems)
-	// A separate tuning run (gpu-check's tune-kernels.json) adds candidates.
-	tune, err := readKernels(filepath.Join(dir, "tune-kernels.json"))
-	if err != nil {
-		return nil, err
-	}
-	tuned = nil
-	for _, k := range tune.Results {
-		if strings.Contains(k.SpecPath, "tune/specs/") {
-			tuned = append(tuned, k)
+	// Separate tuning runs (gpu-check's tune-kernels.json, and earlier or
+	// later ones of other candidates beside it) add candidates.
+	tunes, _ := filepath.Glob(filepath.Join(dir, "tune-kernels*.json"))
+	for _, path := range tunes {
+		tune, err := readKernels(path)
+		if err != nil {
+			return nil, err
 		}
+		tuned = nil
+		for _, k := range tune.Results {
+			if strings.Contains(k.SpecPath, "tune/specs/") {
+				tuned = append(tuned, k)
+			}
+		}
+		tuningRun(tune, tuned)
 	}
-	tuningRun(tune, tuned)
 	mutate, err := readKernels(filepath.Join(dir, "mutate.json"))
 	if err != nil {
 		return nil, err

@@ -471,6 +471,29 @@ func TestExtraRandomRuns(t *testing.T) {
 	}
 }
 
+// TestExtraTuningRuns: tune-kernels*.json files (tuning runs of other
+// candidates) each add their candidates and their run to the tuning table.
+func TestExtraTuningRuns(t *testing.T) {
+	dir := fixtureCopy(t, "e2e.json", "commit", "kernels.json")
+	kernels, err := os.ReadFile(filepath.Join(fixtureGPU, "kernels.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixture's run holds one candidate: as two more tuning runs, three.
+	for _, name := range []string{"tune-kernels.json", "tune-kernels-cp_async.json"} {
+		if err := os.WriteFile(filepath.Join(dir, name), kernels, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Build(fixtureRoot, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Tuning) != 3 || len(r.TuningRuns) != 3 {
+		t.Errorf("tuning rows = %d from runs %q, want 3 from 3", len(r.Tuning), r.TuningRuns)
+	}
+}
+
 // fixtureCopy copies the named files of the GPU fixture into a new folder.
 func fixtureCopy(t *testing.T, names ...string) string {
 	t.Helper()
