@@ -240,20 +240,26 @@ func (p *Plan) mmaRegisters() (int, string) {
 
 // directRegisters estimates the registers a direct thread needs and says
 // what they hold: its sums, the inputs of one batch of loads (bk channels
-// of tm rows, or bk windows), a float4 of weights, and about 48 for
-// addresses, indices and loop state. A TW thread's sums are those of the
-// outputs some kw reaches. Fitted to the smallest cap at which nvcc 11.8
-// compiled each of 102 random window and 102 direct kernels without a
-// spill (sm_80 and sm_90): against a cap of 128 registers it refuses 11 of
-// the 13 window tiles that spill there and 10 of the 89 that fit. What it
-// does not count (which loads ptxas hoists, which indices it folds) moves
-// the need by tens of registers: direct tiles of 4 rows by 8 channels
-// needed 103 to 170.
+// of tm rows), a float4 of weights, and about 48 for addresses, indices
+// and loop state. Fitted to the smallest cap at which nvcc 11.8 compiled
+// each of 102 random direct kernels without a spill (sm_80 and sm_90).
+// What it does not count (which loads ptxas hoists, which indices it
+// folds) moves the need by tens of registers: direct tiles of 4 rows by 8
+// channels needed 103 to 170.
+//
+// A TW thread holds the sums of the outputs some kw reaches, two batches
+// of bk windows (ptxas issues the next batch's loads while the last FMAs
+// run), a channel's weights of every kw, and about 28 more. Fitted the
+// same way to 120 random window kernels and one that spilled under nvcc
+// 13 at sm_90a (11 tiles had a cap below 255): it refuses all 5 that
+// spill and 5 of the 116 that fit; counting one batch of windows and one
+// float4 of weights, as for rows, let 5 of 5 spill.
 func (p *Plan) directRegisters() (int, string) {
 	t := p.Tile
 	if t.TW > 0 {
-		sums, inputs := p.Window.Reached*t.BN, t.BK*p.Window.Len
-		return sums + inputs + 4 + 48, fmt.Sprintf("%d sums and %d windows of %d input columns", sums, t.BK, p.Window.Len)
+		sums, inputs, weights := p.Window.Reached*t.BN, 2*t.BK*p.Window.Len, p.Conv.Kernel[2]*t.BN
+		return sums + inputs + weights + 28, fmt.Sprintf("%d sums, two batches of %d windows of %d input columns and %d weights",
+			sums, t.BK, p.Window.Len, weights)
 	}
 	sums, inputs := t.TM*t.BN, t.TM*t.BK
 	return sums + inputs + 4 + 48, fmt.Sprintf("%d sums and %d inputs per batch of loads", sums, inputs)

@@ -522,10 +522,10 @@ func TestTileFeasibility(t *testing.T) {
 		// Registers: 512 threads leave 128 each; 8 outputs by 8 channels and
 		// two float4 windows of 12 columns (#72: kw 7, stride 2) need more.
 		{"tw registers", "", "{direct: true, bn: 8, tw: 8, bm: 512}", []string{
-			"plan_test.yaml:42:42: kernel.tile.bm: gives 512 threads, 128 registers each (min_blocks 1), but 64 sums and 2 windows of 12 input columns need about 140 (got 512)",
+			"plan_test.yaml:42:42: kernel.tile.bm: gives 512 threads, 128 registers each (min_blocks 1), but 64 sums, two batches of 2 windows of 12 input columns and 56 weights need about 196 (got 512)",
 		}},
 		{"tw registers, min_blocks", "", "{direct: true, bn: 8, tw: 8, min_blocks: 4}", []string{
-			"plan_test.yaml:42:50: kernel.tile.min_blocks: gives 128 threads, 128 registers each (min_blocks 4), but 64 sums and 2 windows of 12 input columns need about 140 (got 4)",
+			"plan_test.yaml:42:50: kernel.tile.min_blocks: gives 128 threads, 128 registers each (min_blocks 4), but 64 sums, two batches of 2 windows of 12 input columns and 56 weights need about 196 (got 4)",
 		}},
 		{"direct registers", "", "{direct: true, bm: 1024, tm: 1, bn: 16, bk: 8}", []string{
 			"plan_test.yaml:42:28: kernel.tile.bm: gives 1024 threads, 64 registers each (min_blocks 1), but 16 sums and 8 inputs per batch of loads need about 76 (got 1024)",
