@@ -404,7 +404,7 @@ func TestWindowKernelMatchesReference(t *testing.T) {
 			spec.Tile{Direct: true, BM: 32, TW: 8, BN: 4, BK: 3}, true, false},
 		{geom.Conv{Batch: 1, InChannels: 160, OutChannels: 6, In: [3]int{2, 2, 6}, Kernel: [3]int{2, 2, 3}, Stride: [3]int{1, 1, 1},
 			Padding: [3]int{0, 0, 1}, Dilation: [3]int{1, 1, 2}, Groups: 2},
-			spec.Tile{Direct: true, BM: 32, TW: 4, BN: 16, BK: 8}, false, true},
+			spec.Tile{Direct: true, BM: 32, TW: 4, BN: 16, BK: 3}, false, true},
 	} {
 		k := spec.Kernel{Backends: []string{"cuda"}, Precision: "fp32", Tile: c.tile}
 		s, err := spec.Parse("window.yaml", []byte(spec.Generic(fmt.Sprintf("window_%d", i), "W-window direct kernel", c.conv, "randn", k)))
