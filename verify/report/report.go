@@ -235,13 +235,20 @@ func Build(root, dir string) (*Report, error) {
 		return nil, err
 	}
 	r.Mutation = mutationCheck(mutate)
-	rnd, err := readRun(filepath.Join(dir, "random.json"))
-	if err != nil {
-		return nil, err
+	// The harness's sweep (gpu-check's random.json) and sweeps of other
+	// seeds beside it count in one tally.
+	sweeps, _ := filepath.Glob(filepath.Join(dir, "random-sweep*.json"))
+	var swept []HarnessResult
+	for _, path := range append([]string{filepath.Join(dir, "random.json")}, sweeps...) {
+		rnd, err := readRun(path)
+		if err != nil {
+			return nil, err
+		}
+		if rnd != nil {
+			swept = append(swept, rnd.Results...)
+		}
 	}
-	if rnd != nil {
-		r.Sweeps = append(r.Sweeps, harnessSweeps(rnd.Results)...)
-	}
+	r.Sweeps = append(r.Sweeps, harnessSweeps(swept)...)
 	logSum, count := map[string]float64{}, map[string]int{}
 	best := map[string]Row{}
 	for _, h := range e2e.Results {

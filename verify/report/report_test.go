@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -491,6 +492,37 @@ func TestExtraTuningRuns(t *testing.T) {
 	}
 	if len(r.Tuning) != 3 || len(r.TuningRuns) != 3 {
 		t.Errorf("tuning rows = %d from runs %q, want 3 from 3", len(r.Tuning), r.TuningRuns)
+	}
+}
+
+// TestExtraHarnessSweeps: random-sweep*.json files (harness sweeps of
+// other seeds) add their configurations to random.json's in one tally,
+// failures named.
+func TestExtraHarnessSweeps(t *testing.T) {
+	dir := fixtureCopy(t, "e2e.json", "commit", "kernels.json")
+	sweep := func(name string, results ...string) {
+		data := `{"gpu": "test", "results": [` + strings.Join(results, ",") + `]}`
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	result := func(spec, disposition string, err float64) string {
+		return fmt.Sprintf(`{"spec": %q, "backend": "triton", "disposition": %q, "max_rel_l2": %g}`, spec, disposition, err)
+	}
+	sweep("random.json", result("rand_1_000", "passed", 1e-7), result("rand_1_001", "passed", 2e-7))
+	sweep("random-sweep-2.json", result("rand_2_000", "passed", 3e-7), result("rand_2_001", "incorrect", 0.5))
+	r, err := Build(fixtureRoot, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *Sweep
+	for i := range r.Sweeps {
+		if r.Sweeps[i].Backend == "triton end to end" {
+			got = &r.Sweeps[i]
+		}
+	}
+	if got == nil || got.Configs != 4 || got.Passed != 3 || len(got.Failures) != 1 || !strings.Contains(got.Failures[0], "rand_2_001") {
+		t.Errorf("harness sweep tally = %+v, want 4 configurations, 3 passed, rand_2_001 failed", got)
 	}
 }
 
