@@ -125,6 +125,9 @@ func Markdown(r *Report) string {
 		p("odd and prime sizes, random tiles and precisions), rendered, compiled for sm_80 and sm_90 (a spill fails),\n")
 		p("run and checked against float64 on every output by the kernel verifier (`bin/verify -random N`);\n")
 		p("\"end to end\" rows: the same kind of configurations run as submissions by the harness (`--sweep`).\n\n")
+		if len(r.SweepRuns) > 0 {
+			p("Runs:\n\n- %s\n\n", strings.Join(r.SweepRuns, "\n- "))
+		}
 		p("| backend | configurations | passed | max rel L2 vs fp64 |\n|---|---|---|---|\n")
 		for _, s := range r.Sweeps {
 			p("| %s | %d | %d | %.1e |\n", s.Backend, s.Configs, s.Passed, s.MaxRelL2)

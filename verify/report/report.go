@@ -104,6 +104,7 @@ type Report struct {
 	Sweeps      []Sweep            `json:"random_sweep"`
 	Tuning      []gpu.Result       `json:"tuning,omitempty"`
 	TuningRuns  []string           `json:"tuning_runs,omitempty"` // date and commit of each run the candidates come from
+	SweepRuns   []string           `json:"sweep_runs,omitempty"`  // seed, size, date (and commit) of each random sweep
 	Mutation    *Mutation          `json:"mutation_check,omitempty"`
 }
 
@@ -205,6 +206,7 @@ func Build(root, dir string) (*Report, error) {
 	// Further random-configuration runs of the kernel verifier (other
 	// seeds: -merge joins only runs of one seed) count in the same tally.
 	randomItems := slices.Clone(kernels.Results)
+	r.SweepRuns = append(r.SweepRuns, kernelSweepRun(kernels)...)
 	more, _ := filepath.Glob(filepath.Join(dir, "random-kernels*.json"))
 	for _, path := range more {
 		extra, err := readKernels(path)
@@ -212,6 +214,7 @@ func Build(root, dir string) (*Report, error) {
 			return nil, err
 		}
 		randomItems = append(randomItems, extra.Results...)
+		r.SweepRuns = append(r.SweepRuns, kernelSweepRun(extra)...)
 	}
 	r.Sweeps = kernelSweeps(randomItems)
 	// Separate tuning runs (gpu-check's tune-kernels.json, and earlier or
@@ -244,8 +247,13 @@ func Build(root, dir string) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		if rnd != nil {
+		if rnd != nil && len(rnd.Results) > 0 {
 			swept = append(swept, rnd.Results...)
+			names := make([]string, len(rnd.Results))
+			for i, h := range rnd.Results {
+				names[i] = h.Spec
+			}
+			r.SweepRuns = append(r.SweepRuns, fmt.Sprintf("harness, %s: %d configurations on %s", seedsOf(names), len(names), rnd.Date))
 		}
 	}
 	r.Sweeps = append(r.Sweeps, harnessSweeps(swept)...)
@@ -347,6 +355,36 @@ func harnessSweeps(results []HarnessResult) []Sweep {
 		t.add(h.Backend+" end to end", h.Spec, h.Disposition == "passed", h.Disposition, h.Reason, h.MaxRelL2)
 	}
 	return t.sweeps()
+}
+
+// kernelSweepRun describes a kernel verifier run's random configurations
+// (none if it had none).
+func kernelSweepRun(rep *gpu.Report) []string {
+	var names []string
+	for _, k := range rep.Results {
+		if strings.HasPrefix(k.SpecPath, "random/") {
+			names = append(names, k.Spec)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("kernel verifier, %s: %d configurations on %s at commit %.7s", seedsOf(names), len(names), rep.Date, rep.Commit)}
+}
+
+// seedsOf names the seeds of random configurations (rand_<seed>_<n>).
+func seedsOf(names []string) string {
+	var seeds []string
+	for _, n := range names {
+		parts := strings.Split(n, "_")
+		if len(parts) == 3 && parts[0] == "rand" && !slices.Contains(seeds, parts[1]) {
+			seeds = append(seeds, parts[1])
+		}
+	}
+	if len(seeds) == 1 {
+		return "seed " + seeds[0]
+	}
+	return "seeds " + strings.Join(seeds, ", ")
 }
 
 // readKernels reads the kernel verifier's report; a missing file is an

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -497,7 +498,7 @@ func TestExtraTuningRuns(t *testing.T) {
 
 // TestExtraHarnessSweeps: random-sweep*.json files (harness sweeps of
 // other seeds) add their configurations to random.json's in one tally,
-// failures named.
+// failures named, and each run is listed.
 func TestExtraHarnessSweeps(t *testing.T) {
 	dir := fixtureCopy(t, "e2e.json", "commit", "kernels.json")
 	sweep := func(name string, results ...string) {
@@ -523,6 +524,12 @@ func TestExtraHarnessSweeps(t *testing.T) {
 	}
 	if got == nil || got.Configs != 4 || got.Passed != 3 || len(got.Failures) != 1 || !strings.Contains(got.Failures[0], "rand_2_001") {
 		t.Errorf("harness sweep tally = %+v, want 4 configurations, 3 passed, rand_2_001 failed", got)
+	}
+	// Each sweep is listed with its seed and size.
+	for _, want := range []string{"harness, seed 1: 2 configurations", "harness, seed 2: 2 configurations"} {
+		if !slices.ContainsFunc(r.SweepRuns, func(run string) bool { return strings.HasPrefix(run, want) }) {
+			t.Errorf("sweep runs %q lack %q", r.SweepRuns, want)
+		}
 	}
 }
 
