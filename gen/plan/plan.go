@@ -209,7 +209,7 @@ func (p *Plan) Gather() Gather {
 // its A and B fragments for each of a step's bk/8 slices, which the
 // unrolled slice loop keeps live together; three per weight element its
 // gather holds across the products (the value and its own 64-bit address;
-// none with cp.async); four per row it gathers (the row's decoded
+// two with cp.async, the address alone); four per row it gathers (the row's decoded
 // position); 32 more with presplit staging; and about 40 for indices and
 // loop state. The gathered inputs count for nothing: their addresses share
 // the row's base, and the fit gave them no weight. Fitted to the smallest
@@ -221,21 +221,51 @@ func (p *Plan) Gather() Gather {
 // that fit in 255 (presplit, bk 24, 64 threads), 43 of 279 in 170 and 97
 // of 239 in 128. A presplit 64x32 tile at bk 16 with 8 weight loads fit
 // in 255 on sm_80 and spilled 44 bytes on sm_90: the presplit term is
-// sized to refuse it.
+// sized to refuse it. Counting nothing for a cp.async weight let a 64x32
+// tile at bk 24 and 64 threads through (252 of 255; it spilled 24 to 76
+// bytes); with two, none of the 479 mma.sync tiles of 1507 random
+// configurations (seeds 31 to 33) that fit is refused.
 func (p *Plan) mmaRegisters() (int, string) {
 	t, g := p.Tile, p.Gather()
 	sums := t.WM * t.WN / 32
 	frags := t.BK / 8 * 2 * (t.WM/16*4 + t.WN/8*2)
-	weights := 0
-	if !t.CpAsync {
-		weights = g.BLoads
+	weights, perWeight := g.BLoads, 3
+	if t.CpAsync {
+		perWeight = 2
 	}
-	n := sums + frags + 3*weights + 4*g.Rows + 40
+	n := sums + frags + perWeight*weights + 4*g.Rows + 40
 	if t.Presplit {
 		n += 32
 	}
 	what := fmt.Sprintf("a %dx%d warp tile with bk %d (%d sums, %d fragment registers, %d weight loads in flight)", t.WM, t.WN, t.BK, sums, frags, weights)
 	return n, what
+}
+
+// ffmaInRules: the FFMA tile keeps its own rules (block, tiles, shared
+// memory), so that its registers can be estimated.
+func ffmaInRules(p *Plan, t Tile) bool {
+	return p.Threads > 0 && p.Threads%32 == 0 && p.Threads <= MaxThreads && t.BM%t.TM == 0 && t.BN%t.TN == 0 &&
+		p.SmemBytes <= MaxSmemBytes
+}
+
+// ffmaRegisters estimates the registers an FFMA GEMM thread needs and says
+// what they hold: its tm*tn sums, a step's tm + tn operands, the elements
+// its gather holds in flight (none with cp.async), four per row it gathers
+// (its decoded position and address) and about 24 for indices and loop
+// state. Fitted to the 334 FFMA tiles among 1207 random configurations
+// compiled by nvcc 11.8 (sm_80 and sm_90): it refuses the one that spilled
+// (32 sums at 1024 threads, bk 3, cp.async: 64 registers) and the other
+// five with 32 sums at 1024 threads, which fit at 61 to 64, and no other;
+// uncapped tiles took 54 to 231 registers, which is what ptxas spends
+// when it may, not what it needs.
+func (p *Plan) ffmaRegisters() (int, string) {
+	t, g := p.Tile, p.Gather()
+	sums, operands, inFlight := t.TM*t.TN, t.TM+t.TN, 0
+	if !t.CpAsync {
+		inFlight = g.Rows*g.K + g.BLoads
+	}
+	return sums + operands + inFlight + 4*g.Rows + 24,
+		fmt.Sprintf("%d sums, %d operands and %d loads in flight", sums, operands, inFlight)
 }
 
 // directRegisters estimates the registers a direct thread needs and says
@@ -373,8 +403,10 @@ func chooseTile(t spec.Tile, cinG, coutG int) Tile {
 		r.TM = 8
 	}
 	if r.BM == 0 {
+		// About 256 threads, at least 32 rows' threads, at most 512
+		// threads (at 1024 a thread has 64 registers: 32 sums spill).
 		threadsN := max(1, r.BN/r.TN)
-		r.BM = r.TM * max(32, 256/threadsN)
+		r.BM = r.TM * min(max(32, 256/threadsN), max(1, 512/threadsN))
 		r.BM = min(r.BM, 512)
 	}
 	if r.BK == 0 {
@@ -585,6 +617,18 @@ func (p *Plan) checkTile() error {
 		}
 	} else if t.TM*t.TN > maxAccum {
 		bad("tm", t.TM, "tm*tn = %d accumulators per thread; at most %d fit in registers", t.TM*t.TN, maxAccum)
+	} else if ffmaInRules(p, t) {
+		// ptxas must fit a thread in min(255, 65536/(min_blocks*threads))
+		// registers and spills what does not fit (seen: 32 sums at 1024
+		// threads, 64 registers).
+		if need, what := p.ffmaRegisters(); need > registersPerThread(p.Threads, t.MinBlocks) {
+			field, got := "bm", t.BM
+			if need <= registersPerThread(p.Threads, 1) {
+				field, got = "min_blocks", t.MinBlocks
+			}
+			bad(field, got, "gives %d threads, %d registers each (min_blocks %d), but %s need about %d",
+				p.Threads, registersPerThread(p.Threads, t.MinBlocks), max(1, t.MinBlocks), what, need)
+		}
 	}
 	if t.MinBlocks*p.Threads > maxThreadsPerSM && p.Threads <= MaxThreads { // a larger block has its own error
 		bad("min_blocks", t.MinBlocks, "asks for %d resident threads per SM; sm_80 holds at most %d", t.MinBlocks*p.Threads, maxThreadsPerSM)

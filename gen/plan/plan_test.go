@@ -402,9 +402,10 @@ func TestTileDefaults(t *testing.T) {
 		// 3 channels: BN 4 (at least 4), one thread column, BM capped at 512.
 		{"3 out, 1 in", with(base72, func(c *config) { c.cin, c.cout, c.groups = 1, 3, 1 }),
 			plan.Tile{BM: 512, BN: 4, BK: 1, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 1, MinBlocks: 1}, 64, 2 * 1 * (512 + 4) * 4},
-		// Only bn given: TN 8 for BN >= 64, BM = 8*max(32, 256/32) = 256.
+		// Only bn given: TN 8 for BN >= 64, BM = 8*min(max(32, 256/32), 512/32)
+		// = 128: 512 threads, not 1024 (64 registers would not hold 64 sums).
 		{"bn 256 given", with(base72, func(c *config) { c.tile = "{bn: 256}" }),
-			plan.Tile{BM: 256, BN: 256, BK: 8, TM: 8, TN: 8, ThreadsM: 32, ThreadsN: 32, MinBlocks: 1}, 1024, 2 * 8 * (256 + 256) * 4},
+			plan.Tile{BM: 128, BN: 256, BK: 8, TM: 8, TN: 8, ThreadsM: 16, ThreadsN: 32, MinBlocks: 1}, 512, 2 * 8 * (128 + 256) * 4},
 		// A full tile is taken as given, min_blocks too.
 		{"all given", with(base72, func(c *config) { c.tile = "{bm: 64, bn: 16, bk: 3, tm: 4, tn: 4, min_blocks: 4}" }),
 			plan.Tile{BM: 64, BN: 16, BK: 3, TM: 4, TN: 4, ThreadsM: 16, ThreadsN: 4, MinBlocks: 4}, 64, 2 * 3 * (64 + 16) * 4},
@@ -526,6 +527,14 @@ func TestTileFeasibility(t *testing.T) {
 		}},
 		{"tw registers, min_blocks", "", "{direct: true, bn: 8, tw: 8, min_blocks: 4}", []string{
 			"plan_test.yaml:42:50: kernel.tile.min_blocks: gives 128 threads, 128 registers each (min_blocks 4), but 64 sums, two batches of 2 windows of 12 input columns and 56 weights need about 196 (got 4)",
+		}},
+		// FFMA: 1024 threads leave 64 registers; 32 sums do not fit (a
+		// random tile of this shape spilled 8 bytes).
+		{"ffma registers", "", "{bm: 512, bn: 64, bk: 3, tm: 4, tn: 8, cp_async: true}", []string{
+			"plan_test.yaml:42:14: kernel.tile.bm: gives 1024 threads, 64 registers each (min_blocks 1), but 32 sums, 12 operands and 0 loads in flight need about 72 (got 512)",
+		}},
+		{"ffma registers, min_blocks", "", "{bm: 128, bn: 64, tm: 8, tn: 8, min_blocks: 8}", []string{
+			"plan_test.yaml:42:53: kernel.tile.min_blocks: gives 128 threads, 64 registers each (min_blocks 8), but 64 sums, 16 operands and 12 loads in flight need about 120 (got 8)",
 		}},
 		{"direct registers", "", "{direct: true, bm: 1024, tm: 1, bn: 16, bk: 8}", []string{
 			"plan_test.yaml:42:28: kernel.tile.bm: gives 1024 threads, 64 registers each (min_blocks 1), but 16 sums and 8 inputs per batch of loads need about 76 (got 1024)",
