@@ -241,13 +241,6 @@ func (p *Plan) mmaRegisters() (int, string) {
 	return n, what
 }
 
-// ffmaInRules: the FFMA tile keeps its own rules (block, tiles, shared
-// memory), so that its registers can be estimated.
-func ffmaInRules(p *Plan, t Tile) bool {
-	return p.Threads > 0 && p.Threads%32 == 0 && p.Threads <= MaxThreads && t.BM%t.TM == 0 && t.BN%t.TN == 0 &&
-		p.SmemBytes <= MaxSmemBytes
-}
-
 // ffmaRegisters estimates the registers an FFMA GEMM thread needs and says
 // what they hold: its tm*tn sums, a step's tm + tn operands, the elements
 // its gather holds in flight (none with cp.async), four per row it gathers
@@ -526,6 +519,25 @@ func (p *Plan) checkTile() error {
 	bad := func(field string, got int, format string, args ...any) {
 		errs = append(errs, s.Errorf("kernel.tile."+field, strconv.Itoa(got), format, args...))
 	}
+	// fitRegisters refuses an FFMA or direct tile whose estimated need
+	// passes min(255, 65536/(min_blocks*threads)), the cap ptxas spills
+	// beyond (seen: 32 FFMA sums at 1024 threads; 64 direct sums and two
+	// windows of 8 columns at 512): on min_blocks where one block per SM
+	// would fit, else on bm.
+	fitRegisters := func(need int, what string) {
+		if need <= registersPerThread(p.Threads, t.MinBlocks) {
+			return
+		}
+		field, got := "bm", t.BM
+		if need <= registersPerThread(p.Threads, 1) {
+			field, got = "min_blocks", t.MinBlocks
+		}
+		bad(field, got, "gives %d threads, %d registers each (min_blocks %d), but %s need about %d",
+			p.Threads, registersPerThread(p.Threads, t.MinBlocks), max(1, t.MinBlocks), what, need)
+	}
+	// An FFMA or direct block within its own rules, so that its registers
+	// can be estimated.
+	blockInRules := !t.MMA && t.TM > 0 && t.BM%t.TM == 0 && p.Threads > 0 && p.Threads%32 == 0 && p.Threads <= MaxThreads
 	if !t.MMA {
 		// FFMA and direct tiles: a thread holds tm rows, and bm/tm rows of
 		// threads (by bn/tn columns of them, FFMA) make the block.
@@ -555,18 +567,8 @@ func (p *Plan) checkTile() error {
 			bad("bn", t.BN, "tm*bn = %d accumulators per thread (direct: a thread holds all bn columns); at most %d fit in registers", t.TM*t.BN, maxAccum)
 		}
 		// Registers, once the block and the sums are within their own rules.
-		inRules := p.Threads%32 == 0 && p.Threads <= MaxThreads && t.BM%t.TM == 0 &&
-			(t.TW == 0 && t.TM*t.BN <= maxAccum || t.TW > 0 && t.TW*t.BN <= maxAccum)
-		if need, what := p.directRegisters(); inRules && need > registersPerThread(p.Threads, t.MinBlocks) {
-			// ptxas must fit a thread in min(255, 65536/(min_blocks*threads))
-			// registers and spills what does not fit (seen at 512 threads:
-			// 64 sums and two windows of 8 columns at 128 registers).
-			field, got := "bm", t.BM
-			if need <= registersPerThread(p.Threads, 1) {
-				field, got = "min_blocks", t.MinBlocks // one block per SM would fit
-			}
-			bad(field, got, "gives %d threads, %d registers each (min_blocks %d), but %s need about %d",
-				p.Threads, registersPerThread(p.Threads, t.MinBlocks), max(1, t.MinBlocks), what, need)
+		if blockInRules && (t.TW == 0 && t.TM*t.BN <= maxAccum || t.TW > 0 && t.TW*t.BN <= maxAccum) {
+			fitRegisters(p.directRegisters())
 		}
 		if perTap := p.CinG * t.BN * 4 * p.TapWidth(); perTap > MaxSmemBytes {
 			what := fmt.Sprintf("one tap's weights (%d input channels x bn floats)", p.CinG)
@@ -617,18 +619,8 @@ func (p *Plan) checkTile() error {
 		}
 	} else if t.TM*t.TN > maxAccum {
 		bad("tm", t.TM, "tm*tn = %d accumulators per thread; at most %d fit in registers", t.TM*t.TN, maxAccum)
-	} else if ffmaInRules(p, t) {
-		// ptxas must fit a thread in min(255, 65536/(min_blocks*threads))
-		// registers and spills what does not fit (seen: 32 sums at 1024
-		// threads, 64 registers).
-		if need, what := p.ffmaRegisters(); need > registersPerThread(p.Threads, t.MinBlocks) {
-			field, got := "bm", t.BM
-			if need <= registersPerThread(p.Threads, 1) {
-				field, got = "min_blocks", t.MinBlocks
-			}
-			bad(field, got, "gives %d threads, %d registers each (min_blocks %d), but %s need about %d",
-				p.Threads, registersPerThread(p.Threads, t.MinBlocks), max(1, t.MinBlocks), what, need)
-		}
+	} else if blockInRules && t.BN%t.TN == 0 && p.SmemBytes <= MaxSmemBytes {
+		fitRegisters(p.ffmaRegisters())
 	}
 	if t.MinBlocks*p.Threads > maxThreadsPerSM && p.Threads <= MaxThreads { // a larger block has its own error
 		bad("min_blocks", t.MinBlocks, "asks for %d resident threads per SM; sm_80 holds at most %d", t.MinBlocks*p.Threads, maxThreadsPerSM)

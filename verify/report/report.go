@@ -247,13 +247,9 @@ func Build(root, dir string) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		if rnd != nil && len(rnd.Results) > 0 {
+		if rnd != nil {
 			swept = append(swept, rnd.Results...)
-			names := make([]string, len(rnd.Results))
-			for i, h := range rnd.Results {
-				names[i] = h.Spec
-			}
-			r.SweepRuns = append(r.SweepRuns, fmt.Sprintf("harness, %s: %d configurations on %s", seedsOf(names), len(names), rnd.Date))
+			r.SweepRuns = append(r.SweepRuns, harnessSweepRun(rnd)...)
 		}
 	}
 	r.Sweeps = append(r.Sweeps, harnessSweeps(swept)...)
@@ -370,6 +366,18 @@ func kernelSweepRun(rep *gpu.Report) []string {
 		return nil
 	}
 	return []string{fmt.Sprintf("kernel verifier, %s: %d configurations on %s at commit %.7s", seedsOf(names), len(names), rep.Date, rep.Commit)}
+}
+
+// harnessSweepRun describes a harness sweep (none if it ran nothing).
+func harnessSweepRun(run *HarnessRun) []string {
+	if len(run.Results) == 0 {
+		return nil
+	}
+	names := make([]string, len(run.Results))
+	for i, h := range run.Results {
+		names[i] = h.Spec
+	}
+	return []string{fmt.Sprintf("harness, %s: %d configurations on %s", seedsOf(names), len(names), run.Date)}
 }
 
 // seedsOf names the seeds of random configurations (rand_<seed>_<n>).
