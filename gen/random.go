@@ -23,7 +23,7 @@ var RandomBackends = []string{"cuda", "triton"}
 // input channels per group in whole 16- or 32-wide chunks, and half of the
 // fp32 ones use the direct kernel (half of those with W unsplit, tile.tw),
 // a quarter of the 3xtf32 ones the wgmma tile (half of those at stride_w 1
-// with kw_in_n).
+// with kw_in_n; half with explicit stages, parked sums or long spans).
 // The caller validates it.
 func RandomSpec(r *rand.Rand, name string) string {
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
@@ -74,6 +74,15 @@ func RandomSpec(r *rand.Rand, name string) string {
 		k.Tile.KWInN = c.Stride[2] == 1 && nameCoin(name, "kw_in_n")
 		// Half with the input staged by cp.async.
 		k.Tile.CpAsync = nameCoin(name, "wgmma_cp_async")
+		// Half with 2 to 4 stages, half of those with the running sums
+		// parked in shared memory, and a third of those with sums of 9
+		// to 16 steps (one a phase where the phases are that short).
+		if d := nameRand(name, "wgmma_depth"); d.Intn(2) == 0 {
+			k.Tile.Stages, k.Tile.ParkSums = 2+d.Intn(3), d.Intn(2) == 0
+			if d.Intn(3) == 0 {
+				k.Tile.Span = 9 + d.Intn(8)
+			}
+		}
 	}
 	if k.Precision == "fp32" && nameCoin(name, "direct") {
 		// The direct kernel, with its defaults or with a random tile.

@@ -257,11 +257,18 @@ func cudaCandidates(l Loaded) []Candidate {
 // shorter and longer tensor-core sums; then the kernel's W taps as
 // columns with two slabs and one (at stride_w 1 only: elsewhere the plan
 // refuses them); then the input staged by cp.async, with two slabs and
-// one, and the same with W taps as columns.
+// one, and the same with W taps as columns; then sums of 16 steps (one
+// sum a phase where the phases are that short: no fp32 running sums)
+// with fewer stages for more blocks per SM, with W taps as columns and
+// without; and one slab at three stages, four blocks an SM.
 func wgmmaKernels() []spec.Kernel {
 	var out []spec.Kernel
 	for _, t := range []spec.Tile{{}, {Slabs: 1}, {Span: 2}, {Span: 8}, {KWInN: true}, {KWInN: true, Slabs: 1},
-		{CpAsync: true}, {Slabs: 1, CpAsync: true}, {KWInN: true, CpAsync: true}, {KWInN: true, Slabs: 1, CpAsync: true}} {
+		{CpAsync: true}, {Slabs: 1, CpAsync: true}, {KWInN: true, CpAsync: true}, {KWInN: true, Slabs: 1, CpAsync: true},
+		{KWInN: true, Span: 16}, {KWInN: true, Span: 16, Stages: 5}, {KWInN: true, Span: 16, MinBlocks: 3},
+		{KWInN: true, Slabs: 1, Span: 16, Stages: 2, MinBlocks: 4}, {KWInN: true, ParkSums: true, Stages: 3, Span: 8, MinBlocks: 3},
+		{Slabs: 1, ParkSums: true, Stages: 2, MinBlocks: 4}, {Slabs: 1, ParkSums: true, Stages: 2, Span: 8, MinBlocks: 4},
+		{Slabs: 1, Stages: 3, MinBlocks: 4}, {Slabs: 1, ParkSums: true, Stages: 3, Span: 8, MinBlocks: 4}} {
 		t.WGMMA = true
 		out = append(out, spec.Kernel{Precision: "3xtf32", Tile: t})
 	}
@@ -388,12 +395,15 @@ type HarnessResults struct {
 	Items   []Timing `json:"items"`
 }
 
-// Tuning rules: a winner needs accuracy headroom, so that the evaluator's
-// fresh inputs cannot push it over the 1e-5 gate, and must beat the spec's
-// current choice by more than run-to-run noise.
+// Tuning rules: a winner needs accuracy headroom, half the 1e-5 gate, so
+// that fresh inputs cannot push it over (#58's sums of 16 steps measured
+// 3.0e-6 to 3.7e-6 over five draws of rand and randn inputs), and must
+// beat the spec's current choice by more than run-to-run noise. Until
+// 2026-12-01 the headroom was 2.5e-6; notes written then say so.
 const (
-	TuneMaxRelL2 = 2.5e-6
-	TuneMinGain  = 0.03
+	TuneMaxRelL2     = 5e-6
+	tuneMaxRelL2Text = "5e-6" // as the notes print it
+	TuneMinGain      = 0.03
 )
 
 func (t Timing) relL2() (float64, bool) {
@@ -428,6 +438,8 @@ type Winner struct {
 	Candidate
 	MeanMS float64
 	Tried  int // candidates that passed and were timed
+	// GPU and Date: of the run that timed it (ApplyTune's own where unset).
+	GPU, Date string
 }
 
 // PickWinners chooses, per spec, the fastest candidate that passed with
@@ -438,9 +450,11 @@ type Winner struct {
 func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 	type key struct{ variant, backend string }
 	timings := map[key]Timing{}
-	for _, res := range runs {
+	runOf := map[key]*HarnessResults{}
+	for i, res := range runs {
 		for _, t := range append(res.Results, res.Items...) {
 			timings[key{t.Spec, t.Backend}] = t
+			runOf[key{t.Spec, t.Backend}] = &runs[i]
 		}
 	}
 	usable := func(c Candidate) (float64, bool) {
@@ -477,7 +491,8 @@ func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 				ms *= 1 - TuneMinGain // the incumbent keeps its place unless clearly beaten
 			}
 			if w == nil || ms < w.MeanMS {
-				w = &Winner{Candidate: c, MeanMS: ms}
+				run := runOf[key{c.Variant, c.Backend}]
+				w = &Winner{Candidate: c, MeanMS: ms, GPU: run.GPU, Date: run.Date}
 			}
 		}
 		if w == nil || !currentOK {
@@ -499,7 +514,8 @@ func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 }
 
 // ApplyTune writes each winner's precision and tile into its spec file,
-// with a comment saying where and when it was measured.
+// with a comment saying where and when it was measured (the winner's run,
+// or gpu and date where it has none).
 func ApplyTune(root string, winners []Winner, gpu, date string) error {
 	for _, w := range winners {
 		path := filepath.Join(root, w.SpecPath)
@@ -511,8 +527,12 @@ func ApplyTune(root string, winners []Winner, gpu, date string) error {
 		if w.Backend == "triton" {
 			what, how = "triton", "end to end"
 		}
-		out, err := setKernel(data, w.Candidate, "", fmt.Sprintf("%s tuned on %s, %s: %.3f ms mean (%s), fastest of the %d candidates that passed with error <= 2.5e-6",
-			what, gpu, date, w.MeanMS, how, w.Tried))
+		where, when := gpu, date
+		if w.GPU != "" && w.Date != "" {
+			where, when = w.GPU, w.Date[:min(10, len(w.Date))]
+		}
+		out, err := setKernel(data, w.Candidate, "", fmt.Sprintf("%s tuned on %s, %s: %.3f ms mean (%s), fastest of the %d candidates that passed with error <= %s",
+			what, where, when, w.MeanMS, how, w.Tried, tuneMaxRelL2Text))
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.SpecPath, err)
 		}

@@ -45,6 +45,9 @@ type PtxasInfo struct {
 	Cmem            map[int]int // constant bank -> bytes, from the function's "Used" line
 	ModuleGmem      int         // the module's global memory, bytes ("N bytes gmem")
 	ModuleCmem      map[int]int // the module's constant banks (__constant__ data), bytes
+	// WGMMASerialized: why ptxas runs the function's wgmma instructions
+	// one at a time (its "Potential Performance Loss" note), else empty.
+	WGMMASerialized string
 }
 
 // Spills reports local-memory spilling.
@@ -67,6 +70,7 @@ var (
 	ptxasBarRe    = regexp.MustCompile(`used (\d+) barriers`)
 	ptxasCumulRe  = regexp.MustCompile(`(\d+) bytes cumulative stack size`)
 	ptxasFailedRe = regexp.MustCompile(`ptxas (?:fatal|error)\s*:`)
+	ptxasSerialRe = regexp.MustCompile(`wgmma\.mma_async instructions are serialized due to (.+) in the function '([^']+)'`)
 )
 
 // ParsePtxas reads the resource report of nvcc -Xptxas -v (CUDA 11.x to
@@ -140,6 +144,9 @@ func ParsePtxas(output string) ([]PtxasInfo, error) {
 		case ptxasGmemRe.MatchString(line):
 			m := ptxasGmemRe.FindStringSubmatch(line)
 			moduleGmem, moduleCmem = atoi(m[1]), cmem(m[2])
+		case ptxasSerialRe.MatchString(line):
+			m := ptxasSerialRe.FindStringSubmatch(line)
+			get(m[2], arch).WGMMASerialized = m[1]
 		case ptxasSpillRe.MatchString(line):
 			m := ptxasSpillRe.FindStringSubmatch(line)
 			p := get(m[1], arch)
@@ -179,7 +186,8 @@ func atoi(s string) int {
 // nvcc -cubin -arch=<arch> -O3 -Xptxas -v -o outPath. An empty outPath
 // keeps the cubin in a temporary directory only. It returns ptxas's report
 // per function and nvcc's whole output; the error is set when nvcc fails,
-// when the report cannot be read, or when any function spills registers.
+// when the report cannot be read, when any function spills registers, or
+// when ptxas serializes its wgmma products.
 func CompileKernel(ctx context.Context, nvcc, source, arch, outPath string) (info []PtxasInfo, log string, err error) {
 	dir, err := os.MkdirTemp("", "convtgen-nvcc-")
 	if err != nil {
@@ -204,14 +212,22 @@ func CompileKernel(ctx context.Context, nvcc, source, arch, outPath string) (inf
 	if err != nil {
 		return nil, log, fmt.Errorf("nvcc -arch=%s: %w", arch, err)
 	}
-	var spills []string
+	var spills, serial []string
 	for _, p := range info {
 		if p.Spills() {
 			spills = append(spills, p.String())
 		}
+		if p.WGMMASerialized != "" {
+			serial = append(serial, p.Function+": "+p.WGMMASerialized)
+		}
 	}
 	if len(spills) > 0 {
 		return info, log, fmt.Errorf("nvcc -arch=%s: registers spill to local memory: %s", arch, strings.Join(spills, "; "))
+	}
+	// A wgmma kernel whose products ptxas serializes runs, correctly, at a
+	// fraction of its rate: a defect of the emitted code, not a tuning.
+	if len(serial) > 0 {
+		return info, log, fmt.Errorf("nvcc -arch=%s: ptxas serializes the wgmma products: %s", arch, strings.Join(serial, "; "))
 	}
 	return info, log, nil
 }

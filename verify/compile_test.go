@@ -86,6 +86,28 @@ func TestParsePtxas13(t *testing.T) {
 	}
 }
 
+// ptxas's note that it runs a function's wgmma products one at a time
+// (CUDA 12.x / 13.x, sm_90a) is kept with the reason it gives.
+func TestParsePtxasWGMMASerialized(t *testing.T) {
+	out := `ptxas info    : Compiling entry function 'k_igemm' for 'sm_90a'
+ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non wgmma instructions defining accumulator registers of a wgmma between start and end of the pipeline stage in the function 'k_igemm'
+ptxas info    : Function properties for k_igemm
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 166 registers, used 1 barriers, 352 bytes cmem[0]
+`
+	got, err := ParsePtxas(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "non wgmma instructions defining accumulator registers of a wgmma between start and end of the pipeline stage"
+	if len(got) != 1 || got[0].Function != "k_igemm" || got[0].Registers != 166 || got[0].WGMMASerialized != want {
+		t.Errorf("got %+v, want k_igemm serialized due to %q", got, want)
+	}
+	if got, _ := ParsePtxas(ptxas13); got[1].WGMMASerialized != "" {
+		t.Errorf("foo: serialized %q, want none", got[1].WGMMASerialized)
+	}
+}
+
 func TestParsePtxasErrors(t *testing.T) {
 	for _, out := range []string{
 		"",

@@ -19,7 +19,7 @@ var Kernels = []Kernel{{
 		Padding:       [3]int{0, 0, 0},
 		Stride:        [3]int{1, 1, 1},
 	},
-	DynamicSmem:    73728,
+	DynamicSmem:    57344,
 	FLOPs:          5.637144576e+10,
 	File:           "out/l1_58_asymmetric_input_asymmetric_kernel/cuda.py",
 	Fill:           "",
@@ -34,11 +34,11 @@ var Kernels = []Kernel{{
 	RelayoutBlocks: 12800,
 	Repack:         "l1_58_asymmetric_input_asymmetric_kernel_repack_weight",
 	RepackLen:      107520,
-	SmemBytes:      73728,
+	SmemBytes:      57344,
 	Spec:           "l1_58_asymmetric_input_asymmetric_kernel",
 	SpecPath:       "specs/level1/58_asymmetric_input_asymmetric_kernel.yaml",
 	Threads:        128,
-	Tile:           "{min_blocks: 1, slabs: 1, span: 4, cp_async: true, wgmma: true, kw_in_n: true}",
+	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         8,
@@ -72,7 +72,7 @@ var Kernels = []Kernel{{
 	Spec:           "l1_61_square_input_square_kernel",
 	SpecPath:       "specs/level1/61_square_input_square_kernel.yaml",
 	Threads:        128,
-	Tile:           "{min_blocks: 1, slabs: 2, span: 4, wgmma: true, kw_in_n: true}",
+	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         16,
@@ -106,7 +106,7 @@ var Kernels = []Kernel{{
 	Spec:           "l1_68_square_input_asymmetric_kernel",
 	SpecPath:       "specs/level1/68_square_input_asymmetric_kernel.yaml",
 	Threads:        128,
-	Tile:           "{min_blocks: 1, slabs: 2, span: 4, wgmma: true}",
+	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         8,
@@ -140,7 +140,7 @@ var Kernels = []Kernel{{
 	Spec:           "l1_70_asymmetric_input_square_kernel",
 	SpecPath:       "specs/level1/70_asymmetric_input_square_kernel.yaml",
 	Threads:        128,
-	Tile:           "{min_blocks: 1, slabs: 2, span: 4, wgmma: true, kw_in_n: true}",
+	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         8,
@@ -208,7 +208,7 @@ var Kernels = []Kernel{{
 	Spec:           "l1_73_strided_padded_grouped",
 	SpecPath:       "specs/level1/73_strided_padded_grouped.yaml",
 	Threads:        128,
-	Tile:           "{min_blocks: 1, slabs: 1, span: 4, wgmma: true}",
+	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         16,
@@ -223,7 +223,7 @@ var Kernels = []Kernel{{
 		Padding:       [3]int{1, 1, 1},
 		Stride:        [3]int{2, 2, 2},
 	},
-	DynamicSmem:    65536,
+	DynamicSmem:    0,
 	FLOPs:          2.8991029248e+10,
 	File:           "out/l1_77_padded_dilated_strided/cuda.py",
 	Fill:           "l1_77_padded_dilated_strided_fill_bias",
@@ -238,9 +238,9 @@ var Kernels = []Kernel{{
 	RelayoutBlocks: 9792,
 	Repack:         "l1_77_padded_dilated_strided_repack_weight",
 	RepackLen:      110592,
-	SmemBytes:      65536,
+	SmemBytes:      49152,
 	Spec:           "l1_77_padded_dilated_strided",
 	SpecPath:       "specs/level1/77_padded_dilated_strided.yaml",
 	Threads:        128,
-	Tile:           "{min_blocks: 1, slabs: 1, span: 4, wgmma: true}",
+	Tile:           "{min_blocks: 4, slabs: 1, span: 4, stages: 3, wgmma: true}",
 }}

@@ -105,6 +105,9 @@ type Tile struct {
 	// output channels by kernel_w taps make BN), rows input positions
 	// along W.
 	KWInN bool
+	// ParkSums (wgmma): the fp32 running sums in shared memory between
+	// spans (WGMMA.Parked floats past the stages).
+	ParkSums bool
 }
 
 // Window is what a TW thread reads along W. Its outputs are ow0 + j for
@@ -133,7 +136,7 @@ type Window struct {
 // ones of its precision.
 func (t Tile) Spec() spec.Tile {
 	if t.WGMMA {
-		return spec.Tile{MinBlocks: t.MinBlocks, CpAsync: t.CpAsync, WGMMA: true, Slabs: t.Slabs, Span: t.Span, KWInN: t.KWInN}
+		return spec.Tile{MinBlocks: t.MinBlocks, CpAsync: t.CpAsync, WGMMA: true, Slabs: t.Slabs, Span: t.Span, Stages: t.Stages, KWInN: t.KWInN, ParkSums: t.ParkSums}
 	}
 	if t.Direct && t.TW > 0 {
 		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, MinBlocks: t.MinBlocks, Direct: true, TW: t.TW}
@@ -308,6 +311,9 @@ func New(s *spec.Spec) (*Plan, error) {
 			return nil, spec.Errors{s.Errorf("problem.in_channels", strconv.Itoa(c.InChannels),
 				"gives %d channels a group, padded to %d: the input re-layout would stage %d bytes of shared memory for one position; sm_80 allows %d of static shared memory",
 				p.CinG, p.WGMMA.CinP, b, MaxSmemBytes)}
+		}
+		if err := p.checkWGMMASmem(); err != nil {
+			return nil, err
 		}
 		p.Index = indexType(c.OutputLen(), p.WGMMA.XLen, p.WGMMA.ImageLen)
 		p.Names = names(s.Name)

@@ -1,6 +1,10 @@
 package plan
 
-import "convtgen/gen/spec"
+import (
+	"strconv"
+
+	"convtgen/gen/spec"
+)
 
 // WGMMA is the layout of a wgmma tile's kernel: per stride phase one dense
 // GEMM with M = batch * the phase's outputs, N = a group's output channels
@@ -43,6 +47,13 @@ type WGMMA struct {
 	// positions along W that they read (WSpan more).
 	GemmTaps, Steps, StepStart, Rows, Line []int
 	TotalSteps                             int
+	// OneSpan: Tile.Span covers every phase's steps, so a phase's
+	// tensor-core sums are its result and no fp32 running sums are kept.
+	OneSpan bool
+	// Parked: with Tile.ParkSums (and more than one span) the running
+	// sums' floats in shared memory, from float ParkedAt on (past the
+	// stages and the kw_in_n sums); else 0.
+	Parked, ParkedAt int
 	// KWInN: N tiles of CoutTile output channels by kernel_w taps; a block
 	// computes BM rows and writes the outputs of its first OutRows (the
 	// rest feed them: WSpan = dilation_w * (kernel_w - 1)). On the way
@@ -86,15 +97,16 @@ const (
 
 // chooseWGMMATile fills a wgmma tile: NP covers a group's output channels
 // in as few N tiles of at most 64 columns as it can, rounded up to 8 (the
-// instruction's granularity); two slabs, sums of four steps, and as many
-// stages (up to 4, as the probes ran) as fit 96 KiB of shared memory (two
+// instruction's granularity); two slabs, sums of four steps, and (unless
+// the spec sets them) as many stages (up to 4, as the probes ran) as fit
+// 96 KiB of shared memory (two
 // at least: a weight image of 112 columns and the input's two slabs are
 // 44 KiB a step). With
 // KWInN a column is a (kw, channel) pair: as many channels a tile as keep
 // it within 72 columns (112 with one slab: the probe's #58 shape, one
 // slab of 16 channels by 7 taps, ran 6% faster than two tiles of 8).
 func chooseWGMMATile(t spec.Tile, coutG, kw int) Tile {
-	r := Tile{WGMMA: true, Slabs: t.Slabs, Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN, CpAsync: t.CpAsync}
+	r := Tile{WGMMA: true, Slabs: t.Slabs, Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN, CpAsync: t.CpAsync, ParkSums: t.ParkSums}
 	if r.MinBlocks == 0 {
 		// Left to choose, ptxas (CUDA 11.8, sm_80) capped #70's kernel at
 		// 128 registers and spilled; two slabs' sums and A parts need ~200.
@@ -113,7 +125,10 @@ func chooseWGMMATile(t spec.Tile, coutG, kw int) Tile {
 	}
 	r.BM = r.Slabs * slabRows
 	r.BK = StepK
-	r.Stages = min(wgmmaStages, MaxDynamicSmemBytes/wgmmaStageBytes(r))
+	r.Stages = t.Stages
+	if r.Stages == 0 {
+		r.Stages = min(wgmmaStages, (MaxDynamicSmemBytes-4*parkedFloats(r))/wgmmaStageBytes(r))
+	}
 	return r
 }
 
@@ -125,6 +140,15 @@ var kwInNMaxN = [3]int{1: 112, 2: 72}
 func kwInNTiles(coutG, kw, slabs int) (tiles, coutTile int) {
 	tiles = ceilDiv(coutG, max(1, kwInNMaxN[slabs]/kw))
 	return tiles, ceilDiv(coutG, tiles)
+}
+
+// parkedFloats: the running sums a ParkSums tile keeps in shared memory,
+// every thread's of every slab.
+func parkedFloats(t Tile) int {
+	if !t.ParkSums {
+		return 0
+	}
+	return t.Slabs * slabRows * t.BN
 }
 
 // wgmmaStageBytes: one step's shared memory: the weight image, hi and lo
@@ -188,6 +212,10 @@ func (p *Plan) planWGMMA() {
 			w.Tiles = max(w.Tiles, ceilDiv(w.Rows[len(w.Rows)-1], w.OutRows))
 		}
 	}
+	w.OneSpan = true
+	for _, n := range w.Steps {
+		w.OneSpan = w.OneSpan && n <= t.Span
+	}
 	if w.Fill {
 		w.FillBlocks = ceilDiv(c.OutputLen(), FillPerBlock)
 	}
@@ -204,8 +232,40 @@ func (p *Plan) planWGMMA() {
 		// out, one row of BN+1 floats per GEMM row (odd: no bank conflicts).
 		p.SmemBytes = max(p.SmemBytes, t.BM*(t.BN+1)*4)
 	}
+	if t.ParkSums && !w.OneSpan {
+		p.WGMMA.Parked, p.WGMMA.ParkedAt = parkedFloats(t), p.SmemBytes/4
+		p.SmemBytes += 4 * p.WGMMA.Parked
+	}
 	if p.SmemBytes > MaxSmemBytes {
 		p.DynamicSmem = p.SmemBytes
 	}
 	p.Grid = [3]int{w.Tiles, w.NTiles, c.Groups} // a block runs its rows of every phase
+}
+
+// smemPerSM is an sm_90 SM's shared memory (sm_80's has 164 KiB), and
+// smemReservedPerBlock what the runtime keeps of it for each resident block.
+const (
+	smemPerSM            = 228 * 1024
+	smemReservedPerBlock = 1024
+)
+
+// checkWGMMASmem refuses stages whose shared memory passes what the kernel
+// may opt in to, and a min_blocks that no SM could hold for shared memory
+// (its registers would be capped for residency that never comes).
+func (p *Plan) checkWGMMASmem() error {
+	t, s := p.Tile, p.Spec
+	var errs spec.Errors
+	if p.SmemBytes > MaxDynamicSmemBytes {
+		errs = append(errs, s.Errorf("kernel.tile.stages", strconv.Itoa(t.Stages),
+			"needs %d bytes of shared memory (%d a step); a wgmma kernel opts in to at most %d", p.SmemBytes, wgmmaStageBytes(t), MaxDynamicSmemBytes))
+	}
+	if perBlock := p.SmemBytes + smemReservedPerBlock; t.MinBlocks*perBlock > smemPerSM {
+		errs = append(errs, s.Errorf("kernel.tile.min_blocks", strconv.Itoa(t.MinBlocks),
+			"asks for %d blocks per SM, but each needs %d bytes of shared memory with what the runtime keeps: an SM holds %d (fewer stages need less)",
+			t.MinBlocks, perBlock, smemPerSM))
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
 }

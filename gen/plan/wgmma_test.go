@@ -36,7 +36,7 @@ func TestWGMMALayout(t *testing.T) {
 			precision: "3xtf32", tile: "{wgmma: true, slabs: 1, span: 2}"},
 			// Out: (5+2-6, 6+2, 7-2) = (1, 8, 5). Lo: max(0, (k-1)*d - p) = (0, 2, 0);
 			// X: Lo + max(in, out + p) = (5, 8+2, 7) with D: max(5, 1+3) = 5.
-			plan.WGMMA{CinP: 8, Lo: [3]int{0, 2, 0}, X: [3]int{5, 10, 7}, XLen: 2 * 2 * 8 * 5 * 10 * 7, GemmTaps: []int{6}, Steps: []int{2}, StepStart: []int{0}, Rows: []int{2 * 1 * 8 * 5}, Line: []int{5}, TotalSteps: 2, OutRows: 64, Tiles: 2, NTiles: 1,
+			plan.WGMMA{CinP: 8, Lo: [3]int{0, 2, 0}, X: [3]int{5, 10, 7}, XLen: 2 * 2 * 8 * 5 * 10 * 7, GemmTaps: []int{6}, Steps: []int{2}, StepStart: []int{0}, Rows: []int{2 * 1 * 8 * 5}, Line: []int{5}, TotalSteps: 2, OneSpan: true, OutRows: 64, Tiles: 2, NTiles: 1,
 				RelayoutPos: 7, RelayoutChunks: 1, RelayoutBlocks: 2 * 2 * 5 * 10, Stage: 2 * 32 * 40, ImageLen: 2 * 1 * 2 * 2 * 32 * 40, SumsPerThread: 20},
 			// Tap (0,0,0) reads o + p = (3, 0, 1) on; tap (2,1,0) (3-2, 0-2, 1).
 			((3*10+0)*7 + 1) * 8, ((1*10-2)*7 + 1) * 8,
@@ -71,7 +71,7 @@ func TestWGMMALayout(t *testing.T) {
 		{config{batch: 1, cin: 8, cout: 24, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 5}, s: one, p: [3]int{0, 0, 1}, d: [3]int{1, 1, 2},
 			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true}"},
 			plan.WGMMA{CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
-				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, CoutTile: 24, WSpan: 4, OutRows: 124, ChannelLanes: 1, Tiles: 2, NTiles: 1,
+				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, OneSpan: true, CoutTile: 24, WSpan: 4, OutRows: 124, ChannelLanes: 1, Tiles: 2, NTiles: 1,
 				RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
 			// Tap (0,0,0) reads W position q + 1; tap (2,2,2) (-2, -2, -3).
 			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
@@ -82,7 +82,7 @@ func TestWGMMALayout(t *testing.T) {
 		{config{batch: 1, cin: 8, cout: 24, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 5}, s: one, p: [3]int{0, 0, 1}, d: [3]int{1, 1, 2},
 			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true, slabs: 1}"},
 			plan.WGMMA{CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
-				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, CoutTile: 24, WSpan: 4, OutRows: 60, ChannelLanes: 2, Tiles: 4, NTiles: 1,
+				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, OneSpan: true, CoutTile: 24, WSpan: 4, OutRows: 60, ChannelLanes: 2, Tiles: 4, NTiles: 1,
 				RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
 			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
 			plan.Tile{WGMMA: true, BM: 64, BN: 72, BK: 32, Slabs: 1, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true},
@@ -191,6 +191,53 @@ func TestRepackBlocks(t *testing.T) {
 	for n, want := range map[int]int{0: 1, 1: 1, 256: 1, 257: 2, 64512: 252} {
 		if got := plan.RepackBlocks(n); got != want {
 			t.Errorf("RepackBlocks(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+// TestWGMMASumsAndStages: a span that covers every phase's steps keeps no
+// running sums (one tensor-core sum a phase); parked sums take one float a
+// thread's sum past the stages and the kw_in_n sums (#58's two slabs of 56
+// columns: 3 stages of 14336 bytes, 128 x 57 sums on their way out, 128 x
+// 56 parked); set stages replace the plan's; and stages or a min_blocks
+// that shared memory cannot hold are refused on their fields.
+func TestWGMMASumsAndStages(t *testing.T) {
+	one := [3]int{1, 1, 1}
+	c58 := config{batch: 1, cin: 32, cout: 16, groups: 1, k: [3]int{3, 5, 7}, in: [3]int{4, 6, 10}, s: one, d: one, precision: "3xtf32"}
+	for _, c := range []struct {
+		tile                           string
+		oneSpan                        bool
+		stages, parked, parkedAt, smem int
+	}{
+		{"{wgmma: true, kw_in_n: true, slabs: 1, span: 16, stages: 2, min_blocks: 4}", true, 2, 0, 0, 2 * 28672},
+		{"{wgmma: true, kw_in_n: true, park_sums: true, stages: 3}", false, 3, 128 * 56, 3 * 14336 / 4, 3*14336 + 4*128*56},
+		{"{wgmma: true, kw_in_n: true, park_sums: true, span: 15}", true, 4, 0, 0, 4 * 14336},
+		// The plan's stages leave room for the parked sums: (96 KiB - 28
+		// KiB) / 14336 bytes is 4.
+		{"{wgmma: true, kw_in_n: true, park_sums: true}", false, 4, 128 * 56, 4 * 14336 / 4, 4*14336 + 4*128*56},
+	} {
+		conf := c58
+		conf.tile = c.tile
+		p, err := plan.New(conf.parse(t))
+		if err != nil {
+			t.Fatalf("%s: %v", c.tile, err)
+		}
+		w := p.WGMMA
+		if w.OneSpan != c.oneSpan || p.Tile.Stages != c.stages || w.Parked != c.parked || w.ParkedAt != c.parkedAt || p.SmemBytes != c.smem {
+			t.Errorf("%s: one span %v, %d stages, %d parked at %d, %d bytes; want %v, %d, %d at %d, %d",
+				c.tile, w.OneSpan, p.Tile.Stages, w.Parked, w.ParkedAt, p.SmemBytes, c.oneSpan, c.stages, c.parked, c.parkedAt, c.smem)
+		}
+	}
+
+	conf := c58
+	conf.tile = "{wgmma: true, kw_in_n: true, slabs: 1, stages: 4, min_blocks: 3}"
+	_, err := plan.New(conf.parse(t))
+	for _, want := range []string{
+		"kernel.tile.stages: needs 114688 bytes of shared memory (28672 a step); a wgmma kernel opts in to at most 98304 (got 4)",
+		"kernel.tile.min_blocks: asks for 3 blocks per SM, but each needs 115712 bytes of shared memory with what the runtime keeps: an SM holds 233472 (fewer stages need less) (got 3)",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error:\n%v\nwant it to hold:\n%s", err, want)
 		}
 	}
 }

@@ -349,7 +349,9 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 				"wgmma":      func(n *yaml.Node, f string) { k.Tile.WGMMA, _ = d.bool(n, f) },
 				"slabs":      func(n *yaml.Node, f string) { k.Tile.Slabs, _ = d.int(n, f) },
 				"span":       func(n *yaml.Node, f string) { k.Tile.Span, _ = d.int(n, f) },
+				"stages":     func(n *yaml.Node, f string) { k.Tile.Stages, _ = d.int(n, f) },
 				"kw_in_n":    func(n *yaml.Node, f string) { k.Tile.KWInN, _ = d.bool(n, f) },
+				"park_sums":  func(n *yaml.Node, f string) { k.Tile.ParkSums, _ = d.bool(n, f) },
 			})
 		},
 		"triton": func(n *yaml.Node, f string) {

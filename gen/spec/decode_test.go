@@ -206,7 +206,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key in a param", []edit{{"{name: groups, type: int, default: 1}", "{name: groups, type: int, defualt: 1}"}},
 			[]string{"base.yaml:24:33: reference.params[6].defualt: unknown key; known: default, name, type"}},
 		{"unknown key in tile", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {bm: 64, bz: 2}"}},
-			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, cp_async, direct, kw_in_n, min_blocks, presplit, slabs, span, tm, tn, tw, wgmma, wm, wn"}},
+			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, cp_async, direct, kw_in_n, min_blocks, park_sums, presplit, slabs, span, stages, tm, tn, tw, wgmma, wm, wn"}},
 		// BUG (decode.go, fields): an empty key is reported with the
 		// field name of its mapping only ("problem." here, "" at the top).
 		{"empty key", []edit{{"  groups: 4\n", "  groups: 4\n  \"\": 1\n"}},
@@ -418,11 +418,14 @@ func TestParseErrors(t *testing.T) {
 				"base.yaml:39:41: kernel.tile.presplit: is another kind of kernel than wgmma: choose one (got true)",
 				"base.yaml:39:54: kernel.tile.slabs: must be 1 or 2 (0: the plan's choice), 64-row slabs per warpgroup (got 3)",
 			}},
-		{"slabs and span without wgmma", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {slabs: 2, span: 9}"}},
+		{"slabs, span, stages and park_sums without wgmma", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {slabs: 2, span: 17, stages: 1, park_sums: true}"}},
 			[]string{
 				"base.yaml:39:17: kernel.tile.slabs: sets a wgmma warpgroup's rows: only with wgmma: true (got 2)",
-				"base.yaml:39:26: kernel.tile.span: sets a wgmma kernel's tensor-core sums: only with wgmma: true (got 9)",
-				"base.yaml:39:26: kernel.tile.span: must be from 0 (the plan's choice) to 8, reduction steps per tensor-core sum (got 9)",
+				"base.yaml:39:26: kernel.tile.span: sets a wgmma kernel's tensor-core sums: only with wgmma: true (got 17)",
+				"base.yaml:39:26: kernel.tile.span: must be from 0 (the plan's choice) to 16, reduction steps per tensor-core sum (got 17)",
+				"base.yaml:39:38: kernel.tile.stages: sets a wgmma kernel's weight stages: only with wgmma: true (got 1)",
+				"base.yaml:39:38: kernel.tile.stages: must be 2 to 8 (0: the plan's choice), reduction steps staged in shared memory (got 1)",
+				"base.yaml:39:52: kernel.tile.park_sums: keeps a wgmma kernel's running sums in shared memory: only with wgmma: true (got true)",
 			}},
 		{"kw_in_n without wgmma, at stride_w 2", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {kw_in_n: true}"}},
 			[]string{

@@ -204,7 +204,13 @@ type Tile struct {
 	// Span (wgmma): reduction steps (32 deep each) that one tensor-core sum
 	// covers before it is added to the fp32 running sum (0: the plan's 4).
 	// The tensor cores do not add in exact fp32, so their sums are kept short.
+	// A span that covers every phase's steps keeps no fp32 running sums:
+	// a slab's sums in fewer registers, for more blocks per SM.
 	Span int
+	// Stages (wgmma): reduction steps staged in shared memory, 2 to 8 (0:
+	// the plan's, as many up to 4 as fit 96 KiB). Fewer stages leave room
+	// for more blocks per SM.
+	Stages int
 	// KWInN (wgmma, stride_w 1): the kernel's W taps become GEMM columns:
 	// N = kernel_w x a tile of output channels, K = the (d, h) taps x
 	// input channels, and rows are input positions along W. An output
@@ -212,6 +218,10 @@ type Tile struct {
 	// Few output channels make narrow tensor-core products; this widens
 	// them (#70: 8.7 -> 5.9 ms, #61 3.7 -> 3.4, kernel-only).
 	KWInN bool
+	// ParkSums (wgmma): the fp32 running sums wait in shared memory between
+	// spans, not in registers: a slab's sums in half the registers, for
+	// more blocks per SM, at the accuracy of the span.
+	ParkSums bool
 }
 
 // Value is a Python literal as the reference model sees it: an int, a bool
@@ -239,7 +249,7 @@ func (t Tile) String() string {
 	for _, kv := range []struct {
 		k string
 		v int
-	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"tw", t.TW}, {"min_blocks", t.MinBlocks}, {"slabs", t.Slabs}, {"span", t.Span}} {
+	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"tw", t.TW}, {"min_blocks", t.MinBlocks}, {"slabs", t.Slabs}, {"span", t.Span}, {"stages", t.Stages}} {
 		if kv.v != 0 {
 			f = append(f, fmt.Sprintf("%s: %d", kv.k, kv.v))
 		}
@@ -258,6 +268,9 @@ func (t Tile) String() string {
 	}
 	if t.KWInN {
 		f = append(f, "kw_in_n: true")
+	}
+	if t.ParkSums {
+		f = append(f, "park_sums: true")
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }

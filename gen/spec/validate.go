@@ -353,6 +353,12 @@ func (d *decoder) validateKernel(k *Kernel) {
 	if !t.WGMMA && t.Span != 0 {
 		d.failAt("kernel.tile.span", strconv.Itoa(t.Span), "sets a wgmma kernel's tensor-core sums: only with wgmma: true")
 	}
+	if !t.WGMMA && t.Stages != 0 {
+		d.failAt("kernel.tile.stages", strconv.Itoa(t.Stages), "sets a wgmma kernel's weight stages: only with wgmma: true")
+	}
+	if !t.WGMMA && t.ParkSums {
+		d.failAt("kernel.tile.park_sums", "true", "keeps a wgmma kernel's running sums in shared memory: only with wgmma: true")
+	}
 	if !t.WGMMA && t.KWInN {
 		d.failAt("kernel.tile.kw_in_n", "true", "moves the kernel's W taps into a wgmma GEMM's columns: only with wgmma: true")
 	}
@@ -369,7 +375,8 @@ func (d *decoder) validateKernel(k *Kernel) {
 		{"min_blocks", t.MinBlocks, t.MinBlocks >= 0 && t.MinBlocks <= 32},
 		{"tw", t.TW, t.TW >= 0 && t.TW <= 16},
 		{"slabs", t.Slabs, t.Slabs >= 0 && t.Slabs <= 2},
-		{"span", t.Span, t.Span >= 0 && t.Span <= 8},
+		{"span", t.Span, t.Span >= 0 && t.Span <= 16},
+		{"stages", t.Stages, t.Stages == 0 || t.Stages >= 2 && t.Stages <= 8},
 	})
 }
 
@@ -448,7 +455,8 @@ var tileRule = map[string]string{
 	"min_blocks": "must be from 0 (unset) to 32 (resident blocks per SM)",
 	"tw":         "must be from 0 (unset) to 16 (outputs along W per thread)",
 	"slabs":      "must be 1 or 2 (0: the plan's choice), 64-row slabs per warpgroup",
-	"span":       "must be from 0 (the plan's choice) to 8, reduction steps per tensor-core sum",
+	"span":       "must be from 0 (the plan's choice) to 16, reduction steps per tensor-core sum",
+	"stages":     "must be 2 to 8 (0: the plan's choice), reduction steps staged in shared memory",
 }
 
 // item returns the node of a list element, or the list itself.

@@ -23,7 +23,7 @@ weight is re-laid as the TF32 parts in the tensor cores' shared-memory
 layout and staged 2 steps deep with cp.async. Products are 3xTF32
 (each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
 wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
-The tensor cores do not add in exact fp32, so their sums cover 4 steps
+The tensor cores do not add in exact fp32, so their sums cover 16 steps
 of 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
 """
@@ -60,7 +60,12 @@ static constexpr int kRelayoutPos = 76, kRelayoutChunks = 1;  // the re-layout's
 static constexpr int kTotalSteps = 15, kNTiles = 1;
 static constexpr int kNP = 112, kNCM = kNP / 8, kND = 56;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 1, kRows = 64;
-static constexpr int kSpan = 4;  // steps per tensor-core sum
+static constexpr int kSpan = 16;  // steps per tensor-core sum
+// Every phase's steps in one tensor-core sum: its result, with no fp32
+// running sums beside it (a slab's sums in half the registers).
+static constexpr bool kOneSpan = true;
+static constexpr bool kParkSums = false;
+static constexpr int kParkedAt = 0;
 static constexpr int kStages = 2;  // weight-image steps in shared memory
 // The kernel's W taps are columns: column kw*kCoT + c is tap kw of output
 // channel c of the tile; a GEMM row is an input position along W, and
@@ -70,12 +75,10 @@ static constexpr bool kKWInN = true;
 static constexpr int kKW = 7, kDilW = 1, kCoT = 16;
 static constexpr int kChannelLanes = 2;  // threads per output row on the way out
 static constexpr int kOutRows = 58;
-// The input's fragments go by cp.async into shared memory past the weight
-// stages, as many steps ahead (a thread's own 8 floats a row, kAStage
-// floats a step).
+// The input's fragments go into registers a step ahead.
 // A phase fills its own pipeline where its copies need its rows
 // (kStageA) or its sums the stages' memory (kKWInN).
-static constexpr bool kStageA = true;
+static constexpr bool kStageA = false;
 static constexpr int kAStage = kRows * 32;
 static constexpr bool kPhasePipeline = kKWInN || kStageA;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
@@ -423,13 +426,23 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
         | (unsigned long long)(128 >> 4) << 32;
 }
 
-extern "C" __global__ void __launch_bounds__(128, 1)
+// The blocks an SM that the registers are capped for: the tile's
+// min_blocks where its wgmma code runs (sm_90a); elsewhere its products
+// go to mma.sync, which needs more registers from the same fragments,
+// and one block is asked for (a cap of 128 spilled #77's there).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+static constexpr int kMinBlocks = 4;
+#else
+static constexpr int kMinBlocks = 1;
+#endif
+extern "C" __global__ void __launch_bounds__(128, kMinBlocks)
 l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // The weight stages; with kw taps as columns also the block's sums on
-    // their way out (kRows x (kNP+1) floats), once the phase's copies are done.
-    extern __shared__ __align__(128) float b_stage[];  // 73728 bytes, past the static 48 KiB
+    // their way out (kRows x (kNP+1) floats), once the phase's copies are
+    // done; then the parked sums, if any.
+    extern __shared__ __align__(128) float b_stage[];  // 57344 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores
     // share cache sectors and meet in L2, and the weight image streams
@@ -553,6 +566,7 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
         // acc: the fp32 running sums; part: the tensor cores' sums of the
         // current span of steps, added to acc at its end.
         float acc[kSlabs][kND], part[kSlabs][kND];
+        float* const parked = b_stage + kParkedAt + tid;  // with kParkSums
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
@@ -630,7 +644,18 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
                 }
             }
 #endif
-            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
+            if (kParkSums && s % kSpan == kSpan - 1 && s < P.steps - 1) {
+                // A span's sums park (the first's replace, the rest add);
+                // the last span's stay where they are, for the outputs.
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) {
+                    #pragma unroll
+                    for (int e = 0; e < kND; ++e) {
+                        float& p = parked[(sl * kND + e) * 128];
+                        p = s < kSpan ? part[sl][e] : p + part[sl][e];
+                    }
+                }
+            } else if (!kParkSums && !kOneSpan && (s % kSpan == kSpan - 1 || s == P.steps - 1)) {
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
@@ -642,6 +667,15 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
             if (!kStageA && s + 1 < P.steps) load_a(s + 1);
         }
         if (!active) continue;
+        // Output (sl, e) of the phase: its sums, with the parked ones
+        // added on the way out (so that no code but wgmma writes the
+        // tensor cores' sums).
+        const bool spans = P.steps > kSpan;
+        auto result = [&](int sl, int e) {
+            if (kOneSpan) return part[sl][e];
+            if (kParkSums) return spans ? part[sl][e] + parked[(sl * kND + e) * 128] : part[sl][e];
+            return acc[sl][e];
+        };
 
         // The phase's outputs: the sums go to shared memory (once every
         // copy into it has landed and every warp is past its last read),
@@ -657,7 +691,7 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
             for (int e = 0; e < kND; ++e)
-                sums[(sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * (kNP + 1) + 8 * (e / 4) + 2 * t + e % 2] = acc[sl][e];
+                sums[(sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * (kNP + 1) + 8 * (e / 4) + 2 * t + e % 2] = result(sl, e);
         }
         __syncthreads();
         const int row = tid % kOutRows, m = m_first + row;
@@ -701,9 +735,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     l1_58_asymmetric_input_asymmetric_kernel_repack_weight<<<420, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     l1_58_asymmetric_input_asymmetric_kernel_relayout_input<<<12800, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_58_asymmetric_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 73728);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_58_asymmetric_input_asymmetric_kernel_igemm needs 73728 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l1_58_asymmetric_input_asymmetric_kernel_igemm<<<dim3(13586, 1, 1), 128, 73728>>>(
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_58_asymmetric_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 57344);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_58_asymmetric_input_asymmetric_kernel_igemm needs 57344 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    l1_58_asymmetric_input_asymmetric_kernel_igemm<<<dim3(13586, 1, 1), 128, 57344>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     return y;

@@ -61,6 +61,11 @@ static constexpr int kTotalSteps = 14, kNTiles = 2;
 static constexpr int kNP = 72, kNCM = kNP / 8, kND = 36;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 2, kRows = 128;
 static constexpr int kSpan = 4;  // steps per tensor-core sum
+// Every phase's steps in one tensor-core sum: its result, with no fp32
+// running sums beside it (a slab's sums in half the registers).
+static constexpr bool kOneSpan = false;
+static constexpr bool kParkSums = false;
+static constexpr int kParkedAt = 0;
 static constexpr int kStages = 4;  // weight-image steps in shared memory
 // The kernel's W taps are columns: column kw*kCoT + c is tap kw of output
 // channel c of the tile; a GEMM row is an input position along W, and
@@ -343,12 +348,22 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
         | (unsigned long long)(128 >> 4) << 32;
 }
 
-extern "C" __global__ void __launch_bounds__(128, 1)
+// The blocks an SM that the registers are capped for: the tile's
+// min_blocks where its wgmma code runs (sm_90a); elsewhere its products
+// go to mma.sync, which needs more registers from the same fragments,
+// and one block is asked for (a cap of 128 spilled #77's there).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+static constexpr int kMinBlocks = 1;
+#else
+static constexpr int kMinBlocks = 1;
+#endif
+extern "C" __global__ void __launch_bounds__(128, kMinBlocks)
 l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // The weight stages; with kw taps as columns also the block's sums on
-    // their way out (kRows x (kNP+1) floats), once the phase's copies are done.
+    // their way out (kRows x (kNP+1) floats), once the phase's copies are
+    // done; then the parked sums, if any.
     extern __shared__ __align__(128) float b_stage[];  // 73728 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores
@@ -473,6 +488,7 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
         // acc: the fp32 running sums; part: the tensor cores' sums of the
         // current span of steps, added to acc at its end.
         float acc[kSlabs][kND], part[kSlabs][kND];
+        float* const parked = b_stage + kParkedAt + tid;  // with kParkSums
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
@@ -550,7 +566,18 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
                 }
             }
 #endif
-            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
+            if (kParkSums && s % kSpan == kSpan - 1 && s < P.steps - 1) {
+                // A span's sums park (the first's replace, the rest add);
+                // the last span's stay where they are, for the outputs.
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) {
+                    #pragma unroll
+                    for (int e = 0; e < kND; ++e) {
+                        float& p = parked[(sl * kND + e) * 128];
+                        p = s < kSpan ? part[sl][e] : p + part[sl][e];
+                    }
+                }
+            } else if (!kParkSums && !kOneSpan && (s % kSpan == kSpan - 1 || s == P.steps - 1)) {
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
@@ -562,6 +589,15 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
             if (!kStageA && s + 1 < P.steps) load_a(s + 1);
         }
         if (!active) continue;
+        // Output (sl, e) of the phase: its sums, with the parked ones
+        // added on the way out (so that no code but wgmma writes the
+        // tensor cores' sums).
+        const bool spans = P.steps > kSpan;
+        auto result = [&](int sl, int e) {
+            if (kOneSpan) return part[sl][e];
+            if (kParkSums) return spans ? part[sl][e] + parked[(sl * kND + e) * 128] : part[sl][e];
+            return acc[sl][e];
+        };
 
         // The phase's outputs: the sums go to shared memory (once every
         // copy into it has landed and every warp is past its last read),
@@ -577,7 +613,7 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
             for (int e = 0; e < kND; ++e)
-                sums[(sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * (kNP + 1) + 8 * (e / 4) + 2 * t + e % 2] = acc[sl][e];
+                sums[(sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * (kNP + 1) + 8 * (e / 4) + 2 * t + e % 2] = result(sl, e);
         }
         __syncthreads();
         const int row = tid % kOutRows, m = m_first + row;

@@ -17,7 +17,7 @@ phase in turn by 64 output channels. The input is re-laid channels last
 inside a zero border, so each thread loads its tensor-core fragments
 straight from global memory (no bounds checks, 16 bytes at a time); the
 weight is re-laid as the TF32 parts in the tensor cores' shared-memory
-layout and staged 4 steps deep with cp.async. Products are 3xTF32
+layout and staged 3 steps deep with cp.async. Products are 3xTF32
 (each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
 wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
 The tensor cores do not add in exact fp32, so their sums cover 4 steps
@@ -58,7 +58,12 @@ static constexpr int kTotalSteps = 27, kNTiles = 1;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 1, kRows = 64;
 static constexpr int kSpan = 4;  // steps per tensor-core sum
-static constexpr int kStages = 4;  // weight-image steps in shared memory
+// Every phase's steps in one tensor-core sum: its result, with no fp32
+// running sums beside it (a slab's sums in half the registers).
+static constexpr bool kOneSpan = false;
+static constexpr bool kParkSums = false;
+static constexpr int kParkedAt = 0;
+static constexpr int kStages = 3;  // weight-image steps in shared memory
 static constexpr bool kKWInN = false;
 static constexpr int kKW = 1, kDilW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr int kOutRows = 64;
@@ -289,7 +294,7 @@ __device__ __forceinline__ void cp_async_commit()
 // have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
 }
 
 // Waits for every copy this thread issued.
@@ -356,13 +361,23 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
         | (unsigned long long)(128 >> 4) << 32;
 }
 
-extern "C" __global__ void __launch_bounds__(128, 1)
+// The blocks an SM that the registers are capped for: the tile's
+// min_blocks where its wgmma code runs (sm_90a); elsewhere its products
+// go to mma.sync, which needs more registers from the same fragments,
+// and one block is asked for (a cap of 128 spilled #77's there).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+static constexpr int kMinBlocks = 4;
+#else
+static constexpr int kMinBlocks = 1;
+#endif
+extern "C" __global__ void __launch_bounds__(128, kMinBlocks)
 l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // The weight stages; with kw taps as columns also the block's sums on
-    // their way out (kRows x (kNP+1) floats), once the phase's copies are done.
-    extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
+    // their way out (kRows x (kNP+1) floats), once the phase's copies are
+    // done; then the parked sums, if any.
+    __shared__ __align__(128) float b_stage[49152 / 4];
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores
     // share cache sectors and meet in L2, and the weight image streams
@@ -486,6 +501,7 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
         // acc: the fp32 running sums; part: the tensor cores' sums of the
         // current span of steps, added to acc at its end.
         float acc[kSlabs][kND], part[kSlabs][kND];
+        float* const parked = b_stage + kParkedAt + tid;  // with kParkSums
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
@@ -563,7 +579,18 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
                 }
             }
 #endif
-            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
+            if (kParkSums && s % kSpan == kSpan - 1 && s < P.steps - 1) {
+                // A span's sums park (the first's replace, the rest add);
+                // the last span's stay where they are, for the outputs.
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) {
+                    #pragma unroll
+                    for (int e = 0; e < kND; ++e) {
+                        float& p = parked[(sl * kND + e) * 128];
+                        p = s < kSpan ? part[sl][e] : p + part[sl][e];
+                    }
+                }
+            } else if (!kParkSums && !kOneSpan && (s % kSpan == kSpan - 1 || s == P.steps - 1)) {
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
@@ -575,6 +602,15 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
             if (!kStageA && s + 1 < P.steps) load_a(s + 1);
         }
         if (!active) continue;
+        // Output (sl, e) of the phase: its sums, with the parked ones
+        // added on the way out (so that no code but wgmma writes the
+        // tensor cores' sums).
+        const bool spans = P.steps > kSpan;
+        auto result = [&](int sl, int e) {
+            if (kOneSpan) return part[sl][e];
+            if (kParkSums) return spans ? part[sl][e] + parked[(sl * kND + e) * 128] : part[sl][e];
+            return acc[sl][e];
+        };
 
         // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
         // (g+8, 8cb+2t), (g+8, +1); each written once (over the fill's).
@@ -584,7 +620,7 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
             for (int e = 0; e < kND; ++e) {
                 const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
                 if (row_ok[sl][r] && co < kCoutG)
-                    y[yb[sl][r] + (idx_t)co * kOutDHW] = acc[sl][e];
+                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, e);
             }
         }
     }
@@ -611,10 +647,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     l1_77_padded_dilated_strided_repack_weight<<<432, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     l1_77_padded_dilated_strided_relayout_input<<<9792, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     l1_77_padded_dilated_strided_fill_bias<<<139425, 256>>>(nullptr, (float*)y.data_ptr());
-    // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_77_padded_dilated_strided_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_77_padded_dilated_strided_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l1_77_padded_dilated_strided_igemm<<<dim3(4096, 1, 1), 128, 65536>>>(
+    l1_77_padded_dilated_strided_igemm<<<dim3(4096, 1, 1), 128>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     return y;

@@ -243,7 +243,8 @@ func emulateKernels(t *testing.T, seed int64, kernels []spec.Kernel, marker stri
 // and the weight image), groups, padding and dilation (a border on one
 // side, none on the other), several N tiles, one and two slabs, spans of
 // one and several steps, a last block of rows past the end, re-layout
-// rows in several chunks, strides, and the input staged by cp.async.
+// rows in several chunks, strides, the input staged by cp.async, the
+// running sums parked in shared memory, and one sum a phase.
 func TestWGMMAKernelMatchesReference(t *testing.T) {
 	r, err := gen.NewRenderer()
 	if err != nil {
@@ -310,6 +311,24 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 10, In: [3]int{2, 2, 40}, Kernel: [3]int{3, 2, 4}, Stride: [3]int{2, 1, 1},
 			Padding: [3]int{1, 0, 2}, OutputPadding: [3]int{1, 0, 0}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
 			spec.Tile{WGMMA: true, Span: 2, KWInN: true, CpAsync: true}},
+		// The running sums parked in shared memory: 14 spans of one step
+		// (the first replaces, the middle ones add, the last takes them
+		// back) at two stages; #73's geometry, phases of one step (first
+		// span and last) and of two, at three stages; with kw taps as
+		// columns and the input staged. Then one tensor-core sum a phase
+		// (span 16 over 14 steps: no running sums at all).
+		{geom.Conv{Batch: 2, InChannels: 16, OutChannels: 16, In: [3]int{3, 4, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
+			Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+			spec.Tile{WGMMA: true, Span: 1, Stages: 2, ParkSums: true}},
+		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
+			Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+			spec.Tile{WGMMA: true, Slabs: 1, Span: 1, Stages: 3, ParkSums: true}},
+		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 10, In: [3]int{2, 2, 40}, Kernel: [3]int{3, 2, 4}, Stride: [3]int{2, 1, 1},
+			Padding: [3]int{1, 0, 2}, OutputPadding: [3]int{1, 0, 0}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
+			spec.Tile{WGMMA: true, Span: 1, KWInN: true, CpAsync: true, ParkSums: true}},
+		{geom.Conv{Batch: 2, InChannels: 16, OutChannels: 16, In: [3]int{3, 4, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
+			Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+			spec.Tile{WGMMA: true, Slabs: 1, Span: 16, Stages: 2}},
 		// No tap reaches any output (the only H residue with one, 2, is
 		// past the output's 2 rows): every output the bias, an empty
 		// weight image, a repack of one idle block.

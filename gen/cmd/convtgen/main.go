@@ -90,9 +90,17 @@ func applyTuning(root, resultPaths, manifestPath string) error {
 	if len(runs) == 0 {
 		return fmt.Errorf("no results among %s", resultPaths)
 	}
-	winners := gen.PickWinners(cands, runs...)
-	for _, w := range winners {
-		fmt.Printf("%-44s %-6s %s  %.3f ms (of %d)\n", w.Spec, w.Backend, w.Choice(), w.MeanMS, w.Tried)
+	// A spec whose current choice stays is left as it is: its note
+	// still tells the tuning that chose it.
+	var winners []gen.Winner
+	for _, w := range gen.PickWinners(cands, runs...) {
+		verdict := "new"
+		if w.Current {
+			verdict = "kept"
+		} else {
+			winners = append(winners, w)
+		}
+		fmt.Printf("%-44s %-6s %-4s %s  %.3f ms (of %d)\n", w.Spec, w.Backend, verdict, w.Choice(), w.MeanMS, w.Tried)
 	}
 	date := runs[0].Date
 	if len(date) >= 10 {
