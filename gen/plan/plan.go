@@ -312,7 +312,7 @@ func New(s *spec.Spec) (*Plan, error) {
 				"gives %d channels a group, padded to %d: the input re-layout would stage %d bytes of shared memory for one position; sm_80 allows %d of static shared memory",
 				p.CinG, p.WGMMA.CinP, b, MaxSmemBytes)}
 		}
-		if err := p.checkWGMMASmem(); err != nil {
+		if err := p.checkWGMMAResources(); err != nil {
 			return nil, err
 		}
 		p.Index = indexType(c.OutputLen(), p.WGMMA.XLen, p.WGMMA.ImageLen)

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strconv"
 
 	"convtgen/gen/spec"
@@ -249,12 +250,33 @@ const (
 	smemReservedPerBlock = 1024
 )
 
-// checkWGMMASmem refuses stages whose shared memory passes what the kernel
-// may opt in to, and a min_blocks that no SM could hold for shared memory
-// (its registers would be capped for residency that never comes).
-func (p *Plan) checkWGMMASmem() error {
+// wgmmaRegisters estimates what a wgmma thread needs on sm_90a and says
+// what it holds: per slab its tensor-core sums, as many fp32 running sums
+// (none when one span covers every phase or they are parked), the A parts
+// of a step's four k8 chunks (32) and its 8 inputs of two rows (16), and
+// 13 more. Fitted to the 88 tiles with min_blocks above 1 that the tuning
+// runs of v27 compiled (CUDA 13, sm_90a): it refuses the three that spilled
+// (two slabs of 72 columns, one span, at 168 registers) and none that fit.
+func (p *Plan) wgmmaRegisters() (int, string) {
+	t, w := p.Tile, p.WGMMA
+	sums := w.SumsPerThread
+	if !w.OneSpan && !t.ParkSums {
+		sums *= 2
+	}
+	return t.Slabs*(sums+48) + 13, fmt.Sprintf("%d slab(s) of %d sums and running sums, A parts and inputs", t.Slabs, sums)
+}
+
+// checkWGMMAResources refuses stages whose shared memory passes what the
+// kernel may opt in to, and a min_blocks that an SM could not hold for
+// shared memory (its registers would be capped for residency that never
+// comes) or under which the registers would not fit (a spill).
+func (p *Plan) checkWGMMAResources() error {
 	t, s := p.Tile, p.Spec
 	var errs spec.Errors
+	if need, what := p.wgmmaRegisters(); need > registersPerThread(p.Threads, t.MinBlocks) {
+		errs = append(errs, s.Errorf("kernel.tile.min_blocks", strconv.Itoa(t.MinBlocks),
+			"gives %d threads, %d registers each, but %s need about %d", p.Threads, registersPerThread(p.Threads, t.MinBlocks), what, need))
+	}
 	if p.SmemBytes > MaxDynamicSmemBytes {
 		errs = append(errs, s.Errorf("kernel.tile.stages", strconv.Itoa(t.Stages),
 			"needs %d bytes of shared memory (%d a step); a wgmma kernel opts in to at most %d", p.SmemBytes, wgmmaStageBytes(t), MaxDynamicSmemBytes))

@@ -241,3 +241,28 @@ func TestWGMMASumsAndStages(t *testing.T) {
 		}
 	}
 }
+
+// TestWGMMARegisters: min_blocks caps a wgmma thread's registers, and the
+// plan refuses a cap its estimate passes: two slabs of 72 columns and one
+// span at three blocks an SM (170 registers; needs about 181: it spilled
+// 220 bytes at 168), while the one-slab 112-column tile at four (about 117
+// of 128) and #77's slab of 64 columns with running sums (125 of 128) fit.
+func TestWGMMARegisters(t *testing.T) {
+	one := [3]int{1, 1, 1}
+	c61 := config{batch: 1, cin: 48, cout: 48, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{4, 4, 8}, s: one, d: one, precision: "3xtf32",
+		tile: "{wgmma: true, kw_in_n: true, span: 16, stages: 3, min_blocks: 3}"}
+	_, err := plan.New(c61.parse(t))
+	want := "kernel.tile.min_blocks: gives 128 threads, 170 registers each, but 2 slab(s) of 36 sums and running sums, A parts and inputs need about 181 (got 3)"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error:\n%v\nwant it to hold:\n%s", err, want)
+	}
+	c58 := config{batch: 1, cin: 32, cout: 16, groups: 1, k: [3]int{3, 5, 7}, in: [3]int{4, 6, 10}, s: one, d: one, precision: "3xtf32",
+		tile: "{wgmma: true, kw_in_n: true, slabs: 1, span: 16, stages: 2, min_blocks: 4}"}
+	c77 := config{batch: 1, cin: 32, cout: 64, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{4, 5, 5}, s: [3]int{2, 2, 2}, p: one, d: [3]int{2, 2, 2},
+		precision: "3xtf32", tile: "{wgmma: true, slabs: 1, stages: 3, min_blocks: 4}"}
+	for _, c := range []config{c58, c77} {
+		if _, err := plan.New(c.parse(t)); err != nil {
+			t.Errorf("%s: %v", c.tile, err)
+		}
+	}
+}
