@@ -22,8 +22,8 @@ var RandomBackends = []string{"cuda", "triton"}
 // mappings as well as their geometry; half of the configurations have
 // input channels per group in whole 16- or 32-wide chunks, and half of the
 // fp32 ones use the direct kernel (half of those with W unsplit, tile.tw),
-// a quarter of the 3xtf32 ones the wgmma tile (half of those at stride_w 1
-// with kw_in_n; half with explicit stages, parked sums or long spans).
+// a quarter of the 3xtf32 ones the wgmma tile (half of those with
+// kw_in_n; half with explicit stages, parked sums or long spans).
 // The caller validates it.
 func RandomSpec(r *rand.Rand, name string) string {
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
@@ -70,8 +70,8 @@ func RandomSpec(r *rand.Rand, name string) string {
 		if w.Intn(2) == 0 {
 			k.Tile.Slabs, k.Tile.Span = 1+w.Intn(2), 1+w.Intn(8)
 		}
-		// Half of those at stride_w 1 with the kernel's W taps as columns.
-		k.Tile.KWInN = c.Stride[2] == 1 && nameCoin(name, "kw_in_n")
+		// Half of those with the kernel's W taps as columns.
+		k.Tile.KWInN = nameCoin(name, "kw_in_n")
 		// Half with the input staged by cp.async.
 		k.Tile.CpAsync = nameCoin(name, "wgmma_cp_async")
 		// Half with 2 to 4 stages, half of those with the running sums

@@ -104,11 +104,15 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 		plans = append(plans, l.Plan)
 	}
 	for _, p := range plans {
-		if p.Tile.TW > 0 {
-			// A W-window CUDA plan leaves W unsplit: compare with the
-			// phases of the same spec's row-per-thread direct kernel.
+		if p.Tile.TW > 0 || p.Tile.KWInN {
+			// A W-window or W-taps-as-columns CUDA plan leaves W unsplit:
+			// compare with the phases of the same spec's row-per-thread
+			// direct kernel, or wgmma tile without kw_in_n.
 			s := *p.Spec
 			s.Kernel.Tile = spec.Tile{Direct: true}
+			if p.Tile.KWInN {
+				s.Kernel.Tile = spec.Tile{WGMMA: true}
+			}
 			var err error
 			if p, err = plan.New(&s); err != nil {
 				t.Fatal(err)

@@ -255,12 +255,12 @@ func cudaCandidates(l Loaded) []Candidate {
 
 // wgmmaKernels are the wgmma tiles tried: the default, one slab, and
 // shorter and longer tensor-core sums; then the kernel's W taps as
-// columns with two slabs and one (at stride_w 1 only: elsewhere the plan
-// refuses them); then the input staged by cp.async, with two slabs and
-// one, and the same with W taps as columns; then sums of 16 steps (one
-// sum a phase where the phases are that short: no fp32 running sums)
-// with fewer stages for more blocks per SM, with W taps as columns and
-// without; and one slab at three stages, four blocks an SM.
+// columns with two slabs and one; then the input staged by cp.async,
+// with two slabs and one, and the same with W taps as columns; then sums
+// of 16 steps (one sum a phase where the phases are that short: no fp32
+// running sums) with fewer stages for more blocks per SM, with W taps as
+// columns and without, parked sums, and one slab at three stages, four
+// blocks an SM.
 func wgmmaKernels() []spec.Kernel {
 	var out []spec.Kernel
 	for _, t := range []spec.Tile{{}, {Slabs: 1}, {Span: 2}, {Span: 8}, {KWInN: true}, {KWInN: true, Slabs: 1},

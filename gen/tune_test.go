@@ -128,16 +128,17 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 			t.Errorf("58: %s repeats its own choice %s", c.Variant, c.Tile)
 		}
 	}
-	// 73's own choice is the one-slab wgmma candidate (t23), skipped; its
-	// cp.async variant (t15, the input staged too) is its twin t29, also
-	// skipped; the labels after them stay put.
+	// 73's own choice is W taps as columns, one slab, one sum a phase,
+	// two stages, four blocks an SM (t35), skipped; its cp.async variant
+	// (t15) would not fit four blocks' shared memory, also skipped; the
+	// labels after them stay put.
 	c73 := cudaCandidates(specs[tuneSpec73])
 	var got []string
 	for _, c := range c73 {
 		got = append(got, c.Variant+" "+c.Precision+" "+c.Tile.String())
 	}
 	want := []string{
-		"l1_73_strided_padded_grouped 3xtf32 {min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true}",
+		"l1_73_strided_padded_grouped 3xtf32 {min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true}",
 		"l1_73_strided_padded_grouped_t1 fp32 {bm: 256, bn: 32, bk: 8, tm: 8, tn: 4, min_blocks: 1}",
 		"l1_73_strided_padded_grouped_t2 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 		"l1_73_strided_padded_grouped_t3 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1}",
@@ -151,7 +152,6 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		"l1_73_strided_padded_grouped_t12 fp32 {bm: 256, bn: 16, bk: 4, tm: 2, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t13 fp32 {bm: 512, bn: 16, bk: 8, tm: 2, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t14 fp32 {bm: 512, bn: 16, bk: 4, tm: 4, min_blocks: 1, direct: true}",
-		"l1_73_strided_padded_grouped_t15 3xtf32 {min_blocks: 1, slabs: 1, span: 4, stages: 4, cp_async: true, wgmma: true}",
 		// W-window direct kernels, tw a multiple of the stride (2).
 		"l1_73_strided_padded_grouped_t16 fp32 {bm: 128, bn: 8, bk: 2, tw: 8, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t17 fp32 {bm: 256, bn: 8, bk: 2, tw: 8, min_blocks: 1, direct: true}",
@@ -159,15 +159,23 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		"l1_73_strided_padded_grouped_t19 fp32 {bm: 128, bn: 8, bk: 1, tw: 8, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t20 fp32 {bm: 128, bn: 16, bk: 2, tw: 4, min_blocks: 1, direct: true}",
 		"l1_73_strided_padded_grouped_t21 fp32 {bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1, direct: true}",
-		// wgmma: the default and spans of 2 and 8 (one slab is its own),
-		// and the input staged by cp.async with two slabs (one is t15; W
-		// taps as columns need stride_w 1).
+		// wgmma: the default, one slab, spans of 2 and 8, W taps as
+		// columns with two slabs and one, the input staged by cp.async.
 		"l1_73_strided_padded_grouped_t22 3xtf32 {min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
+		"l1_73_strided_padded_grouped_t23 3xtf32 {min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true}",
 		"l1_73_strided_padded_grouped_t24 3xtf32 {min_blocks: 1, slabs: 2, span: 2, stages: 4, wgmma: true}",
 		"l1_73_strided_padded_grouped_t25 3xtf32 {min_blocks: 1, slabs: 2, span: 8, stages: 4, wgmma: true}",
+		"l1_73_strided_padded_grouped_t26 3xtf32 {min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true}",
+		"l1_73_strided_padded_grouped_t27 3xtf32 {min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, kw_in_n: true}",
 		"l1_73_strided_padded_grouped_t28 3xtf32 {min_blocks: 1, slabs: 2, span: 4, stages: 4, cp_async: true, wgmma: true}",
-		// Fewer stages for four blocks an SM, the running sums parked in
-		// shared memory or not (t32 to t36 take W taps as columns).
+		"l1_73_strided_padded_grouped_t29 3xtf32 {min_blocks: 1, slabs: 1, span: 4, stages: 4, cp_async: true, wgmma: true}",
+		"l1_73_strided_padded_grouped_t30 3xtf32 {min_blocks: 1, slabs: 2, span: 4, stages: 3, cp_async: true, wgmma: true, kw_in_n: true}",
+		"l1_73_strided_padded_grouped_t31 3xtf32 {min_blocks: 1, slabs: 1, span: 4, stages: 3, cp_async: true, wgmma: true, kw_in_n: true}",
+		// Sums of 16 steps, set stages and blocks per SM, parked sums.
+		"l1_73_strided_padded_grouped_t32 3xtf32 {min_blocks: 1, slabs: 2, span: 16, stages: 4, wgmma: true, kw_in_n: true}",
+		"l1_73_strided_padded_grouped_t33 3xtf32 {min_blocks: 1, slabs: 2, span: 16, stages: 5, wgmma: true, kw_in_n: true}",
+		"l1_73_strided_padded_grouped_t34 3xtf32 {min_blocks: 3, slabs: 2, span: 16, stages: 4, wgmma: true, kw_in_n: true}",
+		"l1_73_strided_padded_grouped_t36 3xtf32 {min_blocks: 3, slabs: 2, span: 8, stages: 3, wgmma: true, kw_in_n: true, park_sums: true}",
 		"l1_73_strided_padded_grouped_t37 3xtf32 {min_blocks: 4, slabs: 1, span: 4, stages: 2, wgmma: true, park_sums: true}",
 		"l1_73_strided_padded_grouped_t38 3xtf32 {min_blocks: 4, slabs: 1, span: 8, stages: 2, wgmma: true, park_sums: true}",
 		"l1_73_strided_padded_grouped_t39 3xtf32 {min_blocks: 4, slabs: 1, span: 4, stages: 3, wgmma: true}",

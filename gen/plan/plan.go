@@ -297,13 +297,10 @@ func New(s *spec.Spec) (*Plan, error) {
 	p := &Plan{Spec: s, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup()}
 	switch {
 	case s.Kernel.Tile.WGMMA:
-		if s.Kernel.Tile.KWInN && c.Stride[2] != 1 {
-			return nil, spec.Errors{s.Errorf("kernel.tile.kw_in_n", "true", "%s", spec.KWInNStrideRule(c.Stride))}
-		}
 		p.Tile = chooseWGMMATile(s.Kernel.Tile, p.CoutG, c.Kernel[2])
-		if reach := c.Dilation[2] * (c.Kernel[2] - 1); p.Tile.KWInN && reach >= p.Tile.BM/2 {
+		if reach := kwSpan(c); p.Tile.KWInN && reach >= p.Tile.BM/2 {
 			return nil, spec.Errors{s.Errorf("kernel.tile.kw_in_n", "true",
-				"would waste %d of a block's %d rows on the kernel's reach along W (dilation_w x (kernel_w-1)): at most half", reach, p.Tile.BM)}
+				"would waste %d of a block's %d rows on the kernel's reach along W ((stride_w-1 + dilation_w x (kernel_w-1)) / stride_w input positions): at most half", reach, p.Tile.BM)}
 		}
 		p.planPhases()
 		p.planWGMMA()
@@ -666,13 +663,38 @@ func dimTaps(c geom.Conv, i, r int) []dimTap {
 	return taps
 }
 
+// kwAnchors lays out W for a KWInN tile, whose GEMM rows are input
+// positions along W and whose columns hold every kw: output w takes
+// column kw of input (w + pad - kw*dil)/stride where that divides, and
+// its anchor is input a(w) = floor((w + pad - (kernel_w-1)*dil)/stride),
+// the lowest such input, whatever w's residue. A row anchors stride
+// consecutive outputs, and output w's taps lie in rows a(w) to a(w) +
+// WSpan. It returns the anchors along W (a(0) to a(out-1)) and, per kw,
+// the offset of the last row any output anchored at q reads through it,
+// q + a(0) + floor((stride-1 + (kernel_w-1-kw)*dil)/stride): at stride 1
+// the taps' own offsets.
+func kwAnchors(c geom.Conv, out int) (int, []dimTap) {
+	s, k, dil, pad := c.Stride[2], c.Kernel[2], c.Dilation[2], c.Padding[2]
+	first, last := floorDiv(pad-(k-1)*dil, s), floorDiv(out-1+pad-(k-1)*dil, s)
+	taps := make([]dimTap, k)
+	for kw := range k {
+		taps[kw] = dimTap{kw, first + (s-1+(k-1-kw)*dil)/s}
+	}
+	return last - first + 1, taps
+}
+
+func floorDiv(a, b int) int { return (a - mod(a, b)) / b }
+
 func (p *Plan) planPhases() {
 	c := p.Conv
 	var phases []Phase
 	var tapLists [][]Tap
 	residuesW := c.Stride[2]
-	if p.Tile.TW > 0 {
-		residuesW = 1 // W is not split: a thread's TW outputs hold every residue
+	if p.Tile.TW > 0 || p.Tile.KWInN {
+		// W is not split: a thread's TW outputs hold every residue, or
+		// with W taps as columns a GEMM row (an input position) feeds
+		// outputs of every residue.
+		residuesW = 1
 	}
 	for rd := 0; rd < c.Stride[0]; rd++ {
 		for rh := 0; rh < c.Stride[1]; rh++ {
@@ -683,6 +705,10 @@ func (p *Plan) planPhases() {
 				for i := range 3 {
 					if i == 2 && p.Tile.TW > 0 {
 						q[2], dims[2] = ceilDiv(p.Out[2], p.Tile.TW), []dimTap{{0, 0}}
+						continue
+					}
+					if i == 2 && p.Tile.KWInN {
+						q[2], dims[2] = kwAnchors(c, p.Out[2])
 						continue
 					}
 					q[i] = ceilDiv(max(0, p.Out[i]-r[i]), c.Stride[i])

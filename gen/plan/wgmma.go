@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"convtgen/gen/geom"
 	"convtgen/gen/spec"
 )
 
@@ -56,11 +57,14 @@ type WGMMA struct {
 	// stages and the kw_in_n sums); else 0.
 	Parked, ParkedAt int
 	// KWInN: N tiles of CoutTile output channels by kernel_w taps; a block
-	// computes BM rows and writes the outputs of its first OutRows (the
-	// rest feed them: WSpan = dilation_w * (kernel_w - 1)). On the way
-	// out ChannelLanes threads share an output row, each every
-	// ChannelLanes-th channel, so each decodes its row's position once.
-	CoutTile, WSpan, OutRows, ChannelLanes int
+	// computes BM rows and writes the outputs anchored at its first
+	// OutRows (the rest feed them: WSpan rows, kwSpan). Row q of a line
+	// anchors outputs AnchorW0 + stride_w*q + rho, rho < stride_w, those
+	// inside the output (0 at stride 1: row q is output q). On the way
+	// out ChannelLanes threads share an output position (where a block
+	// has fewer than 128), each every ChannelLanes-th channel, so each
+	// decodes its position once.
+	CoutTile, WSpan, OutRows, ChannelLanes, AnchorW0 int
 	// TapOffsets: per entry of Plan.Taps, where it reads in the re-laid
 	// input relative to the output's own position there.
 	TapOffsets []int
@@ -192,11 +196,12 @@ func (p *Plan) planWGMMA() {
 	w.OutRows = t.BM
 	perTap := 1
 	if t.KWInN {
-		w.WSpan = c.Dilation[2] * (c.Kernel[2] - 1)
+		w.WSpan = kwSpan(c)
 		w.OutRows -= w.WSpan
-		perTap = c.Kernel[2] // at stride_w 1 every phase has every kw, innermost
+		w.AnchorW0 = c.Stride[2]*floorDiv(c.Padding[2]-(c.Kernel[2]-1)*c.Dilation[2], c.Stride[2]) + (c.Kernel[2]-1)*c.Dilation[2] - c.Padding[2]
+		perTap = c.Kernel[2] // every phase has every kw, innermost (kwAnchors)
 		w.NTiles, w.CoutTile = kwInNTiles(p.CoutG, c.Kernel[2], t.Slabs)
-		w.ChannelLanes = 128 / w.OutRows // OutRows > BM/2: the plan refuses a longer reach
+		w.ChannelLanes = max(1, 128/(w.OutRows*c.Stride[2])) // OutRows > BM/2: the plan refuses a longer reach
 	}
 	for _, ph := range p.Phases {
 		taps := ph.TapCount / perTap
@@ -241,6 +246,13 @@ func (p *Plan) planWGMMA() {
 		p.DynamicSmem = p.SmemBytes
 	}
 	p.Grid = [3]int{w.Tiles, w.NTiles, c.Groups} // a block runs its rows of every phase
+}
+
+// kwSpan: the input positions along W past an output's anchor that its
+// taps reach with W taps as columns (kwAnchors), dilation_w x (kernel_w-1)
+// at stride 1.
+func kwSpan(c geom.Conv) int {
+	return (c.Stride[2] - 1 + (c.Kernel[2]-1)*c.Dilation[2]) / c.Stride[2]
 }
 
 // smemPerSM is an sm_90 SM's shared memory (sm_80's has 164 KiB), and

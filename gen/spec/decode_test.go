@@ -427,10 +427,9 @@ func TestParseErrors(t *testing.T) {
 				"base.yaml:39:38: kernel.tile.stages: must be 2 to 8 (0: the plan's choice), reduction steps staged in shared memory (got 1)",
 				"base.yaml:39:52: kernel.tile.park_sums: keeps a wgmma kernel's running sums in shared memory: only with wgmma: true (got true)",
 			}},
-		{"kw_in_n without wgmma, at stride_w 2", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {kw_in_n: true}"}},
+		{"kw_in_n without wgmma", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {kw_in_n: true}"}},
 			[]string{
 				"base.yaml:39:19: kernel.tile.kw_in_n: moves the kernel's W taps into a wgmma GEMM's columns: only with wgmma: true (got true)",
-				"base.yaml:39:19: kernel.tile.kw_in_n: needs stride_w 1, where every output has all kernel_w taps (stride is [2, 2, 2]) (got true)",
 			}},
 		{"triton split_weight in fp32", []edit{{"  precision: fp32", "  precision: 3xtf32\n  triton: {precision: fp32, split_weight: true}"}},
 			[]string{"base.yaml:39:43: kernel.triton.split_weight: splits operands into TF32 parts: only with precision 3xtf32 (the Triton precision is fp32) (got true)"}},

@@ -211,12 +211,13 @@ type Tile struct {
 	// the plan's, as many up to 4 as fit 96 KiB). Fewer stages leave room
 	// for more blocks per SM.
 	Stages int
-	// KWInN (wgmma, stride_w 1): the kernel's W taps become GEMM columns:
+	// KWInN (wgmma): the kernel's W taps become GEMM columns:
 	// N = kernel_w x a tile of output channels, K = the (d, h) taps x
-	// input channels, and rows are input positions along W. An output
-	// then adds kernel_w columns of neighbouring rows, in shared memory.
-	// Few output channels make narrow tensor-core products; this widens
-	// them (#70: 8.7 -> 5.9 ms, #61 3.7 -> 3.4, kernel-only).
+	// input channels, and rows are input positions along W, all W
+	// residues at once. An output then adds the columns of the kw that
+	// reach it, from neighbouring rows, in shared memory. Few output
+	// channels make narrow tensor-core products; this widens them (#70:
+	// 8.7 -> 5.9 ms, #61 3.7 -> 3.4, kernel-only).
 	KWInN bool
 	// ParkSums (wgmma): the fp32 running sums wait in shared memory between
 	// spans, not in registers: a slab's sums in half the registers, for

@@ -45,15 +45,6 @@ func (d *decoder) validate(s *Spec) {
 	d.validateProblem(&s.Problem)
 	d.validateReference(s)
 	d.validateKernel(&s.Kernel)
-	if c := s.Problem.Conv; s.Kernel.Tile.KWInN && c.Stride[2] != 1 {
-		d.failAt("kernel.tile.kw_in_n", "true", "%s", KWInNStrideRule(c.Stride))
-	}
-}
-
-// KWInNStrideRule is why kw_in_n is refused at this stride (the plan
-// refuses it with the same words when a tile is set in code).
-func KWInNStrideRule(stride [3]int) string {
-	return "needs stride_w 1, where every output has all kernel_w taps (stride is " + triple(stride) + ")"
 }
 
 func (d *decoder) positive(field string, v int) {

@@ -68,12 +68,20 @@ static constexpr bool kParkSums = false;
 static constexpr int kParkedAt = 0;
 static constexpr int kStages = 4;  // weight-image steps in shared memory
 // The kernel's W taps are columns: column kw*kCoT + c is tap kw of output
-// channel c of the tile; a GEMM row is an input position along W, and
-// output q adds column kw of row q + (kKW-1-kw)*kDilW. A block computes
-// kRows rows and writes the outputs of its first kOutRows.
+// channel c of the tile; a GEMM row is an input position along W, every W
+// residue's at once. Row q of a line anchors the outputs w = kAnchorW0 +
+// kStrideW*q + rho (rho < kStrideW, w inside the output), and output w
+// adds column kw of row q + t/kStrideW for each kw whose t = rho +
+// (kKW-1-kw)*kDilW divides (at stride 1: row q + (kKW-1-kw)*kDilW of
+// output q). A block computes kRows rows and writes the outputs anchored
+// at its first kOutRows.
 static constexpr bool kKWInN = true;
 static constexpr int kKW = 3, kDilW = 1, kCoT = 24;
-static constexpr int kChannelLanes = 1;  // threads per output row on the way out
+static constexpr int kAnchorW0 = 0;
+// On the way out: a block's kOutSlots outputs a channel, kSlotsPerPass
+// of them at a time, kChannelLanes threads each.
+static constexpr int kOutSlots = 126 * kStrideW, kChannelLanes = 1;
+static constexpr int kSlotsPerPass = 128 / kChannelLanes;
 static constexpr int kOutRows = 126;
 // The input's fragments go into registers a step ahead.
 // A phase fills its own pipeline where its copies need its rows
@@ -601,11 +609,11 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
 
         // The phase's outputs: the sums go to shared memory (once every
         // copy into it has landed and every warp is past its last read),
-        // row by row; output q of channel c then adds column kw*kCoT + c
-        // of row q + (kKW-1-kw)*kDilW for each kw. A thread writes one
-        // row's outputs, every kChannelLanes-th channel, its position
-        // decoded once (decoding per output cost #70 a quarter of its
-        // time); neighbouring threads write neighbouring outputs along W.
+        // row by row; an output of channel c then adds column kw*kCoT + c
+        // of the row each of its kw reads. A thread writes an output
+        // position's every kChannelLanes-th channel, the position decoded
+        // once (decoding per output cost #70 a quarter of its time), and
+        // neighbouring threads write neighbouring outputs along W.
         cp_async_wait_all();
         __syncthreads();
         float* sums = b_stage;
@@ -616,19 +624,27 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
                 sums[(sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * (kNP + 1) + 8 * (e / 4) + 2 * t + e % 2] = result(sl, e);
         }
         __syncthreads();
-        const int row = tid % kOutRows, m = m_first + row;
-        if (tid < kOutRows * kChannelLanes && m < P.rows) {
+        // Output slot i is output rho = i % kStrideW of anchor row i /
+        // kStrideW: consecutive threads, consecutive outputs along W.
+        for (int base = 0; base < kOutSlots; base += kSlotsPerPass) {
+            const int slot = base + tid % kSlotsPerPass, lane = tid / kSlotsPerPass;
+            const int row = slot / kStrideW, rho = slot % kStrideW, m = m_first + row;
+            if (slot >= kOutSlots || lane >= kChannelLanes || m >= P.rows) continue;
             const int n = m / q_dhw, s = m - n * q_dhw;
             const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
+            const int w = kAnchorW0 + kStrideW * qw + rho;
             float* out = y + ((idx_t)n * kCout + grp * kCoutG + nt * kCoT) * kOutDHW
-                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (P.r_h + kStrideH * qh) * kOutW + qw;
-            // A position past the line's outputs only feeds them.
-            const int channels = qw < P.q_w ? min(kCoT, kCoutG - nt * kCoT) : 0;
+                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (P.r_h + kStrideH * qh) * kOutW + w;
+            // A row past the line's anchors only feeds them.
+            const int channels = qw < P.q_w && w >= 0 && w < kOutW ? min(kCoT, kCoutG - nt * kCoT) : 0;
             #pragma unroll 4
-            for (int c = tid / kOutRows; c < channels; c += kChannelLanes) {
+            for (int c = lane; c < channels; c += kChannelLanes) {
                 float sum = 0.0f;
                 #pragma unroll
-                for (int kw = 0; kw < kKW; ++kw) sum += sums[(row + (kKW - 1 - kw) * kDilW) * (kNP + 1) + kw * kCoT + c];
+                for (int kw = 0; kw < kKW; ++kw) {
+                    const int t = rho + (kKW - 1 - kw) * kDilW;  // no tap where it does not divide (the bias alone)
+                    if (t % kStrideW == 0) sum += sums[(row + t / kStrideW) * (kNP + 1) + kw * kCoT + c];
+                }
                 out[(idx_t)c * kOutDHW] = sum;
             }
         }

@@ -11,15 +11,19 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-A block is one warpgroup (4 warps) computing 64 output positions of each
-phase in turn by 32 output channels. The input is re-laid channels last
+The kernel's W taps are GEMM columns too: N = kernel_w x 32 output
+channels, K = the (d, h) taps x input channels, and a row is an input
+position along W; output q of a line adds the sums of column kw of row
+q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
+(4 warps) computing 64 rows of each phase in turn by 96 columns and
+writing the outputs of its first 63. The input is re-laid channels last
 inside a zero border, so each thread loads its tensor-core fragments
 straight from global memory (no bounds checks, 16 bytes at a time); the
 weight is re-laid as the TF32 parts in the tensor cores' shared-memory
-layout and staged 4 steps deep with cp.async. Products are 3xTF32
+layout and staged 2 steps deep with cp.async. Products are 3xTF32
 (each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
 wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
-The tensor cores do not add in exact fp32, so their sums cover 4 steps
+The tensor cores do not add in exact fp32, so their sums cover 16 steps
 of 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
 """
@@ -47,25 +51,38 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // positions before the input, so that every tap of every output reads
 // inside it: output q of a phase reads bordered index q + lo + off.
 static constexpr int kCinP = 32;
-static constexpr int kLoD = 0, kLoH = 0, kLoW = 0;
-static constexpr int kXD = 32, kXH = 64, kXW = 128;
-static constexpr int kRelayoutPos = 128, kRelayoutChunks = 1;  // the re-layout's positions a block, blocks a row
+static constexpr int kLoD = 0, kLoH = 0, kLoW = 1;
+static constexpr int kXD = 32, kXH = 64, kXW = 129;
+static constexpr int kRelayoutPos = 129, kRelayoutChunks = 1;  // the re-layout's positions a block, blocks a row
 // The GEMM of a phase: its outputs by a group's output channels, reduced
 // over (tap, channel) pairs in steps of 32. A block is one warpgroup (4
 // warps) computing kSlabs slabs of 64 rows of one phase by kNP columns.
-static constexpr int kTotalSteps = 27, kNTiles = 1;
-static constexpr int kNP = 32, kNCM = kNP / 8, kND = 16;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kTotalSteps = 9, kNTiles = 1;
+static constexpr int kNP = 96, kNCM = kNP / 8, kND = 48;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 1, kRows = 64;
-static constexpr int kSpan = 4;  // steps per tensor-core sum
+static constexpr int kSpan = 16;  // steps per tensor-core sum
 // Every phase's steps in one tensor-core sum: its result, with no fp32
 // running sums beside it (a slab's sums in half the registers).
-static constexpr bool kOneSpan = false;
+static constexpr bool kOneSpan = true;
 static constexpr bool kParkSums = false;
 static constexpr int kParkedAt = 0;
-static constexpr int kStages = 4;  // weight-image steps in shared memory
-static constexpr bool kKWInN = false;
-static constexpr int kKW = 1, kDilW = 1, kCoT = kNP;  // a column is an output channel
-static constexpr int kOutRows = 64;
+static constexpr int kStages = 2;  // weight-image steps in shared memory
+// The kernel's W taps are columns: column kw*kCoT + c is tap kw of output
+// channel c of the tile; a GEMM row is an input position along W, every W
+// residue's at once. Row q of a line anchors the outputs w = kAnchorW0 +
+// kStrideW*q + rho (rho < kStrideW, w inside the output), and output w
+// adds column kw of row q + t/kStrideW for each kw whose t = rho +
+// (kKW-1-kw)*kDilW divides (at stride 1: row q + (kKW-1-kw)*kDilW of
+// output q). A block computes kRows rows and writes the outputs anchored
+// at its first kOutRows.
+static constexpr bool kKWInN = true;
+static constexpr int kKW = 3, kDilW = 1, kCoT = 32;
+static constexpr int kAnchorW0 = -1;
+// On the way out: a block's kOutSlots outputs a channel, kSlotsPerPass
+// of them at a time, kChannelLanes threads each.
+static constexpr int kOutSlots = 63 * kStrideW, kChannelLanes = 1;
+static constexpr int kSlotsPerPass = 128 / kChannelLanes;
+static constexpr int kOutRows = 63;
 // The input's fragments go into registers a step ahead.
 // A phase fills its own pipeline where its copies need its rows
 // (kStageA) or its sums the stages' memory (kKWInN).
@@ -92,47 +109,43 @@ struct TapInfo {
     int flat;    // weight tap index (kd*KH + kh)*KW + kw
     idx_t off;   // where it reads in the re-laid input, from the output's own position
 };
-static constexpr int kNumPhases = 8;
+static constexpr int kNumPhases = 4;
 // GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (with kw taps
 // as columns, its (d, h) taps with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 32, 64, 128, 1048576, 128, 1, 0, 0, 1 },
-    { 0, 0, 1, 32, 64, 127, 1040384, 127, 2, 1, 1, 2 },
-    { 0, 1, 0, 32, 63, 128, 1032192, 128, 2, 3, 3, 2 },
-    { 0, 1, 1, 32, 63, 127, 1024128, 127, 4, 5, 5, 4 },
-    { 1, 0, 0, 31, 64, 128, 1015808, 128, 2, 9, 9, 2 },
-    { 1, 0, 1, 31, 64, 127, 1007872, 127, 4, 11, 11, 4 },
-    { 1, 1, 0, 31, 63, 128, 999936, 128, 4, 15, 15, 4 },
-    { 1, 1, 1, 31, 63, 127, 992124, 127, 8, 19, 19, 8 },
+    { 0, 0, 0, 32, 64, 128, 1056768, 129, 1, 0, 0, 1 },
+    { 0, 1, 0, 32, 63, 128, 1040256, 129, 2, 1, 3, 2 },
+    { 1, 0, 0, 31, 64, 128, 1023744, 129, 2, 3, 9, 2 },
+    { 1, 1, 0, 31, 63, 128, 1007748, 129, 4, 5, 15, 4 },
 };
 __constant__ TapInfo kTapTable[27] = {
+    { 12, 0 },
     { 13, 0 },
-    { 12, 32 },
-    { 14, 0 },
-    { 10, 4096 },
-    { 16, 0 },
+    { 14, -32 },
     { 9, 4128 },
+    { 10, 4128 },
     { 11, 4096 },
-    { 15, 32 },
-    { 17, 0 },
-    { 4, 262144 },
+    { 15, 0 },
+    { 16, 0 },
+    { 17, -32 },
+    { 3, 264192 },
+    { 4, 264192 },
+    { 5, 264160 },
+    { 21, 0 },
     { 22, 0 },
-    { 3, 262176 },
-    { 5, 262144 },
-    { 21, 32 },
-    { 23, 0 },
-    { 1, 266240 },
-    { 7, 262144 },
-    { 19, 4096 },
-    { 25, 0 },
-    { 0, 266272 },
-    { 2, 266240 },
-    { 6, 262176 },
-    { 8, 262144 },
+    { 23, -32 },
+    { 0, 268320 },
+    { 1, 268320 },
+    { 2, 268288 },
+    { 6, 264192 },
+    { 7, 264192 },
+    { 8, 264160 },
     { 18, 4128 },
+    { 19, 4128 },
     { 20, 4096 },
-    { 24, 32 },
-    { 26, 0 },
+    { 24, 0 },
+    { 25, 0 },
+    { 26, -32 },
 };
 
 // 3xTF32: split each fp32 operand into TF32 parts, x = hi + lo, and sum
@@ -279,7 +292,7 @@ __device__ __forceinline__ void cp_async_commit()
 // have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
 // Waits for every copy this thread issued.
@@ -289,15 +302,15 @@ __device__ __forceinline__ void cp_async_wait_all()
 }
 
 // Hopper's warpgroup products (sm_90a only; never called elsewhere): the
-// m64n32k8 TF32 product with A from registers and B from shared
+// m64n96k8 TF32 product with A from registers and B from shared
 // memory by descriptor, added to d, or (add 0) replacing it: a fresh sum
 // starts without registers zeroed beforehand, which cost 5% of #61's time.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n96k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, {%48, %49, %50, %51}, %52, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
 #endif
 }
@@ -306,7 +319,7 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, u
 __device__ __forceinline__ void wgmma_wait(float (&d)[kND])
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]) :: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]) :: "memory");
 #endif
 }
 
@@ -351,7 +364,7 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
 // go to mma.sync, which needs more registers from the same fragments,
 // and one block is asked for (a cap of 128 spilled #77's there).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-static constexpr int kMinBlocks = 1;
+static constexpr int kMinBlocks = 4;
 #else
 static constexpr int kMinBlocks = 1;
 #endif
@@ -362,7 +375,7 @@ l1_73_strided_padded_grouped_igemm(const float* __restrict__ xr, const float* __
     // The weight stages; with kw taps as columns also the block's sums on
     // their way out (kRows x (kNP+1) floats), once the phase's copies are
     // done; then the parked sums, if any.
-    __shared__ __align__(128) float b_stage[32768 / 4];
+    __shared__ __align__(128) float b_stage[49152 / 4];
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores
     // share cache sectors and meet in L2, and the weight image streams
@@ -597,17 +610,48 @@ l1_73_strided_padded_grouped_igemm(const float* __restrict__ xr, const float* __
             return acc[sl][e];
         };
 
-        // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
-        // (g+8, 8cb+2t), (g+8, +1); each written once.
+        // The phase's outputs: the sums go to shared memory (once every
+        // copy into it has landed and every warp is past its last read),
+        // row by row; an output of channel c then adds column kw*kCoT + c
+        // of the row each of its kw reads. A thread writes an output
+        // position's every kChannelLanes-th channel, the position decoded
+        // once (decoding per output cost #70 a quarter of its time), and
+        // neighbouring threads write neighbouring outputs along W.
+        cp_async_wait_all();
+        __syncthreads();
+        float* sums = b_stage;
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int e = 0; e < kND; ++e) {
-                const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
-                if (row_ok[sl][r] && co < kCoutG)
-                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, e);
+            for (int e = 0; e < kND; ++e)
+                sums[(sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * (kNP + 1) + 8 * (e / 4) + 2 * t + e % 2] = result(sl, e);
+        }
+        __syncthreads();
+        // Output slot i is output rho = i % kStrideW of anchor row i /
+        // kStrideW: consecutive threads, consecutive outputs along W.
+        for (int base = 0; base < kOutSlots; base += kSlotsPerPass) {
+            const int slot = base + tid % kSlotsPerPass, lane = tid / kSlotsPerPass;
+            const int row = slot / kStrideW, rho = slot % kStrideW, m = m_first + row;
+            if (slot >= kOutSlots || lane >= kChannelLanes || m >= P.rows) continue;
+            const int n = m / q_dhw, s = m - n * q_dhw;
+            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
+            const int w = kAnchorW0 + kStrideW * qw + rho;
+            float* out = y + ((idx_t)n * kCout + grp * kCoutG + nt * kCoT) * kOutDHW
+                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (P.r_h + kStrideH * qh) * kOutW + w;
+            // A row past the line's anchors only feeds them.
+            const int channels = qw < P.q_w && w >= 0 && w < kOutW ? min(kCoT, kCoutG - nt * kCoT) : 0;
+            #pragma unroll 4
+            for (int c = lane; c < channels; c += kChannelLanes) {
+                float sum = 0.0f;
+                #pragma unroll
+                for (int kw = 0; kw < kKW; ++kw) {
+                    const int t = rho + (kKW - 1 - kw) * kDilW;  // no tap where it does not divide (the bias alone)
+                    if (t % kStrideW == 0) sum += sums[(row + t / kStrideW) * (kNP + 1) + kw * kCoT + c];
+                }
+                out[(idx_t)c * kOutDHW] = sum;
             }
         }
+        __syncthreads();  // the next phase's copies reuse the memory
     }
 }
 """
@@ -627,11 +671,11 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
                 weight.sizes() == torch::IntArrayRef({32, 32, 3, 3, 3}),
                 "weight must be a contiguous float32 CUDA tensor of shape (32, 32, 3, 3, 3)");
     auto img = torch::empty({55296}, x.options());
-    auto xr = torch::empty({33554432}, x.options());
+    auto xr = torch::empty({33816576}, x.options());
     auto y = torch::empty({4, 32, 63, 127, 255}, x.options());
     l1_73_strided_padded_grouped_repack_weight<<<216, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     l1_73_strided_padded_grouped_relayout_input<<<8192, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
-    l1_73_strided_padded_grouped_igemm<<<dim3(16384, 1, 1), 128>>>(
+    l1_73_strided_padded_grouped_igemm<<<dim3(16775, 1, 1), 128>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     return y;

@@ -311,6 +311,23 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 10, In: [3]int{2, 2, 40}, Kernel: [3]int{3, 2, 4}, Stride: [3]int{2, 1, 1},
 			Padding: [3]int{1, 0, 2}, OutputPadding: [3]int{1, 0, 0}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
 			spec.Tile{WGMMA: true, Span: 2, KWInN: true, CpAsync: true}},
+		// W taps as columns at stride_w above 1, every W residue from one
+		// GEMM per (d, h) phase: #73's geometry (outputs of one and two
+		// kw), #77's (dilation 2: every other output the bias alone),
+		// uneven strides with output padding, groups and a dilated W, and
+		// a W reach of five rows (stride 2, kernel 4, dilation 3).
+		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
+			Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+			spec.Tile{WGMMA: true, Slabs: 1, KWInN: true}},
+		{geom.Conv{Batch: 1, InChannels: 16, OutChannels: 12, In: [3]int{2, 2, 3}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
+			Padding: [3]int{1, 1, 1}, Dilation: [3]int{2, 2, 2}, Groups: 1, Bias: true},
+			spec.Tile{WGMMA: true, KWInN: true}},
+		{geom.Conv{Batch: 2, InChannels: 6, OutChannels: 10, In: [3]int{3, 2, 4}, Kernel: [3]int{2, 3, 3}, Stride: [3]int{3, 1, 3},
+			Padding: [3]int{0, 2, 1}, OutputPadding: [3]int{1, 0, 2}, Dilation: [3]int{1, 2, 2}, Groups: 2, Bias: true},
+			spec.Tile{WGMMA: true, Span: 1, KWInN: true}},
+		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 6, In: [3]int{1, 2, 9}, Kernel: [3]int{1, 2, 4}, Stride: [3]int{1, 1, 2},
+			Padding: [3]int{0, 0, 2}, OutputPadding: [3]int{0, 0, 1}, Dilation: [3]int{1, 1, 3}, Groups: 1},
+			spec.Tile{WGMMA: true, Slabs: 1, KWInN: true, CpAsync: true}},
 		// The running sums parked in shared memory: 14 spans of one step
 		// (the first replaces, the middle ones add, the last takes them
 		// back) at two stages; #73's geometry, phases of one step (first
