@@ -266,3 +266,32 @@ func TestWGMMARegisters(t *testing.T) {
 		}
 	}
 }
+
+// TestWGMMAKWInNStride: W taps as columns at stride_w 2, #73's geometry
+// small (input 2x3x5, kernel 3, stride 2, padding 1: output 3x5x9). The
+// anchors run from a(0) = floor((0+1-2)/2) = -1 to a(8) = 3: 5 a line,
+// and a reach of (1 + 2)/2 = 1 row, so lines of 6; row q anchors outputs
+// -1 + 2q and 2q. kw 2 reads one position before its anchor (border 1),
+// kw 0 and 1 the anchor's own. One GEMM per (d, h) phase, of 1, 2, 2
+// and 4 taps, every W residue in it.
+func TestWGMMAKWInNStride(t *testing.T) {
+	conf := config{batch: 1, cin: 8, cout: 8, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 5}, s: [3]int{2, 2, 2}, p: [3]int{1, 1, 1},
+		d: [3]int{1, 1, 1}, precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true, slabs: 1}"}
+	p, err := plan.New(conf.parse(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.WGMMA
+	var rs [][3]int
+	for _, ph := range p.Phases {
+		rs = append(rs, ph.R)
+	}
+	if !reflect.DeepEqual(rs, [][3]int{{0, 0, 0}, {0, 1, 0}, {1, 0, 0}, {1, 1, 0}}) {
+		t.Errorf("phases %v, want one per (d, h) residue", rs)
+	}
+	got := []any{w.GemmTaps, w.Steps, w.Line, w.Rows, w.WSpan, w.OutRows, w.AnchorW0, w.ChannelLanes, w.Lo[2], w.X[2], p.Tile.BN, p.Phases[0].Q[2]}
+	want := []any{[]int{1, 2, 2, 4}, []int{1, 1, 1, 1}, []int{6, 6, 6, 6}, []int{2 * 3 * 6, 2 * 2 * 6, 1 * 3 * 6, 1 * 2 * 6}, 1, 63, -1, 1, 1, 6, 24, 5}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("gemm taps, steps, lines, rows, reach, out rows, anchor w0, channel lanes, border, extent, bn, anchors:\ngot  %v\nwant %v", got, want)
+	}
+}
