@@ -45,8 +45,8 @@ type WGMMA struct {
 	// CinP (the last one padded with zeros; none for a phase without taps,
 	// whose outputs are the bias) and the first of them in the weight
 	// image; TotalSteps over all phases. Its GEMM rows run along lines of
-	// Line positions: its outputs along W, or with KWInN the input
-	// positions along W that they read (WSpan more).
+	// Line positions: its outputs along W, or with KWInN (a phase per (d,
+	// h) residue) the input positions that anchor outputs, WSpan more.
 	GemmTaps, Steps, StepStart, Rows, Line []int
 	TotalSteps                             int
 	// OneSpan: Tile.Span covers every phase's steps, so a phase's
