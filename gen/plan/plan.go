@@ -674,13 +674,18 @@ func dimTaps(c geom.Conv, i, r int) []dimTap {
 // q + a(0) + floor((stride-1 + (kernel_w-1-kw)*dil)/stride): at stride 1
 // the taps' own offsets.
 func kwAnchors(c geom.Conv, out int) (int, []dimTap) {
-	s, k, dil, pad := c.Stride[2], c.Kernel[2], c.Dilation[2], c.Padding[2]
-	first, last := floorDiv(pad-(k-1)*dil, s), floorDiv(out-1+pad-(k-1)*dil, s)
+	s, k, dil := c.Stride[2], c.Kernel[2], c.Dilation[2]
+	first, last := kwAnchor(c, 0), kwAnchor(c, out-1)
 	taps := make([]dimTap, k)
 	for kw := range k {
 		taps[kw] = dimTap{kw, first + (s-1+(k-1-kw)*dil)/s}
 	}
 	return last - first + 1, taps
+}
+
+// kwAnchor is output w's anchor, a(w) above.
+func kwAnchor(c geom.Conv, w int) int {
+	return floorDiv(w+c.Padding[2]-(c.Kernel[2]-1)*c.Dilation[2], c.Stride[2])
 }
 
 func floorDiv(a, b int) int { return (a - mod(a, b)) / b }

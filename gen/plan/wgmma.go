@@ -198,8 +198,8 @@ func (p *Plan) planWGMMA() {
 	if t.KWInN {
 		w.WSpan = kwSpan(c)
 		w.OutRows -= w.WSpan
-		w.AnchorW0 = c.Stride[2]*floorDiv(c.Padding[2]-(c.Kernel[2]-1)*c.Dilation[2], c.Stride[2]) + (c.Kernel[2]-1)*c.Dilation[2] - c.Padding[2]
-		perTap = c.Kernel[2] // every phase has every kw, innermost (kwAnchors)
+		w.AnchorW0 = c.Stride[2]*kwAnchor(c, 0) + (c.Kernel[2]-1)*c.Dilation[2] - c.Padding[2] // row 0's first output
+		perTap = c.Kernel[2]                                                                   // every phase has every kw, innermost (kwAnchors)
 		w.NTiles, w.CoutTile = kwInNTiles(p.CoutG, c.Kernel[2], t.Slabs)
 		w.ChannelLanes = max(1, 128/(w.OutRows*c.Stride[2])) // OutRows > BM/2: the plan refuses a longer reach
 	}
