@@ -23,7 +23,8 @@ var RandomBackends = []string{"cuda", "triton"}
 // input channels per group in whole 16- or 32-wide chunks, and half of the
 // fp32 ones use the direct kernel (half of those with W unsplit, tile.tw),
 // a quarter of the 3xtf32 ones the wgmma tile (half of those with
-// kw_in_n; half with explicit stages, parked sums or long spans).
+// kw_in_n; half with explicit stages, parked sums or long spans; half
+// with two warpgroups a block).
 // The caller validates it.
 func RandomSpec(r *rand.Rand, name string) string {
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
@@ -74,6 +75,12 @@ func RandomSpec(r *rand.Rand, name string) string {
 		k.Tile.KWInN = nameCoin(name, "kw_in_n")
 		// Half with the input staged by cp.async.
 		k.Tile.CpAsync = nameCoin(name, "wgmma_cp_async")
+		// Half with two warpgroups a block (four leave the sm_80 code too
+		// few registers for most tiles: a draw of the same name would be
+		// refused again and again).
+		if nameCoin(name, "warpgroups") {
+			k.Tile.Warpgroups = 2
+		}
 		// Half with 2 to 4 stages, half of those with the running sums
 		// parked in shared memory, and a third of those with sums of 9
 		// to 16 steps (one a phase where the phases are that short).

@@ -260,7 +260,8 @@ func cudaCandidates(l Loaded) []Candidate {
 // of 16 steps (one sum a phase where the phases are that short: no fp32
 // running sums) with fewer stages for more blocks per SM, with W taps as
 // columns and without, parked sums, and one slab at three stages, four
-// blocks an SM.
+// blocks an SM; then blocks of two and four warpgroups sharing the
+// weight stages, with W taps as columns and without.
 func wgmmaKernels() []spec.Kernel {
 	var out []spec.Kernel
 	for _, t := range []spec.Tile{{}, {Slabs: 1}, {Span: 2}, {Span: 8}, {KWInN: true}, {KWInN: true, Slabs: 1},
@@ -268,7 +269,10 @@ func wgmmaKernels() []spec.Kernel {
 		{KWInN: true, Span: 16}, {KWInN: true, Span: 16, Stages: 5}, {KWInN: true, Span: 16, MinBlocks: 3},
 		{KWInN: true, Slabs: 1, Span: 16, Stages: 2, MinBlocks: 4}, {KWInN: true, ParkSums: true, Stages: 3, Span: 8, MinBlocks: 3},
 		{Slabs: 1, ParkSums: true, Stages: 2, MinBlocks: 4}, {Slabs: 1, ParkSums: true, Stages: 2, Span: 8, MinBlocks: 4},
-		{Slabs: 1, Stages: 3, MinBlocks: 4}, {Slabs: 1, ParkSums: true, Stages: 3, Span: 8, MinBlocks: 4}} {
+		{Slabs: 1, Stages: 3, MinBlocks: 4}, {Slabs: 1, ParkSums: true, Stages: 3, Span: 8, MinBlocks: 4},
+		{KWInN: true, Slabs: 1, Warpgroups: 2, Span: 16, Stages: 2, MinBlocks: 2}, {KWInN: true, Slabs: 1, Warpgroups: 4, Span: 16, Stages: 2},
+		{KWInN: true, Slabs: 1, Warpgroups: 2, Span: 16, Stages: 3, MinBlocks: 2}, {Slabs: 1, Warpgroups: 2, Stages: 3, MinBlocks: 2},
+		{Slabs: 1, Warpgroups: 4, Stages: 3}, {Slabs: 1, Warpgroups: 2, Stages: 4, MinBlocks: 2}, {Slabs: 1, Warpgroups: 2, Span: 16, Stages: 3, MinBlocks: 2}} {
 		t.WGMMA = true
 		out = append(out, spec.Kernel{Precision: "3xtf32", Tile: t})
 	}

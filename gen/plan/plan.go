@@ -95,12 +95,13 @@ type Tile struct {
 	// W a phase has ceil(OutW/TW) positions, one per thread, and its taps
 	// are the (kd, kh) pairs, with kw = 0 (Flat is that of kw 0).
 	TW int
-	// WGMMA (3xtf32): a block is one warpgroup computing BM = Slabs*64
-	// rows of each stride phase in turn by BN columns (a multiple of 8),
-	// BK = StepK reduction elements per step; a tensor-core sum covers Span
-	// steps; Stages steps of the weight image are in shared memory.
-	WGMMA               bool
-	Slabs, Span, Stages int
+	// WGMMA (3xtf32): a block is Warpgroups warpgroups, each computing
+	// Slabs*64 rows (BM = Warpgroups*Slabs*64 in all) of each stride phase
+	// in turn by BN columns (a multiple of 8), BK = StepK reduction
+	// elements per step; a tensor-core sum covers Span steps; Stages steps
+	// of the weight image are in shared memory, read by every warpgroup.
+	WGMMA                           bool
+	Slabs, Warpgroups, Span, Stages int
 	// KWInN (wgmma): the kernel's W taps are GEMM columns (WGMMA.CoutTile
 	// output channels by kernel_w taps make BN), rows input positions
 	// along W.
@@ -136,7 +137,11 @@ type Window struct {
 // ones of its precision.
 func (t Tile) Spec() spec.Tile {
 	if t.WGMMA {
-		return spec.Tile{MinBlocks: t.MinBlocks, CpAsync: t.CpAsync, WGMMA: true, Slabs: t.Slabs, Span: t.Span, Stages: t.Stages, KWInN: t.KWInN, ParkSums: t.ParkSums}
+		warpgroups := t.Warpgroups
+		if warpgroups == 1 {
+			warpgroups = 0 // the default, left unwritten as specs leave it
+		}
+		return spec.Tile{MinBlocks: t.MinBlocks, CpAsync: t.CpAsync, WGMMA: true, Slabs: t.Slabs, Warpgroups: warpgroups, Span: t.Span, Stages: t.Stages, KWInN: t.KWInN, ParkSums: t.ParkSums}
 	}
 	if t.Direct && t.TW > 0 {
 		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, MinBlocks: t.MinBlocks, Direct: true, TW: t.TW}
@@ -179,9 +184,9 @@ const (
 	regsPerSM        = 65536
 	maxRegsPerThread = 255
 
-	// MaxDynamicSmemBytes is what a wgmma kernel may opt in to (sm_80
-	// allows 163 KiB a block): four stages of a 72-column weight image.
-	MaxDynamicSmemBytes = 96 * 1024
+	// MaxDynamicSmemBytes is what a wgmma kernel may opt in to: sm_80's
+	// most for a block (sm_90 allows 227 KiB).
+	MaxDynamicSmemBytes = 163 * 1024
 )
 
 // registersPerThread is what ptxas can give each thread of a block when

@@ -65,6 +65,16 @@ type WGMMA struct {
 	// has fewer than 128), each every ChannelLanes-th channel, so each
 	// decodes its position once.
 	CoutTile, WSpan, OutRows, ChannelLanes, AnchorW0 int
+	// SumsRow: floats a GEMM row's sums take in shared memory on their way
+	// out with KWInN, and SumsVector the channels a thread reads of it at
+	// once. Where CoutTile is a multiple of 4, float4 reads (4 channels)
+	// from rows of BN + 4: 16-byte aligned, and 4 past a multiple of 8, so
+	// that a warp's reads of consecutive rows fill each wavefront's 32
+	// banks once. Else single floats from rows of BN + 3, odd, so that a
+	// warp's reads meet different banks. Either way a warp's writes of 8
+	// rows by 4 column pairs (g*SumsRow + 2t) meet two to a bank at most,
+	// where BN + 1 put four (#73: 0.99 -> 0.91 ms kernel-only).
+	SumsRow, SumsVector int
 	// TapOffsets: per entry of Plan.Taps, where it reads in the re-laid
 	// input relative to the output's own position there.
 	TapOffsets []int
@@ -92,6 +102,9 @@ const (
 	slabRows    = 64
 	wgmmaMaxN   = 64 // columns per block: more would not leave registers for two slabs
 	wgmmaStages = 4
+	// wgmmaStageBudget: the shared memory the plan's own choice of stages
+	// keeps within, four stages of a 72-column weight image.
+	wgmmaStageBudget = 96 * 1024
 
 	// relayoutStageFloats: the input re-layout stages a block's positions
 	// in shared memory, CinP+1 floats each, within this many floats (24
@@ -111,7 +124,7 @@ const (
 // it within 72 columns (112 with one slab: the probe's #58 shape, one
 // slab of 16 channels by 7 taps, ran 6% faster than two tiles of 8).
 func chooseWGMMATile(t spec.Tile, coutG, kw int) Tile {
-	r := Tile{WGMMA: true, Slabs: t.Slabs, Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN, CpAsync: t.CpAsync, ParkSums: t.ParkSums}
+	r := Tile{WGMMA: true, Slabs: t.Slabs, Warpgroups: max(1, t.Warpgroups), Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN, CpAsync: t.CpAsync, ParkSums: t.ParkSums}
 	if r.MinBlocks == 0 {
 		// Left to choose, ptxas (CUDA 11.8, sm_80) capped #70's kernel at
 		// 128 registers and spilled; two slabs' sums and A parts need ~200.
@@ -128,11 +141,11 @@ func chooseWGMMATile(t spec.Tile, coutG, kw int) Tile {
 		_, coutTile := kwInNTiles(coutG, kw, r.Slabs)
 		r.BN = 8 * ceilDiv(kw*coutTile, 8)
 	}
-	r.BM = r.Slabs * slabRows
+	r.BM = r.Warpgroups * r.Slabs * slabRows
 	r.BK = StepK
 	r.Stages = t.Stages
 	if r.Stages == 0 {
-		r.Stages = min(wgmmaStages, (MaxDynamicSmemBytes-4*parkedFloats(r))/wgmmaStageBytes(r))
+		r.Stages = min(wgmmaStages, (wgmmaStageBudget-4*parkedFloats(r))/wgmmaStageBytes(r))
 	}
 	return r
 }
@@ -153,7 +166,7 @@ func parkedFloats(t Tile) int {
 	if !t.ParkSums {
 		return 0
 	}
-	return t.Slabs * slabRows * t.BN
+	return t.BM * t.BN
 }
 
 // wgmmaStageBytes: one step's shared memory: the weight image, hi and lo
@@ -201,7 +214,11 @@ func (p *Plan) planWGMMA() {
 		w.AnchorW0 = c.Stride[2]*kwAnchor(c, 0) + (c.Kernel[2]-1)*c.Dilation[2] - c.Padding[2] // row 0's first output
 		perTap = c.Kernel[2]                                                                   // every phase has every kw, innermost (kwAnchors)
 		w.NTiles, w.CoutTile = kwInNTiles(p.CoutG, c.Kernel[2], t.Slabs)
-		w.ChannelLanes = max(1, 128/(w.OutRows*c.Stride[2])) // OutRows > BM/2: the plan refuses a longer reach
+		w.ChannelLanes = max(1, wgmmaThreads(t)/(w.OutRows*c.Stride[2])) // OutRows > BM/2: the plan refuses a longer reach
+		w.SumsRow, w.SumsVector = t.BN+3, 1
+		if w.CoutTile%4 == 0 {
+			w.SumsRow, w.SumsVector = t.BN+4, 4
+		}
 	}
 	for _, ph := range p.Phases {
 		taps := ph.TapCount / perTap
@@ -231,12 +248,12 @@ func (p *Plan) planWGMMA() {
 	w.Stage = 2 * StepK * t.BN
 	w.ImageLen = c.Groups * w.NTiles * w.TotalSteps * w.Stage
 	p.WGMMA = w
-	p.Threads = 128
+	p.Threads = wgmmaThreads(t)
 	p.SmemBytes = t.Stages * wgmmaStageBytes(t)
 	if t.KWInN {
 		// The block's sums pass through the stages' memory on their way
-		// out, one row of BN+1 floats per GEMM row (odd: no bank conflicts).
-		p.SmemBytes = max(p.SmemBytes, t.BM*(t.BN+1)*4)
+		// out, SumsRow floats per GEMM row.
+		p.SmemBytes = max(p.SmemBytes, t.BM*w.SumsRow*4)
 	}
 	if t.ParkSums && !w.OneSpan {
 		p.WGMMA.Parked, p.WGMMA.ParkedAt = parkedFloats(t), p.SmemBytes/4
@@ -247,6 +264,9 @@ func (p *Plan) planWGMMA() {
 	}
 	p.Grid = [3]int{w.Tiles, w.NTiles, c.Groups} // a block runs its rows of every phase
 }
+
+// wgmmaThreads: a block's threads, a warpgroup's 128 each.
+func wgmmaThreads(t Tile) int { return 128 * t.Warpgroups }
 
 // kwSpan: the input positions along W past an output's anchor that its
 // taps reach with W taps as columns (kwAnchors), dilation_w x (kernel_w-1)
@@ -278,6 +298,12 @@ func (p *Plan) wgmmaRegisters() (int, string) {
 	return t.Slabs*(sums+48) + 13, fmt.Sprintf("%d slab(s) of %d sums and running sums, A parts and inputs", t.Slabs, sums)
 }
 
+// mmaSyncExtraRegisters: what the sm_80 code (mma.sync) needed beyond
+// the wgmma estimate in the tuning run of v29 (CUDA 13): up to 43, on
+// #73's tile (152 registers against 117 on sm_90a); at a cap of 128 (four
+// warpgroups) #77's slab of 64 columns spilled.
+const mmaSyncExtraRegisters = 45
+
 // checkWGMMAResources refuses stages whose shared memory passes what the
 // kernel may opt in to, and a min_blocks that an SM could not hold for
 // shared memory (its registers would be capped for residency that never
@@ -288,6 +314,15 @@ func (p *Plan) checkWGMMAResources() error {
 	if need, what := p.wgmmaRegisters(); need > registersPerThread(p.Threads, t.MinBlocks) {
 		errs = append(errs, s.Errorf("kernel.tile.min_blocks", strconv.Itoa(t.MinBlocks),
 			"gives %d threads, %d registers each, but %s need about %d", p.Threads, registersPerThread(p.Threads, t.MinBlocks), what, need))
+	}
+	// Elsewhere (sm_80) the kernel asks for one block an SM, and its
+	// mma.sync products need more registers from the same fragments: a
+	// concern only where a block's threads cap them below ptxas's own 255
+	// (more than 256 threads), under which every tile measured fit.
+	sm80 := registersPerThread(p.Threads, 1)
+	if need, _ := p.wgmmaRegisters(); sm80 < maxRegsPerThread && need+mmaSyncExtraRegisters > sm80 {
+		errs = append(errs, s.Errorf("kernel.tile.warpgroups", strconv.Itoa(t.Warpgroups),
+			"gives %d threads, %d registers each on sm_80, but its mma.sync code needs about %d (fewer warpgroups or sums)", p.Threads, sm80, need+mmaSyncExtraRegisters))
 	}
 	if p.SmemBytes > MaxDynamicSmemBytes {
 		errs = append(errs, s.Errorf("kernel.tile.stages", strconv.Itoa(t.Stages),

@@ -30,7 +30,7 @@ func TestWGMMALayout(t *testing.T) {
 				RelayoutPos: 68, RelayoutChunks: 1, RelayoutBlocks: 8 * 68 * 68, Stage: 2 * 32 * 48, ImageLen: 41 * 2 * 32 * 48, SumsPerThread: 24},
 			// Tap (0,0,0) reads the output's own position; (2,2,2) two back in each dimension.
 			0, -((2*68+2)*68 + 2) * 48,
-			plan.Tile{WGMMA: true, BM: 128, BN: 48, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1},
+			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 128, BN: 48, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1},
 			[3]int{(8*66*66*66 + 127) / 128, 1, 1}, (8*66*66*66 + 127) / 128},
 		{config{batch: 2, cin: 6, cout: 70, groups: 2, k: [3]int{3, 2, 1}, in: [3]int{5, 6, 7}, s: one, p: [3]int{3, 0, 1}, d: [3]int{1, 2, 1},
 			precision: "3xtf32", tile: "{wgmma: true, slabs: 1, span: 2}"},
@@ -40,7 +40,7 @@ func TestWGMMALayout(t *testing.T) {
 				RelayoutPos: 7, RelayoutChunks: 1, RelayoutBlocks: 2 * 2 * 5 * 10, Stage: 2 * 32 * 40, ImageLen: 2 * 1 * 2 * 2 * 32 * 40, SumsPerThread: 20},
 			// Tap (0,0,0) reads o + p = (3, 0, 1) on; tap (2,1,0) (3-2, 0-2, 1).
 			((3*10+0)*7 + 1) * 8, ((1*10-2)*7 + 1) * 8,
-			plan.Tile{WGMMA: true, BM: 64, BN: 40, BK: 32, Slabs: 1, Span: 2, Stages: 4, MinBlocks: 1},
+			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 64, BN: 40, BK: 32, Slabs: 1, Span: 2, Stages: 4, MinBlocks: 1},
 			[3]int{2, 1, 2}, 2},
 		// Stride 2, padding 1, dilation 2, kernel 3: outputs 2*in+1; an even
 		// output (r = 0) has no tap (1 - 2k is odd), an odd one (r = 1) all
@@ -60,7 +60,7 @@ func TestWGMMALayout(t *testing.T) {
 				RelayoutPos: 6, RelayoutChunks: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 7 * 2 * 32 * 8, SumsPerThread: 4},
 			// Tap (0,0,0) reads q + 1 per dimension, tap (2,2,2) q - 1.
 			((1*5+1)*6 + 1) * 8, -((1*5+1)*6 + 1) * 8,
-			plan.Tile{WGMMA: true, BM: 128, BN: 8, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1},
+			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 128, BN: 8, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1},
 			// Phase (0,0,0) is the largest: 3*4*5 = 60 rows, one tile.
 			[3]int{1, 1, 1}, 1},
 		// kw_in_n: 24 channels by 3 kw taps make 72 columns (four stages of
@@ -71,21 +71,21 @@ func TestWGMMALayout(t *testing.T) {
 		{config{batch: 1, cin: 8, cout: 24, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 5}, s: one, p: [3]int{0, 0, 1}, d: [3]int{1, 1, 2},
 			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true}"},
 			plan.WGMMA{CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
-				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, OneSpan: true, CoutTile: 24, WSpan: 4, OutRows: 124, ChannelLanes: 1, Tiles: 2, NTiles: 1,
+				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, OneSpan: true, CoutTile: 24, WSpan: 4, OutRows: 124, ChannelLanes: 1, SumsRow: 76, SumsVector: 4, Tiles: 2, NTiles: 1,
 				RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
 			// Tap (0,0,0) reads W position q + 1; tap (2,2,2) (-2, -2, -3).
 			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
-			plan.Tile{WGMMA: true, BM: 128, BN: 72, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true},
+			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 128, BN: 72, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true},
 			[3]int{2, 1, 1}, 2},
 		// The same with one slab: a block writes 64 - 4 rows' outputs, two
 		// threads a row on the way out.
 		{config{batch: 1, cin: 8, cout: 24, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 5}, s: one, p: [3]int{0, 0, 1}, d: [3]int{1, 1, 2},
 			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true, slabs: 1}"},
 			plan.WGMMA{CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
-				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, OneSpan: true, CoutTile: 24, WSpan: 4, OutRows: 60, ChannelLanes: 2, Tiles: 4, NTiles: 1,
+				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, OneSpan: true, CoutTile: 24, WSpan: 4, OutRows: 60, ChannelLanes: 2, SumsRow: 76, SumsVector: 4, Tiles: 4, NTiles: 1,
 				RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
 			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
-			plan.Tile{WGMMA: true, BM: 64, BN: 72, BK: 32, Slabs: 1, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true},
+			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 64, BN: 72, BK: 32, Slabs: 1, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true},
 			[3]int{4, 1, 1}, 3},
 	} {
 		p, err := plan.New(c.conf.parse(t))
@@ -104,7 +104,7 @@ func TestWGMMALayout(t *testing.T) {
 		}
 		smem := c.tile.Stages * c.want.Stage * 4
 		if c.tile.KWInN {
-			smem = max(smem, c.tile.BM*(c.tile.BN+1)*4) // the sums on their way out
+			smem = max(smem, c.tile.BM*(c.tile.BN+3)*4) // the sums on their way out
 		}
 		if p.SmemBytes != smem || p.SmemBytes > plan.MaxDynamicSmemBytes || (p.DynamicSmem > 0) != (smem > plan.MaxSmemBytes) {
 			t.Errorf("%+v: %d bytes of shared memory for %d stages of %d floats", c.conf, p.SmemBytes, c.tile.Stages, c.want.Stage)
@@ -198,9 +198,10 @@ func TestRepackBlocks(t *testing.T) {
 // TestWGMMASumsAndStages: a span that covers every phase's steps keeps no
 // running sums (one tensor-core sum a phase); parked sums take one float a
 // thread's sum past the stages and the kw_in_n sums (#58's two slabs of 56
-// columns: 3 stages of 14336 bytes, 128 x 57 sums on their way out, 128 x
-// 56 parked); set stages replace the plan's; and stages or a min_blocks
-// that shared memory cannot hold are refused on their fields.
+// columns: 3 stages of 14336 bytes, 128 x 60 sums on their way out, 128 x
+// 56 parked); set stages replace the plan's; and stages past sm_80's
+// 163 KiB a block or a min_blocks that an SM's shared memory cannot hold
+// are refused on their fields.
 func TestWGMMASumsAndStages(t *testing.T) {
 	one := [3]int{1, 1, 1}
 	c58 := config{batch: 1, cin: 32, cout: 16, groups: 1, k: [3]int{3, 5, 7}, in: [3]int{4, 6, 10}, s: one, d: one, precision: "3xtf32"}
@@ -230,11 +231,11 @@ func TestWGMMASumsAndStages(t *testing.T) {
 	}
 
 	conf := c58
-	conf.tile = "{wgmma: true, kw_in_n: true, slabs: 1, stages: 4, min_blocks: 3}"
+	conf.tile = "{wgmma: true, kw_in_n: true, slabs: 1, stages: 6, min_blocks: 2}"
 	_, err := plan.New(conf.parse(t))
 	for _, want := range []string{
-		"kernel.tile.stages: needs 114688 bytes of shared memory (28672 a step); a wgmma kernel opts in to at most 98304 (got 4)",
-		"kernel.tile.min_blocks: asks for 3 blocks per SM, but each needs 115712 bytes of shared memory with what the runtime keeps: an SM holds 233472 (fewer stages need less) (got 3)",
+		"kernel.tile.stages: needs 172032 bytes of shared memory (28672 a step); a wgmma kernel opts in to at most 166912 (got 6)",
+		"kernel.tile.min_blocks: asks for 2 blocks per SM, but each needs 173056 bytes of shared memory with what the runtime keeps: an SM holds 233472 (fewer stages need less) (got 2)",
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error:\n%v\nwant it to hold:\n%s", err, want)
@@ -293,5 +294,66 @@ func TestWGMMAKWInNStride(t *testing.T) {
 	want := []any{[]int{1, 2, 2, 4}, []int{1, 1, 1, 1}, []int{6, 6, 6, 6}, []int{2 * 3 * 6, 2 * 2 * 6, 1 * 3 * 6, 1 * 2 * 6}, 1, 63, -1, 1, 1, 6, 24, 5}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("gemm taps, steps, lines, rows, reach, out rows, anchor w0, channel lanes, border, extent, bn, anchors:\ngot  %v\nwant %v", got, want)
+	}
+	// The sums on their way out: 8 channels a tile, read 4 at a time from
+	// rows of 24 + 4 floats; 10 channels (30 columns, 32 with padding)
+	// one at a time from rows of 32 + 3.
+	for _, c := range []struct{ cout, row, vector int }{{8, 28, 4}, {10, 35, 1}} {
+		conf.cout = c.cout
+		p, err := plan.New(conf.parse(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := p.WGMMA; w.SumsRow != c.row || w.SumsVector != c.vector {
+			t.Errorf("%d channels: sums rows of %d read %d at a time, want %d and %d", c.cout, w.SumsRow, w.SumsVector, c.row, c.vector)
+		}
+	}
+}
+
+// TestWGMMAWarpgroups: warpgroups sharing a block's weight stages, on
+// #73's geometry small (32 channels; kernel 3, stride 2: lines of 6).
+// Two with kw taps as columns (96): 256 threads and 128 rows, of which
+// the first 127 are written (a reach of one row); the sums on their way
+// out (128 x 100 floats: 32 channels a tile, read 4 at a time) outgrow
+// the two stages (2 x 24576 bytes) and 48
+// KiB; two blocks an SM leave 128 registers a thread. Four of one span
+// over 32 columns: 512 threads, 256 rows, 16 sums a thread (about 77
+// registers, 122 on sm_80: within the 128 that 512 threads leave). Four
+// with kw taps as columns (48 sums: about 109, 154 on sm_80) are refused,
+// and so are four at two blocks an SM (64 registers).
+func TestWGMMAWarpgroups(t *testing.T) {
+	base := config{batch: 1, cin: 32, cout: 32, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 5}, s: [3]int{2, 2, 2}, p: [3]int{1, 1, 1},
+		d: [3]int{1, 1, 1}, precision: "3xtf32"}
+	for _, c := range []struct {
+		tile                                         string
+		threads, bm, outRows, smem, dynamic, regsCap int
+	}{
+		{"{wgmma: true, kw_in_n: true, slabs: 1, warpgroups: 2, span: 16, stages: 2, min_blocks: 2}", 256, 128, 127, 128 * 100 * 4, 128 * 100 * 4, 128},
+		{"{wgmma: true, slabs: 1, warpgroups: 4, span: 16, stages: 3}", 512, 256, 256, 3 * 2 * 32 * 32 * 4, 0, 128},
+	} {
+		conf := base
+		conf.tile = c.tile
+		p, err := plan.New(conf.parse(t))
+		if err != nil {
+			t.Fatalf("%s: %v", c.tile, err)
+		}
+		got := []int{p.Threads, p.Tile.BM, p.WGMMA.OutRows, p.SmemBytes, p.DynamicSmem, 65536 / (max(1, p.Tile.MinBlocks) * p.Threads)}
+		want := []int{c.threads, c.bm, c.outRows, c.smem, c.dynamic, c.regsCap}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: threads, rows, written rows, shared memory, dynamic, registers a thread:\ngot  %v\nwant %v", c.tile, got, want)
+		}
+	}
+	for _, c := range []struct{ tile, want string }{
+		{"{wgmma: true, kw_in_n: true, slabs: 1, warpgroups: 4, span: 16, stages: 2}",
+			"kernel.tile.warpgroups: gives 512 threads, 128 registers each on sm_80, but its mma.sync code needs about 154 (fewer warpgroups or sums) (got 4)"},
+		{"{wgmma: true, slabs: 1, warpgroups: 4, span: 16, stages: 3, min_blocks: 2}",
+			"kernel.tile.min_blocks: gives 512 threads, 64 registers each, but 1 slab(s) of 16 sums and running sums, A parts and inputs need about 77 (got 2)"},
+	} {
+		conf := base
+		conf.tile = c.tile
+		_, err := plan.New(conf.parse(t))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error:\n%v\nwant it to hold:\n%s", c.tile, err, c.want)
+		}
 	}
 }

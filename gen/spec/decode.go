@@ -348,6 +348,7 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 				"tw":         func(n *yaml.Node, f string) { k.Tile.TW, _ = d.int(n, f) },
 				"wgmma":      func(n *yaml.Node, f string) { k.Tile.WGMMA, _ = d.bool(n, f) },
 				"slabs":      func(n *yaml.Node, f string) { k.Tile.Slabs, _ = d.int(n, f) },
+				"warpgroups": func(n *yaml.Node, f string) { k.Tile.Warpgroups, _ = d.int(n, f) },
 				"span":       func(n *yaml.Node, f string) { k.Tile.Span, _ = d.int(n, f) },
 				"stages":     func(n *yaml.Node, f string) { k.Tile.Stages, _ = d.int(n, f) },
 				"kw_in_n":    func(n *yaml.Node, f string) { k.Tile.KWInN, _ = d.bool(n, f) },

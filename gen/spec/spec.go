@@ -201,6 +201,10 @@ type Tile struct {
 	// Slabs (wgmma): 64-row slabs per warpgroup, 1 or 2 (0: the plan's 2):
 	// two slabs share each weight fragment.
 	Slabs int
+	// Warpgroups (wgmma): warpgroups per block, 1, 2 or 4 (0: 1), each
+	// computing its own slabs from the same weight stages: each step's
+	// weights cross into shared memory once for that many more rows.
+	Warpgroups int
 	// Span (wgmma): reduction steps (32 deep each) that one tensor-core sum
 	// covers before it is added to the fp32 running sum (0: the plan's 4).
 	// The tensor cores do not add in exact fp32, so their sums are kept short.
@@ -250,7 +254,7 @@ func (t Tile) String() string {
 	for _, kv := range []struct {
 		k string
 		v int
-	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"tw", t.TW}, {"min_blocks", t.MinBlocks}, {"slabs", t.Slabs}, {"span", t.Span}, {"stages", t.Stages}} {
+	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"tw", t.TW}, {"min_blocks", t.MinBlocks}, {"slabs", t.Slabs}, {"warpgroups", t.Warpgroups}, {"span", t.Span}, {"stages", t.Stages}} {
 		if kv.v != 0 {
 			f = append(f, fmt.Sprintf("%s: %d", kv.k, kv.v))
 		}

@@ -341,6 +341,9 @@ func (d *decoder) validateKernel(k *Kernel) {
 	if !t.WGMMA && t.Slabs != 0 {
 		d.failAt("kernel.tile.slabs", strconv.Itoa(t.Slabs), "sets a wgmma warpgroup's rows: only with wgmma: true")
 	}
+	if !t.WGMMA && t.Warpgroups != 0 {
+		d.failAt("kernel.tile.warpgroups", strconv.Itoa(t.Warpgroups), "sets a wgmma block's warpgroups: only with wgmma: true")
+	}
 	if !t.WGMMA && t.Span != 0 {
 		d.failAt("kernel.tile.span", strconv.Itoa(t.Span), "sets a wgmma kernel's tensor-core sums: only with wgmma: true")
 	}
@@ -366,6 +369,7 @@ func (d *decoder) validateKernel(k *Kernel) {
 		{"min_blocks", t.MinBlocks, t.MinBlocks >= 0 && t.MinBlocks <= 32},
 		{"tw", t.TW, t.TW >= 0 && t.TW <= 16},
 		{"slabs", t.Slabs, t.Slabs >= 0 && t.Slabs <= 2},
+		{"warpgroups", t.Warpgroups, t.Warpgroups == 0 || t.Warpgroups == 1 || t.Warpgroups == 2 || t.Warpgroups == 4},
 		{"span", t.Span, t.Span >= 0 && t.Span <= 16},
 		{"stages", t.Stages, t.Stages == 0 || t.Stages >= 2 && t.Stages <= 8},
 	})
@@ -446,6 +450,7 @@ var tileRule = map[string]string{
 	"min_blocks": "must be from 0 (unset) to 32 (resident blocks per SM)",
 	"tw":         "must be from 0 (unset) to 16 (outputs along W per thread)",
 	"slabs":      "must be 1 or 2 (0: the plan's choice), 64-row slabs per warpgroup",
+	"warpgroups": "must be 1, 2 or 4 (0: 1), warpgroups per block sharing the weight stages",
 	"span":       "must be from 0 (the plan's choice) to 16, reduction steps per tensor-core sum",
 	"stages":     "must be 2 to 8 (0: the plan's choice), reduction steps staged in shared memory",
 }

@@ -244,7 +244,8 @@ func emulateKernels(t *testing.T, seed int64, kernels []spec.Kernel, marker stri
 // side, none on the other), several N tiles, one and two slabs, spans of
 // one and several steps, a last block of rows past the end, re-layout
 // rows in several chunks, strides, the input staged by cp.async, the
-// running sums parked in shared memory, and one sum a phase.
+// running sums parked in shared memory, one sum a phase, and warpgroups
+// sharing a block's weight stages.
 func TestWGMMAKernelMatchesReference(t *testing.T) {
 	r, err := gen.NewRenderer()
 	if err != nil {
@@ -346,6 +347,23 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		{geom.Conv{Batch: 2, InChannels: 16, OutChannels: 16, In: [3]int{3, 4, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
 			Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
 			spec.Tile{WGMMA: true, Slabs: 1, Span: 16, Stages: 2}},
+		// Warpgroups sharing the weight stages: four of one slab, each
+		// phase's rows split between them; two with the running sums
+		// parked, the input staged and kw taps as columns; two on #73's
+		// geometry (lines of 71 rows across the warpgroups' halves); two
+		// of two slabs, strides with tap-less phases, the input staged.
+		{geom.Conv{Batch: 2, InChannels: 16, OutChannels: 16, In: [3]int{3, 4, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
+			Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+			spec.Tile{WGMMA: true, Slabs: 1, Warpgroups: 4, Span: 2}},
+		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 10, In: [3]int{2, 2, 40}, Kernel: [3]int{3, 2, 4}, Stride: [3]int{2, 1, 1},
+			Padding: [3]int{1, 0, 2}, OutputPadding: [3]int{1, 0, 0}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
+			spec.Tile{WGMMA: true, Slabs: 1, Warpgroups: 2, Span: 1, KWInN: true, CpAsync: true, ParkSums: true}},
+		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 3, 70}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
+			Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+			spec.Tile{WGMMA: true, Slabs: 1, Warpgroups: 2, Span: 16, Stages: 2, KWInN: true}},
+		{geom.Conv{Batch: 2, InChannels: 6, OutChannels: 10, In: [3]int{3, 2, 4}, Kernel: [3]int{2, 3, 1}, Stride: [3]int{3, 1, 2},
+			Padding: [3]int{0, 2, 0}, OutputPadding: [3]int{1, 0, 1}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
+			spec.Tile{WGMMA: true, Warpgroups: 2, Span: 1, CpAsync: true}},
 		// No tap reaches any output (the only H residue with one, 2, is
 		// past the output's 2 rows): every output the bias, an empty
 		// weight image, a repack of one idle block.

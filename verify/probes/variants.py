@@ -19,7 +19,7 @@ import sys
 # The wgmma step's A loads, issued after the products are waited for (as
 # emitted) or right after they are committed, so that the loads fly while
 # the tensor cores work (their registers then live beside the A parts).
-_LOAD_AFTER = "            if (s + 1 < P.steps) load_a(s + 1);\n        }\n        if (!active) continue;"
+_LOAD_AFTER = "            if (!kStageA && s + 1 < P.steps) load_a(s + 1);\n        }\n        if (!active) continue;"
 _COMMIT = "            wgmma_commit();\n"
 
 # The wgmma GEMM's own store of an output (a tile without kw_in_n).
@@ -33,10 +33,15 @@ VARIANTS = {
     "wide": [("typedef int idx_t;", "typedef long long idx_t;")],
     "early": [
         (_LOAD_AFTER, "#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)\n" + _LOAD_AFTER.replace("\n        }", "\n#endif\n        }", 1)),
-        (_COMMIT, _COMMIT + "            if (s + 1 < P.steps) load_a(s + 1);\n"),
+        (_COMMIT, _COMMIT + "            if (!kStageA && s + 1 < P.steps) load_a(s + 1);\n"),
     ],
-    # kw_in_n's epilogue without its global stores (wrong output: the time alone).
-    "noepi": [("for (int i = tid; i < kOutRows * kCoT; i += 128) {", "for (int i = tid; i < 0; i += 128) {")],
+    # kw_in_n's epilogue without its output loop, and with the loop but
+    # without its global stores (wrong output: the time alone).
+    "noepi": [("for (int base = 0; base < kOutSlots; base += kSlotsPerPass) {", "for (int base = 0; base < 0; base += kSlotsPerPass) {")],
+    "nostorekw": [("                out[(idx_t)c * kOutDHW] = sum;", "                if (sum == 1234.5f) out[0] = 0.0f;")],
+    # kw_in_n without its GEMM's products (wrong output: the rest's time).
+    "noproducts": [("            const unsigned long long desc = wgmma_desc(stage);\n            wgmma_fence();",
+                    "            const unsigned long long desc = wgmma_desc(stage);\n            wgmma_fence();\n            if (kTotalSteps > 0) continue;")],
     "span16": [("static constexpr int kSpan = 4;", "static constexpr int kSpan = 16;")],
     # #70's tap offsets computed, not read from constant memory (#70 only).
     # "pdl": see pdl() below.
