@@ -65,6 +65,12 @@ type WGMMA struct {
 	// has fewer than 128), each every ChannelLanes-th channel, so each
 	// decodes its position once.
 	CoutTile, WSpan, OutRows, ChannelLanes, AnchorW0 int
+	// EarlyA: on Hopper a step's input loads go out while the step
+	// before's products run, where the registers allow: earlyARegisters
+	// more than wgmmaRegisters' estimate under min_blocks' cap, or no cap
+	// but ptxas's own 255 (#61's and #70's two slabs of 72 columns took
+	// 254 with it); else after those products, as on mma.sync.
+	EarlyA bool
 	// SumsRow: floats a GEMM row's sums take in shared memory on their way
 	// out with KWInN, and SumsVector the channels a thread reads of it at
 	// once. Where CoutTile is a multiple of 4, float4 reads (4 channels)
@@ -249,6 +255,9 @@ func (p *Plan) planWGMMA() {
 	w.ImageLen = c.Groups * w.NTiles * w.TotalSteps * w.Stage
 	p.WGMMA = w
 	p.Threads = wgmmaThreads(t)
+	need, _ := p.wgmmaRegisters()
+	capped := registersPerThread(p.Threads, t.MinBlocks)
+	p.WGMMA.EarlyA = !t.CpAsync && (capped == maxRegsPerThread || need+earlyARegisters <= capped)
 	p.SmemBytes = t.Stages * wgmmaStageBytes(t)
 	if t.KWInN {
 		// The block's sums pass through the stages' memory on their way
@@ -297,6 +306,12 @@ func (p *Plan) wgmmaRegisters() (int, string) {
 	}
 	return t.Slabs*(sums+48) + 13, fmt.Sprintf("%d slab(s) of %d sums and running sums, A parts and inputs", t.Slabs, sums)
 }
+
+// earlyARegisters: what loading a step's inputs during the products
+// before it cost in the tuning run of v29 (CUDA 13, sm_90a): 5 or 6
+// registers past those of loading after them (#73's tile 122 against 117;
+// #77's, capped at 128 for four blocks an SM, spilled 4 bytes).
+const earlyARegisters = 8
 
 // mmaSyncExtraRegisters: what the sm_80 code (mma.sync) needed beyond
 // the wgmma estimate in the tuning run of v29 (CUDA 13): up to 43, on

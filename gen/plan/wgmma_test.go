@@ -26,7 +26,7 @@ func TestWGMMALayout(t *testing.T) {
 		phaseTiles int // M tiles of the largest phase
 	}{
 		{config{batch: 8, cin: 48, cout: 48, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{64, 64, 64}, s: one, d: one, precision: "3xtf32", tile: "{wgmma: true}"},
-			plan.WGMMA{CinP: 48, Lo: [3]int{2, 2, 2}, X: [3]int{68, 68, 68}, XLen: 8 * 48 * 68 * 68 * 68, GemmTaps: []int{27}, Steps: []int{41}, StepStart: []int{0}, Rows: []int{8 * 66 * 66 * 66}, Line: []int{66}, TotalSteps: 41, OutRows: 128, Tiles: (8*66*66*66 + 127) / 128, NTiles: 1,
+			plan.WGMMA{EarlyA: true, CinP: 48, Lo: [3]int{2, 2, 2}, X: [3]int{68, 68, 68}, XLen: 8 * 48 * 68 * 68 * 68, GemmTaps: []int{27}, Steps: []int{41}, StepStart: []int{0}, Rows: []int{8 * 66 * 66 * 66}, Line: []int{66}, TotalSteps: 41, OutRows: 128, Tiles: (8*66*66*66 + 127) / 128, NTiles: 1,
 				RelayoutPos: 68, RelayoutChunks: 1, RelayoutBlocks: 8 * 68 * 68, Stage: 2 * 32 * 48, ImageLen: 41 * 2 * 32 * 48, SumsPerThread: 24},
 			// Tap (0,0,0) reads the output's own position; (2,2,2) two back in each dimension.
 			0, -((2*68+2)*68 + 2) * 48,
@@ -36,7 +36,7 @@ func TestWGMMALayout(t *testing.T) {
 			precision: "3xtf32", tile: "{wgmma: true, slabs: 1, span: 2}"},
 			// Out: (5+2-6, 6+2, 7-2) = (1, 8, 5). Lo: max(0, (k-1)*d - p) = (0, 2, 0);
 			// X: Lo + max(in, out + p) = (5, 8+2, 7) with D: max(5, 1+3) = 5.
-			plan.WGMMA{CinP: 8, Lo: [3]int{0, 2, 0}, X: [3]int{5, 10, 7}, XLen: 2 * 2 * 8 * 5 * 10 * 7, GemmTaps: []int{6}, Steps: []int{2}, StepStart: []int{0}, Rows: []int{2 * 1 * 8 * 5}, Line: []int{5}, TotalSteps: 2, OneSpan: true, OutRows: 64, Tiles: 2, NTiles: 1,
+			plan.WGMMA{EarlyA: true, CinP: 8, Lo: [3]int{0, 2, 0}, X: [3]int{5, 10, 7}, XLen: 2 * 2 * 8 * 5 * 10 * 7, GemmTaps: []int{6}, Steps: []int{2}, StepStart: []int{0}, Rows: []int{2 * 1 * 8 * 5}, Line: []int{5}, TotalSteps: 2, OneSpan: true, OutRows: 64, Tiles: 2, NTiles: 1,
 				RelayoutPos: 7, RelayoutChunks: 1, RelayoutBlocks: 2 * 2 * 5 * 10, Stage: 2 * 32 * 40, ImageLen: 2 * 1 * 2 * 2 * 32 * 40, SumsPerThread: 20},
 			// Tap (0,0,0) reads o + p = (3, 0, 1) on; tap (2,1,0) (3-2, 0-2, 1).
 			((3*10+0)*7 + 1) * 8, ((1*10-2)*7 + 1) * 8,
@@ -49,7 +49,7 @@ func TestWGMMALayout(t *testing.T) {
 		// Lo 1; X: 1 + max(in, Q + 1) with Q = in at r = 1.
 		{config{batch: 1, cin: 8, cout: 8, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 4}, s: [3]int{2, 2, 2}, p: one, d: [3]int{2, 2, 2},
 			precision: "3xtf32", tile: "{wgmma: true}"},
-			plan.WGMMA{CinP: 8, Lo: one, X: [3]int{4, 5, 6}, XLen: 8 * 4 * 5 * 6, GemmTaps: []int{0, 0, 0, 0, 0, 0, 0, 27}, Steps: []int{0, 0, 0, 0, 0, 0, 0, 7}, StepStart: make([]int, 8),
+			plan.WGMMA{EarlyA: true, CinP: 8, Lo: one, X: [3]int{4, 5, 6}, XLen: 8 * 4 * 5 * 6, GemmTaps: []int{0, 0, 0, 0, 0, 0, 0, 27}, Steps: []int{0, 0, 0, 0, 0, 0, 0, 7}, StepStart: make([]int, 8),
 				// Phases (rd, rh, rw) in order; Q is in+1 at r = 0, in at r = 1.
 				Rows: []int{3 * 4 * 5, 3 * 4 * 4, 3 * 3 * 5, 3 * 3 * 4, 2 * 4 * 5, 2 * 4 * 4, 2 * 3 * 5, 2 * 3 * 4}, Line: []int{5, 4, 5, 4, 5, 4, 5, 4},
 				TotalSteps: 7, OutRows: 128, NTiles: 1,
@@ -70,7 +70,7 @@ func TestWGMMALayout(t *testing.T) {
 		// 0..-2, W 1, -1, -3. Lo (2, 2, 3); X: Lo + (4, 5, 7+1).
 		{config{batch: 1, cin: 8, cout: 24, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 5}, s: one, p: [3]int{0, 0, 1}, d: [3]int{1, 1, 2},
 			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true}"},
-			plan.WGMMA{CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
+			plan.WGMMA{EarlyA: true, CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
 				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, OneSpan: true, CoutTile: 24, WSpan: 4, OutRows: 124, ChannelLanes: 1, SumsRow: 76, SumsVector: 4, Tiles: 2, NTiles: 1,
 				RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
 			// Tap (0,0,0) reads W position q + 1; tap (2,2,2) (-2, -2, -3).
@@ -81,7 +81,7 @@ func TestWGMMALayout(t *testing.T) {
 		// threads a row on the way out.
 		{config{batch: 1, cin: 8, cout: 24, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 5}, s: one, p: [3]int{0, 0, 1}, d: [3]int{1, 1, 2},
 			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true, slabs: 1}"},
-			plan.WGMMA{CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
+			plan.WGMMA{EarlyA: true, CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
 				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, OneSpan: true, CoutTile: 24, WSpan: 4, OutRows: 60, ChannelLanes: 2, SumsRow: 76, SumsVector: 4, Tiles: 4, NTiles: 1,
 				RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
 			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
@@ -261,9 +261,17 @@ func TestWGMMARegisters(t *testing.T) {
 		tile: "{wgmma: true, kw_in_n: true, slabs: 1, span: 16, stages: 2, min_blocks: 4}"}
 	c77 := config{batch: 1, cin: 32, cout: 64, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{4, 5, 5}, s: [3]int{2, 2, 2}, p: one, d: [3]int{2, 2, 2},
 		precision: "3xtf32", tile: "{wgmma: true, slabs: 1, stages: 3, min_blocks: 4}"}
-	for _, c := range []config{c58, c77} {
-		if _, err := plan.New(c.parse(t)); err != nil {
-			t.Errorf("%s: %v", c.tile, err)
+	// #58's tile also loads a step's inputs during the products before it
+	// (about 117 + 8 registers); #77's, at 125 of 128, after them.
+	for _, c := range []struct {
+		conf  config
+		early bool
+	}{{c58, true}, {c77, false}} {
+		p, err := plan.New(c.conf.parse(t))
+		if err != nil {
+			t.Errorf("%s: %v", c.conf.tile, err)
+		} else if p.WGMMA.EarlyA != c.early {
+			t.Errorf("%s: inputs loaded during the products before: %v, want %v", c.conf.tile, p.WGMMA.EarlyA, c.early)
 		}
 	}
 }

@@ -91,7 +91,9 @@ static constexpr int kSumsRow = 76, kVec = 4;
 static constexpr int kOutSlots = 126 * kStrideW, kChannelLanes = 1;
 static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
 static constexpr int kOutRows = 126;
-// The input's fragments go into registers a step ahead.
+// The input's fragments go into registers a step ahead, on Hopper
+// while the step before's products run (kEarlyA: registers allow it).
+static constexpr bool kEarlyA = true;
 // A phase fills its own pipeline where its copies need its rows
 // (kStageA) or its sums the stages' memory (kKWInN).
 static constexpr bool kStageA = false;
@@ -555,10 +557,9 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
                 for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_hi, 1);
             }
             wgmma_commit();
-            // The next step's inputs load while the products run (these
-            // read the A parts, not the inputs): #77's GEMM 5% faster
-            // than loading after the wait.
-            if (!kStageA && s + 1 < P.steps) load_a(s + 1);
+            // With kEarlyA the next step's inputs load while the products
+            // run (these read the A parts, not the inputs).
+            if (kEarlyA && !kStageA && s + 1 < P.steps) load_a(s + 1);
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) wgmma_wait(part[sl]);
 #else
@@ -605,8 +606,11 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
                     for (int e = 0; e < kND; ++e) acc[sl][e] += part[sl][e];
                 }
             }
-#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-            // The next step's inputs load while other warps' products run.
+            // Else the next step's inputs load now, while other warps'
+            // products run.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+            if (!kEarlyA && !kStageA && s + 1 < P.steps) load_a(s + 1);
+#else
             if (!kStageA && s + 1 < P.steps) load_a(s + 1);
 #endif
         }

@@ -71,6 +71,7 @@ static constexpr bool kKWInN = false;
 static constexpr int kKW = 1, kDilW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr int kOutRows = 64;
 // The input's fragments go into registers a step ahead.
+static constexpr bool kEarlyA = false;
 // A phase fills its own pipeline where its copies need its rows
 // (kStageA) or its sums the stages' memory (kKWInN).
 static constexpr bool kStageA = false;
@@ -555,10 +556,9 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
                 for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_hi, 1);
             }
             wgmma_commit();
-            // The next step's inputs load while the products run (these
-            // read the A parts, not the inputs): #77's GEMM 5% faster
-            // than loading after the wait.
-            if (!kStageA && s + 1 < P.steps) load_a(s + 1);
+            // With kEarlyA the next step's inputs load while the products
+            // run (these read the A parts, not the inputs).
+            if (kEarlyA && !kStageA && s + 1 < P.steps) load_a(s + 1);
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) wgmma_wait(part[sl]);
 #else
@@ -605,8 +605,11 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
                     for (int e = 0; e < kND; ++e) acc[sl][e] += part[sl][e];
                 }
             }
-#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-            // The next step's inputs load while other warps' products run.
+            // Else the next step's inputs load now, while other warps'
+            // products run.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+            if (!kEarlyA && !kStageA && s + 1 < P.steps) load_a(s + 1);
+#else
             if (!kStageA && s + 1 < P.steps) load_a(s + 1);
 #endif
         }
