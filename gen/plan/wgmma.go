@@ -81,11 +81,6 @@ type WGMMA struct {
 	// rows by 4 column pairs (g*SumsRow + 2t) meet two to a bank at most,
 	// where BN + 1 put four (#73: 0.99 -> 0.91 ms kernel-only).
 	SumsRow, SumsVector int
-	// SumsAt: where those sums start in the stages' memory (floats): past
-	// stage 0 where the input is not staged and a phase with taps follows
-	// another, so that the next phase's first weights copy into stage 0
-	// while the sums go out; else 0.
-	SumsAt int
 	// TapOffsets: per entry of Plan.Taps, where it reads in the re-laid
 	// input relative to the output's own position there.
 	TapOffsets []int
@@ -267,10 +262,7 @@ func (p *Plan) planWGMMA() {
 	if t.KWInN {
 		// The block's sums pass through the stages' memory on their way
 		// out, SumsRow floats per GEMM row.
-		if !t.CpAsync && tapPhases(w) > 1 {
-			p.WGMMA.SumsAt = w.Stage
-		}
-		p.SmemBytes = max(p.SmemBytes, (p.WGMMA.SumsAt+t.BM*w.SumsRow)*4)
+		p.SmemBytes = max(p.SmemBytes, t.BM*w.SumsRow*4)
 	}
 	if t.ParkSums && !w.OneSpan {
 		p.WGMMA.Parked, p.WGMMA.ParkedAt = parkedFloats(t), p.SmemBytes/4
@@ -280,17 +272,6 @@ func (p *Plan) planWGMMA() {
 		p.DynamicSmem = p.SmemBytes
 	}
 	p.Grid = [3]int{w.Tiles, w.NTiles, c.Groups} // a block runs its rows of every phase
-}
-
-// tapPhases: the phases with steps (taps).
-func tapPhases(w WGMMA) int {
-	n := 0
-	for _, steps := range w.Steps {
-		if steps > 0 {
-			n++
-		}
-	}
-	return n
 }
 
 // wgmmaThreads: a block's threads, a warpgroup's 128 each.

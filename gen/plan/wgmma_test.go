@@ -298,12 +298,10 @@ func TestWGMMAKWInNStride(t *testing.T) {
 	if !reflect.DeepEqual(rs, [][3]int{{0, 0, 0}, {0, 1, 0}, {1, 0, 0}, {1, 1, 0}}) {
 		t.Errorf("phases %v, want one per (d, h) residue", rs)
 	}
-	// Four phases with taps: the sums go out past stage 0 (2 x 32 x 24
-	// floats), where the next phase's first weights copy meanwhile.
-	got := []any{w.GemmTaps, w.Steps, w.Line, w.Rows, w.WSpan, w.OutRows, w.AnchorW0, w.ChannelLanes, w.Lo[2], w.X[2], p.Tile.BN, p.Phases[0].Q[2], w.SumsAt}
-	want := []any{[]int{1, 2, 2, 4}, []int{1, 1, 1, 1}, []int{6, 6, 6, 6}, []int{2 * 3 * 6, 2 * 2 * 6, 1 * 3 * 6, 1 * 2 * 6}, 1, 63, -1, 1, 1, 6, 24, 5, 1536}
+	got := []any{w.GemmTaps, w.Steps, w.Line, w.Rows, w.WSpan, w.OutRows, w.AnchorW0, w.ChannelLanes, w.Lo[2], w.X[2], p.Tile.BN, p.Phases[0].Q[2]}
+	want := []any{[]int{1, 2, 2, 4}, []int{1, 1, 1, 1}, []int{6, 6, 6, 6}, []int{2 * 3 * 6, 2 * 2 * 6, 1 * 3 * 6, 1 * 2 * 6}, 1, 63, -1, 1, 1, 6, 24, 5}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("gemm taps, steps, lines, rows, reach, out rows, anchor w0, channel lanes, border, extent, bn, anchors, sums at:\ngot  %v\nwant %v", got, want)
+		t.Errorf("gemm taps, steps, lines, rows, reach, out rows, anchor w0, channel lanes, border, extent, bn, anchors:\ngot  %v\nwant %v", got, want)
 	}
 	// The sums on their way out: 8 channels a tile, read 4 at a time from
 	// rows of 24 + 4 floats; 10 channels (30 columns, 32 with padding)
@@ -324,9 +322,8 @@ func TestWGMMAKWInNStride(t *testing.T) {
 // #73's geometry small (32 channels; kernel 3, stride 2: lines of 6).
 // Two with kw taps as columns (96): 256 threads and 128 rows, of which
 // the first 127 are written (a reach of one row); the sums on their way
-// out (128 x 100 floats: 32 channels a tile, read 4 at a time), past
-// stage 0 (6144 floats: the next phase's first weights), outgrow the two
-// stages (2 x 24576 bytes) and 48
+// out (128 x 100 floats: 32 channels a tile, read 4 at a time) outgrow
+// the two stages (2 x 24576 bytes) and 48
 // KiB; two blocks an SM leave 128 registers a thread. Four of one span
 // over 32 columns: 512 threads, 256 rows, 16 sums a thread (about 77
 // registers, 122 on sm_80: within the 128 that 512 threads leave). Four
@@ -339,7 +336,7 @@ func TestWGMMAWarpgroups(t *testing.T) {
 		tile                                         string
 		threads, bm, outRows, smem, dynamic, regsCap int
 	}{
-		{"{wgmma: true, kw_in_n: true, slabs: 1, warpgroups: 2, span: 16, stages: 2, min_blocks: 2}", 256, 128, 127, (6144 + 128*100) * 4, (6144 + 128*100) * 4, 128},
+		{"{wgmma: true, kw_in_n: true, slabs: 1, warpgroups: 2, span: 16, stages: 2, min_blocks: 2}", 256, 128, 127, 128 * 100 * 4, 128 * 100 * 4, 128},
 		{"{wgmma: true, slabs: 1, warpgroups: 4, span: 16, stages: 3}", 512, 256, 256, 3 * 2 * 32 * 32 * 4, 0, 128},
 	} {
 		conf := base

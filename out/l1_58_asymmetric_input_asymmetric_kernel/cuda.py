@@ -86,11 +86,6 @@ static constexpr int kAnchorW0 = 0;
 // rows) meet no bank twice in a wavefront, and its writes (8 rows by 4
 // column pairs) two to a bank at most (four at kNP + 1).
 static constexpr int kSumsRow = 116, kVec = 4;
-// The sums lie from float kSumsAt of the stages' memory on: past stage 0
-// with kEarlyPhase, whose next phase's first step copies into stage 0
-// while they go out.
-static constexpr int kSumsAt = 0;
-static constexpr bool kEarlyPhase = false;
 // On the way out: a block's kOutSlots outputs a channel, kSlotsPerPass
 // of them at a time, kChannelLanes threads each.
 static constexpr int kOutSlots = 58 * kStrideW, kChannelLanes = 2;
@@ -479,26 +474,19 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
     const int nt = blockIdx.y, grp = blockIdx.z;
     const float* wimg = img + (idx_t)(grp * kNTiles + nt) * kTotalSteps * kStage;
 
-    // Global step gs's copy of the weight image into stage slot %
-    // kStages, if before end (a commit group either way, so that the wait
-    // counts stay in step). The slot is the global step, or with
-    // kPhasePipeline the phase's own (its first step in stage 0).
-    auto stage_at = [&](int slot) { return b_stage + (unsigned)slot % kStages * kStage; };
-    auto load_b = [&](int gs, int slot, int end) {
+    // Global step gs's copy of the weight image into its stage, if before
+    // end (a commit group either way, so that the wait counts stay in step).
+    auto load_b = [&](int gs, int end) {
         if (gs < end) {
             const float* src = wimg + (idx_t)gs * kStage;
-            float* dst = stage_at(slot);
+            float* dst = b_stage + (gs % kStages) * kStage;
             for (int i = tid; i < kStage / 4; i += kThreads) cp_async_16(dst + 4 * i, src + 4 * i);
         }
         cp_async_commit();
     };
     if (!kPhasePipeline) {
-        for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, gs, kTotalSteps);
+        for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);
     }
-    // With kEarlyPhase, the steps of a phase copied before it starts: its
-    // first, by the phase before it (each with a phase after it copies
-    // that one's).
-    int prefetched = 0;
 
     for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
@@ -588,9 +576,9 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
             }
         };
         if (kPhasePipeline) {
-            for (int i = prefetched; i < kStages - 1; ++i) {
+            for (int i = 0; i < kStages - 1; ++i) {
                 copy_a(i);
-                load_b(P.step_start + i, i, end);
+                load_b(P.step_start + i, end);
             }
         }
 
@@ -614,8 +602,7 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
             async_proxy_fence();
             __syncthreads();
             copy_a(s + kStages - 1);
-            const int slot = kPhasePipeline ? s : gs;
-            load_b(gs + kStages - 1, slot + kStages - 1, end);
+            load_b(gs + kStages - 1, end);
             if (!active) continue;
             if (kStageA) load_a(s);
             const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
@@ -630,7 +617,7 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
                     for (int f = 0; f < 4; ++f) split_a(v[sl][f % 2][2 * j + f / 2], a_hi[sl][j][f], a_lo[sl][j][f]);
                 }
             }
-            const float* stage = stage_at(slot);
+            const float* stage = b_stage + (gs % kStages) * kStage;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
             // lo*hi, hi*lo, hi*hi per k8 chunk, the slabs interleaved so
             // that neighbouring products write different sums; a fresh
@@ -725,7 +712,7 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
         // neighbouring threads write neighbouring outputs along W.
         cp_async_wait_all();
         __syncthreads();
-        float* sums = b_stage + kSumsAt;
+        float* sums = b_stage;
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
@@ -733,17 +720,6 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
                 sums[(wg_row + sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * kSumsRow + 8 * (e / 4) + 2 * t + e % 2] = result(sl, e);
         }
         __syncthreads();
-        if (kEarlyPhase) {
-            // The next phase's first weights load into stage 0, below the
-            // sums, while this phase's outputs go out.
-            int next = ph + 1;
-            while (next < kNumPhases && (kPhaseTable[next].steps == 0 || m_first >= kPhaseTable[next].rows)) ++next;
-            if (next < kNumPhases) {
-                const int gs = kPhaseTable[next].step_start;
-                load_b(gs, 0, gs + 1);
-                prefetched = 1;
-            }
-        }
         // Output slot i is output rho = i % kStrideW of anchor row i /
         // kStrideW: consecutive threads, consecutive outputs along W.
         for (int base = 0; base < kOutSlots; base += kSlotsPerPass) {
@@ -781,10 +757,7 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
                 }
             }
         }
-        // The next phase's copies reuse the memory: at its start where its
-        // first few steps are copied at once, at its first step's barrier
-        // where (with kEarlyPhase at two stages) one more is.
-        if (!kEarlyPhase || kStages > 2) __syncthreads();
+        __syncthreads();  // the next phase's copies reuse the memory
     }
 }
 """

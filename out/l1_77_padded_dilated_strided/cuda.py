@@ -395,26 +395,19 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
     const int nt = blockIdx.y, grp = blockIdx.z;
     const float* wimg = img + (idx_t)(grp * kNTiles + nt) * kTotalSteps * kStage;
 
-    // Global step gs's copy of the weight image into stage slot %
-    // kStages, if before end (a commit group either way, so that the wait
-    // counts stay in step). The slot is the global step, or with
-    // kPhasePipeline the phase's own (its first step in stage 0).
-    auto stage_at = [&](int slot) { return b_stage + (unsigned)slot % kStages * kStage; };
-    auto load_b = [&](int gs, int slot, int end) {
+    // Global step gs's copy of the weight image into its stage, if before
+    // end (a commit group either way, so that the wait counts stay in step).
+    auto load_b = [&](int gs, int end) {
         if (gs < end) {
             const float* src = wimg + (idx_t)gs * kStage;
-            float* dst = stage_at(slot);
+            float* dst = b_stage + (gs % kStages) * kStage;
             for (int i = tid; i < kStage / 4; i += kThreads) cp_async_16(dst + 4 * i, src + 4 * i);
         }
         cp_async_commit();
     };
     if (!kPhasePipeline) {
-        for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, gs, kTotalSteps);
+        for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);
     }
-    // With kEarlyPhase, the steps of a phase copied before it starts: its
-    // first, by the phase before it (each with a phase after it copies
-    // that one's).
-    int prefetched = 0;
 
     for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
@@ -504,9 +497,9 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
             }
         };
         if (kPhasePipeline) {
-            for (int i = prefetched; i < kStages - 1; ++i) {
+            for (int i = 0; i < kStages - 1; ++i) {
                 copy_a(i);
-                load_b(P.step_start + i, i, end);
+                load_b(P.step_start + i, end);
             }
         }
 
@@ -530,8 +523,7 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
             async_proxy_fence();
             __syncthreads();
             copy_a(s + kStages - 1);
-            const int slot = kPhasePipeline ? s : gs;
-            load_b(gs + kStages - 1, slot + kStages - 1, end);
+            load_b(gs + kStages - 1, end);
             if (!active) continue;
             if (kStageA) load_a(s);
             const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
@@ -546,7 +538,7 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
                     for (int f = 0; f < 4; ++f) split_a(v[sl][f % 2][2 * j + f / 2], a_hi[sl][j][f], a_lo[sl][j][f]);
                 }
             }
-            const float* stage = stage_at(slot);
+            const float* stage = b_stage + (gs % kStages) * kStage;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
             // lo*hi, hi*lo, hi*hi per k8 chunk, the slabs interleaved so
             // that neighbouring products write different sums; a fresh
