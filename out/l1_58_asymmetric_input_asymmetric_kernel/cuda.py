@@ -14,9 +14,9 @@ is written exactly once (no atomics), bias fused.
 The kernel's W taps are GEMM columns too: N = kernel_w x 16 output
 channels, K = the (d, h) taps x input channels, and a row is an input
 position along W; output q of a line adds the sums of column kw of row
-q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
-(4 warps) computing 64 rows of each phase in turn by 112 columns and
-writing the outputs of its first 58. The input is re-laid channels last
+q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is 2 warpgroups
+(4 warps each, sharing the weight stages) computing 128 rows of each phase in turn by 112 columns and
+writing the outputs of its first 122. The input is re-laid channels last
 inside a zero border, so each thread loads its tensor-core fragments
 straight from global memory (no bounds checks, 16 bytes at a time); the
 weight is re-laid as the TF32 parts in the tensor cores' shared-memory
@@ -60,8 +60,8 @@ static constexpr int kRelayoutPos = 76, kRelayoutChunks = 1;  // the re-layout's
 // phase by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 15, kNTiles = 1;
 static constexpr int kNP = 112, kNCM = kNP / 8, kND = 56;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 1, kRows = 64;
-static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
+static constexpr int kSlabs = 1, kRows = 128;
+static constexpr int kWarpgroups = 2, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 16;  // steps per tensor-core sum
 // Every phase's steps in one tensor-core sum: its result, with no fp32
 // running sums beside it (a slab's sums in half the registers).
@@ -88,9 +88,9 @@ static constexpr int kAnchorW0 = 0;
 static constexpr int kSumsRow = 116, kVec = 4;
 // On the way out: a block's kOutSlots outputs a channel, kSlotsPerPass
 // of them at a time, kChannelLanes threads each.
-static constexpr int kOutSlots = 58 * kStrideW, kChannelLanes = 2;
+static constexpr int kOutSlots = 122 * kStrideW, kChannelLanes = 2;
 static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
-static constexpr int kOutRows = 58;
+static constexpr int kOutRows = 122;
 // The input's fragments go into registers a step ahead, on Hopper
 // while the step before's products run (kEarlyA: registers allow it).
 static constexpr bool kEarlyA = true;
@@ -449,7 +449,7 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
 // go to mma.sync, which needs more registers from the same fragments,
 // and one block is asked for (a cap of 128 spilled #77's there).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-static constexpr int kMinBlocks = 4;
+static constexpr int kMinBlocks = 2;
 #else
 static constexpr int kMinBlocks = 1;
 #endif
@@ -460,7 +460,7 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
     // The weight stages; with kw taps as columns also the block's sums on
     // their way out (kRows x kSumsRow floats), once the phase's copies are
     // done; then the parked sums, if any.
-    extern __shared__ __align__(128) float b_stage[];  // 57344 bytes, past the static 48 KiB
+    extern __shared__ __align__(128) float b_stage[];  // 59392 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores
     // share cache sectors and meet in L2, and the weight image streams
@@ -782,9 +782,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     l1_58_asymmetric_input_asymmetric_kernel_repack_weight<<<420, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     l1_58_asymmetric_input_asymmetric_kernel_relayout_input<<<12800, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_58_asymmetric_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 57344);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_58_asymmetric_input_asymmetric_kernel_igemm needs 57344 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l1_58_asymmetric_input_asymmetric_kernel_igemm<<<dim3(13586, 1, 1), 128, 57344>>>(
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_58_asymmetric_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 59392);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_58_asymmetric_input_asymmetric_kernel_igemm needs 59392 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    l1_58_asymmetric_input_asymmetric_kernel_igemm<<<dim3(6459, 1, 1), 256, 59392>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     return y;
