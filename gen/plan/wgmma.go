@@ -92,8 +92,8 @@ type WGMMA struct {
 	// it from the GEMM's blocks instead, the tap-less outputs of a chunk
 	// each, took #77's GEMM from 0.37 to 0.64 ms: decoding each output's
 	// phase cost more than the overlap won.
-	Fill       bool
-	FillBlocks int
+	Fill          bool
+	FillBlocks    int
 	// FuseFill (Tile.FuseFill where there is a fill): no fill kernel; the
 	// GEMM's grid holds FillBlocks more blocks along x, every FillEvery-th
 	// one (up to FillBlocks of them), each writing the bias over the
@@ -106,7 +106,7 @@ type WGMMA struct {
 	// Tapless: per output residue (rd, rh, rw), D slowest, whether no
 	// GEMM writes its outputs (with KWInN a (d, h) phase's GEMM writes
 	// every W position of its lines).
-	Tapless       []bool
+	Tapless []bool
 	Tiles         int // blocks of OutRows over the largest phase with taps: the grid's x
 	NTiles        int // N tiles over a group's output channels
 	Stage         int // floats of one step's weight image (hi and lo parts)
