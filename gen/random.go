@@ -75,8 +75,6 @@ func RandomSpec(r *rand.Rand, name string) string {
 		k.Tile.KWInN = nameCoin(name, "kw_in_n")
 		// Half with the input staged by cp.async.
 		k.Tile.CpAsync = nameCoin(name, "wgmma_cp_async")
-		// Half with the bias fill in the GEMM's blocks (where there is one).
-		k.Tile.FuseFill = nameCoin(name, "fuse_fill")
 		// Half with two warpgroups a block (four leave the sm_80 code too
 		// few registers for most tiles: a draw of the same name would be
 		// refused again and again).

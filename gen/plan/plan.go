@@ -109,9 +109,6 @@ type Tile struct {
 	// ParkSums (wgmma): the fp32 running sums in shared memory between
 	// spans (WGMMA.Parked floats past the stages).
 	ParkSums bool
-	// FuseFill (wgmma): the bias fill's work done by the GEMM kernel's own
-	// extra blocks (WGMMA.FillEvery), where there is a fill.
-	FuseFill bool
 }
 
 // Window is what a TW thread reads along W. Its outputs are ow0 + j for
@@ -144,7 +141,7 @@ func (t Tile) Spec() spec.Tile {
 		if warpgroups == 1 {
 			warpgroups = 0 // the default, left unwritten as specs leave it
 		}
-		return spec.Tile{MinBlocks: t.MinBlocks, CpAsync: t.CpAsync, WGMMA: true, Slabs: t.Slabs, Warpgroups: warpgroups, Span: t.Span, Stages: t.Stages, KWInN: t.KWInN, ParkSums: t.ParkSums, FuseFill: t.FuseFill}
+		return spec.Tile{MinBlocks: t.MinBlocks, CpAsync: t.CpAsync, WGMMA: true, Slabs: t.Slabs, Warpgroups: warpgroups, Span: t.Span, Stages: t.Stages, KWInN: t.KWInN, ParkSums: t.ParkSums}
 	}
 	if t.Direct && t.TW > 0 {
 		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, MinBlocks: t.MinBlocks, Direct: true, TW: t.TW}
@@ -323,7 +320,7 @@ func New(s *spec.Spec) (*Plan, error) {
 		p.Index = indexType(c.OutputLen(), p.WGMMA.XLen, p.WGMMA.ImageLen)
 		p.Names = names(s.Name)
 		p.Names.Relayout = s.Name + "_relayout_input"
-		if p.WGMMA.Fill && !p.WGMMA.FuseFill {
+		if p.WGMMA.Fill {
 			p.Names.Fill = s.Name + "_fill_bias"
 		}
 		return p, nil

@@ -94,19 +94,6 @@ type WGMMA struct {
 	// phase cost more than the overlap won.
 	Fill          bool
 	FillBlocks    int
-	// FuseFill (Tile.FuseFill where there is a fill): no fill kernel; the
-	// GEMM's grid holds FillBlocks more blocks along x, every FillEvery-th
-	// one (up to FillBlocks of them), each writing the bias over the
-	// outputs no tap reaches in FillLines output lines (W positions of one
-	// (batch, channel, D, H)): whole lines where no W residue has taps,
-	// else the W positions of Tapless residues. Half as many fill blocks
-	// as tiles, so that each runs about as long as a tile.
-	FuseFill             bool
-	FillEvery, FillLines int
-	// Tapless: per output residue (rd, rh, rw), D slowest, whether no
-	// GEMM writes its outputs (with KWInN a (d, h) phase's GEMM writes
-	// every W position of its lines).
-	Tapless []bool
 	Tiles         int // blocks of OutRows over the largest phase with taps: the grid's x
 	NTiles        int // N tiles over a group's output channels
 	Stage         int // floats of one step's weight image (hi and lo parts)
@@ -143,7 +130,7 @@ const (
 // it within 72 columns (112 with one slab: the probe's #58 shape, one
 // slab of 16 channels by 7 taps, ran 6% faster than two tiles of 8).
 func chooseWGMMATile(t spec.Tile, coutG, kw int) Tile {
-	r := Tile{WGMMA: true, Slabs: t.Slabs, Warpgroups: max(1, t.Warpgroups), Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN, CpAsync: t.CpAsync, ParkSums: t.ParkSums, FuseFill: t.FuseFill}
+	r := Tile{WGMMA: true, Slabs: t.Slabs, Warpgroups: max(1, t.Warpgroups), Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN, CpAsync: t.CpAsync, ParkSums: t.ParkSums}
 	if r.MinBlocks == 0 {
 		// Left to choose, ptxas (CUDA 11.8, sm_80) capped #70's kernel at
 		// 128 registers and spilled; two slabs' sums and A parts need ~200.
@@ -260,13 +247,6 @@ func (p *Plan) planWGMMA() {
 	}
 	if w.Fill {
 		w.FillBlocks = ceilDiv(c.OutputLen(), FillPerBlock)
-		w.Tapless = taplessResidues(c, p.Phases, w.Steps, t.KWInN)
-		if t.FuseFill {
-			lines := c.Batch * c.OutChannels * p.Out[0] * p.Out[1]
-			w.FuseFill, w.FillLines = true, ceilDiv(lines, max(1, w.Tiles/2))
-			w.FillBlocks = ceilDiv(lines, w.FillLines)
-			w.FillEvery = (w.Tiles + w.FillBlocks) / w.FillBlocks
-		}
 	}
 	for _, tp := range p.Taps {
 		w.TapOffsets = append(w.TapOffsets, ((tp.Off[0]*w.X[1]+tp.Off[1])*w.X[2]+tp.Off[2])*w.CinP)
@@ -274,7 +254,6 @@ func (p *Plan) planWGMMA() {
 	w.Stage = 2 * StepK * t.BN
 	w.ImageLen = c.Groups * w.NTiles * w.TotalSteps * w.Stage
 	p.WGMMA = w
-	p.Tile.FuseFill = w.FuseFill // nothing to fuse without a fill: the tile is the plain one
 	p.Threads = wgmmaThreads(t)
 	need, _ := p.wgmmaRegisters()
 	capped := registersPerThread(p.Threads, t.MinBlocks)
@@ -293,31 +272,6 @@ func (p *Plan) planWGMMA() {
 		p.DynamicSmem = p.SmemBytes
 	}
 	p.Grid = [3]int{w.Tiles, w.NTiles, c.Groups} // a block runs its rows of every phase
-	if w.FuseFill {
-		p.Grid[0] += w.FillBlocks
-	}
-}
-
-// taplessResidues: per output residue (rd, rh, rw), D slowest, whether
-// no phase with steps covers it (with kwInN a phase is a (d, h) residue
-// and covers every rw).
-func taplessResidues(c geom.Conv, phases []Phase, steps []int, kwInN bool) []bool {
-	s := c.Stride
-	out := make([]bool, s[0]*s[1]*s[2])
-	for i := range out {
-		out[i] = true
-	}
-	for i, ph := range phases {
-		if steps[i] == 0 {
-			continue
-		}
-		for rw := range s[2] {
-			if kwInN || rw == ph.R[2] {
-				out[(ph.R[0]*s[1]+ph.R[1])*s[2]+rw] = false
-			}
-		}
-	}
-	return out
 }
 
 // wgmmaThreads: a block's threads, a warpgroup's 128 each.

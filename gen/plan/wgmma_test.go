@@ -57,8 +57,6 @@ func TestWGMMALayout(t *testing.T) {
 				// 8 channels of 5 x 7 x 9 outputs, 3 blocks of 1024. The grid
 				// covers phase (1,1,1), 2*3*4 rows: one tile.
 				Fill: true, FillBlocks: 3, Tiles: 1,
-				// Only residue (1,1,1), last, has taps.
-				Tapless:     []bool{true, true, true, true, true, true, true, false},
 				RelayoutPos: 6, RelayoutChunks: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 7 * 2 * 32 * 8, SumsPerThread: 4},
 			// Tap (0,0,0) reads q + 1 per dimension, tap (2,2,2) q - 1.
 			((1*5+1)*6 + 1) * 8, -((1*5+1)*6 + 1) * 8,
@@ -365,26 +363,5 @@ func TestWGMMAWarpgroups(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error:\n%v\nwant it to hold:\n%s", c.tile, err, c.want)
 		}
-	}
-}
-
-// TestWGMMAFuseFill: the bias fill in the GEMM's own blocks, on #77's
-// geometry (stride 2, dilation 2, kernel 3: only residue (1,1,1) has
-// taps) with an input of 2x4x40, outputs 5x9x81: 320 rows of that phase,
-// five tiles of 64; 8 channels x 5 x 9 = 360 output lines in two fill
-// blocks of 180 (half as many as tiles), every third block of the seven
-// along x. No fill kernel.
-func TestWGMMAFuseFill(t *testing.T) {
-	conf := config{batch: 1, cin: 8, cout: 8, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 4, 40}, s: [3]int{2, 2, 2}, p: [3]int{1, 1, 1},
-		d: [3]int{2, 2, 2}, precision: "3xtf32", tile: "{wgmma: true, slabs: 1, fuse_fill: true}"}
-	p, err := plan.New(conf.parse(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := p.WGMMA
-	got := []any{w.FuseFill, w.Tiles, w.FillLines, w.FillBlocks, w.FillEvery, p.Grid, p.Names.Fill}
-	want := []any{true, 5, 180, 2, 3, [3]int{7, 1, 1}, ""}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("fused, tiles, lines a fill block, fill blocks, every, grid, fill kernel:\ngot  %v\nwant %v", got, want)
 	}
 }

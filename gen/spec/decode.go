@@ -353,7 +353,6 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 				"stages":     func(n *yaml.Node, f string) { k.Tile.Stages, _ = d.int(n, f) },
 				"kw_in_n":    func(n *yaml.Node, f string) { k.Tile.KWInN, _ = d.bool(n, f) },
 				"park_sums":  func(n *yaml.Node, f string) { k.Tile.ParkSums, _ = d.bool(n, f) },
-				"fuse_fill":  func(n *yaml.Node, f string) { k.Tile.FuseFill, _ = d.bool(n, f) },
 			})
 		},
 		"triton": func(n *yaml.Node, f string) {

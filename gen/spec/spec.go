@@ -227,12 +227,6 @@ type Tile struct {
 	// spans, not in registers: a slab's sums in half the registers, for
 	// more blocks per SM, at the accuracy of the span.
 	ParkSums bool
-	// FuseFill (wgmma): where some phase has no taps, the GEMM kernel's
-	// own extra blocks, one every few tiles, write the bias over the
-	// outputs no tap reaches (whole lines at a time), instead of a fill
-	// kernel over the whole output first: the writes run beside the
-	// tensor-core work.
-	FuseFill bool
 }
 
 // Value is a Python literal as the reference model sees it: an int, a bool
@@ -282,9 +276,6 @@ func (t Tile) String() string {
 	}
 	if t.ParkSums {
 		f = append(f, "park_sums: true")
-	}
-	if t.FuseFill {
-		f = append(f, "fuse_fill: true")
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }

@@ -353,9 +353,6 @@ func (d *decoder) validateKernel(k *Kernel) {
 	if !t.WGMMA && t.ParkSums {
 		d.failAt("kernel.tile.park_sums", "true", "keeps a wgmma kernel's running sums in shared memory: only with wgmma: true")
 	}
-	if !t.WGMMA && t.FuseFill {
-		d.failAt("kernel.tile.fuse_fill", "true", "moves a wgmma kernel's bias fill into its GEMM: only with wgmma: true")
-	}
 	if !t.WGMMA && t.KWInN {
 		d.failAt("kernel.tile.kw_in_n", "true", "moves the kernel's W taps into a wgmma GEMM's columns: only with wgmma: true")
 	}
