@@ -315,8 +315,8 @@ const earlyARegisters = 8
 
 // mmaSyncExtraRegisters: what the sm_80 code (mma.sync) needed beyond
 // the wgmma estimate in the tuning run of v29 (CUDA 13): up to 43, on
-// #73's tile (152 registers against 117 on sm_90a); at a cap of 128 (four
-// warpgroups) #77's slab of 64 columns spilled.
+// #73's tile (152 registers against an estimate of 109; 117 on sm_90a);
+// at a cap of 128 (four warpgroups) #77's slab of 64 columns spilled.
 const mmaSyncExtraRegisters = 45
 
 // checkWGMMAResources refuses stages whose shared memory passes what the
