@@ -62,8 +62,8 @@ type WGMMA struct {
 	// anchors outputs AnchorW0 + stride_w*q + rho, rho < stride_w, those
 	// inside the output (0 at stride 1: row q is output q). On the way
 	// out ChannelLanes threads share an output position (where a block
-	// has fewer than 128), each every ChannelLanes-th channel, so each
-	// decodes its position once.
+	// writes fewer outputs a channel than it has threads), each every
+	// ChannelLanes-th channel, so each decodes its position once.
 	CoutTile, WSpan, OutRows, ChannelLanes, AnchorW0 int
 	// EarlyA: on Hopper a step's input loads go out while the step
 	// before's products run, where the registers allow: earlyARegisters
@@ -326,7 +326,8 @@ const mmaSyncExtraRegisters = 45
 func (p *Plan) checkWGMMAResources() error {
 	t, s := p.Tile, p.Spec
 	var errs spec.Errors
-	if need, what := p.wgmmaRegisters(); need > registersPerThread(p.Threads, t.MinBlocks) {
+	need, what := p.wgmmaRegisters()
+	if need > registersPerThread(p.Threads, t.MinBlocks) {
 		errs = append(errs, s.Errorf("kernel.tile.min_blocks", strconv.Itoa(t.MinBlocks),
 			"gives %d threads, %d registers each, but %s need about %d", p.Threads, registersPerThread(p.Threads, t.MinBlocks), what, need))
 	}
@@ -335,7 +336,7 @@ func (p *Plan) checkWGMMAResources() error {
 	// concern only where a block's threads cap them below ptxas's own 255
 	// (more than 256 threads), under which every tile measured fit.
 	sm80 := registersPerThread(p.Threads, 1)
-	if need, _ := p.wgmmaRegisters(); sm80 < maxRegsPerThread && need+mmaSyncExtraRegisters > sm80 {
+	if sm80 < maxRegsPerThread && need+mmaSyncExtraRegisters > sm80 {
 		errs = append(errs, s.Errorf("kernel.tile.warpgroups", strconv.Itoa(t.Warpgroups),
 			"gives %d threads, %d registers each on sm_80, but its mma.sync code needs about %d (fewer warpgroups or sums)", p.Threads, sm80, need+mmaSyncExtraRegisters))
 	}
