@@ -81,6 +81,8 @@ func RandomSpec(r *rand.Rand, name string) string {
 		if nameCoin(name, "warpgroups") {
 			k.Tile.Warpgroups = 2
 		}
+		// Half with the weight stages filled by bulk copies on sm_90a.
+		k.Tile.BulkWeights = nameCoin(name, "bulk_weights")
 		// Half with 2 to 4 stages, half of those with the running sums
 		// parked in shared memory, and a third of those with sums of 9
 		// to 16 steps (one a phase where the phases are that short).

@@ -237,6 +237,11 @@ func cudaCandidates(l Loaded) []Candidate {
 	kernels = append(kernels, spec.Kernel{Precision: own.Kernel.Precision, Tile: t})
 	kernels = append(kernels, windowKernels(own.Problem.Conv.Stride[2])...)
 	kernels = append(kernels, wgmmaKernels()...)
+	// Last (the labels before it stay put): the spec's own wgmma tile with
+	// its weight stages filled the other way (bulk copies or cp.async).
+	t = out[0].Tile
+	t.BulkWeights = !t.BulkWeights
+	kernels = append(kernels, spec.Kernel{Precision: own.Kernel.Precision, Tile: t})
 	for i, k := range kernels {
 		s := *l.Plan.Spec
 		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, Precision: k.Precision, Tile: k.Tile}

@@ -129,16 +129,18 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		}
 	}
 	// 73's own choice is W taps as columns, one slab, one sum a phase,
-	// two stages, four blocks an SM (t35), skipped; its cp.async variant
-	// (t15) would not fit four blocks' shared memory, also skipped; the
-	// labels after them stay put.
+	// two stages, four blocks an SM, weights by bulk copies; its cp.async
+	// variant (t15) would not fit four blocks' shared memory, skipped;
+	// the labels after it stay put. The same tile with cp.async weights
+	// is t35, so the last candidate (the own tile's weights the other
+	// way, t48) repeats it and is skipped.
 	c73 := cudaCandidates(specs[tuneSpec73])
 	var got []string
 	for _, c := range c73 {
 		got = append(got, c.Variant+" "+c.Precision+" "+c.Tile.String())
 	}
 	want := []string{
-		"l1_73_strided_padded_grouped 3xtf32 {min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true}",
+		"l1_73_strided_padded_grouped 3xtf32 {min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
 		"l1_73_strided_padded_grouped_t1 fp32 {bm: 256, bn: 32, bk: 8, tm: 8, tn: 4, min_blocks: 1}",
 		"l1_73_strided_padded_grouped_t2 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 		"l1_73_strided_padded_grouped_t3 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1}",
@@ -175,6 +177,7 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		"l1_73_strided_padded_grouped_t32 3xtf32 {min_blocks: 1, slabs: 2, span: 16, stages: 4, wgmma: true, kw_in_n: true}",
 		"l1_73_strided_padded_grouped_t33 3xtf32 {min_blocks: 1, slabs: 2, span: 16, stages: 5, wgmma: true, kw_in_n: true}",
 		"l1_73_strided_padded_grouped_t34 3xtf32 {min_blocks: 3, slabs: 2, span: 16, stages: 4, wgmma: true, kw_in_n: true}",
+		"l1_73_strided_padded_grouped_t35 3xtf32 {min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true}",
 		"l1_73_strided_padded_grouped_t36 3xtf32 {min_blocks: 3, slabs: 2, span: 8, stages: 3, wgmma: true, kw_in_n: true, park_sums: true}",
 		"l1_73_strided_padded_grouped_t37 3xtf32 {min_blocks: 4, slabs: 1, span: 4, stages: 2, wgmma: true, park_sums: true}",
 		"l1_73_strided_padded_grouped_t38 3xtf32 {min_blocks: 4, slabs: 1, span: 8, stages: 2, wgmma: true, park_sums: true}",

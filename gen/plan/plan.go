@@ -109,6 +109,9 @@ type Tile struct {
 	// ParkSums (wgmma): the fp32 running sums in shared memory between
 	// spans (WGMMA.Parked floats past the stages).
 	ParkSums bool
+	// BulkWeights (wgmma): on sm_90a a weight stage comes by one bulk copy
+	// that completes the stage's barrier in shared memory.
+	BulkWeights bool
 }
 
 // Window is what a TW thread reads along W. Its outputs are ow0 + j for
@@ -141,7 +144,7 @@ func (t Tile) Spec() spec.Tile {
 		if warpgroups == 1 {
 			warpgroups = 0 // the default, left unwritten as specs leave it
 		}
-		return spec.Tile{MinBlocks: t.MinBlocks, CpAsync: t.CpAsync, WGMMA: true, Slabs: t.Slabs, Warpgroups: warpgroups, Span: t.Span, Stages: t.Stages, KWInN: t.KWInN, ParkSums: t.ParkSums}
+		return spec.Tile{MinBlocks: t.MinBlocks, CpAsync: t.CpAsync, WGMMA: true, Slabs: t.Slabs, Warpgroups: warpgroups, Span: t.Span, Stages: t.Stages, KWInN: t.KWInN, ParkSums: t.ParkSums, BulkWeights: t.BulkWeights}
 	}
 	if t.Direct && t.TW > 0 {
 		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, MinBlocks: t.MinBlocks, Direct: true, TW: t.TW}

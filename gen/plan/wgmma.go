@@ -56,6 +56,9 @@ type WGMMA struct {
 	// sums' floats in shared memory, from float ParkedAt on (past the
 	// stages and the kw_in_n sums); else 0.
 	Parked, ParkedAt int
+	// BarriersAt: with Tile.BulkWeights, the float in shared memory where
+	// the stages' barriers start (8 bytes each, past everything else).
+	BarriersAt int
 	// KWInN: N tiles of CoutTile output channels by kernel_w taps; a block
 	// computes BM rows and writes the outputs anchored at its first
 	// OutRows (the rest feed them: WSpan rows, kwSpan). Row q of a line
@@ -130,7 +133,7 @@ const (
 // it within 72 columns (112 with one slab: the probe's #58 shape, one
 // slab of 16 channels by 7 taps, ran 6% faster than two tiles of 8).
 func chooseWGMMATile(t spec.Tile, coutG, kw int) Tile {
-	r := Tile{WGMMA: true, Slabs: t.Slabs, Warpgroups: max(1, t.Warpgroups), Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN, CpAsync: t.CpAsync, ParkSums: t.ParkSums}
+	r := Tile{WGMMA: true, Slabs: t.Slabs, Warpgroups: max(1, t.Warpgroups), Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN, CpAsync: t.CpAsync, ParkSums: t.ParkSums, BulkWeights: t.BulkWeights}
 	if r.MinBlocks == 0 {
 		// Left to choose, ptxas (CUDA 11.8, sm_80) capped #70's kernel at
 		// 128 registers and spilled; two slabs' sums and A parts need ~200.
@@ -267,6 +270,10 @@ func (p *Plan) planWGMMA() {
 	if t.ParkSums && !w.OneSpan {
 		p.WGMMA.Parked, p.WGMMA.ParkedAt = parkedFloats(t), p.SmemBytes/4
 		p.SmemBytes += 4 * p.WGMMA.Parked
+	}
+	if t.BulkWeights {
+		p.WGMMA.BarriersAt = ceilDiv(p.SmemBytes, 8) * 2
+		p.SmemBytes = 4*p.WGMMA.BarriersAt + 8*t.Stages
 	}
 	if p.SmemBytes > MaxSmemBytes {
 		p.DynamicSmem = p.SmemBytes

@@ -216,6 +216,8 @@ func TestWGMMASumsAndStages(t *testing.T) {
 		// The plan's stages leave room for the parked sums: (96 KiB - 28
 		// KiB) / 14336 bytes is 4.
 		{"{wgmma: true, kw_in_n: true, park_sums: true}", false, 4, 128 * 56, 4 * 14336 / 4, 4*14336 + 4*128*56},
+		// Bulk copies' barriers, 8 bytes a stage, past the parked sums.
+		{"{wgmma: true, kw_in_n: true, park_sums: true, stages: 3, bulk_weights: true}", false, 3, 128 * 56, 3 * 14336 / 4, 3*14336 + 4*128*56 + 8*3},
 	} {
 		conf := c58
 		conf.tile = c.tile
@@ -227,6 +229,14 @@ func TestWGMMASumsAndStages(t *testing.T) {
 		if w.OneSpan != c.oneSpan || p.Tile.Stages != c.stages || w.Parked != c.parked || w.ParkedAt != c.parkedAt || p.SmemBytes != c.smem {
 			t.Errorf("%s: one span %v, %d stages, %d parked at %d, %d bytes; want %v, %d, %d at %d, %d",
 				c.tile, w.OneSpan, p.Tile.Stages, w.Parked, w.ParkedAt, p.SmemBytes, c.oneSpan, c.stages, c.parked, c.parkedAt, c.smem)
+		}
+		if p.Tile.BulkWeights {
+			// 8-byte aligned, the last thing in shared memory.
+			if want := p.SmemBytes/4 - 2*p.Tile.Stages; w.BarriersAt != want || w.BarriersAt%2 != 0 {
+				t.Errorf("%s: barriers at float %d; want %d (8-byte aligned)", c.tile, w.BarriersAt, want)
+			}
+		} else if w.BarriersAt != 0 {
+			t.Errorf("%s: barriers at float %d without bulk_weights", c.tile, w.BarriersAt)
 		}
 	}
 

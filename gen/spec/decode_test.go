@@ -206,7 +206,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key in a param", []edit{{"{name: groups, type: int, default: 1}", "{name: groups, type: int, defualt: 1}"}},
 			[]string{"base.yaml:24:33: reference.params[6].defualt: unknown key; known: default, name, type"}},
 		{"unknown key in tile", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {bm: 64, bz: 2}"}},
-			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, cp_async, direct, kw_in_n, min_blocks, park_sums, presplit, slabs, span, stages, tm, tn, tw, warpgroups, wgmma, wm, wn"}},
+			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, bulk_weights, cp_async, direct, kw_in_n, min_blocks, park_sums, presplit, slabs, span, stages, tm, tn, tw, warpgroups, wgmma, wm, wn"}},
 		// BUG (decode.go, fields): an empty key is reported with the
 		// field name of its mapping only ("problem." here, "" at the top).
 		{"empty key", []edit{{"  groups: 4\n", "  groups: 4\n  \"\": 1\n"}},
@@ -427,9 +427,10 @@ func TestParseErrors(t *testing.T) {
 				"base.yaml:39:38: kernel.tile.stages: must be 2 to 8 (0: the plan's choice), reduction steps staged in shared memory (got 1)",
 				"base.yaml:39:52: kernel.tile.park_sums: keeps a wgmma kernel's running sums in shared memory: only with wgmma: true (got true)",
 			}},
-		{"kw_in_n without wgmma", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {kw_in_n: true}"}},
+		{"kw_in_n and bulk_weights without wgmma", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {kw_in_n: true, bulk_weights: true}"}},
 			[]string{
 				"base.yaml:39:19: kernel.tile.kw_in_n: moves the kernel's W taps into a wgmma GEMM's columns: only with wgmma: true (got true)",
+				"base.yaml:39:39: kernel.tile.bulk_weights: fills a wgmma kernel's weight stages by bulk copies: only with wgmma: true (got true)",
 			}},
 		{"triton split_weight in fp32", []edit{{"  precision: fp32", "  precision: 3xtf32\n  triton: {precision: fp32, split_weight: true}"}},
 			[]string{"base.yaml:39:43: kernel.triton.split_weight: splits operands into TF32 parts: only with precision 3xtf32 (the Triton precision is fp32) (got true)"}},

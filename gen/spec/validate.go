@@ -353,6 +353,9 @@ func (d *decoder) validateKernel(k *Kernel) {
 	if !t.WGMMA && t.ParkSums {
 		d.failAt("kernel.tile.park_sums", "true", "keeps a wgmma kernel's running sums in shared memory: only with wgmma: true")
 	}
+	if !t.WGMMA && t.BulkWeights {
+		d.failAt("kernel.tile.bulk_weights", "true", "fills a wgmma kernel's weight stages by bulk copies: only with wgmma: true")
+	}
 	if !t.WGMMA && t.KWInN {
 		d.failAt("kernel.tile.kw_in_n", "true", "moves the kernel's W taps into a wgmma GEMM's columns: only with wgmma: true")
 	}

@@ -66,6 +66,16 @@ static constexpr bool kOneSpan = false;
 static constexpr bool kParkSums = false;
 static constexpr int kParkedAt = 0;
 static constexpr int kStages = 4;  // weight-image steps in shared memory
+// On Hopper one thread fills a weight stage by a bulk copy (the TMA unit),
+// whose bytes complete the stage's barrier (8 bytes each from float
+// kBarriersAt of the shared memory on), instead of every thread's cp.async
+// copies.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+static constexpr bool kBulkWeights = true;
+#else
+static constexpr bool kBulkWeights = false;
+#endif
+static constexpr int kBarriersAt = 16384;
 static constexpr bool kKWInN = false;
 static constexpr int kKW = 1, kDilW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr int kOutRows = 128;
@@ -381,6 +391,39 @@ __device__ __forceinline__ void wgmma_commit()
 #endif
 }
 
+// A weight stage's barrier in shared memory (sm_90a only; never called
+// elsewhere): a phase completes with one arrival, the copying thread's,
+// and the bytes it announced landing. The init is fenced before any
+// other thread or the TMA unit uses the barrier.
+__device__ __forceinline__ void barrier_init(unsigned long long* bar)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+
+// bytes from global src to shared dst by the TMA unit (16-byte aligned, a
+// multiple of 16), completing bar's current phase once they land.
+__device__ __forceinline__ void bulk_copy(float* dst, const float* src, int bytes, unsigned long long* bar)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    const unsigned b = (unsigned)__cvta_generic_to_shared(bar), d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(d), "l"(src), "r"(bytes), "r"(b) : "memory");
+#endif
+}
+
+// Waits until bar's phase of this parity has completed.
+__device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned parity)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .pred done;\nWAIT_%=:\nmbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n@!done bra WAIT_%=;\n}\n"
+                 :: "r"((unsigned)__cvta_generic_to_shared(bar)), "r"(parity) : "memory");
+#endif
+}
+
 // The descriptor of the core matrices at p in shared memory (no swizzle):
 // the next core matrix along K is kNCM*128 bytes on, the next 8 columns
 // 128 bytes on. A chunk kChunk floats further is the same plus kChunk/4
@@ -408,7 +451,7 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
     // The weight stages; with kw taps as columns also the block's sums on
     // their way out (kRows x kSumsRow floats), once the phase's copies are
     // done; then the parked sums, if any.
-    extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
+    extern __shared__ __align__(128) float b_stage[];  // 65568 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores
     // share cache sectors and meet in L2, and the weight image streams
@@ -421,6 +464,16 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
     const int m_first = blockIdx.x * kOutRows;
     const int nt = blockIdx.y, grp = blockIdx.z;
     const float* wimg = img + (idx_t)(grp * kNTiles + nt) * kTotalSteps * kStage;
+    // With kBulkWeights, stage k's barrier, and in bit k the parity of its
+    // next phase (every thread waits for every phase, in order).
+    unsigned long long* const stage_full = reinterpret_cast<unsigned long long*>(b_stage + kBarriersAt);
+    unsigned full_parity = 0;
+    if (kBulkWeights) {
+        if (tid == 0) {
+            for (int k = 0; k < kStages; ++k) barrier_init(stage_full + k);
+        }
+        __syncthreads();
+    }
 
     // Global step gs's copy of the weight image into its stage, if before
     // end (a commit group either way, so that the wait counts stay in step).
@@ -428,7 +481,11 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
         if (gs < end) {
             const float* src = wimg + (idx_t)gs * kStage;
             float* dst = b_stage + (gs % kStages) * kStage;
-            for (int i = tid; i < kStage / 4; i += kThreads) cp_async_16(dst + 4 * i, src + 4 * i);
+            if (kBulkWeights) {
+                if (tid == 0) bulk_copy(dst, src, kStage * 4, stage_full + gs % kStages);
+            } else {
+                for (int i = tid; i < kStage / 4; i += kThreads) cp_async_16(dst + 4 * i, src + 4 * i);
+            }
         }
         cp_async_commit();
     };
@@ -542,10 +599,16 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
         if (!kStageA && active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
-            // Step gs's weights have landed (this thread's copies, then,
-            // after the barrier, everyone's), and every warp is done with
-            // the stage the next copy overwrites (read the step before:
-            // each warp waited for its products before this barrier).
+            // Step gs's weights have landed (the bulk copy's, or this
+            // thread's copies, then, after the barrier, everyone's), and
+            // every warp is done with the stage the next copy overwrites
+            // (read the step before: each warp waited for its products
+            // before this barrier).
+            if (kBulkWeights) {
+                const int k = gs % kStages;
+                barrier_wait(stage_full + k, full_parity >> k & 1);
+                full_parity ^= 1u << k;
+            }
             cp_async_wait_current();
             async_proxy_fence();
             __syncthreads();
@@ -686,9 +749,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     l1_68_square_input_asymmetric_kernel_repack_weight<<<1200, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     l1_68_square_input_asymmetric_kernel_relayout_input<<<78336, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_68_square_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_68_square_input_asymmetric_kernel_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l1_68_square_input_asymmetric_kernel_igemm<<<dim3(38148, 1, 1), 128, 65536>>>(
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_68_square_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65568);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_68_square_input_asymmetric_kernel_igemm needs 65568 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    l1_68_square_input_asymmetric_kernel_igemm<<<dim3(38148, 1, 1), 128, 65568>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     return y;

@@ -54,6 +54,11 @@ var ptxHelpers = []struct{ signature, body string }{
 	{"__device__ __forceinline__ void async_proxy_fence()", "{\n}"},
 	{"__device__ __forceinline__ void wgmma_commit()", "{\n    std::abort();\n}"},
 	{"__device__ __forceinline__ unsigned long long wgmma_desc(const float* p)", "{\n    std::abort();\n}"},
+	// The bulk weight copies and their barriers: sm_90a only, like wgmma.
+	{"__device__ __forceinline__ void barrier_init(unsigned long long* bar)", "{\n    std::abort();\n}"},
+	{"__device__ __forceinline__ void bulk_copy(float* dst, const float* src, int bytes, unsigned long long* bar)",
+		"{\n    std::abort();\n}"},
+	{"__device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned parity)", "{\n    std::abort();\n}"},
 }
 
 // dynamicStage is how a wgmma kernel declares shared memory past 48 KiB;

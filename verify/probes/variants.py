@@ -25,6 +25,37 @@ _COMMIT = "            wgmma_commit();\n"
 # The wgmma GEMM's own store of an output (a tile without kw_in_n).
 _STORE = "                    y[yb[sl][r] + (idx_t)co * kOutDHW] = acc[sl][e];"
 
+# #77's bias fill launch, and its tap-less lines written from the GEMM
+# (the bias is zero): line j of a block's share at step s.
+_FILL77_LAUNCH = "    l1_77_padded_dilated_strided_fill_bias<<<139425, 256>>>(nullptr, (float*)y.data_ptr());\n"
+
+
+def _fill77(line, count, cs=False, sweep=False):
+    """Lines of #77's fill from the GEMM: a block's 409 consecutive lines
+    (or with sweep, line ((s * 4096 + block) * 16 + warp * 4 + i), so that
+    the blocks resident together write neighbouring lines); cs: streaming
+    stores (evict first), which leave the input's lines in L2."""
+    first = "j = " + ("(s * 4096 + blockIdx.x) * 16 + warp * 4 + i" if sweep else f"blockIdx.x * 409 + jj")
+    cond = "j < 16 * 64 * 1633" if sweep else "jj < 409 && j < 16 * 64 * 1633"
+    st = (lambda at: f"__stcs(o + {at}, 0.0f);") if cs else (lambda at: f"o[{at}] = 0.0f;")
+    return f"""            #pragma unroll
+            for (int i = 0; i < {count}; ++i) {{
+                const int jj = {line}, {first};
+                if ({cond}) {{
+                    const int vol = j / 1633;
+                    int k = j - vol * 1633, d, h;
+                    if (k < 1105) {{ d = 2 * (k / 65); h = k - k / 65 * 65; }}
+                    else {{ k -= 1105; d = 2 * (k / 33) + 1; h = 2 * (k - k / 33 * 33); }}
+                    float* o = y + (vol * 33 + d) * kOutHW + h * 65;
+                    const int lane = tid % 32;
+                    {st("lane")}
+                    {st("lane + 32")}
+                    if (lane == 0) {st("64")}
+                }}
+            }}
+"""
+
+
 VARIANTS = {
     "base": [],
     "nominb": [("__launch_bounds__(128, 1)", "__launch_bounds__(128)")],
@@ -63,6 +94,31 @@ VARIANTS = {
                     *o = acc[sl][e];
                     if (yb[sl][r] % kOutW == kOutW - 2) o[1] = 0.0f;
                 }""")],
+    # #77 only (result() stores, the tile as emitted since v29): wbox77's
+    # even W neighbours.
+    "wbox77r": [("                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, e);",
+                 """                {
+                    float* o = y + yb[sl][r] + (idx_t)co * kOutDHW;
+                    o[-1] = 0.0f;
+                    *o = result(sl, e);
+                    if (yb[sl][r] % kOutW == kOutW - 2) o[1] = 0.0f;
+                }""")],
+    # #77 only, with wbox77r: no fill kernel; the GEMM's blocks write the
+    # tap-less lines (an even depth or height: 1633 a (batch, channel)
+    # volume), 409 lines a block, 4 a warp each step, while its products
+    # run (between commit and wait), a warp a line in three stores.
+    "fillin77": [(_FILL77_LAUNCH, ""), (_COMMIT, _COMMIT + _fill77("s * 16 + warp * 4 + i", 4))],
+    "fillin77cs": [(_FILL77_LAUNCH, ""), (_COMMIT, _COMMIT + _fill77("s * 16 + warp * 4 + i", 4, cs=True))],
+    "fillsweep77": [(_FILL77_LAUNCH, ""), (_COMMIT, _COMMIT + _fill77("0", 4, sweep=True))],
+    "fillsweep77cs": [(_FILL77_LAUNCH, ""), (_COMMIT, _COMMIT + _fill77("0", 4, cs=True, sweep=True))],
+    # The GEMM's own output stores streaming (evict first).
+    "cs": [("                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, e);",
+            "                    __stcs(y + yb[sl][r] + (idx_t)co * kOutDHW, result(sl, e));")],
+    # The same lines, all at the block's start (before its first step).
+    "fillpre77": [(_FILL77_LAUNCH, ""),
+                  ("        if (!kStageA && active && P.steps > 0) load_a(0);\n",
+                   "        for (int s = 0; s < 27; ++s) {\n" + _fill77("s * 16 + warp * 4 + i", 4) + "        }\n"
+                   "        if (!kStageA && active && P.steps > 0) load_a(0);\n")],
     # #77 only, with wbox77: the fill writes only the lines of no GEMM output
     # (an even depth or height).
     "linefill77": [("        if (i < kOutLen) y[i] = 0.0f;",
