@@ -111,6 +111,40 @@ VARIANTS = {
     "fillin77cs": [(_FILL77_LAUNCH, ""), (_COMMIT, _COMMIT + _fill77("s * 16 + warp * 4 + i", 4, cs=True))],
     "fillsweep77": [(_FILL77_LAUNCH, ""), (_COMMIT, _COMMIT + _fill77("0", 4, sweep=True))],
     "fillsweep77cs": [(_FILL77_LAUNCH, ""), (_COMMIT, _COMMIT + _fill77("0", 4, cs=True, sweep=True))],
+    # #77 only: every 32-byte sector written whole by one kernel. The fill
+    # writes the sectors that touch no GEMM line (an odd depth and height);
+    # the GEMM writes its lines whole (wbox77r) and the tap-less floats
+    # from each line's ends out to the sector bounds, so that no sector is
+    # written in part (a partial sector costs DRAM a read).
+    "sector77": [
+        (_FILL77_LAUNCH, _FILL77_LAUNCH.replace("139425", "69713")),
+        ("    #pragma unroll\n    for (int e = 0; e < 4; ++e) {\n        const idx_t i = (idx_t)blockIdx.x * 1024 + e * 256 + threadIdx.x;\n        if (i < kOutLen) y[i] = 0.0f;\n    }",
+         """    const idx_t f = ((idx_t)blockIdx.x * 256 + threadIdx.x) * 8;
+    auto in_line = [](idx_t x) { const int r = (int)(x % 139425), d = r / 4225, h = r % 4225 / 65; return (d & h & 1) != 0; };
+    if (f < kOutLen && !in_line(f) && !in_line(f + 7)) {
+        reinterpret_cast<float4*>(y + f)[0] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        reinterpret_cast<float4*>(y + f)[1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }"""),
+        ("                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, e);",
+         """                {
+                    float* o = y + yb[sl][r] + (idx_t)co * kOutDHW;
+                    o[-1] = 0.0f;
+                    *o = result(sl, e);
+                    const int ow = yb[sl][r] % kOutW;
+                    if (ow == 1) {
+                        for (float* z = y + ((yb[sl][r] + (idx_t)co * kOutDHW - 1) & ~(idx_t)7); z < o - 1; ++z) *z = 0.0f;
+                    }
+                    if (ow == kOutW - 2) {
+                        o[1] = 0.0f;
+                        for (float* z = o + 2; z < y + ((yb[sl][r] + (idx_t)co * kOutDHW + 2 + 7) & ~(idx_t)7); ++z) *z = 0.0f;
+                    }
+                }"""),
+    ],
+    "earlyk": [("static constexpr bool kEarlyA = false;", "static constexpr bool kEarlyA = true;")],
+    # Three blocks an SM on Hopper, so that the inputs' registers fit
+    # beside the A parts while the products run.
+    "minb3k": [("static constexpr int kMinBlocks = 4;", "static constexpr int kMinBlocks = 3;"),
+               ("static constexpr bool kEarlyA = false;", "static constexpr bool kEarlyA = true;")],
     # The GEMM's own output stores streaming (evict first).
     "cs": [("                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, e);",
             "                    __stcs(y + yb[sl][r] + (idx_t)co * kOutDHW, result(sl, e));")],
@@ -181,6 +215,111 @@ def pdl(src):
         // The phase's outputs: 8-column block cb holds""")])
 
 
+_TMA77_HELPERS = r"""
+// #77 probe: zeros from shared memory to global by the TMA unit (sm_90a),
+// one thread's bulk stores, so no warp spends instructions on the fill.
+__device__ __forceinline__ void tma_zero(float* dst, const float* zeros, int floats, unsigned long long policy)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    const unsigned src = (unsigned)__cvta_generic_to_shared(zeros);
+    for (int done = 0; done < floats; done += 1024) {
+        const int n = min(1024, floats - done);
+        if (HINT)
+            asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;"
+                         :: "l"(dst + done), "r"(src), "r"(n * 4), "l"(policy) : "memory");
+        else
+            asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+                         :: "l"(dst + done), "r"(src), "r"(n * 4) : "memory");
+    }
+#endif
+}
+// Start of GEMM line (n, c, qd, qh): an odd depth and height.
+__device__ __forceinline__ long long line77(int n, int c, int qd, int qh)
+{
+    return ((long long)(n * 64 + c) * 33 + 2 * qd + 1) * 4225 + (2 * qh + 1) * 65;
+}
+"""
+
+# Block b's share of the tap-less outputs: for each channel, the gap after
+# each of its two GEMM lines, up to the next GEMM line (block 0 also the
+# gap before the first). PREFILL: the gaps shrunk to 16-byte bounds (the
+# prefill kernel wrote the float4s that touch a GEMM line); else the GEMM
+# writes its lines whole (wbox77r) and a gap's ragged ends are plain stores.
+_TMA77_ISSUE = r"""
+    {
+        float* const zeros = b_stage + 12288;
+        for (int i = tid; i < 1024; i += kThreads) zeros[i] = 0.0f;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+        __syncthreads();
+        unsigned long long policy = 0;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        if (HINT) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+#endif
+        const int b = blockIdx.x, n = b / 256, qd = b / 16 % 16, qh0 = b % 16 * 2;
+        const long long total = 16LL * 64 * 139425;
+        for (int k = tid; k < 129; k += kThreads) {
+            long long from, to;
+            if (k == 128) {
+                if (b != 0) continue;
+                from = 0; to = line77(0, 0, 0, 0);
+            } else {
+                const int c = k / 2, qh = qh0 + k % 2;
+                from = line77(n, c, qd, qh) + 65;
+                if (qh < 31) to = line77(n, c, qd, qh + 1);
+                else if (qd < 15) to = line77(n, c, qd + 1, 0);
+                else if (c < 63) to = line77(n, c + 1, 0, 0);
+                else if (n < 15) to = line77(n + 1, 0, 0, 0);
+                else to = total;
+            }
+            const long long a = (from + 3) & ~3LL, e = to & ~3LL;
+            if (!PREFILL) {
+                for (long long i = from; i < a && i < to; ++i) y[i] = 0.0f;
+                for (long long i = e > a ? e : a; i < to; ++i) y[i] = 0.0f;
+            }
+            if (e > a) tma_zero(y + a, zeros, (int)(e - a), policy);
+        }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+#endif
+    }
+"""
+
+
+def tma77(src, prefill, hint):
+    """#77 probe: no fill kernel over the whole output; the GEMM's blocks
+    have the TMA unit store the zeros of the tap-less lines (bulk stores
+    from 4 KiB of zeroed shared memory) while they compute. hint: the bulk
+    stores marked evict-first in L2.
+    With prefill, a kernel first writes the float4s that touch a GEMM line
+    (the GEMM's even W neighbours); else the GEMM writes them (wbox77r)."""
+    src = edit(src, [
+        ("    __shared__ __align__(128) float b_stage[49152 / 4];",
+         "    extern __shared__ __align__(128) float b_stage[];"),
+        ("// The blocks an SM that the registers are capped for:",
+         _TMA77_HELPERS.replace("HINT", "1" if hint else "0") + "// The blocks an SM that the registers are capped for:"),
+        ("    if (!kPhasePipeline) {\n        for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);",
+         _TMA77_ISSUE.replace("PREFILL", "1" if prefill else "0").replace("HINT", "1" if hint else "0")
+         + "    if (!kPhasePipeline) {\n        for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);"),
+        ('\n}\n"""\n\n# The host side',
+         '\n#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");\n#endif\n}\n"""\n\n# The host side'),
+        ("    l1_77_padded_dilated_strided_igemm<<<dim3(4096, 1, 1), 128>>>(",
+         "    cudaFuncSetAttribute(l1_77_padded_dilated_strided_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 53248);\n"
+         "    l1_77_padded_dilated_strided_igemm<<<dim3(4096, 1, 1), 128, 53248>>>("),
+    ])
+    if prefill:
+        return edit(src, [
+            ("        if (i < kOutLen) y[i] = 0.0f;",
+             """        if (e == 0) {
+            const idx_t f = ((idx_t)blockIdx.x * 256 + threadIdx.x) * 4;
+            auto in_line = [](idx_t x) { const int r = (int)(x % 139425), d = r / 4225, h = r % 4225 / 65; return (d & h & 1) != 0; };
+            if (f < kOutLen && (in_line(f) || in_line(f + 3)))
+                *reinterpret_cast<float4*>(y + f) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }""")])
+    return edit(edit(src, VARIANTS["wbox77r"]), [(_FILL77_LAUNCH, "")])
+
+
 def edit(src, edits):
     for old, new in edits:
         if src.count(old) != 1:
@@ -201,6 +340,9 @@ def main():
         for part in name.split("+"):
             if part in ("pdl", "side"):
                 text = pdl(text) if part == "pdl" else side(text)
+                continue
+            if part.startswith("tma77"):  # tma77, tma77h (evict-first hint), tma77w, tma77wh (no prefill)
+                text = tma77(text, prefill="w" not in part, hint=part.endswith("h"))
                 continue
             if part not in VARIANTS:
                 raise SystemExit(f"variants: no variant {part!r} (have {', '.join(VARIANTS)})")
