@@ -11,7 +11,7 @@ __device__ __forceinline__ void wg(float (&d)[32], const unsigned* a, unsigned l
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
-template <int N> __global__ void __launch_bounds__(128) rate(float* out, int iters, int waitEvery)
+__global__ void __launch_bounds__(128) rate(float* out, int iters, int waitEvery)
 {
     __shared__ __align__(128) float b[8192];
     for (int i = threadIdx.x; i < 8192; i += 128) b[i] = (i % 7) * 0.25f;
@@ -45,10 +45,10 @@ int main()
     for (int wait = 1; wait <= 2; ++wait)
     for (int per = 1; per <= 4; ++per) {
         const int blocks = 132 * per;
-        rate<1><<<blocks, 128>>>(out, 100, wait);
+        rate<<<blocks, 128>>>(out, 100, wait);
         cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
         cudaEventRecord(e0);
-        rate<1><<<blocks, 128>>>(out, iters, wait);
+        rate<<<blocks, 128>>>(out, iters, wait);
         cudaEventRecord(e1); cudaEventSynchronize(e1);
         float ms; cudaEventElapsedTime(&ms, e0, e1);
         const double flops = 2.0 * 64 * 64 * 8 * 12 * (double)iters * blocks;
