@@ -242,5 +242,5 @@ var Kernels = []Kernel{{
 	Spec:           "l1_77_padded_dilated_strided",
 	SpecPath:       "specs/level1/77_padded_dilated_strided.yaml",
 	Threads:        128,
-	Tile:           "{min_blocks: 4, slabs: 1, span: 4, stages: 3, wgmma: true}",
+	Tile:           "{min_blocks: 4, slabs: 1, span: 14, stages: 2, wgmma: true, park_sums: true}",
 }}

@@ -18,10 +18,10 @@ phase in turn by 64 output channels. The input is re-laid channels last
 inside a zero border, so each thread loads its tensor-core fragments
 straight from global memory (no bounds checks, 16 bytes at a time); the
 weight is re-laid as the TF32 parts in the tensor cores' shared-memory
-layout and staged 3 steps deep with cp.async. Products are 3xTF32
+layout and staged 2 steps deep with cp.async. Products are 3xTF32
 (each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
 wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
-The tensor cores do not add in exact fp32, so their sums cover 4 steps
+The tensor cores do not add in exact fp32, so their sums cover 14 steps
 of 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
 """
@@ -60,20 +60,24 @@ static constexpr int kTotalSteps = 27, kNTiles = 1;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 1, kRows = 64;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
-static constexpr int kSpan = 4;  // steps per tensor-core sum
+static constexpr int kSpan = 14;  // steps per tensor-core sum
 // Every phase's steps in one tensor-core sum: its result, with no fp32
 // running sums beside it (a slab's sums in half the registers).
 static constexpr bool kOneSpan = false;
-static constexpr bool kParkSums = false;
-static constexpr int kParkedAt = 0;
-static constexpr int kStages = 3;  // weight-image steps in shared memory
+// The fp32 running sums wait in shared memory between spans, not in
+// registers: thread tid's element e of slab sl at kParkedAt + (sl * kND +
+// e) * kThreads + tid (consecutive threads, consecutive words).
+static constexpr bool kParkSums = true;
+static constexpr int kParkedAt = 8192;
+static constexpr int kStages = 2;  // weight-image steps in shared memory
 static constexpr bool kBulkWeights = false;
 static constexpr int kBarriersAt = 0;
 static constexpr bool kKWInN = false;
 static constexpr int kKW = 1, kDilW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr int kOutRows = 64;
-// The input's fragments go into registers a step ahead.
-static constexpr bool kEarlyA = false;
+// The input's fragments go into registers a step ahead, on Hopper
+// while the step before's products run (kEarlyA: registers allow it).
+static constexpr bool kEarlyA = true;
 // A phase fills its own pipeline where its copies need its rows
 // (kStageA) or its sums the stages' memory (kKWInN).
 static constexpr bool kStageA = false;
@@ -300,7 +304,7 @@ __device__ __forceinline__ void cp_async_commit()
 // have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 1;" ::: "memory");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
 // Waits for every copy this thread issued.
