@@ -268,7 +268,8 @@ func cudaCandidates(l Loaded) []Candidate {
 // blocks an SM; then blocks of two and four warpgroups sharing the
 // weight stages, with W taps as columns and without; last, parked sums
 // of 12 and 16 steps at four blocks an SM, where the registers the sums
-// leave free let the inputs load during the products.
+// leave free let the inputs load during the products, and the same sums
+// in blocks of two warpgroups sharing the weight stages.
 func wgmmaKernels() []spec.Kernel {
 	var out []spec.Kernel
 	for _, t := range []spec.Tile{{}, {Slabs: 1}, {Span: 2}, {Span: 8}, {KWInN: true}, {KWInN: true, Slabs: 1},
@@ -280,7 +281,8 @@ func wgmmaKernels() []spec.Kernel {
 		{KWInN: true, Slabs: 1, Warpgroups: 2, Span: 16, Stages: 2, MinBlocks: 2}, {KWInN: true, Slabs: 1, Warpgroups: 4, Span: 16, Stages: 2},
 		{KWInN: true, Slabs: 1, Warpgroups: 2, Span: 16, Stages: 3, MinBlocks: 2}, {Slabs: 1, Warpgroups: 2, Stages: 3, MinBlocks: 2},
 		{Slabs: 1, Warpgroups: 4, Stages: 3}, {Slabs: 1, Warpgroups: 2, Stages: 4, MinBlocks: 2}, {Slabs: 1, Warpgroups: 2, Span: 16, Stages: 3, MinBlocks: 2},
-		{Slabs: 1, ParkSums: true, Stages: 2, Span: 12, MinBlocks: 4}, {Slabs: 1, ParkSums: true, Stages: 2, Span: 16, MinBlocks: 4}} {
+		{Slabs: 1, ParkSums: true, Stages: 2, Span: 12, MinBlocks: 4}, {Slabs: 1, ParkSums: true, Stages: 2, Span: 16, MinBlocks: 4},
+		{Slabs: 1, Warpgroups: 2, ParkSums: true, Span: 16, Stages: 3, MinBlocks: 2}, {Slabs: 1, Warpgroups: 2, ParkSums: true, Span: 16, Stages: 4, MinBlocks: 2}} {
 		t.WGMMA = true
 		out = append(out, spec.Kernel{Precision: "3xtf32", Tile: t})
 	}

@@ -193,6 +193,9 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		// Parked sums of 12 and 16 steps, four blocks an SM.
 		"l1_73_strided_padded_grouped_t48 3xtf32 {min_blocks: 4, slabs: 1, span: 12, stages: 2, wgmma: true, park_sums: true}",
 		"l1_73_strided_padded_grouped_t49 3xtf32 {min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true}",
+		// The same sums in blocks of two warpgroups.
+		"l1_73_strided_padded_grouped_t50 3xtf32 {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 3, wgmma: true, park_sums: true}",
+		"l1_73_strided_padded_grouped_t51 3xtf32 {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 4, wgmma: true, park_sums: true}",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("73 candidates:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

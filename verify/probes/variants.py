@@ -4,6 +4,7 @@ before the change goes into a template.
 
   python3 verify/probes/variants.py out/l1_61_square_input_square_kernel /tmp/var base minb3
   python3 verify/probes/variants.py out/l1_70_asymmetric_input_square_kernel /tmp/var early+span16
+  python3 verify/probes/variants.py out/l1_77_padded_dilated_strided /tmp/var base prologue
   python3 verify/probes/profile.py /tmp/var/*
 
 writes one folder per named variant (its cuda.py edited, its extension
@@ -215,6 +216,43 @@ def pdl(src):
         // The phase's outputs: 8-column block cb holds""")])
 
 
+def prologue(src):
+    """The weight repack, the input re-layout and the bias fill in one
+    launch: the re-layout's blocks first, then the repack's, then the
+    fill's, each block doing its own kernel's work (the bodies become
+    device functions of their block index), so that the re-layout's reads
+    and writes overlap the fill's writes and two launches go."""
+    launches = {}
+    for role in ("repack_weight", "relayout_input", "fill_bias"):
+        m = re.search(r"    (\w+)_" + role + r"<<<(\d+), 256>>>\((.*?)\);\n", src)
+        if not m:
+            raise SystemExit(f"variants: prologue needs a {role} launch")
+        launches[role] = m
+        prefix = m.group(1)
+        head = re.search(r'extern "C" __global__ void (?:__launch_bounds__\(\w+\) )?' + prefix + "_" + role + r"\((.*?)\)\n\{\n", src)
+        end = src.index("\n}\n", head.end())
+        body = src[head.end():end].replace("blockIdx.x", "bx_")
+        src = src[:head.start()] + f"__device__ __forceinline__ void {role}_body(int bx_, {head.group(1)})\n{{\n" + body + src[end:]
+    relayout, repack, fill = (int(launches[r].group(2)) for r in ("relayout_input", "repack_weight", "fill_bias"))
+    fused = f"""
+extern "C" __global__ void __launch_bounds__(256) {prefix}_prologue(const float* __restrict__ w, float* __restrict__ img,
+    const float* __restrict__ x, float* __restrict__ xr, const float* __restrict__ bias, float* __restrict__ y)
+{{
+    int b = blockIdx.x;
+    if (b < {relayout}) {{ relayout_input_body(b, x, xr); return; }}
+    b -= {relayout};
+    if (b < {repack}) {{ repack_weight_body(b, w, img); return; }}
+    fill_bias_body(b - {repack}, bias, y);
+}}
+"""
+    at = src.index("\n}\n", src.index("void fill_bias_body(")) + 3
+    src = src[:at] + fused + src[at:]
+    args = [launches[r].group(3) for r in ("repack_weight", "relayout_input", "fill_bias")]
+    src = src.replace(launches["repack_weight"].group(0), "").replace(launches["relayout_input"].group(0), "")
+    return src.replace(launches["fill_bias"].group(0),
+                       f"    {prefix}_prologue<<<{relayout + repack + fill}, 256>>>({args[0]}, {args[1]}, {args[2]});\n")
+
+
 _TMA77_HELPERS = r"""
 // #77 probe: zeros from shared memory to global by the TMA unit (sm_90a),
 // one thread's bulk stores, so no warp spends instructions on the fill.
@@ -338,6 +376,9 @@ def main():
     for name in names:
         text = src
         for part in name.split("+"):
+            if part == "prologue":
+                text = prologue(text)
+                continue
             if part in ("pdl", "side"):
                 text = pdl(text) if part == "pdl" else side(text)
                 continue
