@@ -304,7 +304,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto xs = torch::empty({16 * 18 * 16 * 34 * 34 * 4}, x.options());
     auto y = torch::empty({16, 64, 33, 65, 65}, x.options());
     static bool attr = false;
-    const int smem = SMEM_BYTES;
+    const int smem = kSmem;
     if (!attr) { cudaFuncSetAttribute(gemm77, cudaFuncAttributeMaxDynamicSharedMemorySize, smem); attr = true; }
     repack77<<<216, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     relayout77<<<(16 * 18 * 8 * 34 * 34 + 255) / 256, 256>>>((const float*)x.data_ptr(), (float*)xs.data_ptr());
@@ -359,14 +359,11 @@ def render(name):
         [f"wgmma_n{n1}(part, a[b][j][1], d_hi, j > 0 || !fresh);",
          f"wgmma_n{n1}(part, a[b][j][0], d_lo, 1);",
          f"wgmma_n{n1}(part, a[b][j][0], d_hi, 1);"])
-    fns = wgmma_fn(72) + (wgmma_fn(64) if n1 == 64 or n0 == 64 else "") + wait_fn(n0 // 2)
-    if n0 == 64:
-        fns = fns.replace("wgmma_n72", "wgmma_n72_unused")
+    fns = wgmma_fn(n0) + (wgmma_fn(n1) if n1 != n0 else "") + wait_fn(n0 // 2)
     kernel = (KERNEL.replace("WSTAGES", str(stages)).replace("N1", str(n1)).replace("ALIGN", align)
               .replace("wgmma_n72(", f"wgmma_n{n0}(")
               .replace("WGMMA_FNS", fns).replace("WG1_PRODUCTS", wg1))
-    smem = 3 * 16 * 208 * 16 + stages * 8192 + (3 + stages) * 8 + (1 + stages) * 4
-    return PY.format(kernel=kernel, host=HOST.replace("SMEM_BYTES", str(smem)), tag=name.replace("+", "_"))
+    return PY.format(kernel=kernel, host=HOST, tag=name.replace("+", "_"))
 
 
 def main():
