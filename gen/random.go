@@ -24,7 +24,7 @@ var RandomBackends = []string{"cuda", "triton"}
 // fp32 ones use the direct kernel (half of those with W unsplit, tile.tw),
 // a quarter of the 3xtf32 ones the wgmma tile (half of those with
 // kw_in_n; half with explicit stages, parked sums or long spans; half
-// with two warpgroups a block).
+// with two warpgroups a block; a third with Winograd's F(2,3) along W).
 // The caller validates it.
 func RandomSpec(r *rand.Rand, name string) string {
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
@@ -83,6 +83,14 @@ func RandomSpec(r *rand.Rand, name string) string {
 		}
 		// Half with the weight stages filled by bulk copies on sm_90a.
 		k.Tile.BulkWeights = nameCoin(name, "bulk_weights")
+		// A third with Winograd's F(2,3) along W: W redrawn as kernel_w 3
+		// at stride_w = dilation_w, one slab (two would not fit), no W taps
+		// as columns and no staged input.
+		if wr := nameRand(name, "winograd"); wr.Intn(3) == 0 {
+			c.Kernel[2], c.Dilation[2], c.OutputPadding[2] = 3, c.Stride[2], wr.Intn(c.Stride[2])
+			c.Padding[2] = wr.Intn((c.In[2]-1)*c.Stride[2]+2*c.Dilation[2]+c.OutputPadding[2]+1) / 2
+			k.Tile.Winograd, k.Tile.Slabs, k.Tile.KWInN, k.Tile.CpAsync = true, 1, false, false
+		}
 		// Half with 2 to 4 stages, half of those with the running sums
 		// parked in shared memory, and a third of those with sums of 9
 		// to 16 steps (one a phase where the phases are that short).

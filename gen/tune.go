@@ -269,7 +269,12 @@ func cudaCandidates(l Loaded) []Candidate {
 // weight stages, with W taps as columns and without; last, parked sums
 // of 12 and 16 steps at four blocks an SM, where the registers the sums
 // leave free let the inputs load during the products, and the same sums
-// in blocks of two warpgroups sharing the weight stages.
+// in blocks of two warpgroups sharing the weight stages; then Winograd's
+// F(2,3) along W (where the W taps allow it) with parked sums at four
+// blocks an SM, running sums in registers at two, parked sums in blocks of
+// two warpgroups, the first with the weights by bulk copies, and the
+// first two with the inputs loaded during the products whatever the
+// register estimate says.
 func wgmmaKernels() []spec.Kernel {
 	var out []spec.Kernel
 	for _, t := range []spec.Tile{{}, {Slabs: 1}, {Span: 2}, {Span: 8}, {KWInN: true}, {KWInN: true, Slabs: 1},
@@ -282,7 +287,12 @@ func wgmmaKernels() []spec.Kernel {
 		{KWInN: true, Slabs: 1, Warpgroups: 2, Span: 16, Stages: 3, MinBlocks: 2}, {Slabs: 1, Warpgroups: 2, Stages: 3, MinBlocks: 2},
 		{Slabs: 1, Warpgroups: 4, Stages: 3}, {Slabs: 1, Warpgroups: 2, Stages: 4, MinBlocks: 2}, {Slabs: 1, Warpgroups: 2, Span: 16, Stages: 3, MinBlocks: 2},
 		{Slabs: 1, ParkSums: true, Stages: 2, Span: 12, MinBlocks: 4}, {Slabs: 1, ParkSums: true, Stages: 2, Span: 16, MinBlocks: 4},
-		{Slabs: 1, Warpgroups: 2, ParkSums: true, Span: 16, Stages: 3, MinBlocks: 2}, {Slabs: 1, Warpgroups: 2, ParkSums: true, Span: 16, Stages: 4, MinBlocks: 2}} {
+		{Slabs: 1, Warpgroups: 2, ParkSums: true, Span: 16, Stages: 3, MinBlocks: 2}, {Slabs: 1, Warpgroups: 2, ParkSums: true, Span: 16, Stages: 4, MinBlocks: 2},
+		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4}, {Winograd: true, Slabs: 1, Span: 16, Stages: 3, MinBlocks: 2},
+		{Winograd: true, Slabs: 1, Warpgroups: 2, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 2},
+		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, BulkWeights: true},
+		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, EarlyInputs: true},
+		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, BulkWeights: true, EarlyInputs: true}} {
 		t.WGMMA = true
 		out = append(out, spec.Kernel{Precision: "3xtf32", Tile: t})
 	}

@@ -112,6 +112,12 @@ type Tile struct {
 	// BulkWeights (wgmma): on sm_90a a weight stage comes by one bulk copy
 	// that completes the stage's barrier in shared memory.
 	BulkWeights bool
+	// Winograd (wgmma): a GEMM row is a pair of neighbouring outputs along
+	// W, computed by F(2,3) (WGMMA's doc says how).
+	Winograd bool
+	// EarlyInputs (wgmma): the spec asks for WGMMA.EarlyA whatever the
+	// register estimate says.
+	EarlyInputs bool
 }
 
 // Window is what a TW thread reads along W. Its outputs are ow0 + j for
@@ -144,7 +150,7 @@ func (t Tile) Spec() spec.Tile {
 		if warpgroups == 1 {
 			warpgroups = 0 // the default, left unwritten as specs leave it
 		}
-		return spec.Tile{MinBlocks: t.MinBlocks, CpAsync: t.CpAsync, WGMMA: true, Slabs: t.Slabs, Warpgroups: warpgroups, Span: t.Span, Stages: t.Stages, KWInN: t.KWInN, ParkSums: t.ParkSums, BulkWeights: t.BulkWeights}
+		return spec.Tile{MinBlocks: t.MinBlocks, CpAsync: t.CpAsync, WGMMA: true, Slabs: t.Slabs, Warpgroups: warpgroups, Span: t.Span, Stages: t.Stages, KWInN: t.KWInN, ParkSums: t.ParkSums, BulkWeights: t.BulkWeights, Winograd: t.Winograd, EarlyInputs: t.EarlyInputs}
 	}
 	if t.Direct && t.TW > 0 {
 		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, MinBlocks: t.MinBlocks, Direct: true, TW: t.TW}
@@ -310,9 +316,13 @@ func New(s *spec.Spec) (*Plan, error) {
 			return nil, spec.Errors{s.Errorf("kernel.tile.kw_in_n", "true",
 				"would waste %d of a block's %d rows on the kernel's reach along W ((stride_w-1 + dilation_w x (kernel_w-1)) / stride_w input positions): at most half", reach, p.Tile.BM)}
 		}
+		if k, st, dil := c.Kernel[2], c.Stride[2], c.Dilation[2]; p.Tile.Winograd && (k != 3 || st != dil) {
+			return nil, spec.Errors{s.Errorf("kernel.tile.winograd", "true",
+				"computes F(2,3) along W, which needs kernel_w 3 and stride_w = dilation_w, so that each W phase's taps read three consecutive inputs (kernel_w %d, stride_w %d, dilation_w %d)", k, st, dil)}
+		}
 		p.planPhases()
 		p.planWGMMA()
-		if b := 4 * p.WGMMA.RelayoutPos * (p.WGMMA.CinP + 1); b > MaxSmemBytes {
+		if b := 4 * p.WGMMA.RelayoutStage; b > MaxSmemBytes {
 			return nil, spec.Errors{s.Errorf("problem.in_channels", strconv.Itoa(c.InChannels),
 				"gives %d channels a group, padded to %d: the input re-layout would stage %d bytes of shared memory for one position; sm_80 allows %d of static shared memory",
 				p.CinG, p.WGMMA.CinP, b, MaxSmemBytes)}

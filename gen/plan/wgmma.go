@@ -28,25 +28,54 @@ import (
 // reduction order is permuted so that thread t's fragments of the four
 // chunks are its 8 consecutive elements 8t..8t+7: column c of chunk j is
 // element 8*(c%4) + 2j + c/4.
+//
+// With Tile.Winograd a GEMM row is a pair of neighbouring outputs of its
+// phase along W (its W taps read three consecutive inputs, kernel_w 3 at
+// stride_w = dilation_w), computed by Winograd's F(2,3): from the pair's
+// four inputs d0..d3 along W (from the taps' lowest W offset on) and the
+// weights g0..g2 of the taps that read d0..d2 (kw 2, 1, 0),
+//
+//	m0 = (d0 - d2) g0, m1 = (d1 + d2)(g0 + g1 + g2)/2,
+//	m2 = (d2 - d1)(g0 - g1 + g2)/2, m3 = (d3 - d1) g2,
+//	y0 = m0 + m1 + m2, y1 = m1 - m2 + m3:
+//
+// four products over the (d, h) taps and channels where the direct pair
+// takes six. A phase's steps are four equal runs, one per product, each
+// of its own tensor-core spans, whose sums go to both outputs' running
+// sums; the image holds the transformed weights. The re-laid input holds
+// the transformed inputs: along W, per pair, the four products' inputs
+// (d0 - d2, d1 + d2, d2 - d1, d3 - d1), CinP channels each, so that a
+// step loads one position a row as the direct GEMM does (computing them
+// in the GEMM from two loads a row made it feed-bound: #77 0.515 ms
+// kernel-only against 0.465 direct).
 type WGMMA struct {
 	CinP int    // input channels per group in the re-laid input, a multiple of 8
 	Lo   [3]int // border before the input per dimension
-	X    [3]int // re-laid input's extent per dimension
-	XLen int    // re-laid input elements
+	// X is the re-laid input's extent per dimension; with Winograd X[2]
+	// is 4 x Pairs (a pair's four products' inputs), and d0 of pair p is
+	// input 2p + PairIn0 along W (zero outside the input).
+	X              [3]int
+	XLen           int // re-laid input elements
+	Pairs, PairIn0 int // with Winograd: pairs along W of every phase with taps
+	RelayoutStage  int // floats of the re-layout's shared memory, (positions it reads) x (CinP+1)
 	// The input re-layout: a block of RelayoutBlockThreads writes
 	// RelayoutPos consecutive positions of one (batch, group, X[0], X[1])
 	// bordered row, all CinP channels of each: one contiguous run of
 	// RelayoutPos*CinP floats of the re-laid input. A row is
 	// RelayoutChunks such runs (the last one shorter where they do not
-	// divide X[2]), RelayoutBlocks blocks in all.
+	// divide X[2]), RelayoutBlocks blocks in all. With Winograd a block
+	// writes RelayoutPos pairs (4 positions each) from the
+	// 2*RelayoutPos+2 inputs they read.
 	RelayoutPos, RelayoutChunks, RelayoutBlocks int
 	// Per phase (in Plan.Phases order): its GEMM taps (all its taps, or
-	// with KWInN its (d, h) taps), its StepK-deep steps over GemmTaps *
-	// CinP (the last one padded with zeros; none for a phase without taps,
-	// whose outputs are the bias) and the first of them in the weight
-	// image; TotalSteps over all phases. Its GEMM rows run along lines of
-	// Line positions: its outputs along W, or with KWInN (a phase per (d,
-	// h) residue) the input positions that anchor outputs, WSpan more.
+	// with KWInN or Winograd its (d, h) taps), its StepK-deep steps over
+	// GemmTaps * CinP (the last one padded with zeros; none for a phase
+	// without taps, whose outputs are the bias; four times as many with
+	// Winograd) and the first of them in the weight image; TotalSteps over
+	// all phases. Its GEMM rows run along lines of Line positions: its
+	// outputs along W, or with KWInN (a phase per (d, h) residue) the
+	// input positions that anchor outputs, WSpan more, or with Winograd
+	// its pairs of outputs along W.
 	GemmTaps, Steps, StepStart, Rows, Line []int
 	TotalSteps                             int
 	// OneSpan: Tile.Span covers every phase's steps, so a phase's
@@ -72,7 +101,8 @@ type WGMMA struct {
 	// before's products run, where the registers allow: earlyARegisters
 	// more than wgmmaRegisters' estimate under min_blocks' cap, or no cap
 	// but ptxas's own 255 (#61's and #70's two slabs of 72 columns took
-	// 254 with it); else after those products, as on mma.sync.
+	// 254 with it), or where Tile.EarlyInputs asks; else after those
+	// products, as on mma.sync.
 	EarlyA bool
 	// SumsRow: floats a GEMM row's sums take in shared memory on their way
 	// out with KWInN, and SumsVector the channels a thread reads of it at
@@ -133,14 +163,19 @@ const (
 // it within 72 columns (112 with one slab: the probe's #58 shape, one
 // slab of 16 channels by 7 taps, ran 6% faster than two tiles of 8).
 func chooseWGMMATile(t spec.Tile, coutG, kw int) Tile {
-	r := Tile{WGMMA: true, Slabs: t.Slabs, Warpgroups: max(1, t.Warpgroups), Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN, CpAsync: t.CpAsync, ParkSums: t.ParkSums, BulkWeights: t.BulkWeights}
+	r := Tile{WGMMA: true, Slabs: t.Slabs, Warpgroups: max(1, t.Warpgroups), Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN, CpAsync: t.CpAsync, ParkSums: t.ParkSums, BulkWeights: t.BulkWeights, Winograd: t.Winograd, EarlyInputs: t.EarlyInputs}
 	if r.MinBlocks == 0 {
 		// Left to choose, ptxas (CUDA 11.8, sm_80) capped #70's kernel at
 		// 128 registers and spilled; two slabs' sums and A parts need ~200.
 		r.MinBlocks = 1
 	}
 	if r.Slabs == 0 {
+		// (A Winograd slab holds two outputs' running sums a row: two
+		// would not fit 255 registers.)
 		r.Slabs = 2
+		if r.Winograd {
+			r.Slabs = 1
+		}
 	}
 	if r.Span == 0 {
 		r.Span = 4
@@ -170,12 +205,21 @@ func kwInNTiles(coutG, kw, slabs int) (tiles, coutTile int) {
 }
 
 // parkedFloats: the running sums a ParkSums tile keeps in shared memory,
-// every thread's of every slab.
+// every thread's of every slab (with Winograd, of a pair's second output;
+// the first's stay in registers).
 func parkedFloats(t Tile) int {
 	if !t.ParkSums {
 		return 0
 	}
 	return t.BM * t.BN
+}
+
+// outsPerRow: the outputs a GEMM row holds sums of, a Winograd pair or one.
+func outsPerRow(t Tile) int {
+	if t.Winograd {
+		return 2
+	}
+	return 1
 }
 
 // wgmmaStageBytes: one step's shared memory: the weight image, hi and lo
@@ -195,28 +239,58 @@ func (p *Plan) planWGMMA() {
 	w := WGMMA{CinP: 8 * ceilDiv(p.CinG, 8), NTiles: ceilDiv(p.CoutG, t.BN), SumsPerThread: t.BN / 2}
 	// Output q of a phase reads input q + Off through each of its taps:
 	// the border holds the lowest such index, the extent the highest.
+	// (A Winograd line's last pair reads as if its second output were
+	// there.)
 	var hi [3]int
 	for _, ph := range p.Phases {
+		q := ph.Q
+		q[2] = outsPerRow(t) * ceilDiv(q[2], outsPerRow(t))
 		for _, tp := range p.Taps[ph.TapStart : ph.TapStart+ph.TapCount] {
 			for i := range 3 {
 				w.Lo[i] = max(w.Lo[i], -tp.Off[i])
-				hi[i] = max(hi[i], ph.Q[i]+tp.Off[i])
+				hi[i] = max(hi[i], q[i]+tp.Off[i])
 			}
 		}
 	}
 	w.XLen = c.Batch * c.Groups * w.CinP
 	for i := range 3 {
 		w.X[i] = w.Lo[i] + max(c.In[i], hi[i])
+	}
+	if t.Winograd {
+		// Every phase with taps has the one W residue that has taps, so
+		// the same pairs and the same lowest W offset (one pair of zeros
+		// where no phase has taps).
+		w.Pairs = 1
+		for _, ph := range p.Phases {
+			if ph.TapCount > 0 {
+				w.Pairs = ceilDiv(ph.Q[2], 2)
+				w.PairIn0 = p.Taps[ph.TapStart+2].Off[2]
+			}
+		}
+		w.X[2] = 4 * w.Pairs
+	}
+	for i := range 3 {
 		w.XLen *= w.X[i]
 	}
-	// A whole row a block where it fits, else the fewest chunks that do,
-	// of even length.
-	w.RelayoutChunks = ceilDiv(w.X[2], max(1, relayoutStageFloats/(w.CinP+1)))
-	w.RelayoutPos = ceilDiv(w.X[2], w.RelayoutChunks)
+	// A whole row a block where it fits, else the fewest chunks that do.
+	if t.Winograd {
+		w.RelayoutChunks = ceilDiv(w.Pairs, max(1, (relayoutStageFloats/(w.CinP+1)-2)/2))
+		w.RelayoutPos = ceilDiv(w.Pairs, w.RelayoutChunks)
+		w.RelayoutStage = (2*w.RelayoutPos + 2) * (w.CinP + 1)
+	} else {
+		w.RelayoutChunks = ceilDiv(w.X[2], max(1, relayoutStageFloats/(w.CinP+1)))
+		w.RelayoutPos = ceilDiv(w.X[2], w.RelayoutChunks)
+		w.RelayoutStage = w.RelayoutPos * (w.CinP + 1)
+	}
 	w.RelayoutBlocks = w.XLen / (w.X[2] * w.CinP) * w.RelayoutChunks
 	w.Tiles = 1 // with no taps at all, one block that skips every phase
 	w.OutRows = t.BM
-	perTap := 1
+	perTap, products := 1, 1
+	if t.Winograd {
+		// A phase's taps come (d, h) by (d, h), kw innermost (planPhases):
+		// three a pair, the last at the lowest W offset.
+		perTap, products = 3, 4
+	}
 	if t.KWInN {
 		w.WSpan = kwSpan(c)
 		w.OutRows -= w.WSpan
@@ -231,12 +305,12 @@ func (p *Plan) planWGMMA() {
 	}
 	for _, ph := range p.Phases {
 		taps := ph.TapCount / perTap
-		line := ph.Q[2] + w.WSpan
+		line := ceilDiv(ph.Q[2], outsPerRow(t)) + w.WSpan
 		w.GemmTaps = append(w.GemmTaps, taps)
 		w.Line = append(w.Line, line)
 		w.Rows = append(w.Rows, c.Batch*ph.Q[0]*ph.Q[1]*line)
 		w.StepStart = append(w.StepStart, w.TotalSteps)
-		w.Steps = append(w.Steps, ceilDiv(taps*w.CinP, StepK))
+		w.Steps = append(w.Steps, products*ceilDiv(taps*w.CinP, StepK))
 		w.TotalSteps += w.Steps[len(w.Steps)-1]
 		if taps == 0 {
 			w.Fill = true
@@ -244,7 +318,7 @@ func (p *Plan) planWGMMA() {
 			w.Tiles = max(w.Tiles, ceilDiv(w.Rows[len(w.Rows)-1], w.OutRows))
 		}
 	}
-	w.OneSpan = true
+	w.OneSpan = !t.Winograd // (its four products' sums add to different outputs)
 	for _, n := range w.Steps {
 		w.OneSpan = w.OneSpan && n <= t.Span
 	}
@@ -252,7 +326,11 @@ func (p *Plan) planWGMMA() {
 		w.FillBlocks = ceilDiv(c.OutputLen(), FillPerBlock)
 	}
 	for _, tp := range p.Taps {
-		w.TapOffsets = append(w.TapOffsets, ((tp.Off[0]*w.X[1]+tp.Off[1])*w.X[2]+tp.Off[2])*w.CinP)
+		offW := tp.Off[2]
+		if t.Winograd {
+			offW = 0 // (the transformed inputs of the row's own pair)
+		}
+		w.TapOffsets = append(w.TapOffsets, ((tp.Off[0]*w.X[1]+tp.Off[1])*w.X[2]+offW)*w.CinP)
 	}
 	w.Stage = 2 * StepK * t.BN
 	w.ImageLen = c.Groups * w.NTiles * w.TotalSteps * w.Stage
@@ -260,7 +338,7 @@ func (p *Plan) planWGMMA() {
 	p.Threads = wgmmaThreads(t)
 	need, _ := p.wgmmaRegisters()
 	capped := registersPerThread(p.Threads, t.MinBlocks)
-	p.WGMMA.EarlyA = !t.CpAsync && (capped == maxRegsPerThread || need+earlyARegisters <= capped)
+	p.WGMMA.EarlyA = !t.CpAsync && (t.EarlyInputs || capped == maxRegsPerThread || need+earlyARegisters <= capped)
 	p.SmemBytes = t.Stages * wgmmaStageBytes(t)
 	if t.KWInN {
 		// The block's sums pass through the stages' memory on their way
@@ -300,16 +378,20 @@ const (
 
 // wgmmaRegisters estimates what a wgmma thread needs on sm_90a and says
 // what it holds: per slab its tensor-core sums, as many fp32 running sums
-// (none when one span covers every phase or they are parked), the A parts
-// of a step's four k8 chunks (32) and its 8 inputs of two rows (16), and
-// 13 more. Fitted to the 88 tiles with min_blocks above 1 that the tuning
-// runs of v27 compiled (CUDA 13, sm_90a): it refuses the three that spilled
-// (two slabs of 72 columns, one span, at 168 registers) and none that fit.
+// per output of a row (none when one span covers every phase or they are
+// parked; with Winograd, parked, the first output's), the A parts of a step's four k8 chunks (32) and its 8 inputs
+// of two rows (16), and 13 more.
+// Fitted to the 88 tiles with min_blocks above 1 that the tuning runs of
+// v27 compiled (CUDA 13, sm_90a): it refuses the three that spilled (two
+// slabs of 72 columns, one span, at 168 registers) and none that fit.
 func (p *Plan) wgmmaRegisters() (int, string) {
 	t, w := p.Tile, p.WGMMA
 	sums := w.SumsPerThread
-	if !w.OneSpan && !t.ParkSums {
+	switch {
+	case t.Winograd && t.ParkSums:
 		sums *= 2
+	case !w.OneSpan && !t.ParkSums:
+		sums *= 1 + outsPerRow(t)
 	}
 	return t.Slabs*(sums+48) + 13, fmt.Sprintf("%d slab(s) of %d sums and running sums, A parts and inputs", t.Slabs, sums)
 }

@@ -354,6 +354,8 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 				"kw_in_n":      func(n *yaml.Node, f string) { k.Tile.KWInN, _ = d.bool(n, f) },
 				"park_sums":    func(n *yaml.Node, f string) { k.Tile.ParkSums, _ = d.bool(n, f) },
 				"bulk_weights": func(n *yaml.Node, f string) { k.Tile.BulkWeights, _ = d.bool(n, f) },
+				"winograd":     func(n *yaml.Node, f string) { k.Tile.Winograd, _ = d.bool(n, f) },
+				"early_inputs": func(n *yaml.Node, f string) { k.Tile.EarlyInputs, _ = d.bool(n, f) },
 			})
 		},
 		"triton": func(n *yaml.Node, f string) {

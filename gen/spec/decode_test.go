@@ -206,7 +206,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key in a param", []edit{{"{name: groups, type: int, default: 1}", "{name: groups, type: int, defualt: 1}"}},
 			[]string{"base.yaml:24:33: reference.params[6].defualt: unknown key; known: default, name, type"}},
 		{"unknown key in tile", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {bm: 64, bz: 2}"}},
-			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, bulk_weights, cp_async, direct, kw_in_n, min_blocks, park_sums, presplit, slabs, span, stages, tm, tn, tw, warpgroups, wgmma, wm, wn"}},
+			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, bulk_weights, cp_async, direct, early_inputs, kw_in_n, min_blocks, park_sums, presplit, slabs, span, stages, tm, tn, tw, warpgroups, wgmma, winograd, wm, wn"}},
 		// BUG (decode.go, fields): an empty key is reported with the
 		// field name of its mapping only ("problem." here, "" at the top).
 		{"empty key", []edit{{"  groups: 4\n", "  groups: 4\n  \"\": 1\n"}},
@@ -431,6 +431,18 @@ func TestParseErrors(t *testing.T) {
 			[]string{
 				"base.yaml:39:19: kernel.tile.kw_in_n: moves the kernel's W taps into a wgmma GEMM's columns: only with wgmma: true (got true)",
 				"base.yaml:39:39: kernel.tile.bulk_weights: fills a wgmma kernel's weight stages by bulk copies: only with wgmma: true (got true)",
+			}},
+		{"winograd and early_inputs without wgmma", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {winograd: true, early_inputs: true}"}},
+			[]string{
+				"base.yaml:39:20: kernel.tile.winograd: pairs a wgmma GEMM's outputs along W: only with wgmma: true (got true)",
+				"base.yaml:39:40: kernel.tile.early_inputs: loads a wgmma step's inputs during the products before it: only with wgmma: true (got true)",
+			}},
+		{"early_inputs with cp_async", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {wgmma: true, cp_async: true, early_inputs: true}"}},
+			[]string{"base.yaml:39:53: kernel.tile.early_inputs: loads the inputs into registers during the products, where cp_async stages them in shared memory: choose one (got true)"}},
+		{"winograd with kw_in_n and cp_async", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {wgmma: true, kw_in_n: true, cp_async: true, winograd: true}"}},
+			[]string{
+				"base.yaml:39:64: kernel.tile.winograd: pairs outputs along W, where kw_in_n makes the W taps columns: choose one (got true)",
+				"base.yaml:39:64: kernel.tile.winograd: combines two input positions in registers, where cp_async stages one in shared memory: choose one (got true)",
 			}},
 		{"triton split_weight in fp32", []edit{{"  precision: fp32", "  precision: 3xtf32\n  triton: {precision: fp32, split_weight: true}"}},
 			[]string{"base.yaml:39:43: kernel.triton.split_weight: splits operands into TF32 parts: only with precision 3xtf32 (the Triton precision is fp32) (got true)"}},

@@ -356,6 +356,12 @@ func (d *decoder) validateKernel(k *Kernel) {
 	if !t.WGMMA && t.BulkWeights {
 		d.failAt("kernel.tile.bulk_weights", "true", "fills a wgmma kernel's weight stages by bulk copies: only with wgmma: true")
 	}
+	if !t.WGMMA && t.EarlyInputs {
+		d.failAt("kernel.tile.early_inputs", "true", "loads a wgmma step's inputs during the products before it: only with wgmma: true")
+	}
+	if !t.WGMMA && t.Winograd {
+		d.failAt("kernel.tile.winograd", "true", "pairs a wgmma GEMM's outputs along W: only with wgmma: true")
+	}
 	if !t.WGMMA && t.KWInN {
 		d.failAt("kernel.tile.kw_in_n", "true", "moves the kernel's W taps into a wgmma GEMM's columns: only with wgmma: true")
 	}
@@ -400,6 +406,15 @@ func (d *decoder) validateWGMMA(k *Kernel) {
 		if f.v {
 			d.failAt("kernel.tile."+f.name, "true", "is another kind of kernel than wgmma: choose one")
 		}
+	}
+	if t.Winograd && t.KWInN {
+		d.failAt("kernel.tile.winograd", "true", "pairs outputs along W, where kw_in_n makes the W taps columns: choose one")
+	}
+	if t.EarlyInputs && t.CpAsync {
+		d.failAt("kernel.tile.early_inputs", "true", "loads the inputs into registers during the products, where cp_async stages them in shared memory: choose one")
+	}
+	if t.Winograd && t.CpAsync {
+		d.failAt("kernel.tile.winograd", "true", "combines two input positions in registers, where cp_async stages one in shared memory: choose one")
 	}
 }
 

@@ -53,7 +53,7 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 static constexpr int kCinP = 32;
 static constexpr int kLoD = 2, kLoH = 4, kLoW = 6;
 static constexpr int kXD = 20, kXH = 40, kXW = 76;
-static constexpr int kRelayoutPos = 76, kRelayoutChunks = 1;  // the re-layout's positions a block, blocks a row
+static constexpr int kRelayoutPos = 76, kRelayoutChunks = 1;  // the re-layout's positions (Winograd: pairs) a block, blocks a row
 // The GEMM of a phase: its outputs by a group's output channels, reduced
 // over (tap, channel) pairs in steps of 32. A block is kWarpgroups
 // warpgroups (4 warps each), each computing kSlabs slabs of 64 rows of one
@@ -100,6 +100,9 @@ static constexpr int kSumsRow = 116, kVec = 4;
 // of them at a time, kChannelLanes threads each.
 static constexpr int kOutSlots = 122 * kStrideW, kChannelLanes = 2;
 static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
+static constexpr bool kWinograd = false;
+static constexpr int kOuts = 1;  // outputs a row
+static constexpr int kPairIn0 = 0;
 static constexpr int kOutRows = 122;
 // The input's fragments go into registers a step ahead, on Hopper
 // while the step before's products run (kEarlyA: registers allow it).
@@ -296,12 +299,21 @@ extern "C" __global__ void l1_58_asymmetric_input_asymmetric_kernel_repack_weigh
     while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
     const PhaseInfo P = kPhaseTable[ph];
     const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8, c = kcm * 4 + e % 4;
-    const int kk = (step - P.step_start) * 32 + 8 * (c % 4) + 2 * j + c / 4;
+    // With kWinograd, product p's run of the phase's steps.
+    const int run = kWinograd ? P.steps / 4 : P.steps, p = (step - P.step_start) / run;
+    const int kk = (step - P.step_start - p * run) * 32 + 8 * (c % 4) + 2 * j + c / 4;
     const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
     const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
     float v = 0.0f;
-    if (tap < P.gemm_taps && ch < kCinG && kw < kKW && co < kCoutG)
-        v = w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat];
+    if (tap < P.gemm_taps && ch < kCinG && kw < (kWinograd ? 1 : kKW) && co < kCoutG) {
+        auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
+        if (kWinograd) {
+            const float g0 = weight(2), g1 = weight(1), g2 = weight(0);
+            v = p == 0 ? g0 : p == 1 ? (g0 + g1 + g2) * 0.5f : p == 2 ? (g0 - g1 + g2) * 0.5f : g2;
+        } else {
+            v = weight(kw);
+        }
+    }
     unsigned hi, lo;
     split_tf32(v, hi, lo);
     img[i] = __uint_as_float(part == 0 ? hi : lo);
@@ -318,47 +330,62 @@ extern "C" __global__ void l1_58_asymmetric_input_asymmetric_kernel_repack_weigh
 // together before the stores to shared memory wait on them. Rows wholly in
 // the border read nothing. Tiles of 32 positions by 32 channels wrote
 // 128-byte runs 4*kCinP bytes apart and, at kCinP = 48, left half of the
-// second channel tile's threads idle.
+// second channel tile's threads idle. With kWinograd a block writes
+// kRelayoutPos pairs, four positions each (the products' inputs), from
+// the 2*kRelayoutPos + 2 inputs they read.
 static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
+static constexpr int kSlots = kWinograd ? 4 : 1;  // re-laid positions a unit (a position, or a pair)
+static constexpr int kReadPos = kWinograd ? 2 * kRelayoutPos + 2 : kRelayoutPos;  // input positions a block reads
 extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_58_asymmetric_input_asymmetric_kernel_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
 {
-    __shared__ float stage[kRelayoutPos * (kCinP + 1)];
+    __shared__ float stage[kReadPos * (kCinP + 1)];
     idx_t rest = blockIdx.x;
-    const int xw0 = (int)(rest % kRelayoutChunks) * kRelayoutPos;
+    const int u0 = (int)(rest % kRelayoutChunks) * kRelayoutPos;  // the block's first unit
     rest /= kRelayoutChunks;
     const int xh = (int)(rest % kXH);
     rest /= kXH;
     const int xd = (int)(rest % kXD);
     rest /= kXD;
     const int grp = (int)(rest % kGroups), n = (int)(rest / kGroups);
-    const int len = min(kRelayoutPos, kXW - xw0) * kCinP;  // floats the block writes (a row's last chunk may be short)
-    float* const out = xr + (((((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh) * kXW + xw0) * kCinP;
+    const int len = min(kRelayoutPos, kXW / kSlots - u0) * kSlots * kCinP;  // floats the block writes (a row's last chunk may be short)
+    float* const out = xr + (((((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh) * kXW + u0 * kSlots) * kCinP;
     const int id = xd - kLoD, ih = xh - kLoH;
     if ((unsigned)id >= (unsigned)kInD || (unsigned)ih >= (unsigned)kInH) {
         #pragma unroll 4
         for (int e = threadIdx.x; e < len; e += kRelayoutThreads) out[e] = 0.0f;
         return;
     }
-    // Element e = ch * kRelayoutPos + p: channel ch < kCinG of position xw0 + p.
+    // Element e = ch * kReadPos + p: channel ch < kCinG of input iw0 + p.
+    const int iw0 = kWinograd ? 2 * u0 + kPairIn0 : u0 - kLoW;
     const float* const in = x + (((idx_t)n * kCin + grp * kCinG) * kInD + id) * kInHW + (idx_t)ih * kInW;
-    constexpr int kReads = kCinG * kRelayoutPos;
+    constexpr int kReads = kCinG * kReadPos;
     for (int e0 = threadIdx.x; e0 < kReads; e0 += kRelayoutBatch * kRelayoutThreads) {
         float v[kRelayoutBatch];
         #pragma unroll
         for (int j = 0; j < kRelayoutBatch; ++j) {
-            const int e = e0 + j * kRelayoutThreads, iw = xw0 + e % kRelayoutPos - kLoW;
-            v[j] = e < kReads && (unsigned)iw < (unsigned)kInW ? in[e / kRelayoutPos * (kInD * kInHW) + iw] : 0.0f;
+            const int e = e0 + j * kRelayoutThreads, iw = iw0 + e % kReadPos;
+            v[j] = e < kReads && (unsigned)iw < (unsigned)kInW ? in[e / kReadPos * (kInD * kInHW) + iw] : 0.0f;
         }
         #pragma unroll
         for (int j = 0; j < kRelayoutBatch; ++j) {
             const int e = e0 + j * kRelayoutThreads;
-            if (e < kReads) stage[e % kRelayoutPos * (kCinP + 1) + e / kRelayoutPos] = v[j];
+            if (e < kReads) stage[e % kReadPos * (kCinP + 1) + e / kReadPos] = v[j];
         }
     }
     __syncthreads();
     #pragma unroll 4
-    for (int e = threadIdx.x; e < len; e += kRelayoutThreads)
-        out[e] = e % kCinP < kCinG ? stage[e + e / kCinP] : 0.0f;
+    for (int e = threadIdx.x; e < len; e += kRelayoutThreads) {
+        const int ch = e % kCinP, slot = e / kCinP;
+        float v = 0.0f;
+        if (ch < kCinG && kWinograd) {
+            // Product p of the block's pair slot/4: d_p + sign * d_b.
+            const int p = slot % 4, a = 2 * (slot / 4) + p, b = 2 * (slot / 4) + (p < 2 ? 2 : 1);
+            v = stage[a * (kCinP + 1) + ch] + (p == 1 ? 1.0f : -1.0f) * stage[b * (kCinP + 1) + ch];
+        } else if (ch < kCinG) {
+            v = stage[slot * (kCinP + 1) + ch];
+        }
+        out[e] = v;
+    }
 }// The TF32 split of A: hi the nearest TF32 value, lo the exact remainder.
 // The tensor cores read lo's top TF32 bits, so what they drop of it is
 // 2^-22 of x or less: rounding it as well would cost two instructions per
@@ -555,35 +582,38 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
         if (kPhasePipeline && !active) continue;
         const int end = kPhasePipeline ? P.step_start + P.steps : kTotalSteps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
+        const int run = kWinograd ? P.steps / 4 : P.steps;  // steps a product (kWinograd), else all
 
-        // This thread's rows: g and g + 8 of its warp's 16 in each slab.
-        // Rows past the end read the last row and are not written.
+        // This thread's rows: g and g + 8 of its warp's 16 in each slab,
+        // outputs kOuts*qw.. of their lines, outs[][] of them inside the
+        // phase. Rows past the end read the last row and are not written.
         idx_t xb[kSlabs][2], yb[kSlabs][2];
-        bool row_ok[kSlabs][2];
+        int outs[kSlabs][2];
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 const int m0 = m_first + wg_row + sl * 64 + warp * 16 + g + 8 * r;
-                row_ok[sl][r] = m0 < P.rows;
-                const int m = row_ok[sl][r] ? m0 : P.rows - 1;
+                const int m = m0 < P.rows ? m0 : P.rows - 1;
                 const int n = m / q_dhw, s = m - n * q_dhw;
                 const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
+                outs[sl][r] = m0 < P.rows ? min(kOuts, P.q_w - kOuts * qw) : 0;
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
-                    + (idx_t)(qw + kLoW) * kCinP;
+                    + (idx_t)(kWinograd ? kSlots * qw : qw + kLoW) * kCinP;
                 yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                    + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
+                    + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
         }
 
         // Thread t's 8 reduction elements of the phase's step s for its
         // rows: channels of one tap (kCinP is a multiple of 8), at xb +
         // the offset a_offset gives; none (zero) past the reduction's end.
+        // With kWinograd, product s/run's inputs (its position of the pair).
         auto a_offset = [&](int s, bool& live) -> idx_t {
-            const int kk = s * 32 + 8 * t;
+            const int p = kWinograd ? s / run : 0, kk = (s - p * run) * 32 + 8 * t;
             const int tap = kk / kCinP, ch = kk % kCinP;
             live = tap < P.gemm_taps;
-            return live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
+            return live ? ch + p * kCinP + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
         };
         // With kStageA, row (sl, r)'s 8 at slot s % kStages of the input's
         // stages.
@@ -641,12 +671,21 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
 
         // acc: the fp32 running sums; part: the tensor cores' sums of the
         // current span of steps, added to acc at its end.
-        float acc[kSlabs][kND], part[kSlabs][kND];
+        // Output o of a row's sums, (sl, o, e): acc[sl][o][e], or parked
+        // at park(sl, e) (with kWinograd, output 1's; output 0's stay in
+        // registers, so that four blocks' stages and parked sums fit an
+        // SM, where three ran #77 10% slower).
+        float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
         float* const parked = b_stage + kParkedAt + tid;  // with kParkSums
+        auto park = [&](int sl, int e) -> float& { return parked[(sl * kND + e) * kThreads]; };
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int e = 0; e < kND; ++e) acc[sl][e] = 0.0f;
+            for (int e = 0; e < kND; ++e) {
+                #pragma unroll
+                for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
+                if (kWinograd && kParkSums) park(sl, e) = 0.0f;  // (every span adds)
+            }
         }
         if (!kStageA && active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
@@ -668,7 +707,9 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
             load_b(gs + kStages - 1, end);
             if (!active) continue;
             if (kStageA) load_a(s);
-            const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
+            // With kWinograd, product p's step rs of its run; else rs = s.
+            const int p = kWinograd ? s / run : 0, rs = s - p * run;
+            const bool fresh = rs % kSpan == 0;  // the span's first step: its sums start here
             // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
             // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
             unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
@@ -729,14 +770,29 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
                 }
             }
 #endif
-            if (kParkSums && s % kSpan == kSpan - 1 && s < P.steps - 1) {
+            if (kWinograd) {
+                if (rs % kSpan == kSpan - 1 || rs == run - 1) {
+                    // A span of product p ends: y0 += m0, m1, m2; y1 +=
+                    // m1, m3 and -= m2.
+                    #pragma unroll
+                    for (int sl = 0; sl < kSlabs; ++sl) {
+                        #pragma unroll
+                        for (int e = 0; e < kND; ++e) {
+                            const float m = part[sl][e], m1 = p == 2 ? -m : m;
+                            if (p < 3) acc[sl][0][e] += m;
+                            if (p > 0 && kParkSums) park(sl, e) += m1;
+                            if (p > 0 && !kParkSums) acc[sl][kOuts - 1][e] += m1;
+                        }
+                    }
+                }
+            } else if (kParkSums && s % kSpan == kSpan - 1 && s < P.steps - 1) {
                 // A span's sums park (the first's replace, the rest add);
                 // the last span's stay where they are, for the outputs.
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
                     for (int e = 0; e < kND; ++e) {
-                        float& p = parked[(sl * kND + e) * kThreads];
+                        float& p = park(sl, e);
                         p = s < kSpan ? part[sl][e] : p + part[sl][e];
                     }
                 }
@@ -744,7 +800,7 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
-                    for (int e = 0; e < kND; ++e) acc[sl][e] += part[sl][e];
+                    for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
                 }
             }
             // Else the next step's inputs load now, while other warps'
@@ -760,10 +816,11 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
         // added on the way out (so that no code but wgmma writes the
         // tensor cores' sums).
         const bool spans = P.steps > kSpan;
-        auto result = [&](int sl, int e) {
+        auto result = [&](int sl, int o, int e) {
+            if (kWinograd) return o > 0 && kParkSums ? park(sl, e) : acc[sl][o][e];
             if (kOneSpan) return part[sl][e];
-            if (kParkSums) return spans ? part[sl][e] + parked[(sl * kND + e) * kThreads] : part[sl][e];
-            return acc[sl][e];
+            if (kParkSums) return spans ? part[sl][e] + park(sl, e) : part[sl][e];
+            return acc[sl][0][e];
         };
 
         // The phase's outputs: the sums go to shared memory (once every
@@ -780,7 +837,7 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
             for (int e = 0; e < kND; ++e)
-                sums[(wg_row + sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * kSumsRow + 8 * (e / 4) + 2 * t + e % 2] = result(sl, e);
+                sums[(wg_row + sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * kSumsRow + 8 * (e / 4) + 2 * t + e % 2] = result(sl, 0, e);
         }
         __syncthreads();
         // Output slot i is output rho = i % kStrideW of anchor row i /

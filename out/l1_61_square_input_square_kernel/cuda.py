@@ -11,19 +11,16 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-The kernel's W taps are GEMM columns too: N = kernel_w x 24 output
-channels, K = the (d, h) taps x input channels, and a row is an input
-position along W; output q of a line adds the sums of column kw of row
-q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
-(4 warps) computing 128 rows of each phase in turn by 72 columns and
-writing the outputs of its first 126. The input is re-laid channels last
+A block is one warpgroup
+(4 warps) computing 64 output positions of each
+phase in turn by 48 output channels. The input is re-laid channels last
 inside a zero border, so each thread loads its tensor-core fragments
 straight from global memory (no bounds checks, 16 bytes at a time); the
 weight is re-laid as the TF32 parts in the tensor cores' shared-memory
-layout and staged 4 steps deep with cp.async. Products are 3xTF32
+layout and staged 2 steps deep with cp.async. Products are 3xTF32
 (each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
 wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
-The tensor cores do not add in exact fp32, so their sums cover 4 steps
+The tensor cores do not add in exact fp32, so their sums cover 16 steps
 of 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
 """
@@ -52,23 +49,26 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // inside it: output q of a phase reads bordered index q + lo + off.
 static constexpr int kCinP = 48;
 static constexpr int kLoD = 2, kLoH = 2, kLoW = 2;
-static constexpr int kXD = 68, kXH = 68, kXW = 68;
-static constexpr int kRelayoutPos = 68, kRelayoutChunks = 1;  // the re-layout's positions a block, blocks a row
+static constexpr int kXD = 68, kXH = 68, kXW = 132;
+static constexpr int kRelayoutPos = 33, kRelayoutChunks = 1;  // the re-layout's positions (Winograd: pairs) a block, blocks a row
 // The GEMM of a phase: its outputs by a group's output channels, reduced
 // over (tap, channel) pairs in steps of 32. A block is kWarpgroups
 // warpgroups (4 warps each), each computing kSlabs slabs of 64 rows of one
 // phase by kNP columns from the same weight stages.
-static constexpr int kTotalSteps = 14, kNTiles = 2;
-static constexpr int kNP = 72, kNCM = kNP / 8, kND = 36;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 2, kRows = 128;
+static constexpr int kTotalSteps = 56, kNTiles = 1;
+static constexpr int kNP = 48, kNCM = kNP / 8, kND = 24;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kSlabs = 1, kRows = 64;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
-static constexpr int kSpan = 4;  // steps per tensor-core sum
+static constexpr int kSpan = 16;  // steps per tensor-core sum
 // Every phase's steps in one tensor-core sum: its result, with no fp32
 // running sums beside it (a slab's sums in half the registers).
 static constexpr bool kOneSpan = false;
-static constexpr bool kParkSums = false;
-static constexpr int kParkedAt = 0;
-static constexpr int kStages = 4;  // weight-image steps in shared memory
+// The fp32 running sums wait in shared memory between spans, not in
+// registers: thread tid's element e of slab sl at kParkedAt + (sl * kND +
+// e) * kThreads + tid (consecutive threads, consecutive words).
+static constexpr bool kParkSums = true;
+static constexpr int kParkedAt = 6144;
+static constexpr int kStages = 2;  // weight-image steps in shared memory
 // On Hopper one thread fills a weight stage by a bulk copy (the TMA unit),
 // whose bytes complete the stage's barrier (8 bytes each from float
 // kBarriersAt of the shared memory on), instead of every thread's cp.async
@@ -78,29 +78,27 @@ static constexpr bool kBulkWeights = true;
 #else
 static constexpr bool kBulkWeights = false;
 #endif
-static constexpr int kBarriersAt = 18432;
-// The kernel's W taps are columns: column kw*kCoT + c is tap kw of output
-// channel c of the tile; a GEMM row is an input position along W, every W
-// residue's at once. Row q of a line anchors the outputs w = kAnchorW0 +
-// kStrideW*q + rho (rho < kStrideW, w inside the output), and output w
-// adds column kw of row q + t/kStrideW for each kw whose t = rho +
-// (kKW-1-kw)*kDilW divides (at stride 1: row q + (kKW-1-kw)*kDilW of
-// output q). A block computes kRows rows and writes the outputs anchored
-// at its first kOutRows.
-static constexpr bool kKWInN = true;
-static constexpr int kKW = 3, kDilW = 1, kCoT = 24;
-static constexpr int kAnchorW0 = 0;
-// A row's sums on the way out take kSumsRow floats of shared memory, and
-// a thread reads kVec of its channels at once.
-// kSumsRow is 4 past a multiple of 8: a warp's float4 reads (consecutive
-// rows) meet no bank twice in a wavefront, and its writes (8 rows by 4
-// column pairs) two to a bank at most (four at kNP + 1).
-static constexpr int kSumsRow = 76, kVec = 4;
-// On the way out: a block's kOutSlots outputs a channel, kSlotsPerPass
-// of them at a time, kChannelLanes threads each.
-static constexpr int kOutSlots = 126 * kStrideW, kChannelLanes = 1;
-static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
-static constexpr int kOutRows = 126;
+static constexpr int kBarriersAt = 9216;
+static constexpr bool kKWInN = false;
+static constexpr int kKW = 3, kDilW = 1, kCoT = kNP;  // a column is an output channel; kKW: a (d, h) tap's W taps
+// Winograd's F(2,3) along W: a GEMM row is a pair of neighbouring outputs
+// of its phase (q_w = 2*pair and 2*pair + 1). From the pair's inputs
+// d0..d3 along W (from its taps' lowest W offset on) and the weights
+// g0..g2 of the taps that read d0..d2 (kw 2, 1, 0), four products
+//   m0 = (d0 - d2) g0,  m1 = (d1 + d2)(g0 + g1 + g2)/2,
+//   m2 = (d2 - d1)(g0 - g1 + g2)/2,  m3 = (d3 - d1) g2
+// give y0 = m0 + m1 + m2 and y1 = m1 - m2 + m3: four products over the
+// (d, h) taps and channels where the pair's direct taps take six. A
+// phase's steps are four equal runs, product by product; the image holds
+// the transformed weights, the re-laid input the transformed inputs:
+// product p's is d_p + sign * d_b (b 2 for p < 2, else 1; sign + for
+// p = 1, else -).
+// The re-laid input holds, per pair along W, the four products' inputs
+// (kCinP channels each); pair p's d0 is input 2p + kPairIn0 along W.
+static constexpr bool kWinograd = true;
+static constexpr int kOuts = 2;  // outputs a row
+static constexpr int kPairIn0 = -2;
+static constexpr int kOutRows = 64;
 // The input's fragments go into registers a step ahead, on Hopper
 // while the step before's products run (kEarlyA: registers allow it).
 static constexpr bool kEarlyA = true;
@@ -113,7 +111,7 @@ static constexpr bool kPhasePipeline = kKWInN || kStageA;
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4
 // reduction elements).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
-static constexpr idx_t kImageLen = 129024;
+static constexpr idx_t kImageLen = 172032;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 // Phase outputs o = r + stride*q; a phase without taps has no steps (its
@@ -133,36 +131,36 @@ static constexpr int kNumPhases = 1;
 // GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (with kw taps
 // as columns, its (d, h) taps with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 66, 66, 66, 2369664, 68, 14, 0, 0, 9 },
+    { 0, 0, 0, 66, 66, 66, 1149984, 33, 56, 0, 0, 9 },
 };
 __constant__ TapInfo kTapTable[27] = {
     { 0, 0 },
-    { 1, -48 },
-    { 2, -96 },
-    { 3, -3264 },
-    { 4, -3312 },
-    { 5, -3360 },
-    { 6, -6528 },
-    { 7, -6576 },
-    { 8, -6624 },
-    { 9, -221952 },
-    { 10, -222000 },
-    { 11, -222048 },
-    { 12, -225216 },
-    { 13, -225264 },
-    { 14, -225312 },
-    { 15, -228480 },
-    { 16, -228528 },
-    { 17, -228576 },
-    { 18, -443904 },
-    { 19, -443952 },
-    { 20, -444000 },
-    { 21, -447168 },
-    { 22, -447216 },
-    { 23, -447264 },
-    { 24, -450432 },
-    { 25, -450480 },
-    { 26, -450528 },
+    { 1, 0 },
+    { 2, 0 },
+    { 3, -6336 },
+    { 4, -6336 },
+    { 5, -6336 },
+    { 6, -12672 },
+    { 7, -12672 },
+    { 8, -12672 },
+    { 9, -430848 },
+    { 10, -430848 },
+    { 11, -430848 },
+    { 12, -437184 },
+    { 13, -437184 },
+    { 14, -437184 },
+    { 15, -443520 },
+    { 16, -443520 },
+    { 17, -443520 },
+    { 18, -861696 },
+    { 19, -861696 },
+    { 20, -861696 },
+    { 21, -868032 },
+    { 22, -868032 },
+    { 23, -868032 },
+    { 24, -874368 },
+    { 25, -874368 },
+    { 26, -874368 },
 };
 
 // 3xTF32: split each fp32 operand into TF32 parts, x = hi + lo, and sum
@@ -218,12 +216,21 @@ extern "C" __global__ void l1_61_square_input_square_kernel_repack_weight(const 
     while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
     const PhaseInfo P = kPhaseTable[ph];
     const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8, c = kcm * 4 + e % 4;
-    const int kk = (step - P.step_start) * 32 + 8 * (c % 4) + 2 * j + c / 4;
+    // With kWinograd, product p's run of the phase's steps.
+    const int run = kWinograd ? P.steps / 4 : P.steps, p = (step - P.step_start) / run;
+    const int kk = (step - P.step_start - p * run) * 32 + 8 * (c % 4) + 2 * j + c / 4;
     const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
     const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
     float v = 0.0f;
-    if (tap < P.gemm_taps && ch < kCinG && kw < kKW && co < kCoutG)
-        v = w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat];
+    if (tap < P.gemm_taps && ch < kCinG && kw < (kWinograd ? 1 : kKW) && co < kCoutG) {
+        auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
+        if (kWinograd) {
+            const float g0 = weight(2), g1 = weight(1), g2 = weight(0);
+            v = p == 0 ? g0 : p == 1 ? (g0 + g1 + g2) * 0.5f : p == 2 ? (g0 - g1 + g2) * 0.5f : g2;
+        } else {
+            v = weight(kw);
+        }
+    }
     unsigned hi, lo;
     split_tf32(v, hi, lo);
     img[i] = __uint_as_float(part == 0 ? hi : lo);
@@ -240,47 +247,62 @@ extern "C" __global__ void l1_61_square_input_square_kernel_repack_weight(const 
 // together before the stores to shared memory wait on them. Rows wholly in
 // the border read nothing. Tiles of 32 positions by 32 channels wrote
 // 128-byte runs 4*kCinP bytes apart and, at kCinP = 48, left half of the
-// second channel tile's threads idle.
+// second channel tile's threads idle. With kWinograd a block writes
+// kRelayoutPos pairs, four positions each (the products' inputs), from
+// the 2*kRelayoutPos + 2 inputs they read.
 static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
+static constexpr int kSlots = kWinograd ? 4 : 1;  // re-laid positions a unit (a position, or a pair)
+static constexpr int kReadPos = kWinograd ? 2 * kRelayoutPos + 2 : kRelayoutPos;  // input positions a block reads
 extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_61_square_input_square_kernel_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
 {
-    __shared__ float stage[kRelayoutPos * (kCinP + 1)];
+    __shared__ float stage[kReadPos * (kCinP + 1)];
     idx_t rest = blockIdx.x;
-    const int xw0 = (int)(rest % kRelayoutChunks) * kRelayoutPos;
+    const int u0 = (int)(rest % kRelayoutChunks) * kRelayoutPos;  // the block's first unit
     rest /= kRelayoutChunks;
     const int xh = (int)(rest % kXH);
     rest /= kXH;
     const int xd = (int)(rest % kXD);
     rest /= kXD;
     const int grp = (int)(rest % kGroups), n = (int)(rest / kGroups);
-    const int len = min(kRelayoutPos, kXW - xw0) * kCinP;  // floats the block writes (a row's last chunk may be short)
-    float* const out = xr + (((((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh) * kXW + xw0) * kCinP;
+    const int len = min(kRelayoutPos, kXW / kSlots - u0) * kSlots * kCinP;  // floats the block writes (a row's last chunk may be short)
+    float* const out = xr + (((((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh) * kXW + u0 * kSlots) * kCinP;
     const int id = xd - kLoD, ih = xh - kLoH;
     if ((unsigned)id >= (unsigned)kInD || (unsigned)ih >= (unsigned)kInH) {
         #pragma unroll 4
         for (int e = threadIdx.x; e < len; e += kRelayoutThreads) out[e] = 0.0f;
         return;
     }
-    // Element e = ch * kRelayoutPos + p: channel ch < kCinG of position xw0 + p.
+    // Element e = ch * kReadPos + p: channel ch < kCinG of input iw0 + p.
+    const int iw0 = kWinograd ? 2 * u0 + kPairIn0 : u0 - kLoW;
     const float* const in = x + (((idx_t)n * kCin + grp * kCinG) * kInD + id) * kInHW + (idx_t)ih * kInW;
-    constexpr int kReads = kCinG * kRelayoutPos;
+    constexpr int kReads = kCinG * kReadPos;
     for (int e0 = threadIdx.x; e0 < kReads; e0 += kRelayoutBatch * kRelayoutThreads) {
         float v[kRelayoutBatch];
         #pragma unroll
         for (int j = 0; j < kRelayoutBatch; ++j) {
-            const int e = e0 + j * kRelayoutThreads, iw = xw0 + e % kRelayoutPos - kLoW;
-            v[j] = e < kReads && (unsigned)iw < (unsigned)kInW ? in[e / kRelayoutPos * (kInD * kInHW) + iw] : 0.0f;
+            const int e = e0 + j * kRelayoutThreads, iw = iw0 + e % kReadPos;
+            v[j] = e < kReads && (unsigned)iw < (unsigned)kInW ? in[e / kReadPos * (kInD * kInHW) + iw] : 0.0f;
         }
         #pragma unroll
         for (int j = 0; j < kRelayoutBatch; ++j) {
             const int e = e0 + j * kRelayoutThreads;
-            if (e < kReads) stage[e % kRelayoutPos * (kCinP + 1) + e / kRelayoutPos] = v[j];
+            if (e < kReads) stage[e % kReadPos * (kCinP + 1) + e / kReadPos] = v[j];
         }
     }
     __syncthreads();
     #pragma unroll 4
-    for (int e = threadIdx.x; e < len; e += kRelayoutThreads)
-        out[e] = e % kCinP < kCinG ? stage[e + e / kCinP] : 0.0f;
+    for (int e = threadIdx.x; e < len; e += kRelayoutThreads) {
+        const int ch = e % kCinP, slot = e / kCinP;
+        float v = 0.0f;
+        if (ch < kCinG && kWinograd) {
+            // Product p of the block's pair slot/4: d_p + sign * d_b.
+            const int p = slot % 4, a = 2 * (slot / 4) + p, b = 2 * (slot / 4) + (p < 2 ? 2 : 1);
+            v = stage[a * (kCinP + 1) + ch] + (p == 1 ? 1.0f : -1.0f) * stage[b * (kCinP + 1) + ch];
+        } else if (ch < kCinG) {
+            v = stage[slot * (kCinP + 1) + ch];
+        }
+        out[e] = v;
+    }
 }// The TF32 split of A: hi the nearest TF32 value, lo the exact remainder.
 // The tensor cores read lo's top TF32 bits, so what they drop of it is
 // 2^-22 of x or less: rounding it as well would cost two instructions per
@@ -309,7 +331,7 @@ __device__ __forceinline__ void cp_async_commit()
 // have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
 // Waits for every copy this thread issued.
@@ -319,15 +341,15 @@ __device__ __forceinline__ void cp_async_wait_all()
 }
 
 // Hopper's warpgroup products (sm_90a only; never called elsewhere): the
-// m64n72k8 TF32 product with A from registers and B from shared
+// m64n48k8 TF32 product with A from registers and B from shared
 // memory by descriptor, added to d, or (add 0) replacing it: a fresh sum
 // starts without registers zeroed beforehand, which cost 5% of #61's time.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %41, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n72k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35}, {%36, %37, %38, %39}, %40, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %29, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n48k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, {%24, %25, %26, %27}, %28, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
 #endif
 }
@@ -336,7 +358,7 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, u
 __device__ __forceinline__ void wgmma_wait(float (&d)[kND])
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]) :: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]) :: "memory");
 #endif
 }
 
@@ -414,7 +436,7 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
 // go to mma.sync, which needs more registers from the same fragments,
 // and one block is asked for (a cap of 128 spilled #77's there).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-static constexpr int kMinBlocks = 1;
+static constexpr int kMinBlocks = 4;
 #else
 static constexpr int kMinBlocks = 1;
 #endif
@@ -425,7 +447,7 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
     // The weight stages; with kw taps as columns also the block's sums on
     // their way out (kRows x kSumsRow floats), once the phase's copies are
     // done; then the parked sums, if any.
-    extern __shared__ __align__(128) float b_stage[];  // 73760 bytes, past the static 48 KiB
+    __shared__ __align__(128) float b_stage[36880 / 4];
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores
     // share cache sectors and meet in L2, and the weight image streams
@@ -477,35 +499,38 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
         if (kPhasePipeline && !active) continue;
         const int end = kPhasePipeline ? P.step_start + P.steps : kTotalSteps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
+        const int run = kWinograd ? P.steps / 4 : P.steps;  // steps a product (kWinograd), else all
 
-        // This thread's rows: g and g + 8 of its warp's 16 in each slab.
-        // Rows past the end read the last row and are not written.
+        // This thread's rows: g and g + 8 of its warp's 16 in each slab,
+        // outputs kOuts*qw.. of their lines, outs[][] of them inside the
+        // phase. Rows past the end read the last row and are not written.
         idx_t xb[kSlabs][2], yb[kSlabs][2];
-        bool row_ok[kSlabs][2];
+        int outs[kSlabs][2];
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 const int m0 = m_first + wg_row + sl * 64 + warp * 16 + g + 8 * r;
-                row_ok[sl][r] = m0 < P.rows;
-                const int m = row_ok[sl][r] ? m0 : P.rows - 1;
+                const int m = m0 < P.rows ? m0 : P.rows - 1;
                 const int n = m / q_dhw, s = m - n * q_dhw;
                 const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
+                outs[sl][r] = m0 < P.rows ? min(kOuts, P.q_w - kOuts * qw) : 0;
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
-                    + (idx_t)(qw + kLoW) * kCinP;
+                    + (idx_t)(kWinograd ? kSlots * qw : qw + kLoW) * kCinP;
                 yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                    + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
+                    + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
         }
 
         // Thread t's 8 reduction elements of the phase's step s for its
         // rows: channels of one tap (kCinP is a multiple of 8), at xb +
         // the offset a_offset gives; none (zero) past the reduction's end.
+        // With kWinograd, product s/run's inputs (its position of the pair).
         auto a_offset = [&](int s, bool& live) -> idx_t {
-            const int kk = s * 32 + 8 * t;
+            const int p = kWinograd ? s / run : 0, kk = (s - p * run) * 32 + 8 * t;
             const int tap = kk / kCinP, ch = kk % kCinP;
             live = tap < P.gemm_taps;
-            return live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
+            return live ? ch + p * kCinP + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
         };
         // With kStageA, row (sl, r)'s 8 at slot s % kStages of the input's
         // stages.
@@ -563,12 +588,21 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
 
         // acc: the fp32 running sums; part: the tensor cores' sums of the
         // current span of steps, added to acc at its end.
-        float acc[kSlabs][kND], part[kSlabs][kND];
+        // Output o of a row's sums, (sl, o, e): acc[sl][o][e], or parked
+        // at park(sl, e) (with kWinograd, output 1's; output 0's stay in
+        // registers, so that four blocks' stages and parked sums fit an
+        // SM, where three ran #77 10% slower).
+        float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
         float* const parked = b_stage + kParkedAt + tid;  // with kParkSums
+        auto park = [&](int sl, int e) -> float& { return parked[(sl * kND + e) * kThreads]; };
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int e = 0; e < kND; ++e) acc[sl][e] = 0.0f;
+            for (int e = 0; e < kND; ++e) {
+                #pragma unroll
+                for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
+                if (kWinograd && kParkSums) park(sl, e) = 0.0f;  // (every span adds)
+            }
         }
         if (!kStageA && active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
@@ -590,7 +624,9 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
             load_b(gs + kStages - 1, end);
             if (!active) continue;
             if (kStageA) load_a(s);
-            const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
+            // With kWinograd, product p's step rs of its run; else rs = s.
+            const int p = kWinograd ? s / run : 0, rs = s - p * run;
+            const bool fresh = rs % kSpan == 0;  // the span's first step: its sums start here
             // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
             // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
             unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
@@ -651,14 +687,29 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
                 }
             }
 #endif
-            if (kParkSums && s % kSpan == kSpan - 1 && s < P.steps - 1) {
+            if (kWinograd) {
+                if (rs % kSpan == kSpan - 1 || rs == run - 1) {
+                    // A span of product p ends: y0 += m0, m1, m2; y1 +=
+                    // m1, m3 and -= m2.
+                    #pragma unroll
+                    for (int sl = 0; sl < kSlabs; ++sl) {
+                        #pragma unroll
+                        for (int e = 0; e < kND; ++e) {
+                            const float m = part[sl][e], m1 = p == 2 ? -m : m;
+                            if (p < 3) acc[sl][0][e] += m;
+                            if (p > 0 && kParkSums) park(sl, e) += m1;
+                            if (p > 0 && !kParkSums) acc[sl][kOuts - 1][e] += m1;
+                        }
+                    }
+                }
+            } else if (kParkSums && s % kSpan == kSpan - 1 && s < P.steps - 1) {
                 // A span's sums park (the first's replace, the rest add);
                 // the last span's stay where they are, for the outputs.
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
                     for (int e = 0; e < kND; ++e) {
-                        float& p = parked[(sl * kND + e) * kThreads];
+                        float& p = park(sl, e);
                         p = s < kSpan ? part[sl][e] : p + part[sl][e];
                     }
                 }
@@ -666,7 +717,7 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
-                    for (int e = 0; e < kND; ++e) acc[sl][e] += part[sl][e];
+                    for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
                 }
             }
             // Else the next step's inputs load now, while other warps'
@@ -682,70 +733,37 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
         // added on the way out (so that no code but wgmma writes the
         // tensor cores' sums).
         const bool spans = P.steps > kSpan;
-        auto result = [&](int sl, int e) {
+        auto result = [&](int sl, int o, int e) {
+            if (kWinograd) return o > 0 && kParkSums ? park(sl, e) : acc[sl][o][e];
             if (kOneSpan) return part[sl][e];
-            if (kParkSums) return spans ? part[sl][e] + parked[(sl * kND + e) * kThreads] : part[sl][e];
-            return acc[sl][e];
+            if (kParkSums) return spans ? part[sl][e] + park(sl, e) : part[sl][e];
+            return acc[sl][0][e];
         };
 
-        // The phase's outputs: the sums go to shared memory (once every
-        // copy into it has landed and every warp is past its last read),
-        // row by row; an output of channel c then adds column kw*kCoT + c
-        // of the row each of its kw reads. A thread writes an output
-        // position's every kChannelLanes-th channel, the position decoded
-        // once (decoding per output cost #70 a quarter of its time), and
-        // neighbouring threads write neighbouring outputs along W.
-        cp_async_wait_all();
-        __syncthreads();
-        float* sums = b_stage;
+        // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
+        // (g+8, 8cb+2t), (g+8, +1), both outputs of each row's pair. The
+        // lanes t = 2j and 2j+1 (channels 4j, 4j+1 and 4j+2, 4j+3 of the
+        // block) trade halves, so that the even one writes output 0 and
+        // the odd one output 1 of the same channel: a warp's store then
+        // covers both outputs of 8 pairs, as the direct tile's covers 8
+        // neighbouring outputs, not one output of each (twice the partial
+        // sectors: #77's GEMM as slow as the direct one's). Each written
+        // once.
+        const bool odd = t % 2 == 1;
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int e = 0; e < kND; ++e)
-                sums[(wg_row + sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * kSumsRow + 8 * (e / 4) + 2 * t + e % 2] = result(sl, e);
-        }
-        __syncthreads();
-        // Output slot i is output rho = i % kStrideW of anchor row i /
-        // kStrideW: consecutive threads, consecutive outputs along W.
-        for (int base = 0; base < kOutSlots; base += kSlotsPerPass) {
-            const int slot = base + tid % kSlotsPerPass, lane = tid / kSlotsPerPass;
-            const int row = slot / kStrideW, rho = slot % kStrideW, m = m_first + row;
-            if (slot >= kOutSlots || lane >= kChannelLanes || m >= P.rows) continue;
-            const int n = m / q_dhw, s = m - n * q_dhw;
-            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
-            const int w = kAnchorW0 + kStrideW * qw + rho;
-            float* out = y + ((idx_t)n * kCout + grp * kCoutG + nt * kCoT) * kOutDHW
-                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (P.r_h + kStrideH * qh) * kOutW + w;
-            // A row past the line's anchors only feeds them.
-            const int channels = qw < P.q_w && w >= 0 && w < kOutW ? min(kCoT, kCoutG - nt * kCoT) : 0;
-            #pragma unroll 4
-            for (int c = kVec * lane; c < channels; c += kVec * kChannelLanes) {
-                float sum[kVec];
-                #pragma unroll
-                for (int i = 0; i < kVec; ++i) sum[i] = 0.0f;
-                #pragma unroll
-                for (int kw = 0; kw < kKW; ++kw) {
-                    const int t = rho + (kKW - 1 - kw) * kDilW;  // no tap where it does not divide (the bias alone)
-                    if (t % kStrideW != 0) continue;
-                    const float* src = sums + (row + t / kStrideW) * kSumsRow + kw * kCoT + c;
-                    if (kVec == 4) {
-                        const float4 v = *reinterpret_cast<const float4*>(src);
-                        // (indices modulo kVec only so that this compiles where kVec is 1)
-                        sum[0] += v.x; sum[1 % kVec] += v.y; sum[2 % kVec] += v.z; sum[3 % kVec] += v.w;
-                    } else {
-                        sum[0] += src[0];
-                    }
-                }
-                #pragma unroll
-                for (int i = 0; i < kVec; ++i) {
-                    if (c + i < channels) out[(idx_t)(c + i) * kOutDHW] = sum[i];
-                }
+            for (int e = 0; e < kND; ++e) {
+                const int k = e % 2, r = e % 4 / 2, co = nt * kNP + 8 * (e / 4) + 4 * (t / 2) + k, o = odd ? 1 : 0;
+                const float y0 = result(sl, 0, e), y1 = result(sl, 1, e);
+                const float got = __shfl_xor_sync(0xffffffffu, odd ? y0 : y1, 1);
+                const float first = odd ? got : y0, second = odd ? y1 : got;  // channels co and co + 2
+                if (o < outs[sl][r] && co < kCoutG)
+                    y[yb[sl][r] + o * kStrideW + (idx_t)co * kOutDHW] = first;
+                if (o < outs[sl][r] && co + 2 < kCoutG)
+                    y[yb[sl][r] + o * kStrideW + (idx_t)(co + 2) * kOutDHW] = second;
             }
         }
-        // The next phase's copies reuse the memory (bulk ones through the
-        // async proxy, ordered after these reads by the fence).
-        if (kBulkWeights) async_proxy_fence();
-        __syncthreads();
     }
 }
 """
@@ -764,15 +782,12 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     TORCH_CHECK(weight.is_cuda() && weight.scalar_type() == torch::kFloat32 && weight.is_contiguous() &&
                 weight.sizes() == torch::IntArrayRef({48, 48, 3, 3, 3}),
                 "weight must be a contiguous float32 CUDA tensor of shape (48, 48, 3, 3, 3)");
-    auto img = torch::empty({129024}, x.options());
-    auto xr = torch::empty({120741888}, x.options());
+    auto img = torch::empty({172032}, x.options());
+    auto xr = torch::empty({234381312}, x.options());
     auto y = torch::empty({8, 48, 66, 66, 66}, x.options());
-    l1_61_square_input_square_kernel_repack_weight<<<504, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    l1_61_square_input_square_kernel_repack_weight<<<672, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     l1_61_square_input_square_kernel_relayout_input<<<36992, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
-    // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_61_square_input_square_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 73760);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_61_square_input_square_kernel_igemm needs 73760 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l1_61_square_input_square_kernel_igemm<<<dim3(18807, 2, 1), 128, 73760>>>(
+    l1_61_square_input_square_kernel_igemm<<<dim3(17969, 1, 1), 128>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     return y;

@@ -21,7 +21,7 @@ weight is re-laid as the TF32 parts in the tensor cores' shared-memory
 layout and staged 2 steps deep with cp.async. Products are 3xTF32
 (each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
 wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
-The tensor cores do not add in exact fp32, so their sums cover 14 steps
+The tensor cores do not add in exact fp32, so their sums cover 16 steps
 of 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
 """
@@ -50,17 +50,17 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // inside it: output q of a phase reads bordered index q + lo + off.
 static constexpr int kCinP = 32;
 static constexpr int kLoD = 1, kLoH = 1, kLoW = 1;
-static constexpr int kXD = 18, kXH = 34, kXW = 34;
-static constexpr int kRelayoutPos = 34, kRelayoutChunks = 1;  // the re-layout's positions a block, blocks a row
+static constexpr int kXD = 18, kXH = 34, kXW = 64;
+static constexpr int kRelayoutPos = 16, kRelayoutChunks = 1;  // the re-layout's positions (Winograd: pairs) a block, blocks a row
 // The GEMM of a phase: its outputs by a group's output channels, reduced
 // over (tap, channel) pairs in steps of 32. A block is kWarpgroups
 // warpgroups (4 warps each), each computing kSlabs slabs of 64 rows of one
 // phase by kNP columns from the same weight stages.
-static constexpr int kTotalSteps = 27, kNTiles = 1;
+static constexpr int kTotalSteps = 36, kNTiles = 1;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 1, kRows = 64;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
-static constexpr int kSpan = 14;  // steps per tensor-core sum
+static constexpr int kSpan = 16;  // steps per tensor-core sum
 // Every phase's steps in one tensor-core sum: its result, with no fp32
 // running sums beside it (a slab's sums in half the registers).
 static constexpr bool kOneSpan = false;
@@ -73,7 +73,24 @@ static constexpr int kStages = 2;  // weight-image steps in shared memory
 static constexpr bool kBulkWeights = false;
 static constexpr int kBarriersAt = 0;
 static constexpr bool kKWInN = false;
-static constexpr int kKW = 1, kDilW = 1, kCoT = kNP;  // a column is an output channel
+static constexpr int kKW = 3, kDilW = 1, kCoT = kNP;  // a column is an output channel; kKW: a (d, h) tap's W taps
+// Winograd's F(2,3) along W: a GEMM row is a pair of neighbouring outputs
+// of its phase (q_w = 2*pair and 2*pair + 1). From the pair's inputs
+// d0..d3 along W (from its taps' lowest W offset on) and the weights
+// g0..g2 of the taps that read d0..d2 (kw 2, 1, 0), four products
+//   m0 = (d0 - d2) g0,  m1 = (d1 + d2)(g0 + g1 + g2)/2,
+//   m2 = (d2 - d1)(g0 - g1 + g2)/2,  m3 = (d3 - d1) g2
+// give y0 = m0 + m1 + m2 and y1 = m1 - m2 + m3: four products over the
+// (d, h) taps and channels where the pair's direct taps take six. A
+// phase's steps are four equal runs, product by product; the image holds
+// the transformed weights, the re-laid input the transformed inputs:
+// product p's is d_p + sign * d_b (b 2 for p < 2, else 1; sign + for
+// p = 1, else -).
+// The re-laid input holds, per pair along W, the four products' inputs
+// (kCinP channels each); pair p's d0 is input 2p + kPairIn0 along W.
+static constexpr bool kWinograd = true;
+static constexpr int kOuts = 2;  // outputs a row
+static constexpr int kPairIn0 = -1;
 static constexpr int kOutRows = 64;
 // The input's fragments go into registers a step ahead, on Hopper
 // while the step before's products run (kEarlyA: registers allow it).
@@ -87,7 +104,7 @@ static constexpr bool kPhasePipeline = kKWInN || kStageA;
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4
 // reduction elements).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
-static constexpr idx_t kImageLen = 110592;
+static constexpr idx_t kImageLen = 147456;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 // Phase outputs o = r + stride*q; a phase without taps has no steps (its
@@ -107,43 +124,43 @@ static constexpr int kNumPhases = 8;
 // GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (with kw taps
 // as columns, its (d, h) taps with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 17, 33, 33, 296208, 33, 0, 0, 0, 0 },
-    { 0, 0, 1, 17, 33, 32, 287232, 32, 0, 0, 0, 0 },
-    { 0, 1, 0, 17, 32, 33, 287232, 33, 0, 0, 0, 0 },
-    { 0, 1, 1, 17, 32, 32, 278528, 32, 0, 0, 0, 0 },
-    { 1, 0, 0, 16, 33, 33, 278784, 33, 0, 0, 0, 0 },
-    { 1, 0, 1, 16, 33, 32, 270336, 32, 0, 0, 0, 0 },
-    { 1, 1, 0, 16, 32, 33, 270336, 33, 0, 0, 0, 0 },
-    { 1, 1, 1, 16, 32, 32, 262144, 32, 27, 0, 0, 27 },
+    { 0, 0, 0, 17, 33, 33, 152592, 17, 0, 0, 0, 0 },
+    { 0, 0, 1, 17, 33, 32, 143616, 16, 0, 0, 0, 0 },
+    { 0, 1, 0, 17, 32, 33, 147968, 17, 0, 0, 0, 0 },
+    { 0, 1, 1, 17, 32, 32, 139264, 16, 0, 0, 0, 0 },
+    { 1, 0, 0, 16, 33, 33, 143616, 17, 0, 0, 0, 0 },
+    { 1, 0, 1, 16, 33, 32, 135168, 16, 0, 0, 0, 0 },
+    { 1, 1, 0, 16, 32, 33, 139264, 17, 0, 0, 0, 0 },
+    { 1, 1, 1, 16, 32, 32, 131072, 16, 36, 0, 0, 9 },
 };
 __constant__ TapInfo kTapTable[27] = {
-    { 0, 38112 },
-    { 1, 38080 },
-    { 2, 38048 },
-    { 3, 37024 },
-    { 4, 36992 },
-    { 5, 36960 },
-    { 6, 35936 },
-    { 7, 35904 },
-    { 8, 35872 },
-    { 9, 1120 },
-    { 10, 1088 },
-    { 11, 1056 },
-    { 12, 32 },
+    { 0, 71680 },
+    { 1, 71680 },
+    { 2, 71680 },
+    { 3, 69632 },
+    { 4, 69632 },
+    { 5, 69632 },
+    { 6, 67584 },
+    { 7, 67584 },
+    { 8, 67584 },
+    { 9, 2048 },
+    { 10, 2048 },
+    { 11, 2048 },
+    { 12, 0 },
     { 13, 0 },
-    { 14, -32 },
-    { 15, -1056 },
-    { 16, -1088 },
-    { 17, -1120 },
-    { 18, -35872 },
-    { 19, -35904 },
-    { 20, -35936 },
-    { 21, -36960 },
-    { 22, -36992 },
-    { 23, -37024 },
-    { 24, -38048 },
-    { 25, -38080 },
-    { 26, -38112 },
+    { 14, 0 },
+    { 15, -2048 },
+    { 16, -2048 },
+    { 17, -2048 },
+    { 18, -67584 },
+    { 19, -67584 },
+    { 20, -67584 },
+    { 21, -69632 },
+    { 22, -69632 },
+    { 23, -69632 },
+    { 24, -71680 },
+    { 25, -71680 },
+    { 26, -71680 },
 };
 
 // 3xTF32: split each fp32 operand into TF32 parts, x = hi + lo, and sum
@@ -199,12 +216,21 @@ extern "C" __global__ void l1_77_padded_dilated_strided_repack_weight(const floa
     while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
     const PhaseInfo P = kPhaseTable[ph];
     const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8, c = kcm * 4 + e % 4;
-    const int kk = (step - P.step_start) * 32 + 8 * (c % 4) + 2 * j + c / 4;
+    // With kWinograd, product p's run of the phase's steps.
+    const int run = kWinograd ? P.steps / 4 : P.steps, p = (step - P.step_start) / run;
+    const int kk = (step - P.step_start - p * run) * 32 + 8 * (c % 4) + 2 * j + c / 4;
     const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
     const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
     float v = 0.0f;
-    if (tap < P.gemm_taps && ch < kCinG && kw < kKW && co < kCoutG)
-        v = w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat];
+    if (tap < P.gemm_taps && ch < kCinG && kw < (kWinograd ? 1 : kKW) && co < kCoutG) {
+        auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
+        if (kWinograd) {
+            const float g0 = weight(2), g1 = weight(1), g2 = weight(0);
+            v = p == 0 ? g0 : p == 1 ? (g0 + g1 + g2) * 0.5f : p == 2 ? (g0 - g1 + g2) * 0.5f : g2;
+        } else {
+            v = weight(kw);
+        }
+    }
     unsigned hi, lo;
     split_tf32(v, hi, lo);
     img[i] = __uint_as_float(part == 0 ? hi : lo);
@@ -221,47 +247,62 @@ extern "C" __global__ void l1_77_padded_dilated_strided_repack_weight(const floa
 // together before the stores to shared memory wait on them. Rows wholly in
 // the border read nothing. Tiles of 32 positions by 32 channels wrote
 // 128-byte runs 4*kCinP bytes apart and, at kCinP = 48, left half of the
-// second channel tile's threads idle.
+// second channel tile's threads idle. With kWinograd a block writes
+// kRelayoutPos pairs, four positions each (the products' inputs), from
+// the 2*kRelayoutPos + 2 inputs they read.
 static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
+static constexpr int kSlots = kWinograd ? 4 : 1;  // re-laid positions a unit (a position, or a pair)
+static constexpr int kReadPos = kWinograd ? 2 * kRelayoutPos + 2 : kRelayoutPos;  // input positions a block reads
 extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_77_padded_dilated_strided_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
 {
-    __shared__ float stage[kRelayoutPos * (kCinP + 1)];
+    __shared__ float stage[kReadPos * (kCinP + 1)];
     idx_t rest = blockIdx.x;
-    const int xw0 = (int)(rest % kRelayoutChunks) * kRelayoutPos;
+    const int u0 = (int)(rest % kRelayoutChunks) * kRelayoutPos;  // the block's first unit
     rest /= kRelayoutChunks;
     const int xh = (int)(rest % kXH);
     rest /= kXH;
     const int xd = (int)(rest % kXD);
     rest /= kXD;
     const int grp = (int)(rest % kGroups), n = (int)(rest / kGroups);
-    const int len = min(kRelayoutPos, kXW - xw0) * kCinP;  // floats the block writes (a row's last chunk may be short)
-    float* const out = xr + (((((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh) * kXW + xw0) * kCinP;
+    const int len = min(kRelayoutPos, kXW / kSlots - u0) * kSlots * kCinP;  // floats the block writes (a row's last chunk may be short)
+    float* const out = xr + (((((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh) * kXW + u0 * kSlots) * kCinP;
     const int id = xd - kLoD, ih = xh - kLoH;
     if ((unsigned)id >= (unsigned)kInD || (unsigned)ih >= (unsigned)kInH) {
         #pragma unroll 4
         for (int e = threadIdx.x; e < len; e += kRelayoutThreads) out[e] = 0.0f;
         return;
     }
-    // Element e = ch * kRelayoutPos + p: channel ch < kCinG of position xw0 + p.
+    // Element e = ch * kReadPos + p: channel ch < kCinG of input iw0 + p.
+    const int iw0 = kWinograd ? 2 * u0 + kPairIn0 : u0 - kLoW;
     const float* const in = x + (((idx_t)n * kCin + grp * kCinG) * kInD + id) * kInHW + (idx_t)ih * kInW;
-    constexpr int kReads = kCinG * kRelayoutPos;
+    constexpr int kReads = kCinG * kReadPos;
     for (int e0 = threadIdx.x; e0 < kReads; e0 += kRelayoutBatch * kRelayoutThreads) {
         float v[kRelayoutBatch];
         #pragma unroll
         for (int j = 0; j < kRelayoutBatch; ++j) {
-            const int e = e0 + j * kRelayoutThreads, iw = xw0 + e % kRelayoutPos - kLoW;
-            v[j] = e < kReads && (unsigned)iw < (unsigned)kInW ? in[e / kRelayoutPos * (kInD * kInHW) + iw] : 0.0f;
+            const int e = e0 + j * kRelayoutThreads, iw = iw0 + e % kReadPos;
+            v[j] = e < kReads && (unsigned)iw < (unsigned)kInW ? in[e / kReadPos * (kInD * kInHW) + iw] : 0.0f;
         }
         #pragma unroll
         for (int j = 0; j < kRelayoutBatch; ++j) {
             const int e = e0 + j * kRelayoutThreads;
-            if (e < kReads) stage[e % kRelayoutPos * (kCinP + 1) + e / kRelayoutPos] = v[j];
+            if (e < kReads) stage[e % kReadPos * (kCinP + 1) + e / kReadPos] = v[j];
         }
     }
     __syncthreads();
     #pragma unroll 4
-    for (int e = threadIdx.x; e < len; e += kRelayoutThreads)
-        out[e] = e % kCinP < kCinG ? stage[e + e / kCinP] : 0.0f;
+    for (int e = threadIdx.x; e < len; e += kRelayoutThreads) {
+        const int ch = e % kCinP, slot = e / kCinP;
+        float v = 0.0f;
+        if (ch < kCinG && kWinograd) {
+            // Product p of the block's pair slot/4: d_p + sign * d_b.
+            const int p = slot % 4, a = 2 * (slot / 4) + p, b = 2 * (slot / 4) + (p < 2 ? 2 : 1);
+            v = stage[a * (kCinP + 1) + ch] + (p == 1 ? 1.0f : -1.0f) * stage[b * (kCinP + 1) + ch];
+        } else if (ch < kCinG) {
+            v = stage[slot * (kCinP + 1) + ch];
+        }
+        out[e] = v;
+    }
 }
 // The bias over the whole output, for the phases no tap reaches, before
 // the GEMM overwrites the outputs taps reach: a block writes 1024
@@ -472,35 +513,38 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
         if (kPhasePipeline && !active) continue;
         const int end = kPhasePipeline ? P.step_start + P.steps : kTotalSteps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
+        const int run = kWinograd ? P.steps / 4 : P.steps;  // steps a product (kWinograd), else all
 
-        // This thread's rows: g and g + 8 of its warp's 16 in each slab.
-        // Rows past the end read the last row and are not written.
+        // This thread's rows: g and g + 8 of its warp's 16 in each slab,
+        // outputs kOuts*qw.. of their lines, outs[][] of them inside the
+        // phase. Rows past the end read the last row and are not written.
         idx_t xb[kSlabs][2], yb[kSlabs][2];
-        bool row_ok[kSlabs][2];
+        int outs[kSlabs][2];
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 const int m0 = m_first + wg_row + sl * 64 + warp * 16 + g + 8 * r;
-                row_ok[sl][r] = m0 < P.rows;
-                const int m = row_ok[sl][r] ? m0 : P.rows - 1;
+                const int m = m0 < P.rows ? m0 : P.rows - 1;
                 const int n = m / q_dhw, s = m - n * q_dhw;
                 const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
+                outs[sl][r] = m0 < P.rows ? min(kOuts, P.q_w - kOuts * qw) : 0;
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
-                    + (idx_t)(qw + kLoW) * kCinP;
+                    + (idx_t)(kWinograd ? kSlots * qw : qw + kLoW) * kCinP;
                 yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                    + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
+                    + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
         }
 
         // Thread t's 8 reduction elements of the phase's step s for its
         // rows: channels of one tap (kCinP is a multiple of 8), at xb +
         // the offset a_offset gives; none (zero) past the reduction's end.
+        // With kWinograd, product s/run's inputs (its position of the pair).
         auto a_offset = [&](int s, bool& live) -> idx_t {
-            const int kk = s * 32 + 8 * t;
+            const int p = kWinograd ? s / run : 0, kk = (s - p * run) * 32 + 8 * t;
             const int tap = kk / kCinP, ch = kk % kCinP;
             live = tap < P.gemm_taps;
-            return live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
+            return live ? ch + p * kCinP + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
         };
         // With kStageA, row (sl, r)'s 8 at slot s % kStages of the input's
         // stages.
@@ -558,12 +602,21 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
 
         // acc: the fp32 running sums; part: the tensor cores' sums of the
         // current span of steps, added to acc at its end.
-        float acc[kSlabs][kND], part[kSlabs][kND];
+        // Output o of a row's sums, (sl, o, e): acc[sl][o][e], or parked
+        // at park(sl, e) (with kWinograd, output 1's; output 0's stay in
+        // registers, so that four blocks' stages and parked sums fit an
+        // SM, where three ran #77 10% slower).
+        float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
         float* const parked = b_stage + kParkedAt + tid;  // with kParkSums
+        auto park = [&](int sl, int e) -> float& { return parked[(sl * kND + e) * kThreads]; };
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int e = 0; e < kND; ++e) acc[sl][e] = 0.0f;
+            for (int e = 0; e < kND; ++e) {
+                #pragma unroll
+                for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
+                if (kWinograd && kParkSums) park(sl, e) = 0.0f;  // (every span adds)
+            }
         }
         if (!kStageA && active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
@@ -585,7 +638,9 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
             load_b(gs + kStages - 1, end);
             if (!active) continue;
             if (kStageA) load_a(s);
-            const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
+            // With kWinograd, product p's step rs of its run; else rs = s.
+            const int p = kWinograd ? s / run : 0, rs = s - p * run;
+            const bool fresh = rs % kSpan == 0;  // the span's first step: its sums start here
             // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
             // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
             unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
@@ -646,14 +701,29 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
                 }
             }
 #endif
-            if (kParkSums && s % kSpan == kSpan - 1 && s < P.steps - 1) {
+            if (kWinograd) {
+                if (rs % kSpan == kSpan - 1 || rs == run - 1) {
+                    // A span of product p ends: y0 += m0, m1, m2; y1 +=
+                    // m1, m3 and -= m2.
+                    #pragma unroll
+                    for (int sl = 0; sl < kSlabs; ++sl) {
+                        #pragma unroll
+                        for (int e = 0; e < kND; ++e) {
+                            const float m = part[sl][e], m1 = p == 2 ? -m : m;
+                            if (p < 3) acc[sl][0][e] += m;
+                            if (p > 0 && kParkSums) park(sl, e) += m1;
+                            if (p > 0 && !kParkSums) acc[sl][kOuts - 1][e] += m1;
+                        }
+                    }
+                }
+            } else if (kParkSums && s % kSpan == kSpan - 1 && s < P.steps - 1) {
                 // A span's sums park (the first's replace, the rest add);
                 // the last span's stay where they are, for the outputs.
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
                     for (int e = 0; e < kND; ++e) {
-                        float& p = parked[(sl * kND + e) * kThreads];
+                        float& p = park(sl, e);
                         p = s < kSpan ? part[sl][e] : p + part[sl][e];
                     }
                 }
@@ -661,7 +731,7 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
-                    for (int e = 0; e < kND; ++e) acc[sl][e] += part[sl][e];
+                    for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
                 }
             }
             // Else the next step's inputs load now, while other warps'
@@ -677,21 +747,35 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
         // added on the way out (so that no code but wgmma writes the
         // tensor cores' sums).
         const bool spans = P.steps > kSpan;
-        auto result = [&](int sl, int e) {
+        auto result = [&](int sl, int o, int e) {
+            if (kWinograd) return o > 0 && kParkSums ? park(sl, e) : acc[sl][o][e];
             if (kOneSpan) return part[sl][e];
-            if (kParkSums) return spans ? part[sl][e] + parked[(sl * kND + e) * kThreads] : part[sl][e];
-            return acc[sl][e];
+            if (kParkSums) return spans ? part[sl][e] + park(sl, e) : part[sl][e];
+            return acc[sl][0][e];
         };
 
         // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
-        // (g+8, 8cb+2t), (g+8, +1); each written once (over the fill's).
+        // (g+8, 8cb+2t), (g+8, +1), both outputs of each row's pair. The
+        // lanes t = 2j and 2j+1 (channels 4j, 4j+1 and 4j+2, 4j+3 of the
+        // block) trade halves, so that the even one writes output 0 and
+        // the odd one output 1 of the same channel: a warp's store then
+        // covers both outputs of 8 pairs, as the direct tile's covers 8
+        // neighbouring outputs, not one output of each (twice the partial
+        // sectors: #77's GEMM as slow as the direct one's). Each written
+        // once (over the fill's).
+        const bool odd = t % 2 == 1;
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
             for (int e = 0; e < kND; ++e) {
-                const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
-                if (row_ok[sl][r] && co < kCoutG)
-                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, e);
+                const int k = e % 2, r = e % 4 / 2, co = nt * kNP + 8 * (e / 4) + 4 * (t / 2) + k, o = odd ? 1 : 0;
+                const float y0 = result(sl, 0, e), y1 = result(sl, 1, e);
+                const float got = __shfl_xor_sync(0xffffffffu, odd ? y0 : y1, 1);
+                const float first = odd ? got : y0, second = odd ? y1 : got;  // channels co and co + 2
+                if (o < outs[sl][r] && co < kCoutG)
+                    y[yb[sl][r] + o * kStrideW + (idx_t)co * kOutDHW] = first;
+                if (o < outs[sl][r] && co + 2 < kCoutG)
+                    y[yb[sl][r] + o * kStrideW + (idx_t)(co + 2) * kOutDHW] = second;
             }
         }
     }
@@ -712,13 +796,13 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     TORCH_CHECK(weight.is_cuda() && weight.scalar_type() == torch::kFloat32 && weight.is_contiguous() &&
                 weight.sizes() == torch::IntArrayRef({32, 64, 3, 3, 3}),
                 "weight must be a contiguous float32 CUDA tensor of shape (32, 64, 3, 3, 3)");
-    auto img = torch::empty({110592}, x.options());
-    auto xr = torch::empty({10653696}, x.options());
+    auto img = torch::empty({147456}, x.options());
+    auto xr = torch::empty({20054016}, x.options());
     auto y = torch::empty({16, 64, 33, 65, 65}, x.options());
-    l1_77_padded_dilated_strided_repack_weight<<<432, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    l1_77_padded_dilated_strided_repack_weight<<<576, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     l1_77_padded_dilated_strided_relayout_input<<<9792, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     l1_77_padded_dilated_strided_fill_bias<<<139425, 256>>>(nullptr, (float*)y.data_ptr());
-    l1_77_padded_dilated_strided_igemm<<<dim3(4096, 1, 1), 128>>>(
+    l1_77_padded_dilated_strided_igemm<<<dim3(2048, 1, 1), 128>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     return y;

@@ -31,12 +31,13 @@ struct alignas(8) float2 {
 };
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
-// One warp's meeting point for mma.sync: each lane posts its fragments,
-// then reads everyone's.
+// One warp's meeting point for mma.sync and shuffles: each lane posts
+// its fragments (or value), then reads everyone's.
 struct WarpState {
     std::barrier<> sync{32};
     unsigned a[32][4];
     unsigned b[32][2];
+    float shfl[32];
 };
 
 thread_local dim3_ threadIdx, blockIdx, blockDim;
@@ -48,6 +49,18 @@ inline int min(int a, int b) { return a < b ? a : b; }  // CUDA's integer min
 template <class T> inline T __ldg(const T* p) { return *p; }
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+
+// __shfl_xor_sync over the whole warp (the kernels pass a full mask).
+inline float __shfl_xor_sync(unsigned, float v, int mask)
+{
+    const int lane = threadIdx.x % 32;
+    WarpState& w = *warp_state;
+    w.shfl[lane] = v;
+    w.sync.arrive_and_wait();
+    const float got = w.shfl[lane ^ mask];
+    w.sync.arrive_and_wait();  // nobody overwrites a value until all have read theirs
+    return got;
+}
 
 // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 with the PTX ISA's
 // fragment layout: lane 4g+t holds A[g][t], A[g+8][t], A[g][t+4],

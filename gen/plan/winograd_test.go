@@ -1,0 +1,185 @@
+package plan_test
+
+import (
+	"math"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"convtgen/gen/plan"
+	"convtgen/gen/ref"
+)
+
+// winogradForward computes a Winograd tile's output in float64 the way
+// its kernels do, from the plan alone: the transformed inputs re-laid by
+// WGMMA's border, extents, pairs and PairIn0, each phase's rows as pairs
+// of outputs along W, each (d, h) tap's three W taps' weights from its
+// entries (the lowest W offset last), TapOffsets, F(2,3)'s four products
+// and their sums. Outputs no phase writes stay NaN; tap-less phases are
+// the bias.
+func winogradForward(p *plan.Plan, x, w, b []float32) []float64 {
+	c, wg := p.Conv, p.WGMMA
+	in, out := c.In, p.Out
+	xr := make([]float64, wg.XLen)
+	for n := range c.Batch {
+		for ci := range c.InChannels {
+			grp, ch := ci/p.CinG, ci%p.CinG
+			for d := range in[0] {
+				for h := range in[1] {
+					input := func(iw int) float64 {
+						if iw < 0 || iw >= in[2] {
+							return 0
+						}
+						return float64(x[(((n*c.InChannels+ci)*in[0]+d)*in[1]+h)*in[2]+iw])
+					}
+					row := (((n*c.Groups+grp)*wg.X[0]+d+wg.Lo[0])*wg.X[1] + h + wg.Lo[1]) * wg.X[2]
+					for pr := range wg.Pairs {
+						var dj [4]float64
+						for j := range dj {
+							dj[j] = input(2*pr + wg.PairIn0 + j)
+						}
+						for prod, v := range []float64{dj[0] - dj[2], dj[1] + dj[2], dj[2] - dj[1], dj[3] - dj[1]} {
+							xr[(row+4*pr+prod)*wg.CinP+ch] = v
+						}
+					}
+				}
+			}
+		}
+	}
+	y := make([]float64, c.OutputLen())
+	for i := range y {
+		y[i] = math.NaN()
+	}
+	outAt := func(n, co, d, h, ow int) int {
+		return (((n*c.OutChannels+co)*out[0]+d)*out[1]+h)*out[2] + ow
+	}
+	for i, ph := range p.Phases {
+		for n := range c.Batch {
+			for co := range c.OutChannels {
+				for qd := range ph.Q[0] {
+					for qh := range ph.Q[1] {
+						for qw := range ph.Q[2] {
+							if wg.GemmTaps[i] == 0 {
+								bias := 0.0
+								if c.Bias {
+									bias = float64(b[co])
+								}
+								y[outAt(n, co, ph.R[0]+c.Stride[0]*qd, ph.R[1]+c.Stride[1]*qh, ph.R[2]+c.Stride[2]*qw)] = bias
+							}
+						}
+					}
+				}
+			}
+		}
+		if wg.GemmTaps[i] == 0 {
+			continue
+		}
+		q_hw := ph.Q[1] * wg.Line[i]
+		for m := range wg.Rows[i] {
+			n, s := m/(ph.Q[0]*q_hw), m%(ph.Q[0]*q_hw)
+			qd, qh, pw := s/q_hw, s%q_hw/wg.Line[i], s%wg.Line[i]
+			for co := range c.OutChannels {
+				grp, cog := co/p.CoutG, co%p.CoutG
+				base := ((((n*c.Groups+grp)*wg.X[0]+qd+wg.Lo[0])*wg.X[1]+qh+wg.Lo[1])*wg.X[2] + 4*pw) * wg.CinP
+				var y0, y1 float64
+				for tap := range wg.GemmTaps[i] {
+					e := ph.TapStart + 3*tap
+					for ch := range p.CinG {
+						var v [4]float64 // the four products' inputs
+						for prod := range v {
+							v[prod] = xr[base+wg.TapOffsets[e+2]+prod*wg.CinP+ch]
+						}
+						weight := func(kw int) float64 {
+							return float64(w[((grp*p.CinG+ch)*p.CoutG+cog)*c.Taps()+p.Taps[e+kw].Flat])
+						}
+						g0, g1, g2 := weight(2), weight(1), weight(0)
+						m0 := v[0] * g0
+						m1 := v[1] * (g0 + g1 + g2) / 2
+						m2 := v[2] * (g0 - g1 + g2) / 2
+						m3 := v[3] * g2
+						y0 += m0 + m1 + m2
+						y1 += m1 - m2 + m3
+					}
+				}
+				if c.Bias {
+					y0 += float64(b[co])
+					y1 += float64(b[co])
+				}
+				for o, v := range []float64{y0, y1} {
+					if qw := 2*pw + o; qw < ph.Q[2] {
+						y[outAt(n, co, ph.R[0]+c.Stride[0]*qd, ph.R[1]+c.Stride[1]*qh, ph.R[2]+c.Stride[2]*qw)] = v
+					}
+				}
+			}
+		}
+	}
+	return y
+}
+
+// TestWinogradComputesTheConvolution checks that a Winograd tile's plan
+// (its border, extents, pairs, tap order and offsets) with F(2,3)'s
+// products gives nn.ConvTranspose3d's output, every element, on #77's
+// geometry and random ones with kernel_w 3 and stride_w = dilation_w.
+func TestWinogradComputesTheConvolution(t *testing.T) {
+	r := rand.New(rand.NewSource(77))
+	confs := []config{{batch: 2, cin: 5, cout: 6, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{3, 4, 5}, s: [3]int{2, 2, 2}, p: [3]int{1, 1, 1}, d: [3]int{2, 2, 2}, bias: true}}
+	for len(confs) < 40 {
+		c := randomConfig(r, 7, 3, 3, 3)
+		c.k[2], c.d[2] = 3, c.s[2]
+		c.op[2] = r.Intn(c.s[2])
+		c.p[2] = r.Intn(2*c.d[2] + 3)
+		if _, empty := c.out(); !empty {
+			confs = append(confs, c)
+		}
+	}
+	for _, c := range confs {
+		c.precision, c.tile = "3xtf32", "{wgmma: true, winograd: true}"
+		p, err := plan.New(c.parse(t))
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		x := make([]float32, p.Conv.InputLen())
+		w := make([]float32, p.Conv.WeightLen())
+		var b []float32
+		if p.Conv.Bias {
+			b = make([]float32, p.Conv.OutChannels)
+		}
+		for _, v := range [][]float32{x, w, b} {
+			for i := range v {
+				v[i] = float32(r.NormFloat64())
+			}
+		}
+		got, want := winogradForward(p, x, w, b), ref.Forward(p.Conv, x, w, b)
+		var num, den float64
+		for i := range want {
+			if math.IsNaN(got[i]) {
+				t.Fatalf("%+v: output %d not written", c, i)
+			}
+			num += (got[i] - want[i]) * (got[i] - want[i])
+			den += want[i] * want[i]
+		}
+		if err := math.Sqrt(num / max(den, 1e-300)); err > 1e-12 {
+			t.Errorf("%+v: relative L2 error %.3g against the reference", c, err)
+		}
+	}
+}
+
+// TestWinogradNeedsThreeConsecutiveTaps: F(2,3) reads three consecutive
+// inputs per W phase; other W geometries are refused at the tile.
+func TestWinogradNeedsThreeConsecutiveTaps(t *testing.T) {
+	base := config{batch: 1, cin: 8, cout: 8, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{4, 4, 4}, s: [3]int{1, 1, 2}, d: [3]int{1, 1, 2},
+		precision: "3xtf32", tile: "{wgmma: true, winograd: true}"}
+	if _, err := plan.New(base.parse(t)); err != nil {
+		t.Fatalf("stride_w = dilation_w = 2, kernel_w 3: %v", err)
+	}
+	for _, c := range []config{
+		with(base, func(c *config) { c.k[2] = 5 }),
+		with(base, func(c *config) { c.d[2] = 1 }),
+		with(base, func(c *config) { c.s[2] = 1 }),
+	} {
+		_, err := plan.New(c.parse(t))
+		if err == nil || !strings.Contains(err.Error(), "plan_test.yaml:42:") || !strings.Contains(err.Error(), "kernel.tile.winograd: computes F(2,3) along W, which needs kernel_w 3 and stride_w = dilation_w") {
+			t.Errorf("kernel %v, stride %v, dilation %v: got %v", c.k, c.s, c.d, err)
+		}
+	}
+}
