@@ -322,7 +322,7 @@ func New(s *spec.Spec) (*Plan, error) {
 		}
 		p.planPhases()
 		p.planWGMMA()
-		if b := 4 * p.WGMMA.RelayoutStage * p.WGMMA.RelayoutRows; b > MaxSmemBytes {
+		if b := 4 * p.WGMMA.RelayoutStage; b > MaxSmemBytes {
 			return nil, spec.Errors{s.Errorf("problem.in_channels", strconv.Itoa(c.InChannels),
 				"gives %d channels a group, padded to %d: the input re-layout would stage %d bytes of shared memory for one position; sm_80 allows %d of static shared memory",
 				p.CinG, p.WGMMA.CinP, b, MaxSmemBytes)}

@@ -57,7 +57,7 @@ type WGMMA struct {
 	X              [3]int
 	XLen           int // re-laid input elements
 	Pairs, PairIn0 int // with Winograd: pairs along W of every phase with taps
-	RelayoutStage  int // floats of the re-layout's shared memory a row, (positions it reads) x (CinP+1)
+	RelayoutStage  int // floats of the re-layout's shared memory, (positions it reads) x (CinP+1)
 	// The input re-layout: a block of RelayoutBlockThreads writes
 	// RelayoutPos consecutive positions of one (batch, group, X[0], X[1])
 	// bordered row, all CinP channels of each: one contiguous run of
@@ -65,12 +65,8 @@ type WGMMA struct {
 	// RelayoutChunks such runs (the last one shorter where they do not
 	// divide X[2]), RelayoutBlocks blocks in all. With Winograd a block
 	// writes RelayoutPos pairs (4 positions each) from the
-	// 2*RelayoutPos+2 inputs they read. A block does that for
-	// RelayoutRows neighbouring rows along X[1] (as many as its shared
-	// memory holds, up to 4), all their loads in flight together: a row a
-	// block left the re-layout waiting on one round trip of loads after
-	// another (#77's Winograd re-layout 0.042 ms for 74 MB).
-	RelayoutPos, RelayoutChunks, RelayoutRows, RelayoutBlocks int
+	// 2*RelayoutPos+2 inputs they read.
+	RelayoutPos, RelayoutChunks, RelayoutBlocks int
 	// Per phase (in Plan.Phases order): its GEMM taps (all its taps, or
 	// with KWInN or Winograd its (d, h) taps), its StepK-deep steps over
 	// GemmTaps * CinP (the last one padded with zeros; none for a phase
@@ -154,7 +150,6 @@ const (
 	// KiB): eight blocks of 256 threads, the 2048 threads an SM holds,
 	// then fit an H200's 228 KiB.
 	relayoutStageFloats = 6144
-	relayoutMaxRows     = 4
 )
 
 // chooseWGMMATile fills a wgmma tile: NP covers a group's output channels
@@ -287,8 +282,7 @@ func (p *Plan) planWGMMA() {
 		w.RelayoutPos = ceilDiv(w.X[2], w.RelayoutChunks)
 		w.RelayoutStage = w.RelayoutPos * (w.CinP + 1)
 	}
-	w.RelayoutRows = max(1, min(relayoutMaxRows, relayoutStageFloats/w.RelayoutStage, w.X[1]))
-	w.RelayoutBlocks = w.XLen / (w.X[1] * w.X[2] * w.CinP) * ceilDiv(w.X[1], w.RelayoutRows) * w.RelayoutChunks
+	w.RelayoutBlocks = w.XLen / (w.X[2] * w.CinP) * w.RelayoutChunks
 	w.Tiles = 1 // with no taps at all, one block that skips every phase
 	w.OutRows = t.BM
 	perTap, products := 1, 1

@@ -27,7 +27,7 @@ func TestWGMMALayout(t *testing.T) {
 	}{
 		{config{batch: 8, cin: 48, cout: 48, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{64, 64, 64}, s: one, d: one, precision: "3xtf32", tile: "{wgmma: true}"},
 			plan.WGMMA{EarlyA: true, CinP: 48, Lo: [3]int{2, 2, 2}, X: [3]int{68, 68, 68}, XLen: 8 * 48 * 68 * 68 * 68, GemmTaps: []int{27}, Steps: []int{41}, StepStart: []int{0}, Rows: []int{8 * 66 * 66 * 66}, Line: []int{66}, TotalSteps: 41, OutRows: 128, Tiles: (8*66*66*66 + 127) / 128, NTiles: 1,
-				RelayoutStage: 68 * 49, RelayoutPos: 68, RelayoutChunks: 1, RelayoutRows: 1, RelayoutBlocks: 8 * 68 * 68, Stage: 2 * 32 * 48, ImageLen: 41 * 2 * 32 * 48, SumsPerThread: 24},
+				RelayoutStage: 68 * 49, RelayoutPos: 68, RelayoutChunks: 1, RelayoutBlocks: 8 * 68 * 68, Stage: 2 * 32 * 48, ImageLen: 41 * 2 * 32 * 48, SumsPerThread: 24},
 			// Tap (0,0,0) reads the output's own position; (2,2,2) two back in each dimension.
 			0, -((2*68+2)*68 + 2) * 48,
 			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 128, BN: 48, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1},
@@ -37,7 +37,7 @@ func TestWGMMALayout(t *testing.T) {
 			// Out: (5+2-6, 6+2, 7-2) = (1, 8, 5). Lo: max(0, (k-1)*d - p) = (0, 2, 0);
 			// X: Lo + max(in, out + p) = (5, 8+2, 7) with D: max(5, 1+3) = 5.
 			plan.WGMMA{EarlyA: true, CinP: 8, Lo: [3]int{0, 2, 0}, X: [3]int{5, 10, 7}, XLen: 2 * 2 * 8 * 5 * 10 * 7, GemmTaps: []int{6}, Steps: []int{2}, StepStart: []int{0}, Rows: []int{2 * 1 * 8 * 5}, Line: []int{5}, TotalSteps: 2, OneSpan: true, OutRows: 64, Tiles: 2, NTiles: 1,
-				RelayoutStage: 7 * 9, RelayoutPos: 7, RelayoutChunks: 1, RelayoutRows: 4, RelayoutBlocks: 2 * 2 * 5 * 3, Stage: 2 * 32 * 40, ImageLen: 2 * 1 * 2 * 2 * 32 * 40, SumsPerThread: 20},
+				RelayoutStage: 7 * 9, RelayoutPos: 7, RelayoutChunks: 1, RelayoutBlocks: 2 * 2 * 5 * 10, Stage: 2 * 32 * 40, ImageLen: 2 * 1 * 2 * 2 * 32 * 40, SumsPerThread: 20},
 			// Tap (0,0,0) reads o + p = (3, 0, 1) on; tap (2,1,0) (3-2, 0-2, 1).
 			((3*10+0)*7 + 1) * 8, ((1*10-2)*7 + 1) * 8,
 			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 64, BN: 40, BK: 32, Slabs: 1, Span: 2, Stages: 4, MinBlocks: 1},
@@ -57,7 +57,7 @@ func TestWGMMALayout(t *testing.T) {
 				// 8 channels of 5 x 7 x 9 outputs, 3 blocks of 1024. The grid
 				// covers phase (1,1,1), 2*3*4 rows: one tile.
 				Fill: true, FillBlocks: 3, Tiles: 1,
-				RelayoutStage: 6 * 9, RelayoutPos: 6, RelayoutChunks: 1, RelayoutRows: 4, RelayoutBlocks: 4 * 2, Stage: 2 * 32 * 8, ImageLen: 7 * 2 * 32 * 8, SumsPerThread: 4},
+				RelayoutStage: 6 * 9, RelayoutPos: 6, RelayoutChunks: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 7 * 2 * 32 * 8, SumsPerThread: 4},
 			// Tap (0,0,0) reads q + 1 per dimension, tap (2,2,2) q - 1.
 			((1*5+1)*6 + 1) * 8, -((1*5+1)*6 + 1) * 8,
 			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 128, BN: 8, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1},
@@ -73,7 +73,7 @@ func TestWGMMALayout(t *testing.T) {
 			plan.WGMMA{EarlyA: true, CinP: 8, Lo: one, X: [3]int{4, 5, 8}, XLen: 8 * 4 * 5 * 8, Pairs: 2, PairIn0: -1, GemmTaps: []int{0, 0, 0, 0, 0, 0, 0, 9}, Steps: []int{0, 0, 0, 0, 0, 0, 0, 12}, StepStart: make([]int, 8),
 				Rows: []int{3 * 4 * 3, 3 * 4 * 2, 3 * 3 * 3, 3 * 3 * 2, 2 * 4 * 3, 2 * 4 * 2, 2 * 3 * 3, 2 * 3 * 2}, Line: []int{3, 2, 3, 2, 3, 2, 3, 2},
 				TotalSteps: 12, OutRows: 64, NTiles: 1, Fill: true, FillBlocks: 3, Tiles: 1,
-				RelayoutStage: (2*2 + 2) * 9, RelayoutPos: 2, RelayoutChunks: 1, RelayoutRows: 4, RelayoutBlocks: 4 * 2, Stage: 2 * 32 * 8, ImageLen: 12 * 2 * 32 * 8, SumsPerThread: 4},
+				RelayoutStage: (2*2 + 2) * 9, RelayoutPos: 2, RelayoutChunks: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 12 * 2 * 32 * 8, SumsPerThread: 4},
 			((1*5+1)*8 + 0) * 8, -((1*5+1)*8 + 0) * 8,
 			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 64, BN: 8, BK: 32, Slabs: 1, Span: 4, Stages: 4, MinBlocks: 1, Winograd: true},
 			[3]int{1, 1, 1}, 1},
@@ -86,7 +86,7 @@ func TestWGMMALayout(t *testing.T) {
 			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true}"},
 			plan.WGMMA{EarlyA: true, CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
 				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, OneSpan: true, CoutTile: 24, WSpan: 4, OutRows: 124, ChannelLanes: 1, SumsRow: 76, SumsVector: 4, Tiles: 2, NTiles: 1,
-				RelayoutStage: 11 * 9, RelayoutPos: 11, RelayoutChunks: 1, RelayoutRows: 4, RelayoutBlocks: 6 * 2, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
+				RelayoutStage: 11 * 9, RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
 			// Tap (0,0,0) reads W position q + 1; tap (2,2,2) (-2, -2, -3).
 			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
 			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 128, BN: 72, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true},
@@ -97,7 +97,7 @@ func TestWGMMALayout(t *testing.T) {
 			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true, slabs: 1}"},
 			plan.WGMMA{EarlyA: true, CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
 				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, OneSpan: true, CoutTile: 24, WSpan: 4, OutRows: 60, ChannelLanes: 2, SumsRow: 76, SumsVector: 4, Tiles: 4, NTiles: 1,
-				RelayoutStage: 11 * 9, RelayoutPos: 11, RelayoutChunks: 1, RelayoutRows: 4, RelayoutBlocks: 6 * 2, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
+				RelayoutStage: 11 * 9, RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
 			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
 			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 64, BN: 72, BK: 32, Slabs: 1, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true},
 			[3]int{4, 1, 1}, 3},

@@ -242,74 +242,71 @@ extern "C" __global__ void l1_70_asymmetric_input_square_kernel_repack_weight(co
 }
 
 // The input re-laid: a block writes kRelayoutPos consecutive positions of
-// kRelayoutRows neighbouring (batch, group, xd, xh) bordered rows, one
-// contiguous run of xr a row that consecutive threads store float by
-// float. It first reads each channel's positions along W (contiguous in
-// x: coalesced) into shared memory as [row][position][kCinP + 1]; the odd
-// stride spreads a warp's 32 consecutive positions (the stores) and its 32
-// consecutive floats (the loads) over the 32 banks, two ways at most where
-// the warp crosses a channel or a position. A thread's loads go out
-// kRelayoutBatch at a time, in flight together before the stores to shared
-// memory wait on them, every row's before the one barrier: a row a block
-// waited on one round trip of loads after another. Rows wholly in the
-// border read nothing. Tiles of 32 positions by 32 channels wrote 128-byte
-// runs 4*kCinP bytes apart and, at kCinP = 48, left half of the second
-// channel tile's threads idle. With kWinograd a block writes kRelayoutPos
-// pairs a row, four positions each (the products' inputs), from the
-// 2*kRelayoutPos + 2 inputs they read.
-static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8, kRelayoutRows = 1;
+// one (batch, group, xd, xh) bordered row, one contiguous run of xr that
+// consecutive threads store float by float. It first reads each channel's
+// positions along W (contiguous in x: coalesced) into shared memory as
+// [position][kCinP + 1]; the odd stride spreads a warp's 32 consecutive
+// positions (the stores) and its 32 consecutive floats (the loads) over the
+// 32 banks, two ways at most where the warp crosses a channel or a
+// position. A thread's loads go out kRelayoutBatch at a time, in flight
+// together before the stores to shared memory wait on them. Rows wholly in
+// the border read nothing. Tiles of 32 positions by 32 channels wrote
+// 128-byte runs 4*kCinP bytes apart and, at kCinP = 48, left half of the
+// second channel tile's threads idle. With kWinograd a block writes
+// kRelayoutPos pairs, four positions each (the products' inputs), from
+// the 2*kRelayoutPos + 2 inputs they read.
+static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
 static constexpr int kSlots = kWinograd ? 4 : 1;  // re-laid positions a unit (a position, or a pair)
-static constexpr int kReadPos = kWinograd ? 2 * kRelayoutPos + 2 : kRelayoutPos;  // input positions a block reads a row
-static constexpr int kRowStage = kReadPos * (kCinP + 1);  // a row's floats of shared memory
+static constexpr int kReadPos = kWinograd ? 2 * kRelayoutPos + 2 : kRelayoutPos;  // input positions a block reads
 extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_70_asymmetric_input_square_kernel_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
 {
-    __shared__ float stage[kRelayoutRows * kRowStage];
+    __shared__ float stage[kReadPos * (kCinP + 1)];
     idx_t rest = blockIdx.x;
     const int u0 = (int)(rest % kRelayoutChunks) * kRelayoutPos;  // the block's first unit
     rest /= kRelayoutChunks;
-    constexpr int kRowGroups = (kXH + kRelayoutRows - 1) / kRelayoutRows;
-    const int xh0 = (int)(rest % kRowGroups) * kRelayoutRows;
-    rest /= kRowGroups;
+    const int xh = (int)(rest % kXH);
+    rest /= kXH;
     const int xd = (int)(rest % kXD);
     rest /= kXD;
     const int grp = (int)(rest % kGroups), n = (int)(rest / kGroups);
-    const int len = min(kRelayoutPos, kXW / kSlots - u0) * kSlots * kCinP;  // floats the block writes a row (a row's last chunk may be short)
-    const int rows = min(kRelayoutRows, kXH - xh0);
-    float* const out = xr + (((((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh0) * kXW + u0 * kSlots) * kCinP;
-    // Element e = (r * kCinG + ch) * kReadPos + p: channel ch < kCinG of
-    // input iw0 + p of row r (zero in the border).
-    const int id = xd - kLoD, iw0 = kWinograd ? 2 * u0 + kPairIn0 : u0 - kLoW;
-    const float* const in = x + (((idx_t)n * kCin + grp * kCinG) * kInD + id) * kInHW + (idx_t)(xh0 - kLoH) * kInW;
-    const int reads = (unsigned)id < (unsigned)kInD ? rows * kCinG * kReadPos : 0;
-    for (int e0 = threadIdx.x; e0 < reads; e0 += kRelayoutBatch * kRelayoutThreads) {
+    const int len = min(kRelayoutPos, kXW / kSlots - u0) * kSlots * kCinP;  // floats the block writes (a row's last chunk may be short)
+    float* const out = xr + (((((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh) * kXW + u0 * kSlots) * kCinP;
+    const int id = xd - kLoD, ih = xh - kLoH;
+    if ((unsigned)id >= (unsigned)kInD || (unsigned)ih >= (unsigned)kInH) {
+        #pragma unroll 4
+        for (int e = threadIdx.x; e < len; e += kRelayoutThreads) out[e] = 0.0f;
+        return;
+    }
+    // Element e = ch * kReadPos + p: channel ch < kCinG of input iw0 + p.
+    const int iw0 = kWinograd ? 2 * u0 + kPairIn0 : u0 - kLoW;
+    const float* const in = x + (((idx_t)n * kCin + grp * kCinG) * kInD + id) * kInHW + (idx_t)ih * kInW;
+    constexpr int kReads = kCinG * kReadPos;
+    for (int e0 = threadIdx.x; e0 < kReads; e0 += kRelayoutBatch * kRelayoutThreads) {
         float v[kRelayoutBatch];
         #pragma unroll
         for (int j = 0; j < kRelayoutBatch; ++j) {
-            const int e = e0 + j * kRelayoutThreads, iw = iw0 + e % kReadPos, r = e / kReadPos / kCinG;
-            const bool inside = e < reads && (unsigned)iw < (unsigned)kInW && (unsigned)(xh0 + r - kLoH) < (unsigned)kInH;
-            v[j] = inside ? in[(idx_t)r * kInW + e / kReadPos % kCinG * (kInD * kInHW) + iw] : 0.0f;
+            const int e = e0 + j * kRelayoutThreads, iw = iw0 + e % kReadPos;
+            v[j] = e < kReads && (unsigned)iw < (unsigned)kInW ? in[e / kReadPos * (kInD * kInHW) + iw] : 0.0f;
         }
         #pragma unroll
         for (int j = 0; j < kRelayoutBatch; ++j) {
             const int e = e0 + j * kRelayoutThreads;
-            if (e < reads) stage[e / kReadPos / kCinG * kRowStage + e % kReadPos * (kCinP + 1) + e / kReadPos % kCinG] = v[j];
+            if (e < kReads) stage[e % kReadPos * (kCinP + 1) + e / kReadPos] = v[j];
         }
     }
     __syncthreads();
-    // Element e = r * len + i: float i of row r's run.
     #pragma unroll 4
-    for (int e = threadIdx.x; e < rows * len; e += kRelayoutThreads) {
-        const int r = e / len, i = e - r * len, ch = i % kCinP, slot = i / kCinP;
-        const float* const row = stage + r * kRowStage;
+    for (int e = threadIdx.x; e < len; e += kRelayoutThreads) {
+        const int ch = e % kCinP, slot = e / kCinP;
         float v = 0.0f;
-        if (ch < kCinG && reads > 0 && kWinograd) {
+        if (ch < kCinG && kWinograd) {
             // Product p of the block's pair slot/4: d_p + sign * d_b.
             const int p = slot % 4, a = 2 * (slot / 4) + p, b = 2 * (slot / 4) + (p < 2 ? 2 : 1);
-            v = row[a * (kCinP + 1) + ch] + (p == 1 ? 1.0f : -1.0f) * row[b * (kCinP + 1) + ch];
-        } else if (ch < kCinG && reads > 0) {
-            v = row[slot * (kCinP + 1) + ch];
+            v = stage[a * (kCinP + 1) + ch] + (p == 1 ? 1.0f : -1.0f) * stage[b * (kCinP + 1) + ch];
+        } else if (ch < kCinG) {
+            v = stage[slot * (kCinP + 1) + ch];
         }
-        out[(idx_t)r * kXW * kCinP + i] = v;
+        out[e] = v;
     }
 }// The TF32 split of A: hi the nearest TF32 value, lo the exact remainder.
 // The tensor cores read lo's top TF32 bits, so what they drop of it is
