@@ -244,8 +244,8 @@ func emulateKernels(t *testing.T, seed int64, kernels []spec.Kernel, marker stri
 // side, none on the other), several N tiles, one and two slabs, spans of
 // one and several steps, a last block of rows past the end, re-layout
 // rows in several chunks, strides, the input staged by cp.async, the
-// running sums parked in shared memory, one sum a phase, and warpgroups
-// sharing a block's weight stages.
+// running sums parked in shared memory, one sum a phase, warpgroups
+// sharing a block's weight stages, and Winograd's pairs.
 func TestWGMMAKernelMatchesReference(t *testing.T) {
 	r, err := gen.NewRenderer()
 	if err != nil {
@@ -364,6 +364,25 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		{geom.Conv{Batch: 2, InChannels: 6, OutChannels: 10, In: [3]int{3, 2, 4}, Kernel: [3]int{2, 3, 1}, Stride: [3]int{3, 1, 2},
 			Padding: [3]int{0, 2, 0}, OutputPadding: [3]int{1, 0, 1}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
 			spec.Tile{WGMMA: true, Warpgroups: 2, Span: 1, CpAsync: true}},
+		// Winograd's F(2,3) along W: #77's geometry (one phase of taps,
+		// seven of the bias; an odd phase width, so the last pair's second
+		// output is past the line) with parked sums and early inputs;
+		// stride 1 with channels no multiple of 8, groups, spans of one
+		// step (three spans a product) and a last block of rows past the
+		// end; a re-layout row in several chunks of pairs, two
+		// warpgroups; strides with output padding and a W border.
+		{geom.Conv{Batch: 1, InChannels: 16, OutChannels: 12, In: [3]int{2, 2, 3}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
+			Padding: [3]int{1, 1, 1}, Dilation: [3]int{2, 2, 2}, Groups: 1, Bias: true},
+			spec.Tile{WGMMA: true, Winograd: true, ParkSums: true, Span: 16, Stages: 2, EarlyInputs: true}},
+		{geom.Conv{Batch: 2, InChannels: 10, OutChannels: 14, In: [3]int{3, 2, 7}, Kernel: [3]int{2, 2, 3}, Stride: [3]int{1, 1, 1},
+			Padding: [3]int{1, 0, 1}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
+			spec.Tile{WGMMA: true, Winograd: true, Span: 1}},
+		{geom.Conv{Batch: 1, InChannels: 40, OutChannels: 8, In: [3]int{1, 2, 300}, Kernel: [3]int{1, 2, 3}, Stride: [3]int{1, 1, 1},
+			Dilation: [3]int{1, 1, 1}, Groups: 1},
+			spec.Tile{WGMMA: true, Winograd: true, Warpgroups: 2, ParkSums: true, Span: 2}},
+		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 1, 3}, Stride: [3]int{2, 1, 3},
+			Padding: [3]int{1, 0, 4}, OutputPadding: [3]int{1, 0, 2}, Dilation: [3]int{1, 1, 3}, Groups: 1, Bias: true},
+			spec.Tile{WGMMA: true, Winograd: true, ParkSums: true}},
 		// No tap reaches any output (the only H residue with one, 2, is
 		// past the output's 2 rows): every output the bias, an empty
 		// weight image, a repack of one idle block.
