@@ -291,7 +291,9 @@ func TestWGMMARegisters(t *testing.T) {
 	// keeps the first output's sums in registers (125 of 128) and its
 	// stages and the second's in 48 KiB: four blocks an SM.
 	c77early := with(c77, func(c *config) { c.tile = "{wgmma: true, slabs: 1, stages: 3, min_blocks: 4, early_inputs: true}" })
-	c77wino := with(c77, func(c *config) { c.tile = "{wgmma: true, winograd: true, park_sums: true, span: 16, stages: 2, min_blocks: 4}" })
+	c77wino := with(c77, func(c *config) {
+		c.tile = "{wgmma: true, winograd: true, park_sums: true, span: 16, stages: 2, min_blocks: 4}"
+	})
 	for _, c := range []struct {
 		conf  config
 		early bool

@@ -53,25 +53,25 @@ func winogradForward(p *plan.Plan, x, w, b []float32) []float64 {
 	outAt := func(n, co, d, h, ow int) int {
 		return (((n*c.OutChannels+co)*out[0]+d)*out[1]+h)*out[2] + ow
 	}
+	bias := func(co int) float64 {
+		if !c.Bias {
+			return 0
+		}
+		return float64(b[co])
+	}
 	for i, ph := range p.Phases {
-		for n := range c.Batch {
-			for co := range c.OutChannels {
-				for qd := range ph.Q[0] {
-					for qh := range ph.Q[1] {
-						for qw := range ph.Q[2] {
-							if wg.GemmTaps[i] == 0 {
-								bias := 0.0
-								if c.Bias {
-									bias = float64(b[co])
-								}
-								y[outAt(n, co, ph.R[0]+c.Stride[0]*qd, ph.R[1]+c.Stride[1]*qh, ph.R[2]+c.Stride[2]*qw)] = bias
+		if wg.GemmTaps[i] == 0 {
+			for n := range c.Batch {
+				for co := range c.OutChannels {
+					for qd := range ph.Q[0] {
+						for qh := range ph.Q[1] {
+							for qw := range ph.Q[2] {
+								y[outAt(n, co, ph.R[0]+c.Stride[0]*qd, ph.R[1]+c.Stride[1]*qh, ph.R[2]+c.Stride[2]*qw)] = bias(co)
 							}
 						}
 					}
 				}
 			}
-		}
-		if wg.GemmTaps[i] == 0 {
 			continue
 		}
 		q_hw := ph.Q[1] * wg.Line[i]
@@ -101,11 +101,7 @@ func winogradForward(p *plan.Plan, x, w, b []float32) []float64 {
 						y1 += m1 - m2 + m3
 					}
 				}
-				if c.Bias {
-					y0 += float64(b[co])
-					y1 += float64(b[co])
-				}
-				for o, v := range []float64{y0, y1} {
+				for o, v := range []float64{y0 + bias(co), y1 + bias(co)} {
 					if qw := 2*pw + o; qw < ph.Q[2] {
 						y[outAt(n, co, ph.R[0]+c.Stride[0]*qd, ph.R[1]+c.Stride[1]*qh, ph.R[2]+c.Stride[2]*qw)] = v
 					}
