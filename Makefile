@@ -16,8 +16,9 @@ generate:
 check:
 	$(GO) run ./gen/cmd/convtgen -check
 
-# Everything that needs no GPU: vet, unit tests, a short fuzz run (a count
-# of inputs, not a duration: Go 1.26's fuzzing coordinator can fail a
+# Everything that needs no GPU: vet, unit tests, short fuzz runs of the
+# parser and of the whole pipeline, parse to render (counts of inputs,
+# not durations: Go 1.26's fuzzing coordinator can fail a
 # duration run at its deadline with no failing input, golang/go#75804), the
 # harness's own tests. With nvcc on PATH the tests also compile every
 # emitted kernel for sm_80 and sm_90 and fail on spills.
@@ -25,6 +26,7 @@ test:
 	python3 -m unittest discover -s verify/harness -p 'test_*.py'
 	$(GO) vet ./...
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=300000x ./gen/spec
+	$(GO) test -run='^$$' -fuzz=FuzzPipeline -fuzztime=20000x ./gen
 	$(GO) test ./...
 
 # The GPU verifier, built here against CUDA 11.8 headers and Debian's stub

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -74,20 +75,60 @@ func LoadAll(root string) ([]Loaded, error) {
 	return loaded, nil
 }
 
-// parseAndPlan turns one spec file's bytes into a plan or its diagnostics.
+// parseAndPlan turns one spec file's bytes into a plan or its diagnostics:
+// all of them, the plan's checks of the kernel section included when the
+// rest of the spec is refused (see kernelErrors).
 func parseAndPlan(path string, data []byte) (*plan.Plan, spec.Errors) {
-	s, err := spec.Parse(path, data)
-	if err == nil {
-		var p *plan.Plan
-		if p, err = plan.New(s); err == nil {
+	s, errs := spec.ParsePartial(path, data)
+	if errs == nil {
+		p, err := plan.New(s)
+		if err == nil {
 			return p, nil
 		}
+		return nil, asErrors(path, err)
 	}
-	var errs spec.Errors
-	if errors.As(err, &errs) {
+	if s == nil {
 		return nil, errs
 	}
-	return nil, spec.Errors{{File: path, Line: 1, Col: 1, Field: "spec", Msg: err.Error()}}
+	errs = append(errs, kernelErrors(s, errs)...)
+	sort.SliceStable(errs, func(i, j int) bool {
+		return errs[i].Line < errs[j].Line || errs[i].Line == errs[j].Line && errs[i].Col < errs[j].Col
+	})
+	return nil, errs
+}
+
+// kernelErrors are the plan's errors about the kernel section of a spec
+// refused elsewhere: the plan runs on the spec's two stand-ins (refused
+// problem fields replaced by valid values unlike each other), and an
+// error on a kernel field that both give alike does not depend on what
+// was refused. Errors already reported are left out.
+func kernelErrors(s *spec.Spec, known spec.Errors) spec.Errors {
+	ins := s.StandIns()
+	if len(ins) != 2 {
+		return nil
+	}
+	var found [2]spec.Errors
+	for i, in := range ins {
+		if _, err := plan.New(in); err != nil {
+			found[i] = asErrors(s.Path, err)
+		}
+	}
+	var out spec.Errors
+	for _, e := range found[0] {
+		if strings.HasPrefix(e.Field, "kernel.") && slices.Contains(found[1], e) && !slices.Contains(known, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// asErrors makes a plan error diagnostics.
+func asErrors(path string, err error) spec.Errors {
+	var errs spec.Errors
+	if errors.As(err, &errs) {
+		return errs
+	}
+	return spec.Errors{{File: path, Line: 1, Col: 1, Field: "spec", Msg: err.Error()}}
 }
 
 // RenderAll renders every output file of the loaded specs, keyed by path

@@ -2,6 +2,8 @@
 // numbers every other package (spec, plan, reference, verifier) agrees on.
 package geom
 
+import "math"
+
 // Conv is a fully resolved ConvTranspose3d configuration. Per-dimension
 // arrays are ordered (D, H, W), the way PyTorch reads them.
 type Conv struct {
@@ -21,6 +23,75 @@ type Conv struct {
 // OutDim is PyTorch's output-size formula for one dimension.
 func OutDim(in, kernel, stride, padding, outputPadding, dilation int) int {
 	return (in-1)*stride - 2*padding + dilation*(kernel-1) + outputPadding + 1
+}
+
+// Mul is a*b for non-negative a and b, and false where the product
+// overflows int (every size in a spec is checked this way before it is
+// used: a dilation near 2^62 must be refused, not wrap).
+func Mul(a, b int) (int, bool) {
+	if a < 0 || b < 0 {
+		return 0, false
+	}
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	if a > math.MaxInt/b {
+		return 0, false
+	}
+	return a * b, true
+}
+
+// MulAll is the product of non-negative factors, false on overflow.
+func MulAll(xs ...int) (int, bool) {
+	p := 1
+	for _, x := range xs {
+		var ok bool
+		if p, ok = Mul(p, x); !ok {
+			return 0, false
+		}
+	}
+	return p, true
+}
+
+// OutDimChecked is OutDim for non-negative fields, false where a term
+// overflows int (the result itself may be zero or negative: no output).
+func OutDimChecked(in, kernel, stride, padding, outputPadding, dilation int) (int, bool) {
+	if in < 1 || kernel < 1 || padding < 0 || outputPadding < 0 {
+		return 0, false
+	}
+	a, ok1 := Mul(in-1, stride)
+	b, ok2 := Mul(dilation, kernel-1)
+	p2, ok3 := Mul(2, padding)
+	if !ok1 || !ok2 || !ok3 || a > math.MaxInt/4 || b > math.MaxInt/4 || outputPadding > math.MaxInt/4 {
+		return 0, false
+	}
+	return a - p2 + b + outputPadding + 1, true
+}
+
+// OutChecked is Out, false where the formula overflows along a dimension.
+func (c Conv) OutChecked() ([3]int, bool) {
+	var o [3]int
+	for i := range o {
+		var ok bool
+		if o[i], ok = OutDimChecked(c.In[i], c.Kernel[i], c.Stride[i], c.Padding[i], c.OutputPadding[i], c.Dilation[i]); !ok {
+			return o, false
+		}
+	}
+	return o, true
+}
+
+// LensChecked returns the element counts of the input, the weight and the
+// output, false where one overflows int or the configuration has no
+// positive groups or output.
+func (c Conv) LensChecked() (in, weight, out int, ok bool) {
+	o, ok := c.OutChecked()
+	if !ok || c.Groups < 1 || o[0] < 1 || o[1] < 1 || o[2] < 1 {
+		return 0, 0, 0, false
+	}
+	in, ok1 := MulAll(c.Batch, c.InChannels, c.In[0], c.In[1], c.In[2])
+	weight, ok2 := MulAll(c.InChannels, c.OutPerGroup(), c.Kernel[0], c.Kernel[1], c.Kernel[2])
+	out, ok3 := MulAll(c.Batch, c.OutChannels, o[0], o[1], o[2])
+	return in, weight, out, ok1 && ok2 && ok3
 }
 
 // Out returns the output depth, height and width.

@@ -321,6 +321,9 @@ func New(s *spec.Spec) (*Plan, error) {
 				"computes F(2,3) along W, which needs kernel_w 3 and stride_w = dilation_w, so that each W phase's taps read three consecutive inputs (kernel_w %d, stride_w %d, dilation_w %d)", k, st, dil)}
 		}
 		p.planPhases()
+		if err := p.checkTables(wgmmaPhaseBytes); err != nil {
+			return nil, err
+		}
 		p.planWGMMA()
 		if b := 4 * p.WGMMA.RelayoutStage; b > MaxSmemBytes {
 			return nil, spec.Errors{s.Errorf("problem.in_channels", strconv.Itoa(c.InChannels),
@@ -348,6 +351,9 @@ func New(s *spec.Spec) (*Plan, error) {
 		p.Threads = p.Tile.ThreadsM * p.Tile.ThreadsN
 	}
 	p.planPhases()
+	if err := p.checkTables(phaseBytes); err != nil {
+		return nil, err
+	}
 	if p.Tile.TW > 0 {
 		p.planWindow()
 	}
@@ -369,6 +375,34 @@ func New(s *spec.Spec) (*Plan, error) {
 	p.Index = indexType(c.InputLen(), c.OutputLen(), c.WeightLen())
 	p.Names = names(s.Name)
 	return p, nil
+}
+
+// The kernels' phase and tap tables live in constant memory, 64 KiB a
+// module: entries of PhaseInfo (9 ints; 12 with wgmma) and TapInfo (an
+// int and an offset, 16 bytes at most) in templates/cuda*.tmpl.
+const (
+	MaxConstantBytes = 64 * 1024
+	phaseBytes       = 9 * 4
+	wgmmaPhaseBytes  = 12 * 4
+	tapBytes         = 16
+)
+
+// checkTables refuses a plan whose phase and tap tables do not fit
+// constant memory (many stride phases with many outputs, or large
+// kernels): blame the stride where the phases take most of it. Only the
+// CUDA files have the tables (the Triton kernel computes its taps).
+func (p *Plan) checkTables(perPhase int) error {
+	phases, taps := len(p.Phases)*perPhase, max(1, len(p.Taps))*tapBytes
+	if phases+taps <= MaxConstantBytes || !slices.Contains(p.Spec.Kernel.Backends, "cuda") {
+		return nil
+	}
+	field, got := "problem.kernel", p.Conv.Kernel
+	if phases > taps {
+		field, got = "problem.stride", p.Conv.Stride
+	}
+	return spec.Errors{p.Spec.Errorf(field, fmt.Sprintf("[%d, %d, %d]", got[0], got[1], got[2]),
+		"gives %d stride phases with outputs and %d taps: their tables take %d bytes of constant memory, and a kernel has %d",
+		len(p.Phases), len(p.Taps), phases+taps, MaxConstantBytes)}
 }
 
 // indexType is the C type of flat element offsets into tensors of the
@@ -719,9 +753,12 @@ func (p *Plan) planPhases() {
 		// outputs of every residue.
 		residuesW = 1
 	}
-	for rd := 0; rd < c.Stride[0]; rd++ {
-		for rh := 0; rh < c.Stride[1]; rh++ {
-			for rw := 0; rw < residuesW; rw++ {
+	// Only residues below the output extent hold outputs: at most
+	// min(stride, out) per dimension, so the loops are bounded by the
+	// output as well as by the stride.
+	for rd := 0; rd < min(c.Stride[0], p.Out[0]); rd++ {
+		for rh := 0; rh < min(c.Stride[1], p.Out[1]); rh++ {
+			for rw := 0; rw < min(residuesW, p.Out[2]); rw++ {
 				r := [3]int{rd, rh, rw}
 				var q [3]int
 				var dims [3][]dimTap

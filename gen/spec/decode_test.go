@@ -262,7 +262,10 @@ func TestParseErrors(t *testing.T) {
 		{"scalar input negative", []edit{{"  input: [12, 24, 48]", "  input: -1"}},
 			[]string{"base.yaml:11:10: problem.input: depth must be positive (got [-1, -1, -1])"}},
 		{"stride 0", []edit{{"  stride: [2, 2, 2]", "  stride: [0, 2, 2]"}, {"  output_padding: [1, 1, 1]", "  output_padding: [0, 1, 1]"}},
-			[]string{"base.yaml:12:11: problem.stride: depth must be positive (got [0, 2, 2])"}},
+			// The reference still builds output_padding 1, said too: a
+			// refused field hides no other error.
+			[]string{"base.yaml:12:11: problem.stride: depth must be positive (got [0, 2, 2])",
+				"base.yaml:14:19: problem.output_padding: the reference builds output_padding=(1, 1, 1) from its init inputs (got [0, 1, 1])"}},
 		{"dilation 0", []edit{{"  groups: 4\n", "  groups: 4\n  dilation: [1, 0, 1]\n"}},
 			[]string{"base.yaml:16:13: problem.dilation: height must be positive (got [1, 0, 1])"}},
 		{"padding negative", []edit{{"  padding: [1, 2, 3]", "  padding: [1, -2, 3]"}},
@@ -282,7 +285,9 @@ func TestParseErrors(t *testing.T) {
 		{"output_padding equal to stride", []edit{{"  output_padding: [1, 1, 1]", "  output_padding: [1, 2, 1]"}},
 			[]string{"base.yaml:14:19: problem.output_padding: height must be smaller than max(stride, dilation) = 2 (got [1, 2, 1])"}},
 		{"output_padding equal to dilation, stride 1", []edit{{"  stride: [2, 2, 2]", "  stride: [2, 2, 1]\n  dilation: [1, 1, 3]"}, {"  output_padding: [1, 1, 1]", "  output_padding: [1, 1, 3]"}},
-			[]string{"base.yaml:15:19: problem.output_padding: width must be smaller than max(stride, dilation) = 3 (got [1, 1, 3])"}},
+			[]string{"base.yaml:12:11: problem.stride: the reference builds stride=(2, 2, 2) from its init inputs (got [2, 2, 1])",
+				"base.yaml:13:13: problem.dilation: the reference builds dilation=1 from its init inputs (got [1, 1, 3])",
+				"base.yaml:15:19: problem.output_padding: width must be smaller than max(stride, dilation) = 3 (got [1, 1, 3])"}},
 		{"input_dist unknown", []edit{{"  groups: 4\n", "  groups: 4\n  input_dist: normal\n"}},
 			[]string{`base.yaml:16:15: problem.input_dist: must be rand or randn (got "normal")`}},
 

@@ -89,6 +89,18 @@ func checkValid(t *testing.T, s *spec.Spec) {
 			t.Errorf("accepted dimension %d: %+v (output %v)", i, p.Conv, out)
 		}
 	}
+	if p.Batch > spec.MaxCount || p.InChannels > spec.MaxCount || p.OutChannels > spec.MaxCount {
+		t.Errorf("accepted counts past %d: %+v", spec.MaxCount, p.Conv)
+	}
+	for i := range 3 {
+		if p.Kernel[i] > spec.MaxKernel || p.Stride[i] > spec.MaxStride || p.In[i] > spec.MaxExtent || out[i] > spec.MaxExtent ||
+			p.Dilation[i] > spec.MaxExtent || p.Padding[i] > spec.MaxExtent {
+			t.Errorf("accepted dimension %d past the limits: %+v (output %v)", i, p.Conv, out)
+		}
+	}
+	if p.OutputLen() > spec.TargetMemoryBytes/4 || p.InputLen() > spec.TargetMemoryBytes/4 || p.WeightLen() > spec.TargetMemoryBytes/4 {
+		t.Errorf("accepted tensors past the target's memory: %+v", p.Conv)
+	}
 	if p.InputDist != "rand" && p.InputDist != "randn" {
 		t.Errorf("accepted input_dist %q", p.InputDist)
 	}

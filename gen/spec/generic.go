@@ -21,9 +21,16 @@ func Generic(name, title string, c geom.Conv, inputDist string, k Kernel) string
 	if k.Triton != (Triton{}) {
 		tile += "\n  triton: " + k.Triton.String()
 	}
+	// Empty strings are left out: a spec's empty value is null, refused.
+	if title != "" {
+		title = "\ntitle: " + title
+	}
+	precision := ""
+	if k.Precision != "" {
+		precision = "\n  precision: " + k.Precision
+	}
 	return fmt.Sprintf(`version: 1
-name: %s
-title: %s
+name: %s%s
 problem:
   batch: %d
   in_channels: %d
@@ -60,10 +67,9 @@ reference:
     - bias=bias
   init_inputs: [%d, %d, %s, %s, %s, %s, %s, %d, %t]
 kernel:
-  backends: [%s]
-  precision: %s%s
+  backends: [%s]%s%s
 `, name, title, c.Batch, c.InChannels, c.OutChannels, list(c.Kernel), list(c.In), list(c.Stride),
 		list(c.Padding), list(c.OutputPadding), list(c.Dilation), c.Groups, c.Bias, inputDist,
 		c.InChannels, c.OutChannels, list(c.Kernel), list(c.Stride), list(c.Padding), list(c.OutputPadding),
-		list(c.Dilation), c.Groups, c.Bias, strings.Join(k.Backends, ", "), k.Precision, tile)
+		list(c.Dilation), c.Groups, c.Bias, strings.Join(k.Backends, ", "), precision, tile)
 }

@@ -23,8 +23,13 @@ type Spec struct {
 	Reference Reference
 	Kernel    Kernel
 
-	nodes map[string]*yaml.Node // each decoded field's value, for later diagnostics
+	nodes   map[string]*yaml.Node // each decoded field's value, for later diagnostics
+	refused map[string]bool       // fields with an error (ParsePartial's specs only)
 }
+
+// Refused tells whether ParsePartial refused a field, a part of it or a
+// section holding it.
+func (s *Spec) Refused(field string) bool { return related(s.refused, field) }
 
 // Errorf builds a diagnostic that points at one field of the spec, for
 // checks made after decoding (the plan's tile feasibility, for example).

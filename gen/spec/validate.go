@@ -27,6 +27,32 @@ var pythonKeywords = map[string]bool{"False": true, "None": true, "True": true, 
 	"nn": true, "torch": true, "triton": true, "tl": true, "super": true, "Model": true,
 	"forward": true, "load_inline": true}
 
+// reservedNames are the names under out/ that are not a spec's folder:
+// the report's (out/gpu holds the GPU run's results; out/REPORT.md,
+// out/report.json and out/speedup.svg are files, and no name takes their
+// dots or capitals, but a folder beside them named the same would read as
+// theirs) and the verifier's build folders.
+var reservedNames = map[string]bool{"gpu": true, "report": true, "speedup": true, "build": true, "bin": true}
+
+// pythonName checks a name the emitted Python uses as an attribute of
+// the model or a parameter of its __init__: a Python identifier, not a
+// keyword or a name the files use, not a dunder (mangled or special
+// inside a class), and none of nn.Module's attributes, which it would
+// shadow or break (attr "to" replaces Module.to, "training" the mode).
+func (d *decoder) pythonName(field, name string) bool {
+	switch {
+	case !pythonIdent.MatchString(name) || pythonKeywords[name]:
+		d.failAt(field, strconv.Quote(name), "must be a Python identifier")
+	case strings.HasPrefix(name, "__"):
+		d.failAt(field, strconv.Quote(name), "must not start with __ (Python mangles or reserves such names in a class)")
+	case moduleAttrs[name]:
+		d.failAt(field, strconv.Quote(name), "is an attribute of torch.nn.Module, which the model would shadow")
+	default:
+		return true
+	}
+	return false
+}
+
 // seedRule is the submission rule that forbids reduced precision.
 const seedRule = `the seed forbids it: "Do Not Use: ... torch.backends.cuda.matmul.allow_tf32, ` +
 	`torch.backends.cudnn.allow_tf32, ... or half/mixed precision as they obscure true results"`
@@ -39,71 +65,83 @@ var (
 )
 
 func (d *decoder) validate(s *Spec) {
-	if !identifier.MatchString(s.Name) {
+	switch {
+	case !identifier.MatchString(s.Name):
 		d.failAt("name", strconv.Quote(s.Name), "must be a lower-case identifier ([a-z][a-z0-9_]*, at most 64 characters): it names a folder and a Python extension")
+	case reservedNames[s.Name]:
+		d.failAt("name", strconv.Quote(s.Name), "is reserved: out/%s is the generator's or the report's own (reserved: %s)", s.Name, strings.Join(sortedKeys(reservedNames), ", "))
 	}
 	d.validateProblem(&s.Problem)
 	d.validateReference(s)
 	d.validateKernel(&s.Kernel)
 }
 
-func (d *decoder) positive(field string, v int) {
-	if v <= 0 {
-		d.failAt(field, strconv.Itoa(v), "must be positive")
-	}
-}
-
-func (d *decoder) positive3(field string, v [3]int, min int) {
-	for i, x := range v {
-		if x < min {
-			what := "positive"
-			if min == 0 {
-				what = "zero or more"
-			}
-			d.failAt(field, triple(v), "%s must be %s", dimName[i], what)
-			return
-		}
-	}
-}
-
 var dimName = [3]string{"depth", "height", "width"}
 
 func triple(v [3]int) string { return fmt.Sprintf("[%d, %d, %d]", v[0], v[1], v[2]) }
 
+// validateProblem checks every field against its limits first, then the
+// rules between fields only where the fields they read passed, so that
+// one refused field gives one error.
 func (d *decoder) validateProblem(p *Problem) {
-	d.positive("problem.batch", p.Batch)
-	d.positive("problem.in_channels", p.InChannels)
-	d.positive("problem.out_channels", p.OutChannels)
-	d.positive("problem.groups", p.Groups)
-	d.positive3("problem.kernel", p.Kernel, 1)
-	d.positive3("problem.input", p.In, 1)
-	d.positive3("problem.stride", p.Stride, 1)
-	d.positive3("problem.dilation", p.Dilation, 1)
-	d.positive3("problem.padding", p.Padding, 0)
-	d.positive3("problem.output_padding", p.OutputPadding, 0)
-	if p.Groups > 0 {
-		if p.InChannels%p.Groups != 0 {
+	d.inputDist(p)
+	batch := d.limited("problem.batch", p.Batch, MaxCount)
+	in := d.limited("problem.in_channels", p.InChannels, MaxCount)
+	out := d.limited("problem.out_channels", p.OutChannels, MaxCount)
+	groups := d.limited("problem.groups", p.Groups, MaxCount)
+	kernel := d.limited3("problem.kernel", p.Kernel, 1, MaxKernel)
+	input := d.limited3("problem.input", p.In, 1, MaxExtent)
+	stride := d.limited3("problem.stride", p.Stride, 1, MaxStride)
+	dilation := d.limited3("problem.dilation", p.Dilation, 1, MaxExtent)
+	padding := d.limited3("problem.padding", p.Padding, 0, MaxExtent)
+	outPad := d.limited3("problem.output_padding", p.OutputPadding, 0, MaxExtent)
+	channels := in && out && groups
+	if groups {
+		if in && p.InChannels%p.Groups != 0 {
 			d.failAt("problem.in_channels", strconv.Itoa(p.InChannels), "must be divisible by groups=%d", p.Groups)
+			channels = false
 		}
-		if p.OutChannels%p.Groups != 0 {
+		if out && p.OutChannels%p.Groups != 0 {
 			d.failAt("problem.out_channels", strconv.Itoa(p.OutChannels), "must be divisible by groups=%d", p.Groups)
+			channels = false
 		}
 	}
+	if stride && dilation && outPad {
+		for i := range 3 {
+			// PyTorch's rule: output_padding must be smaller than either stride or dilation.
+			if op := p.OutputPadding[i]; op >= max(p.Stride[i], p.Dilation[i]) {
+				d.failAt("problem.output_padding", triple(p.OutputPadding),
+					"%s must be smaller than max(stride, dilation) = %d", dimName[i], max(p.Stride[i], p.Dilation[i]))
+				outPad = false
+				break
+			}
+		}
+	}
+	if !(kernel && input && stride && dilation && padding && outPad) {
+		return
+	}
+	// Within the limits above no term overflows; checked all the same.
+	o, ok := p.OutChecked()
 	for i := range 3 {
-		// PyTorch's rule: output_padding must be smaller than either stride or dilation.
-		if op := p.OutputPadding[i]; op >= max(p.Stride[i], p.Dilation[i]) {
-			d.failAt("problem.output_padding", triple(p.OutputPadding),
-				"%s must be smaller than max(stride, dilation) = %d", dimName[i], max(p.Stride[i], p.Dilation[i]))
-			break
+		switch {
+		case !ok:
+			d.failAt("problem.dilation", triple(p.Dilation), "overflows the output-size formula")
+		case o[i] <= 0:
+			d.failAt("problem.padding", triple(p.Padding), "leaves no output along %s: (in-1)*stride - 2*padding + dilation*(kernel-1) + output_padding + 1 = %d", dimName[i], o[i])
+		case o[i] > MaxExtent:
+			d.failAt("problem.input", triple(p.In), "gives an output %s of %d: (in-1)*stride - 2*padding + dilation*(kernel-1) + output_padding + 1 must be at most %d", dimName[i], o[i], MaxExtent)
+		default:
+			continue
 		}
+		ok = false
+		break
 	}
-	out := p.Out()
-	for i, o := range out {
-		if o <= 0 && p.Kernel[i] > 0 && p.In[i] > 0 {
-			d.failAt("problem.padding", triple(p.Padding), "leaves no output along %s: (in-1)*stride - 2*padding + dilation*(kernel-1) + output_padding + 1 = %d", dimName[i], o)
-			break
-		}
+	if ok && batch && channels {
+		d.checkMemory(p.Conv)
 	}
+}
+
+func (d *decoder) inputDist(p *Problem) {
 	if p.InputDist != "rand" && p.InputDist != "randn" {
 		d.failAt("problem.input_dist", strconv.Quote(p.InputDist), "must be rand or randn")
 	}
@@ -111,17 +149,14 @@ func (d *decoder) validateProblem(p *Problem) {
 
 func (d *decoder) validateReference(s *Spec) {
 	r := &s.Reference
-	if !pythonIdent.MatchString(r.Attr) || pythonKeywords[r.Attr] {
-		d.failAt("reference.attr", strconv.Quote(r.Attr), "must be a Python identifier")
-	}
+	d.pythonName("reference.attr", r.Attr)
 	env := map[string]Value{}
 	seen := map[string]bool{}
 	sawDefault := false
 	for i, p := range r.Params {
 		f := fmt.Sprintf("reference.params[%d]", i)
 		switch {
-		case !pythonIdent.MatchString(p.Name) || pythonKeywords[p.Name]:
-			d.failAt(f+".name", strconv.Quote(p.Name), "must be a Python identifier")
+		case !d.pythonName(f+".name", p.Name):
 		case seen[p.Name]:
 			d.failAt(f+".name", strconv.Quote(p.Name), "duplicate parameter")
 		}
@@ -129,7 +164,7 @@ func (d *decoder) validateReference(s *Spec) {
 		if p.Type != "int" && p.Type != "bool" && p.Type != "tuple" {
 			d.failAt(f+".type", strconv.Quote(p.Type), "must be int, bool or tuple")
 		}
-		if p.Default == nil && sawDefault {
+		if p.Default == nil && sawDefault && d.ok(f) {
 			d.failAt(f+".name", p.Name, "a parameter without a default cannot follow one with a default")
 		}
 		if p.Default != nil {
@@ -151,13 +186,27 @@ func (d *decoder) validateReference(s *Spec) {
 			d.failAt("reference.init_inputs", "", "leaves parameter %s without a value", p.Name)
 		}
 	}
-	if len(d.errs) > 0 {
-		return
+	for _, e := range d.errs {
+		if e.Field == "reference" || within(e.Field, "reference") {
+			return // the reference's own errors first: evaluating it would repeat them
+		}
 	}
 	built, ok := d.evalConv(r.Conv, env)
 	if ok {
 		d.compareBuilt(s, built)
 	}
+}
+
+// hasError tells whether a field or a part of it already has an error:
+// the reference's construction is then not compared with it (one error a
+// field).
+func (d *decoder) hasError(field string) bool {
+	for _, e := range d.errs {
+		if e.Field == field || within(e.Field, field) {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *decoder) matchType(field string, p Param, v Value) {
@@ -244,7 +293,7 @@ func (d *decoder) compareBuilt(s *Spec, built map[string]Value) {
 		v := built[c.arg]
 		if v.Kind != IntValue {
 			d.failAt("reference.conv", v.Python(), "%s must be an integer", c.arg)
-		} else if v.Int != c.want {
+		} else if v.Int != c.want && !d.hasError("problem."+c.field) {
 			d.failAt("problem."+c.field, strconv.Itoa(c.want), "the reference builds %s=%d from its init inputs", c.arg, v.Int)
 		}
 	}
@@ -265,13 +314,13 @@ func (d *decoder) compareBuilt(s *Spec, built map[string]Value) {
 			d.failAt("reference.conv", v.Python(), "%s must be an integer or a 3-tuple", c.arg)
 			continue
 		}
-		if got != c.want {
+		if got != c.want && !d.hasError("problem."+c.field) {
 			d.failAt("problem."+c.field, triple(c.want), "the reference builds %s=%s from its init inputs", c.arg, v.Python())
 		}
 	}
 	if b := built["bias"]; b.Kind != BoolValue {
 		d.failAt("reference.conv", b.Python(), "bias must be True or False")
-	} else if b.Bool != p.Bias {
+	} else if b.Bool != p.Bias && !d.hasError("problem.bias") {
 		d.failAt("problem.bias", strconv.FormatBool(p.Bias), "the reference builds bias=%s from its init inputs", b.Python())
 	}
 }
