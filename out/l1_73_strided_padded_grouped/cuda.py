@@ -815,6 +815,15 @@ l1_73_strided_padded_grouped_igemm(const float* __restrict__ xr, const float* __
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
+// A launch the GPU refuses (grid, block or shared memory past its limits)
+// runs nothing and only sets an error: raise it, instead of returning the
+// output's uninitialised memory.
+static void check_launch(const char* kernel)
+{
+    const cudaError_t err = cudaGetLastError();
+    TORCH_CHECK(err == cudaSuccess, "launching ", kernel, " failed: ", cudaGetErrorString(err));
+}
+
 torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
 {
     TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32 && x.is_contiguous(),
@@ -828,13 +837,16 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto xr = torch::empty({33816576}, x.options());
     auto y = torch::empty({4, 32, 63, 127, 255}, x.options());
     l1_73_strided_padded_grouped_repack_weight<<<216, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    check_launch("l1_73_strided_padded_grouped_repack_weight");
     l1_73_strided_padded_grouped_relayout_input<<<8192, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
+    check_launch("l1_73_strided_padded_grouped_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_73_strided_padded_grouped_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 49168);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_73_strided_padded_grouped_igemm needs 49168 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
     l1_73_strided_padded_grouped_igemm<<<dim3(16775, 1, 1), 128, 49168>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
+    check_launch("l1_73_strided_padded_grouped_igemm");
     return y;
 }
 """
