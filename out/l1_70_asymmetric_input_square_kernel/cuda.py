@@ -464,7 +464,7 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
     const int nt = blockIdx.y, grp = blockIdx.z;
-    const float* wimg = img + (idx_t)(grp * kNTiles + nt) * kTotalSteps * kStage;
+    const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
     // With kBulkWeights, stage k's barrier, and in bit k the parity of its
     // next phase (every thread waits for every phase, in order).
     unsigned long long* const stage_full = reinterpret_cast<unsigned long long*>(b_stage + kBarriersAt);
@@ -523,7 +523,7 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
                     + (idx_t)(kWinograd ? kSlots * qw : qw + kLoW) * kCinP;
                 yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                    + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
+                    + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
         }
 
@@ -772,7 +772,7 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
             const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
             const int w = kAnchorW0 + kStrideW * qw + rho;
             float* out = y + ((idx_t)n * kCout + grp * kCoutG + nt * kCoT) * kOutDHW
-                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (P.r_h + kStrideH * qh) * kOutW + w;
+                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (idx_t)(P.r_h + kStrideH * qh) * kOutW + w;
             // A row past the line's anchors only feeds them.
             const int channels = qw < P.q_w && w >= 0 && w < kOutW ? min(kCoT, kCoutG - nt * kCoT) : 0;
             #pragma unroll 4

@@ -161,14 +161,14 @@ l1_72_strided_padded_grouped_igemm(const float* __restrict__ x, const float* __r
             const int n = e % kBN, kw = e / kBN % kKW, rest = e / (kBN * kKW);
             const int ci = rest % kCinG, t = rest / kCinG;
             const int flat = kTapTable[P.tap_start + t0 + t].flat + kw;
-            w_tile[e] = n0 + n < kCoutG ? __ldg(wt + ((idx_t)(g * kTaps + flat) * kCinG + ci) * kCoutG + n0 + n) : 0.0f;
+            w_tile[e] = n0 + n < kCoutG ? __ldg(wt + (((idx_t)g * kTaps + flat) * kCinG + ci) * kCoutG + n0 + n) : 0.0f;
         }
         __syncthreads();
         for (int t = 0; t < taps; ++t) {
             const TapInfo T = kTapTable[P.tap_start + t0 + t];
             const int id = qd + T.off_d, ih = qh + T.off_h;
             const bool row_inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH;
-            const float* src = row_inside ? x + base + (idx_t)id * kInHW + ih * kInW : x;
+            const float* src = row_inside ? x + base + (idx_t)id * kInHW + (idx_t)ih * kInW : x;
             const float* w_tap = w_tile + t * kCinG * kKW * kBN;
             for (int c = 0; c < kCIChunks; ++c) {
                 // kBK channels' windows loaded together, then their FMAs.
@@ -223,7 +223,7 @@ l1_72_strided_padded_grouped_igemm(const float* __restrict__ x, const float* __r
     if (!live) return;
     {
         const idx_t row = (idx_t)batch * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-            + (P.r_h + kStrideH * qh) * kOutW + chunk * kTW;
+            + (idx_t)(P.r_h + kStrideH * qh) * kOutW + chunk * kTW;
         const int left = kOutW - chunk * kTW;  // outputs of this chunk inside the row
         #pragma unroll
         for (int n = 0; n < kBN; ++n) {

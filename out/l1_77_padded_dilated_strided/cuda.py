@@ -473,7 +473,7 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
     const int nt = blockIdx.y, grp = blockIdx.z;
-    const float* wimg = img + (idx_t)(grp * kNTiles + nt) * kTotalSteps * kStage;
+    const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
     // With kBulkWeights, stage k's barrier, and in bit k the parity of its
     // next phase (every thread waits for every phase, in order).
     unsigned long long* const stage_full = reinterpret_cast<unsigned long long*>(b_stage + kBarriersAt);
@@ -532,7 +532,7 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
                     + (idx_t)(kWinograd ? kSlots * qw : qw + kLoW) * kCinP;
                 yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                    + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
+                    + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
         }
 
