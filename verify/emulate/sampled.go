@@ -27,9 +27,10 @@ import (
 // sampledDriver is the host program's main for a sampled run. Its
 // placeholders: 1 input, 2 weight, 3 bias, 4 output, 5 repack image, 6
 // re-laid input lengths; 7 the conv's (batch, cin, cout, groups), 8..12
-// in, out, kernel, stride, padding, dilation as {d, h, w}; 13 the
-// repack's blocks, threads and name; 14 the other launches; 15 samples
-// per launch; 16 seed; 17 whether to check values.
+// in, out, kernel, stride, padding as {d, h, w}; 13 the repack's
+// blocks; 14 the other launches; 15 samples per launch; 16 seed; 17
+// whether to check values; 18 dilation; 19, 20 the repack's threads and
+// name; 21 whether it runs whole.
 const sampledDriver = `
 #include <atomic>
 #include <csignal>
@@ -180,15 +181,21 @@ int main()
 
     // The weight re-layout: every block when the image is small (the
     // value check needs all of it), else a sample.
+    // It has no barriers: when whole, its threads run one after another.
     {
         const unsigned long long blocks = %[13]s;
-        std::vector<unsigned long long> all;
-        if (blocks <= 4096) {
-            for (unsigned long long b = 0; b < blocks; ++b) all.push_back(b);
+        if (%[21]t) {
+            blockDim = {%[19]d, 1, 1};
+            for (unsigned long long b = 0; b < blocks; ++b) {
+                for (unsigned t = 0; t < %[19]d; ++t) {
+                    blockIdx = {(unsigned)b, 0, 0};
+                    threadIdx = {t, 0, 0};
+                    %[20]s(w, wt);
+                }
+            }
         } else {
-            all = sample(blocks, kSamples, rng);
+            run_blocks({(unsigned)blocks, 1, 1}, %[19]d, sample(blocks, kSamples, rng), [&] { %[20]s(w, wt); });
         }
-        run_blocks({(unsigned)blocks, 1, 1}, %[19]d, all, [&] { %[20]s(w, wt); });
     }
 %[14]s
 
@@ -239,6 +246,9 @@ int main()
 }
 `
 
+// wholeRepack is the largest weight re-layout a sampled run runs whole.
+const wholeRepack = 1 << 26
+
 // Sampled is what a sampled run found.
 type Sampled struct {
 	Written int     // outputs the sampled blocks wrote, each checked
@@ -260,6 +270,10 @@ func RunSampled(ctx context.Context, cxx, dir, kernel string, l plan.Launch, sam
 	if check && l.Relayout != "" {
 		return Sampled{}, fmt.Errorf("emulate: %s reads a re-laid input: a sampled run can check its safety, not its values", l.Spec)
 	}
+	// The weight re-layout runs whole up to wholeRepack elements (the
+	// values need all of it); past that a sample, and no values are checked.
+	whole := l.RepackLen <= wholeRepack
+	check = check && whole
 	c := l.Conv
 	bias := 0
 	if c.Bias {
@@ -282,7 +296,7 @@ func RunSampled(ctx context.Context, cxx, dir, kernel string, l plan.Launch, sam
 		fmt.Sprintf("{%d, %d, %d, %d}", c.Batch, c.InChannels, c.OutChannels, c.Groups),
 		three(c.In), three(l.Out), three(c.Kernel), three(c.Stride), three(c.Padding),
 		fmt.Sprint(plan.RepackBlocks(l.RepackLen)), strings.Join(launches, "\n"), samples, seed, check,
-		three(c.Dilation), plan.RepackBlockThreads, l.Repack)
+		three(c.Dilation), plan.RepackBlockThreads, l.Repack, whole)
 	sum := sha256.Sum256([]byte(src))
 	base := filepath.Join(dir, "sampled-"+hex.EncodeToString(sum[:8]))
 	if err := os.WriteFile(base+".cpp", []byte(src), 0o644); err != nil {
