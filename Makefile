@@ -4,7 +4,7 @@ CUDA_STUBS ?= .cache/cuda
 RANDOM_N ?= 60
 RANDOM_SEED ?= 1
 
-.PHONY: all generate check test verifier random tune apply-tune gpu-check bench report
+.PHONY: all generate check test verifier random big tune apply-tune gpu-check bench report
 
 all: generate
 
@@ -43,6 +43,12 @@ verifier:
 random:
 	rm -rf build/random
 	$(GO) run ./gen/cmd/convtgen -random $(RANDOM_N) -seed $(RANDOM_SEED) -out build/random
+
+# The big configurations (tensors of 2^31+ elements, little compute) as
+# submissions, for verify/harness/bigcheck.py on a GPU host.
+big:
+	rm -rf build/big
+	$(GO) run ./gen/cmd/convtgen -specs verify/testdata/big -out build/big
 
 # Tuning candidates of every spec (precision and tiles), timed by gpu-check;
 # ONLY=x15,x16 renders just those candidates beside the specs' own choices.

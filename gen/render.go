@@ -54,6 +54,12 @@ type View struct {
 	AK          int
 	BLoads      int
 
+	// The main kernel's block along the plan's logical grid: blockIdx's
+	// fields, or with a folded grid the names the kernel decodes them into;
+	// BlocksXY, the logical grid's x times y (the fold's z stride).
+	BlockX, BlockY, BlockZ string
+	BlocksXY               int
+
 	// wgmma tile: the operand lists of its inline PTX.
 	WGMMAAsm WGMMAAsm
 
@@ -93,6 +99,11 @@ func newView(p *plan.Plan, specPath string) *View {
 		AK:            gather.K,
 		BLoads:        gather.BLoads,
 	}
+	v.BlockX, v.BlockY, v.BlockZ = "blockIdx.x", "blockIdx.y", "blockIdx.z"
+	if p.Fold {
+		v.BlockX, v.BlockY, v.BlockZ = "bx", "by", "bz"
+	}
+	v.BlocksXY = p.Blocks[0] * p.Blocks[1]
 	if t.WGMMA {
 		v.WGMMAAsm = newWGMMAAsm(p.WGMMA.SumsPerThread)
 		v.RelayoutThreads, v.FillThreads = plan.RelayoutBlockThreads, plan.FillBlockThreads

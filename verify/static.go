@@ -84,6 +84,7 @@ var Rules = []Rule{
 	{"init-conv", "Model.__init__ creates self.<attr> = nn.ConvTranspose3d(...) exactly as the reference does"},
 	{"cuda-sources", "CUDA: the kernel and the host wrapper are the separate raw strings KERNEL_SOURCE and HOST_SOURCE, KERNEL_SOURCE free of host/torch code"},
 	{"cuda-kernel", "CUDA: extern \"C\" __global__ kernels in KERNEL_SOURCE, each launched with <<<>>> in HOST_SOURCE, and forward calls the bound host function"},
+	{"launch-check", "CUDA: every <<<>>> launch in HOST_SOURCE is followed, before the next launch or return, by a check of cudaGetLastError (C10_CUDA_KERNEL_LAUNCH_CHECK(), TORCH_CHECK(cudaGetLastError() == cudaSuccess, ...), or a HOST_SOURCE function doing that), so a refused launch raises"},
 	{"triton-kernel", "Triton: @triton.jit kernels using tl.program_id and tl.load/tl.store, launched from forward"},
 	{"precision-mode", "the kernel's arithmetic matches the spec's precision (fp32: no TF32; Triton tl.dot with explicit input_precision)"},
 }
@@ -302,6 +303,7 @@ func (c *checker) run() {
 	case "cuda":
 		c.cudaSources()
 		c.cudaKernel()
+		c.launchChecks()
 	case "triton":
 		c.tritonKernel()
 	}
@@ -713,6 +715,67 @@ func (c *checker) cudaKernel() {
 		call := regexp.MustCompile(`\.\s*` + regexp.QuoteMeta(string(q[1])) + `\s*\(`)
 		if !call.Match(f.code[c.forward.start:c.forward.end]) {
 			c.add("cuda-kernel", c.forward.start, "forward never calls the bound host function %s", q[1])
+		}
+	}
+}
+
+var (
+	inlineLaunchCheckRe = regexp.MustCompile(`\bC10_CUDA_KERNEL_LAUNCH_CHECK\s*\(\s*\)|\bTORCH_CHECK\s*\(\s*cudaGetLastError\s*\(\s*\)\s*==\s*cudaSuccess\b`)
+	hostFuncRe          = regexp.MustCompile(`\b(?:static\s+)?(?:inline\s+)?void\s+([A-Za-z_]\w*)\s*\([^)]*\)\s*\{`)
+	getLastErrorRe      = regexp.MustCompile(`\bcudaGetLastError\s*\(\s*\)`)
+	torchCheckRe        = regexp.MustCompile(`\bTORCH_CHECK\s*\(`)
+	returnRe            = regexp.MustCompile(`\breturn\b`)
+)
+
+// launchChecks checks that every kernel launch in HOST_SOURCE is checked:
+// a launch the GPU refuses (a grid dimension past its limit, too much
+// shared memory) runs nothing and only records an error, and an unchecked
+// one returns the output's uninitialised memory as if it had worked.
+func (c *checker) launchChecks() {
+	f := c.f
+	h, err := f.named("HOST_SOURCE")
+	if err != nil {
+		return // cuda-sources reports it
+	}
+	host := f.sources[h.start:h.end]
+	// Host functions whose body raises on cudaGetLastError count as checks.
+	checks := []string{inlineLaunchCheckRe.String()}
+	for _, m := range hostFuncRe.FindAllSubmatchIndex(host, -1) {
+		end := matchParen(host, m[1]-1)
+		if end < 0 {
+			continue
+		}
+		body := host[m[1]:end]
+		if getLastErrorRe.Match(body) && torchCheckRe.Match(body) {
+			checks = append(checks, `\b`+regexp.QuoteMeta(string(host[m[2]:m[3]]))+`\s*\(`)
+		}
+	}
+	checked := regexp.MustCompile(strings.Join(checks, "|"))
+	launches := launchRe.FindAllSubmatchIndex(host, -1)
+	for i, m := range launches {
+		name := string(host[m[2]:m[3]])
+		// The statement ends at the ';' after the argument list.
+		stmt := bytes.Index(host[m[1]:], []byte(">>>"))
+		end := -1
+		if stmt >= 0 {
+			if open := bytes.IndexByte(host[m[1]+stmt:], '('); open >= 0 {
+				end = matchParen(host, m[1]+stmt+open)
+			}
+		}
+		if end < 0 {
+			c.add("launch-check", h.start+m[0], "the launch of %s has no argument list", name)
+			continue
+		}
+		next := len(host)
+		if i+1 < len(launches) {
+			next = launches[i+1][0]
+		}
+		seg := host[end:next]
+		if r := returnRe.FindIndex(seg); r != nil {
+			seg = seg[:r[0]]
+		}
+		if !checked.Match(seg) {
+			c.add("launch-check", h.start+m[0], "the launch of %s is not checked: a launch the GPU refuses would return uninitialised memory; check cudaGetLastError() after it (C10_CUDA_KERNEL_LAUNCH_CHECK() or TORCH_CHECK)", name)
 		}
 	}
 }

@@ -335,3 +335,47 @@ func TestRandomFilesPass(t *testing.T) {
 func split3(p, q, r string) string {
 	return fmt.Sprintf(`tl.dot(%s, input_precision="tf32") + tl.dot(%s, input_precision="tf32") + tl.dot(%s, input_precision="tf32")`, p, q, r)
 }
+
+// TestLaunchCheckForms: each accepted form of checking a launch passes,
+// and a check that only a later launch or an early return would reach
+// does not count for the launch before it.
+func TestLaunchCheckForms(t *testing.T) {
+	s := fixtureSpecOf(t)
+	base, err := os.ReadFile(filepath.Join("testdata", "static", "valid", "cuda.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const main = "    check_launch(\"igemm\");\n"
+	if !strings.Contains(string(base), main) {
+		t.Fatal("the valid fixture no longer checks its main launch as this test expects")
+	}
+	for _, tc := range []struct {
+		name, replace string
+		ok            bool
+	}{
+		{"helper", main, true},
+		{"torch-check", "    TORCH_CHECK(cudaGetLastError() == cudaSuccess, \"igemm failed\");\n", true},
+		{"c10-macro", "    C10_CUDA_KERNEL_LAUNCH_CHECK();\n", true},
+		{"none", "", false},
+		{"after-return", "    return y;\n    check_launch(\"igemm\");\n", false},
+		{"other-function", "    cudaDeviceSynchronize();\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(string(base), main, tc.replace, 1)
+			fired := false
+			for _, f := range CheckFile("cuda.py", []byte(src), s) {
+				if f.Rule != "launch-check" {
+					t.Errorf("other rule fired: %s", f)
+					continue
+				}
+				fired = true
+				if !strings.Contains(f.Message, "igemm") {
+					t.Errorf("finding does not name the main kernel: %s", f)
+				}
+			}
+			if fired == tc.ok {
+				t.Errorf("launch-check fired %v, want %v", fired, !tc.ok)
+			}
+		})
+	}
+}

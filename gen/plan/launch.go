@@ -1,6 +1,9 @@
 package plan
 
-import "convtgen/gen/geom"
+import (
+	"convtgen/gen/geom"
+	"convtgen/gen/spec"
+)
 
 // Launch is how to run one spec's CUDA kernel: the record the verifier
 // needs, and the one place that decides which plan fields it gets (the
@@ -90,4 +93,42 @@ func (p *Plan) RepackLen() int {
 		return p.WGMMA.ImageLen
 	}
 	return p.Conv.WeightLen()
+}
+
+// CUDA's grid limits: up to 2^31-1 blocks along x, 65535 along y and z. A
+// launch past them runs nothing.
+const (
+	MaxGridX  = 1<<31 - 1
+	MaxGridYZ = 65535
+)
+
+// setGrid sets the main kernel's launch from its logical grid of blocks
+// (x, y, z). A grid whose y or z passes 65535 (groups 65536, or 2^24
+// output channels in tiles of 64) is folded into x: launch block x' is
+// logical block (x' mod X, x'/X mod Y, x'/(X*Y)), which the kernel decodes
+// (Fold). Past 2^31-1 blocks in all there is no launch: an error on the
+// spec, as are the one-dimensional launches' grids past the limit.
+func (p *Plan) setGrid(blocks [3]int) error {
+	p.Blocks, p.Grid, p.Fold = blocks, blocks, false
+	if blocks[1] > MaxGridYZ || blocks[2] > MaxGridYZ {
+		p.Grid, p.Fold = [3]int{blocks[0] * blocks[1] * blocks[2], 1, 1}, true
+	}
+	s := p.Spec
+	var errs spec.Errors
+	if p.Grid[0] > MaxGridX || p.Grid[0] < 0 {
+		errs = append(errs, s.Errorf("problem", "", "needs a grid of %d x %d x %d blocks of %d threads (%d in all): CUDA launches at most %d",
+			blocks[0], blocks[1], blocks[2], p.Threads, p.Grid[0], MaxGridX))
+	}
+	for _, l := range []struct {
+		name   string
+		blocks int
+	}{{"weight re-layout", RepackBlocks(p.RepackLen())}, {"input re-layout", p.WGMMA.RelayoutBlocks}, {"bias fill", p.WGMMA.FillBlocks}} {
+		if l.blocks > MaxGridX {
+			errs = append(errs, s.Errorf("problem", "", "the %s needs %d blocks: CUDA launches at most %d", l.name, l.blocks, MaxGridX))
+		}
+	}
+	if errs != nil {
+		return errs
+	}
+	return nil
 }

@@ -32,8 +32,12 @@ type Plan struct {
 	Taps     []Tap
 	MaxTiles int // M tiles of the largest phase
 
-	Grid    [3]int // (phases x MaxTiles, N tiles, groups); wgmma (WGMMA.Tiles, N tiles, groups)
-	Threads int
+	// Blocks is the main kernel's logical grid: (phases x MaxTiles, N
+	// tiles, groups); wgmma (WGMMA.Tiles, N tiles, groups). Grid is its
+	// launch: Blocks itself, or with Fold all of it along x (setGrid).
+	Blocks, Grid [3]int
+	Fold         bool
+	Threads      int
 	// SmemBytes is the shared memory of the main kernel: two stages of
 	// the A (BK x BM) and B (BK x BN) tiles, rows padded by Tile.Pad;
 	// direct, the weights of Tile.TapChunk taps; wgmma, its weight stages.
@@ -309,6 +313,9 @@ func (p *Plan) directRegisters() (int, string) {
 func New(s *spec.Spec) (*Plan, error) {
 	c := s.Problem.Conv
 	p := &Plan{Spec: s, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup()}
+	if err := p.checkExtents(); err != nil {
+		return nil, err
+	}
 	switch {
 	case s.Kernel.Tile.WGMMA:
 		p.Tile = chooseWGMMATile(s.Kernel.Tile, p.CoutG, c.Kernel[2])
@@ -331,6 +338,12 @@ func New(s *spec.Spec) (*Plan, error) {
 				p.CinG, p.WGMMA.CinP, b, MaxSmemBytes)}
 		}
 		if err := p.checkWGMMAResources(); err != nil {
+			return nil, err
+		}
+		if err := p.setGrid([3]int{p.WGMMA.Tiles, p.WGMMA.NTiles, c.Groups}); err != nil { // a block runs its rows of every phase
+			return nil, err
+		}
+		if err := p.checkRows(p.WGMMA.Tiles * p.WGMMA.OutRows); err != nil {
 			return nil, err
 		}
 		p.Index = indexType(c.OutputLen(), p.WGMMA.XLen, p.WGMMA.ImageLen)
@@ -371,7 +384,12 @@ func New(s *spec.Spec) (*Plan, error) {
 	if err := p.checkTile(); err != nil {
 		return nil, err
 	}
-	p.Grid = [3]int{len(p.Phases) * p.MaxTiles, ceilDiv(p.CoutG, p.Tile.BN), c.Groups}
+	if err := p.setGrid([3]int{len(p.Phases) * p.MaxTiles, ceilDiv(p.CoutG, p.Tile.BN), c.Groups}); err != nil {
+		return nil, err
+	}
+	if err := p.checkRows(p.MaxTiles * p.Tile.BM); err != nil {
+		return nil, err
+	}
 	p.Index = indexType(c.InputLen(), c.OutputLen(), c.WeightLen())
 	p.Names = names(s.Name)
 	return p, nil
@@ -412,6 +430,45 @@ func indexType(lengths ...int) string {
 		return "long long"
 	}
 	return "int"
+}
+
+// maxInt32 is the largest value the kernels' int arithmetic holds.
+const maxInt32 = 1<<31 - 1
+
+// checkExtents refuses extents past int: the kernels hold each dimension,
+// channel count and batch in an int (only flat offsets and their products
+// are idx_t), and the Triton kernel its constexpr extents alike.
+func (p *Plan) checkExtents() error {
+	s, c := p.Spec, p.Conv
+	var errs spec.Errors
+	for _, e := range []struct {
+		field string
+		v     int
+	}{
+		{"problem.batch", c.Batch}, {"problem.in_channels", c.InChannels}, {"problem.out_channels", c.OutChannels},
+		{"problem.input", c.In[0]}, {"problem.input", c.In[1]}, {"problem.input", c.In[2]},
+		{"problem.input", p.Out[0]}, {"problem.input", p.Out[1]}, {"problem.input", p.Out[2]},
+	} {
+		if e.v > maxInt32 {
+			errs = append(errs, s.Errorf(e.field, strconv.Itoa(e.v), "gives an extent of %d (output %v): the kernels hold extents in 32-bit ints, at most %d", e.v, p.Out, maxInt32))
+		}
+	}
+	if errs != nil {
+		return errs
+	}
+	return nil
+}
+
+// checkRows refuses a plan whose GEMM row numbers pass int: the kernels
+// count a phase's output positions in an int, up to the blocks' last row
+// (reach) plus a block's rows. That needs one phase of 2^31 positions per
+// output channel, with batch and channels as the other factors of y.
+func (p *Plan) checkRows(reach int) error {
+	if reach+p.Tile.BM <= maxInt32 {
+		return nil
+	}
+	return spec.Errors{p.Spec.Errorf("problem.input", "", "gives a stride phase of %d output positions (rows up to %d with blocks of %d): the kernels count them in 32-bit ints, at most %d",
+		reach, reach+p.Tile.BM, p.Tile.BM, maxInt32)}
 }
 
 // names are a spec's kernel and extension names.

@@ -356,7 +356,6 @@ func (p *Plan) planWGMMA() {
 	if p.SmemBytes > MaxSmemBytes {
 		p.DynamicSmem = p.SmemBytes
 	}
-	p.Grid = [3]int{w.Tiles, w.NTiles, c.Groups} // a block runs its rows of every phase
 }
 
 // wgmmaThreads: a block's threads, a warpgroup's 128 each.

@@ -464,7 +464,7 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
     const int nt = blockIdx.y, grp = blockIdx.z;
-    const float* wimg = img + (idx_t)(grp * kNTiles + nt) * kTotalSteps * kStage;
+    const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
     // With kBulkWeights, stage k's barrier, and in bit k the parity of its
     // next phase (every thread waits for every phase, in order).
     unsigned long long* const stage_full = reinterpret_cast<unsigned long long*>(b_stage + kBarriersAt);
@@ -523,7 +523,7 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
                     + (idx_t)(kWinograd ? kSlots * qw : qw + kLoW) * kCinP;
                 yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                    + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
+                    + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
         }
 
@@ -772,7 +772,7 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
             const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
             const int w = kAnchorW0 + kStrideW * qw + rho;
             float* out = y + ((idx_t)n * kCout + grp * kCoutG + nt * kCoT) * kOutDHW
-                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (P.r_h + kStrideH * qh) * kOutW + w;
+                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (idx_t)(P.r_h + kStrideH * qh) * kOutW + w;
             // A row past the line's anchors only feeds them.
             const int channels = qw < P.q_w && w >= 0 && w < kOutW ? min(kCoT, kCoutG - nt * kCoT) : 0;
             #pragma unroll 4
@@ -812,6 +812,15 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
+// A launch the GPU refuses (grid, block or shared memory past its limits)
+// runs nothing and only sets an error: raise it, instead of returning the
+// output's uninitialised memory.
+static void check_launch(const char* kernel)
+{
+    const cudaError_t err = cudaGetLastError();
+    TORCH_CHECK(err == cudaSuccess, "launching ", kernel, " failed: ", cudaGetErrorString(err));
+}
+
 torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
 {
     TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32 && x.is_contiguous(),
@@ -825,13 +834,16 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto xr = torch::empty({384000000}, x.options());
     auto y = torch::empty({8, 24, 98, 98, 98}, x.options());
     l1_70_asymmetric_input_square_kernel_repack_weight<<<252, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    check_launch("l1_70_asymmetric_input_square_kernel_repack_weight");
     l1_70_asymmetric_input_square_kernel_relayout_input<<<80000, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
+    check_launch("l1_70_asymmetric_input_square_kernel_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_70_asymmetric_input_square_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 73760);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_70_asymmetric_input_square_kernel_igemm needs 73760 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
     l1_70_asymmetric_input_square_kernel_igemm<<<dim3(60978, 1, 1), 128, 73760>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
+    check_launch("l1_70_asymmetric_input_square_kernel_igemm");
     return y;
 }
 """

@@ -161,14 +161,14 @@ l1_72_strided_padded_grouped_igemm(const float* __restrict__ x, const float* __r
             const int n = e % kBN, kw = e / kBN % kKW, rest = e / (kBN * kKW);
             const int ci = rest % kCinG, t = rest / kCinG;
             const int flat = kTapTable[P.tap_start + t0 + t].flat + kw;
-            w_tile[e] = n0 + n < kCoutG ? __ldg(wt + ((idx_t)(g * kTaps + flat) * kCinG + ci) * kCoutG + n0 + n) : 0.0f;
+            w_tile[e] = n0 + n < kCoutG ? __ldg(wt + (((idx_t)g * kTaps + flat) * kCinG + ci) * kCoutG + n0 + n) : 0.0f;
         }
         __syncthreads();
         for (int t = 0; t < taps; ++t) {
             const TapInfo T = kTapTable[P.tap_start + t0 + t];
             const int id = qd + T.off_d, ih = qh + T.off_h;
             const bool row_inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH;
-            const float* src = row_inside ? x + base + (idx_t)id * kInHW + ih * kInW : x;
+            const float* src = row_inside ? x + base + (idx_t)id * kInHW + (idx_t)ih * kInW : x;
             const float* w_tap = w_tile + t * kCinG * kKW * kBN;
             for (int c = 0; c < kCIChunks; ++c) {
                 // kBK channels' windows loaded together, then their FMAs.
@@ -223,7 +223,7 @@ l1_72_strided_padded_grouped_igemm(const float* __restrict__ x, const float* __r
     if (!live) return;
     {
         const idx_t row = (idx_t)batch * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-            + (P.r_h + kStrideH * qh) * kOutW + chunk * kTW;
+            + (idx_t)(P.r_h + kStrideH * qh) * kOutW + chunk * kTW;
         const int left = kOutW - chunk * kTW;  // outputs of this chunk inside the row
         #pragma unroll
         for (int n = 0; n < kBN; ++n) {
@@ -250,6 +250,15 @@ l1_72_strided_padded_grouped_igemm(const float* __restrict__ x, const float* __r
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
+// A launch the GPU refuses (grid, block or shared memory past its limits)
+// runs nothing and only sets an error: raise it, instead of returning the
+// output's uninitialised memory.
+static void check_launch(const char* kernel)
+{
+    const cudaError_t err = cudaGetLastError();
+    TORCH_CHECK(err == cudaSuccess, "launching ", kernel, " failed: ", cudaGetErrorString(err));
+}
+
 torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
 {
     TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32 && x.is_contiguous(),
@@ -264,9 +273,11 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto wt = torch::empty({26880}, x.options());
     auto y = torch::empty({8, 32, 24, 48, 96}, x.options());
     l1_72_strided_padded_grouped_repack_weight<<<105, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
+    check_launch("l1_72_strided_padded_grouped_repack_weight");
     l1_72_strided_padded_grouped_igemm<<<dim3(432, 2, 4), 128>>>(
         (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         nullptr, (float*)y.data_ptr());
+    check_launch("l1_72_strided_padded_grouped_igemm");
     return y;
 }
 """

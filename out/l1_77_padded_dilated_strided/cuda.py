@@ -473,7 +473,7 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
     const int nt = blockIdx.y, grp = blockIdx.z;
-    const float* wimg = img + (idx_t)(grp * kNTiles + nt) * kTotalSteps * kStage;
+    const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
     // With kBulkWeights, stage k's barrier, and in bit k the parity of its
     // next phase (every thread waits for every phase, in order).
     unsigned long long* const stage_full = reinterpret_cast<unsigned long long*>(b_stage + kBarriersAt);
@@ -532,7 +532,7 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
                     + (idx_t)(kWinograd ? kSlots * qw : qw + kLoW) * kCinP;
                 yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                    + (P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
+                    + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
         }
 
@@ -787,6 +787,15 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
+// A launch the GPU refuses (grid, block or shared memory past its limits)
+// runs nothing and only sets an error: raise it, instead of returning the
+// output's uninitialised memory.
+static void check_launch(const char* kernel)
+{
+    const cudaError_t err = cudaGetLastError();
+    TORCH_CHECK(err == cudaSuccess, "launching ", kernel, " failed: ", cudaGetErrorString(err));
+}
+
 torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
 {
     TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32 && x.is_contiguous(),
@@ -800,11 +809,15 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto xr = torch::empty({20054016}, x.options());
     auto y = torch::empty({16, 64, 33, 65, 65}, x.options());
     l1_77_padded_dilated_strided_repack_weight<<<576, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    check_launch("l1_77_padded_dilated_strided_repack_weight");
     l1_77_padded_dilated_strided_relayout_input<<<9792, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
+    check_launch("l1_77_padded_dilated_strided_relayout_input");
     l1_77_padded_dilated_strided_fill_bias<<<139425, 256>>>(nullptr, (float*)y.data_ptr());
+    check_launch("l1_77_padded_dilated_strided_fill_bias");
     l1_77_padded_dilated_strided_igemm<<<dim3(2048, 1, 1), 128>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
+    check_launch("l1_77_padded_dilated_strided_igemm");
     return y;
 }
 """

@@ -23,7 +23,8 @@ func main() {
 	check := flag.Bool("check", false, "report out-of-date files and exit 1 if any; write nothing")
 	random := flag.Int("random", 0, "render this many random valid configurations instead of the specs")
 	seed := flag.Int64("seed", 1, "seed for -random")
-	outDir := flag.String("out", "build/random", "folder for -random")
+	outDir := flag.String("out", "build/random", "folder for -random or -specs")
+	specDir := flag.String("specs", "", "render the specs of this folder (test data outside specs/) into -out instead")
 	tuneDir := flag.String("tune", "", "render every spec's tuning candidates into this folder")
 	only := flag.String("only", "", "with -tune: only these candidates (labels such as x15,t3, comma-separated) beside the specs' own choices")
 	applyTune := flag.String("apply-tune", "", "harness JSON results (the run over out/ and the tuning run, comma-separated) to write back into the specs")
@@ -45,6 +46,12 @@ func main() {
 		return
 	}
 
+	if *specDir != "" {
+		n, err := gen.WriteSpecDir(*specDir, *outDir)
+		exitOn(err)
+		fmt.Printf("convtgen: %d specs of %s in %s\n", n, *specDir, *outDir)
+		return
+	}
 	if *random > 0 {
 		n, err := gen.WriteRandom(*outDir, *random, *seed)
 		exitOn(err)

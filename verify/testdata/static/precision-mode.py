@@ -259,6 +259,12 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ x, const float*
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
+static void check_launch(const char* kernel)
+{
+    const cudaError_t err = cudaGetLastError();
+    TORCH_CHECK(err == cudaSuccess, "launching ", kernel, " failed: ", cudaGetErrorString(err));
+}
+
 torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
 {
     TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32 && x.is_contiguous(),
@@ -271,9 +277,11 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto wt = torch::empty({62208}, x.options());
     auto y = torch::empty({8, 48, 66, 66, 66}, x.options());
     l1_61_square_input_square_kernel_repack_weight<<<243, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
+    check_launch("repack");
     l1_61_square_input_square_kernel_igemm<<<dim3(8985, 1, 1), 256>>>(
         (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         nullptr, (float*)y.data_ptr());
+    check_launch("igemm");
     return y;
 }
 """
