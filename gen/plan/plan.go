@@ -316,6 +316,9 @@ func New(s *spec.Spec) (*Plan, error) {
 	if err := p.checkExtents(); err != nil {
 		return nil, err
 	}
+	if err := checkTritonPipelining(s); err != nil {
+		return nil, err
+	}
 	switch {
 	case s.Kernel.Tile.WGMMA:
 		p.Tile = chooseWGMMATile(s.Kernel.Tile, p.CoutG, c.Kernel[2])
@@ -434,6 +437,48 @@ func indexType(lengths ...int) string {
 
 // maxInt32 is the largest value the kernels' int arithmetic holds.
 const maxInt32 = 1<<31 - 1
+
+// checkTritonPipelining refuses the Triton choices that Triton 3.6
+// miscompiles: input channels last, the W phases one a program, and loads
+// software-pipelined (stages other than 1; 0 takes the default 3) on a
+// problem with a stride phase no tap reaches. On the H200 every such
+// configuration drawn came out wrong (sums of the tapped phases, not the
+// bias-only ones); each of the three changes alone gives the right result.
+func checkTritonPipelining(s *spec.Spec) error {
+	t := s.Kernel.Triton
+	if !slices.Contains(s.Kernel.Backends, "triton") || !t.ChannelsLast || t.FuseW || t.Stages == 1 {
+		return nil
+	}
+	axis := TaplessAxis(s.Problem.Conv)
+	if axis < 0 {
+		return nil
+	}
+	stages := "the default 3"
+	if t.Stages > 1 {
+		stages = strconv.Itoa(t.Stages)
+	}
+	return spec.Errors{s.Errorf("kernel.triton.channels_last", "true",
+		"with loads pipelined over %s stages, and W phases one a program, is miscompiled by Triton 3.6 where a stride phase has no tap (here along %s): set stages: 1, fuse_w: true or channels_last: false",
+		stages, [3]string{"depth", "height", "width"}[axis])}
+}
+
+// TaplessAxis is the first axis (0 depth, 1 height, 2 width) with an output
+// residue mod stride that no tap reaches, or -1: a residue r has a tap k when
+// r + padding - k*dilation is a multiple of the stride.
+func TaplessAxis(c geom.Conv) int {
+	for i := range 3 {
+		for r := 0; r < min(c.Stride[i], c.Out()[i]); r++ {
+			reached := false
+			for k := 0; k < c.Kernel[i] && !reached; k++ {
+				reached = (r+c.Padding[i]-k*c.Dilation[i])%c.Stride[i] == 0
+			}
+			if !reached {
+				return i
+			}
+		}
+	}
+	return -1
+}
 
 // checkExtents refuses extents past int: the kernels hold each dimension,
 // channel count and batch in an int (only flat offsets and their products
