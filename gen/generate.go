@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -233,8 +234,9 @@ func Diff(root string, files map[string][]byte) ([]Change, error) {
 		}
 	}
 	if len(conflicts) > 0 {
+		// A link on the way to several files is one conflict.
 		sort.Slice(conflicts, func(i, j int) bool { return conflicts[i].Path < conflicts[j].Path })
-		return nil, conflicts
+		return nil, slices.Compact(conflicts)
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
 	return changes, nil
