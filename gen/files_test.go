@@ -240,3 +240,24 @@ func snapshotNoFollow(t *testing.T, root string) map[string]string {
 	}
 	return out
 }
+
+// TestApplyTuneWritesOnlySpecs: a results file's spec path outside specs/
+// or a linked spec is refused, and the link's target is not touched.
+func TestApplyTuneWritesOnlySpecs(t *testing.T) {
+	root := goodRepo(t)
+	writeFile(t, filepath.Join(root, "elsewhere/x.yaml"), "mine\n")
+	symlink(t, "../elsewhere/x.yaml", filepath.Join(root, "specs/linked.yaml"))
+	for path, want := range map[string]string{
+		"specs/../elsewhere/x.yaml": `"specs/../elsewhere/x.yaml": not a spec path under specs/`,
+		"elsewhere/x.yaml":          `"elsewhere/x.yaml": not a spec path under specs/`,
+		"specs/linked.yaml":         "specs/linked.yaml: not a regular file (got a symbolic link)",
+	} {
+		err := ApplyTune(root, []Winner{{Candidate: Candidate{Backend: "cuda", SpecPath: path}}}, "H200", "2026-01-01")
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: got %v, want %s", path, err, want)
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(root, "elsewhere/x.yaml")); string(data) != "mine\n" {
+		t.Errorf("the link's target was written: %q", data)
+	}
+}
