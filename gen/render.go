@@ -17,14 +17,15 @@ import (
 )
 
 // View is what the templates print: the plan plus strings the generator
-// has already formatted.
+// has already formatted. Text from a spec is here only in a form safe
+// where the templates put it: identifiers checked, free text escaped.
 type View struct {
 	Plan     *plan.Plan
 	Conv     geom.Conv
 	Tile     plan.Tile
-	Name     string
-	Title    string
-	SpecPath string // slash-separated, relative to the repository root
+	Name     string // an identifier
+	Title    string // escaped for a docstring
+	SpecPath string // slash-separated, relative to the repository root; escaped for a comment line
 	Summary  string
 
 	// Reference model.
@@ -67,9 +68,22 @@ type View struct {
 	Triton *TritonView
 }
 
-func newView(p *plan.Plan, specPath string) *View {
+func newView(p *plan.Plan, specPath string) (*View, error) {
 	s, c, t := p.Spec, p.Conv, p.Tile
 	r := s.Reference
+	idents := [][2]string{{"name", s.Name}, {"reference.attr", r.Attr}, {"problem.input_dist", s.Problem.InputDist},
+		{"extension name", p.Names.Extension}, {"kernel name", p.Names.Kernel}, {"repack kernel name", p.Names.Repack}}
+	for _, n := range []string{p.Names.Relayout, p.Names.Fill} {
+		if n != "" {
+			idents = append(idents, [2]string{"kernel name", n})
+		}
+	}
+	for _, prm := range r.Params {
+		idents = append(idents, [2]string{"reference parameter", prm.Name}, [2]string{"reference parameter type", prm.Type})
+	}
+	if err := checkIdents(idents...); err != nil {
+		return nil, fmt.Errorf("%s: %w", commentSafe(specPath), err)
+	}
 	inits := make([]string, len(r.InitInputs))
 	for i, v := range r.InitInputs {
 		inits[i] = v.Python()
@@ -77,7 +91,7 @@ func newView(p *plan.Plan, specPath string) *View {
 	gather := p.Gather()
 	v := &View{
 		Plan: p, Conv: c, Tile: t,
-		Name: s.Name, Title: docstringSafe(s.Title), SpecPath: specPath,
+		Name: s.Name, Title: docstringSafe(s.Title), SpecPath: commentSafe(specPath),
 		Summary:       summary(c, p.Out),
 		Attr:          r.Attr,
 		InitSignature: r.InitSignature(),
@@ -114,8 +128,11 @@ func newView(p *plan.Plan, specPath string) *View {
 	// for cuda alone.
 	if slices.Contains(s.Kernel.Backends, "triton") {
 		v.Triton = newTritonView(p)
+		if err := checkIdents([2]string{"triton kernel name", v.Triton.Kernel}, [2]string{"triton wrapper name", v.Triton.Wrapper}); err != nil {
+			return nil, fmt.Errorf("%s: %w", commentSafe(specPath), err)
+		}
 	}
-	return v
+	return v, nil
 }
 
 // WGMMAAsm are the operand lists of the wgmma instruction for nd
@@ -139,11 +156,6 @@ func newWGMMAAsm(nd int) WGMMAAsm {
 		Scale: "%" + strconv.Itoa(nd+5),
 		Acc:   strings.Join(acc, ", "),
 	}
-}
-
-// docstringSafe escapes what would end or bend a Python docstring.
-func docstringSafe(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"""`, `\"\"\"`).Replace(s)
 }
 
 // summary states the problem in one paragraph for docstrings.
@@ -186,14 +198,17 @@ func NewRenderer() (*Renderer, error) {
 // Render produces every file of one planned spec: the reference problem
 // and one submission per backend.
 func (r *Renderer) Render(p *plan.Plan, specPath string) ([]File, error) {
-	v := newView(p, specPath)
+	v, err := newView(p, specPath)
+	if err != nil {
+		return nil, err
+	}
 	names := []string{"problem"}
 	names = append(names, p.Spec.Kernel.Backends...)
 	var files []File
 	for _, name := range names {
 		var buf bytes.Buffer
 		if err := r.t.ExecuteTemplate(&buf, name+".py.tmpl", v); err != nil {
-			return nil, fmt.Errorf("%s: rendering %s: %w", specPath, name, err)
+			return nil, fmt.Errorf("%s: rendering %s: %w", commentSafe(specPath), name, err)
 		}
 		files = append(files, File{Path: filepath.ToSlash(filepath.Join(p.Spec.Name, name+".py")), Data: normalize(buf.Bytes())})
 	}

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"convtgen/gen/plan"
+	"convtgen/gen/safeio"
 	"convtgen/gen/spec"
 )
 
@@ -542,10 +543,15 @@ func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 // or gpu and date where it has none).
 func ApplyTune(root string, winners []Winner, gpu, date string) error {
 	for _, w := range winners {
-		path := filepath.Join(root, w.SpecPath)
-		data, err := os.ReadFile(path)
+		// The path comes from a results file: write back only into a spec
+		// LoadAll would read.
+		if !specPathRe.MatchString(w.SpecPath) || !strings.HasPrefix(w.SpecPath, SpecDir+"/") || strings.Contains("/"+w.SpecPath+"/", "/../") {
+			return fmt.Errorf("%s: not a spec path under %s/", strconv.QuoteToASCII(w.SpecPath), SpecDir)
+		}
+		path := filepath.Join(root, filepath.FromSlash(w.SpecPath))
+		data, err := safeio.ReadRegular(path, safeio.MaxSpecSize)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", w.SpecPath, err)
 		}
 		what, how := "precision and tile", "kernel"
 		if w.Backend == "triton" {

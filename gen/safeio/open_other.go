@@ -1,0 +1,9 @@
+//go:build !unix
+
+package safeio
+
+// Elsewhere the Lstat checks before each open stand alone.
+const (
+	oNoFollow = 0
+	oNonBlock = 0
+)
