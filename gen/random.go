@@ -16,7 +16,9 @@ var RandomBackends = []string{"cuda", "triton"}
 
 // RandomSpec writes the YAML of one random valid small configuration:
 // stride, dilation and kernel sizes of 1 to 3 (kernel up to 5) per
-// dimension, odd and prime extents, groups, bias, output_padding, either
+// dimension, widened by wideSpace (strides to 5, shared factors of stride
+// and dilation, kernel 1, depthwise), odd and prime extents, groups, bias,
+// output_padding, either
 // precision, and half of the time an explicit random tile and Triton
 // choices, so the sweep exercises the kernels' loaders and fragment
 // mappings as well as their geometry; half of the configurations have
@@ -25,8 +27,10 @@ var RandomBackends = []string{"cuda", "triton"}
 // a quarter of the 3xtf32 ones the wgmma tile (half of those with
 // kw_in_n; half with explicit stages, parked sums or long spans; half
 // with two warpgroups a block; a third with Winograd's F(2,3) along W).
+// The choices drawn from sources of their own are seeded by key (the name,
+// or the name and the attempt when a draw of that name was refused).
 // The caller validates it.
-func RandomSpec(r *rand.Rand, name string) string {
+func RandomSpec(r *rand.Rand, name, key string) string {
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
 	var c geom.Conv
 	for i := range 3 {
@@ -44,12 +48,13 @@ func RandomSpec(r *rand.Rand, name string) string {
 	}
 	c.Groups = pick(1, 1, 2, 3, 4)
 	c.InChannels = c.Groups * (1 + r.Intn(pick(3, 9, 17)))
-	if nameCoin(name, "whole_chunks") {
+	if nameCoin(key, "whole_chunks") {
 		// Channels per group in whole 16- or 32-wide chunks, the case
 		// where the Triton kernel's padded input is read unmasked.
-		c.InChannels = c.Groups * 16 * (1 + nameRand(name, "chunks").Intn(2))
+		c.InChannels = c.Groups * 16 * (1 + nameRand(key, "chunks").Intn(2))
 	}
 	c.OutChannels = c.Groups * (1 + r.Intn(pick(3, 9, 17)))
+	wideSpace(&c, key)
 	c.Bias = r.Intn(2) == 0
 	k := spec.Kernel{Backends: RandomBackends, Precision: []string{"fp32", "3xtf32"}[r.Intn(2)]}
 	switch {
@@ -61,10 +66,10 @@ func RandomSpec(r *rand.Rand, name string) string {
 	}
 	c.Batch = 1 + r.Intn(3)
 	dist := []string{"rand", "randn"}[r.Intn(2)]
-	k.Triton = randomTriton(name)
-	k.Triton.SplitWeight = k.PrecisionFor("triton") == "3xtf32" && nameCoin(name, "split_weight")
-	k.Tile.CpAsync = !k.Tile.Presplit && nameCoin(name, "cp_async")
-	if w := nameRand(name, "wgmma"); k.Precision == "3xtf32" && w.Intn(4) == 0 {
+	k.Triton = randomTriton(key)
+	k.Triton.SplitWeight = k.PrecisionFor("triton") == "3xtf32" && nameCoin(key, "split_weight")
+	k.Tile.CpAsync = !k.Tile.Presplit && nameCoin(key, "cp_async")
+	if w := nameRand(key, "wgmma"); k.Precision == "3xtf32" && w.Intn(4) == 0 {
 		// A quarter of the 3xtf32 draws: the wgmma tile, with its
 		// defaults or random slabs and span.
 		k.Tile = spec.Tile{WGMMA: true}
@@ -72,21 +77,21 @@ func RandomSpec(r *rand.Rand, name string) string {
 			k.Tile.Slabs, k.Tile.Span = 1+w.Intn(2), 1+w.Intn(8)
 		}
 		// Half of those with the kernel's W taps as columns.
-		k.Tile.KWInN = nameCoin(name, "kw_in_n")
+		k.Tile.KWInN = nameCoin(key, "kw_in_n")
 		// Half with the input staged by cp.async.
-		k.Tile.CpAsync = nameCoin(name, "wgmma_cp_async")
+		k.Tile.CpAsync = nameCoin(key, "wgmma_cp_async")
 		// Half with two warpgroups a block (four leave the sm_80 code too
 		// few registers for most tiles: a draw of the same name would be
 		// refused again and again).
-		if nameCoin(name, "warpgroups") {
+		if nameCoin(key, "warpgroups") {
 			k.Tile.Warpgroups = 2
 		}
 		// Half with the weight stages filled by bulk copies on sm_90a.
-		k.Tile.BulkWeights = nameCoin(name, "bulk_weights")
+		k.Tile.BulkWeights = nameCoin(key, "bulk_weights")
 		// A third with Winograd's F(2,3) along W: W redrawn as kernel_w 3
 		// at stride_w = dilation_w, one slab (two would not fit), no W taps
 		// as columns and no staged input.
-		if wr := nameRand(name, "winograd"); wr.Intn(3) == 0 {
+		if wr := nameRand(key, "winograd"); wr.Intn(3) == 0 {
 			c.Kernel[2], c.Dilation[2], c.OutputPadding[2] = 3, c.Stride[2], wr.Intn(c.Stride[2])
 			c.Padding[2] = wr.Intn((c.In[2]-1)*c.Stride[2]+2*c.Dilation[2]+c.OutputPadding[2]+1) / 2
 			k.Tile.Winograd, k.Tile.Slabs, k.Tile.KWInN, k.Tile.CpAsync = true, 1, false, false
@@ -94,30 +99,66 @@ func RandomSpec(r *rand.Rand, name string) string {
 		// Half with 2 to 4 stages, half of those with the running sums
 		// parked in shared memory, and a third of those with sums of 9
 		// to 16 steps (one a phase where the phases are that short).
-		if d := nameRand(name, "wgmma_depth"); d.Intn(2) == 0 {
+		if d := nameRand(key, "wgmma_depth"); d.Intn(2) == 0 {
 			k.Tile.Stages, k.Tile.ParkSums = 2+d.Intn(3), d.Intn(2) == 0
 			if d.Intn(3) == 0 {
 				k.Tile.Span = 9 + d.Intn(8)
 			}
 		}
 	}
-	if k.Precision == "fp32" && nameCoin(name, "direct") {
+	if k.Precision == "fp32" && nameCoin(key, "direct") {
 		// The direct kernel, with its defaults or with a random tile.
-		d := nameRand(name, "direct_tile")
+		d := nameRand(key, "direct_tile")
 		k.Tile = spec.Tile{Direct: true}
 		if d.Intn(2) == 0 {
 			k.Tile = spec.Tile{Direct: true, BM: []int{64, 128, 256, 512}[d.Intn(4)], BN: []int{4, 8, 16}[d.Intn(3)],
 				BK: 1 + d.Intn(8), TM: []int{1, 2, 4}[d.Intn(3)]}
 		}
-		if nameCoin(name, "window") {
+		if nameCoin(key, "window") {
 			// Half of them with W unsplit: tw a multiple of stride_w, at
 			// most 64 sums per thread.
-			w := nameRand(name, "window_tile")
+			w := nameRand(key, "window_tile")
 			k.Tile.TM, k.Tile.BN = 0, []int{4, 8}[w.Intn(2)]
 			k.Tile.TW = c.Stride[2] * (1 + w.Intn(64/k.Tile.BN/c.Stride[2]))
 		}
 	}
 	return spec.Generic(name, "random configuration", c, dist, k)
+}
+
+// wideSpace redraws parts of a configuration from sources of its own (so
+// that a seed's other draws stay as they were), towards the corners of the
+// valid space the first draw reaches rarely: a fifth of the configurations
+// get a stride of 4 or 5 on one axis, a sixth a stride that shares a factor
+// with the dilation on one axis (residues no tap reaches), a tenth a kernel
+// of 1 everywhere, and an eighth are depthwise (groups = in = out channels).
+func wideSpace(c *geom.Conv, name string) {
+	// axis redraws output_padding and padding of axis i for its kernel,
+	// stride and dilation, as the first draw does.
+	axis := func(r *rand.Rand, i int) {
+		c.OutputPadding[i] = r.Intn(max(c.Stride[i], c.Dilation[i]))
+		span := c.Dilation[i]*(c.Kernel[i]-1) + c.OutputPadding[i]
+		c.Padding[i] = r.Intn((c.In[i]-1)*c.Stride[i]+span+1) / 2
+	}
+	if r := nameRand(name, "stride_wide"); r.Intn(5) == 0 {
+		i := r.Intn(3)
+		c.Stride[i] = 4 + r.Intn(2)
+		axis(r, i)
+	}
+	if r := nameRand(name, "shared_factor"); r.Intn(6) == 0 {
+		i, f := r.Intn(3), 2+r.Intn(2)
+		c.Stride[i], c.Dilation[i] = f*(1+r.Intn(2)), f
+		axis(r, i)
+	}
+	if r := nameRand(name, "kernel_one"); r.Intn(10) == 0 {
+		for i := range 3 {
+			c.Kernel[i] = 1
+			axis(r, i)
+		}
+	}
+	if r := nameRand(name, "depthwise"); r.Intn(8) == 0 {
+		c.Groups = 1 + r.Intn(12)
+		c.InChannels, c.OutChannels = c.Groups, c.Groups
+	}
 }
 
 // randomTriton draws, half of the time, explicit Triton choices (either
@@ -148,13 +189,20 @@ func randomTriton(name string) spec.Triton {
 func Random(n int, seed int64) ([]Loaded, error) {
 	r := rand.New(rand.NewSource(seed))
 	var out []Loaded
+	attempt := 0 // refused draws of the current name
 	for tries := 0; len(out) < n; tries++ {
 		if tries > 100*n {
 			return nil, fmt.Errorf("random: only %d of %d draws were valid", len(out), n)
 		}
 		name := fmt.Sprintf("rand_%d_%03d", seed, len(out))
+		key := name
+		if attempt > 0 {
+			key = fmt.Sprintf("%s~%d", name, attempt)
+		}
+		attempt++
 		path := "random/" + name + ".yaml"
-		if p, errs := parseAndPlan(path, []byte(RandomSpec(r, name))); errs == nil {
+		if p, errs := parseAndPlan(path, []byte(RandomSpec(r, name, key))); errs == nil {
+			attempt = 0
 			out = append(out, Loaded{Path: path, Plan: p})
 		}
 	}
