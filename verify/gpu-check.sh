@@ -15,7 +15,11 @@
 #            and the runs merged into one e2e.json;
 #   random   the Triton submissions of build/random (`make random`) in a
 #            parallel correctness sweep (the CUDA ones are the kernel
-#            verifier's).
+#            verifier's);
+#   big      the submissions of build/big (`make big`: tensors of 2^31+
+#            elements) through verify/harness/bigcheck.py.
+# SWEEP=1 makes the kernels stage compile only the architecture that runs
+# (half the compiles of a long random sweep; no sm_80 registers).
 # Results land in $OUT (default build/gpu); copy that folder back and run
 # `make report` (and `make apply-tune` after a tuning run). Each stage's
 # failure is reported in the exit status; the later stages still run.
@@ -87,7 +91,8 @@ for s in $stages; do
   case $s in
   kernels)
     need_verify "kernel tier" &&
-      { bin/verify -root . -arch "$ARCH" -time -random "${RANDOM_N:-60}" -seed "${SEED:-1}" -gpus "${GPUS:-0}" -json "$out/kernels.json" || status=1; } ;;
+      { bin/verify -root . -arch "$ARCH" -time -random "${RANDOM_N:-60}" -seed "${SEED:-1}" -gpus "${GPUS:-0}" \
+        -run-arch-only="$( [ -n "${SWEEP:-}" ] && echo true || echo false)" -json "$out/kernels.json" || status=1; } ;;
   tune)
     tune=${TUNE:-cuda triton}
     if [[ $tune == *cuda* ]] && [ -d build/tune/specs ] && need_verify "CUDA tuning"; then
@@ -110,6 +115,8 @@ for s in $stages; do
     fi ;;
   random)
     [ -d build/random ] && { python3 "$harness" --sweep --backends triton --json "$out/random.json" build/random || status=1; } ;;
+  big)
+    [ -d build/big ] && { python3 verify/harness/bigcheck.py --json "$out/big.json" build/big || status=1; } ;;
   *)
     echo "gpu-check: unknown stage $s" >&2
     exit 2 ;;

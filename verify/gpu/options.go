@@ -35,6 +35,9 @@ type Options struct {
 	CompileOnly bool
 	Commit      string
 	Mutate      bool
+	// RunArchOnly compiles only the architecture that runs (sm_80 is left
+	// out of the report's registers): for long random sweeps.
+	RunArchOnly bool
 }
 
 // Register defines the flags on fs, with their defaults.
@@ -60,6 +63,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.IntVar(&o.Warmup, "warmup", DefaultTiming.Warmup, "untimed warm-up runs with -time")
 	fs.BoolVar(&o.CompileOnly, "compile-only", false, "compile (and report registers and spills) but run nothing: kernels are not_run")
 	fs.StringVar(&o.Commit, "commit", "", "commit to report (default: the commit the binary was built from, else git rev-parse HEAD in -root)")
+	fs.BoolVar(&o.RunArchOnly, "run-arch-only", false, "compile only -arch, not sm_80 too (random sweeps: half the compiles; the report's sm_80 registers are left out)")
 	fs.BoolVar(&o.Mutate, "mutate", false, "mutation check: after each kernel, its planted-bug mutants (gen/mutate), items <spec>~<mutation> that must come out incorrect; compiles -arch only; exit 1 if a mutant passes or fails")
 }
 
@@ -91,7 +95,7 @@ func (o *Options) Check() error {
 // Archs are the architectures compiled: sm_80 (the target, for the report)
 // and the one that runs; only the one that runs with -mutate.
 func (o *Options) Archs() []string {
-	if o.Arch == "sm_80" || o.Mutate {
+	if o.Arch == "sm_80" || o.Mutate || o.RunArchOnly {
 		return []string{o.Arch}
 	}
 	return []string{"sm_80", o.Arch}
@@ -120,6 +124,7 @@ func (o *Options) Args() []string {
 		"-runs", strconv.Itoa(o.Runs),
 		"-warmup", strconv.Itoa(o.Warmup),
 		"-compile-only=" + strconv.FormatBool(o.CompileOnly),
+		"-run-arch-only=" + strconv.FormatBool(o.RunArchOnly),
 		"-commit", o.Commit,
 		"-mutate=" + strconv.FormatBool(o.Mutate),
 	}
