@@ -507,24 +507,32 @@ def evaluate_all(specs, build_errors, args):
     return results
 
 
-def sweep_all(paths, args):
+def sweep_all(paths, args, evaluate=None):
     """Evaluate many small submissions in parallel worker processes, each file in-process.
 
-    Workers are recycled every few files, so a fault that poisons one CUDA context costs
-    at most those files; a worker that dies fails only the files it held. Every failure
-    is then judged again alone (recheck_alone)."""
+    The files go in rounds of SWEEP_TASKS_PER_WORKER per worker, each round in a fresh pool,
+    so a fault that poisons one CUDA context costs at most a round's files of that worker;
+    a worker that dies fails only the files it held. (Not the pool's own max_tasks_per_child:
+    on Python 3.11 and 3.12 a pool with it stops once a worker reaches its limit while files
+    are queued, CPython gh-115634.) Every failure is then judged again alone (recheck_alone)."""
+    evaluate = evaluate or evaluate_submission
     results = {}
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(args.jobs, len(paths)) or 1, mp_context=context,
-                             max_tasks_per_child=SWEEP_TASKS_PER_WORKER) as pool:
-        futures = {pool.submit(evaluate_submission, path, args): path for path in paths}
-        for done, future in enumerate(as_completed(futures), 1):
-            path = futures[future]
-            try:
-                results[path] = future.result()
-            except BrokenProcessPool as exc:
-                results[path] = new_result(path, reason=f"worker process died: {exc}")
-            progress(item_line(done, len(paths), results[path]))
+    workers = min(args.jobs, len(paths)) or 1
+    per_round = workers * SWEEP_TASKS_PER_WORKER
+    done = 0
+    for start in range(0, len(paths), per_round):
+        batch = paths[start:start + per_round]
+        with ProcessPoolExecutor(max_workers=min(workers, len(batch)), mp_context=context) as pool:
+            futures = {pool.submit(evaluate, path, args): path for path in batch}
+            for future in as_completed(futures):
+                path = futures[future]
+                try:
+                    results[path] = future.result()
+                except BrokenProcessPool as exc:
+                    results[path] = new_result(path, reason=f"worker process died: {exc}")
+                done += 1
+                progress(item_line(done, len(paths), results[path]))
     return recheck_alone(paths, [results[p] for p in paths], args)
 
 

@@ -7,6 +7,7 @@ import math
 import os
 import sys
 import tempfile
+import threading
 import unittest
 from unittest import mock
 
@@ -253,6 +254,28 @@ class RecheckTest(unittest.TestCase):
         self.assertEqual(seen, ["b/triton.py", "c/triton.py"])  # the passed file is not run again
         self.assertEqual([r["disposition"] for r in got], ["passed", "passed", "incorrect"])
         self.assertEqual(got[1]["reason"], "passed alone; in the sweep: CUDA error: an illegal memory access")
+
+
+def passing_evaluate(path, args):
+    """A sweep worker's evaluation that passes every file (module level: spawned workers import it)."""
+    return evaluate.new_result(path, "passed")
+
+
+class SweepTest(unittest.TestCase):
+    def test_more_files_than_workers_hold(self):
+        # Five rounds of files for two workers: a pool recycling its workers by
+        # max_tasks_per_child stops after the first round on Python 3.11/3.12.
+        paths = [f"d{i}/triton.py" for i in range(5 * 2 * evaluate.SWEEP_TASKS_PER_WORKER)]
+        args = evaluate.parse_args(["--sweep", "--jobs", "2", "x"])
+        got = []
+        worker = threading.Thread(target=lambda: got.extend(evaluate.sweep_all(paths, args, passing_evaluate)),
+                                  daemon=True)
+        with mock.patch.object(evaluate, "progress"):
+            worker.start()
+            worker.join(120)
+        self.assertFalse(worker.is_alive(), "the sweep stopped before judging every file")
+        self.assertEqual([r["spec"] for r in got], [os.path.dirname(p) for p in paths])
+        self.assertTrue(all(r["disposition"] == "passed" for r in got))
 
 
 class MergeTest(unittest.TestCase):
