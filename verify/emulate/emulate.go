@@ -21,8 +21,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 
+	"convtgen/gen/geom"
 	"convtgen/gen/plan"
 )
 
@@ -94,91 +97,246 @@ func hostSource(kernel string, dynamicSmem int) (string, error) {
 }
 
 // driver is the host program's main: read the tensors, run the repack
-// kernel, then every block of the main kernel, and write the output
-// (NaN-poisoned beforehand, so an output no thread writes stays NaN).
+// kernel, the re-layout and the bias fill where the kernel has them, then
+// every block of the main kernel, and write the output (NaN-poisoned
+// beforehand, so an output no thread writes stays NaN). It follows the
+// constants and launches that Build prints before it (the emu_ names).
+// The fill and the main kernel have their stores to the output counted and
+// checked (exit status 4): the fill writes every output once; the main
+// kernel writes each at most once, and exactly once where no fill came
+// first or some tap reaches the output (a fill gives the bias to the
+// outputs no tap reaches, and the GEMM overwrites the others).
 const driver = `
 #include <cstdio>
 #include <memory>
-#include <thread>
+#include <numeric>
 #include <vector>
 
 static std::vector<float> load(const char* path, size_t n)
 {
     std::vector<float> v(n);
     FILE* f = std::fopen(path, "rb");
-    if (!f || std::fread(v.data(), sizeof(float), n, f) != n) { std::fprintf(stderr, "cannot read %%s\n", path); std::exit(2); }
+    if (!f || std::fread(v.data(), sizeof(float), n, f) != n) { std::fprintf(stderr, "cannot read %s\n", path); std::exit(2); }
     std::fclose(f);
     return v;
 }
 
-// run_blocks runs kernel over a grid, one host thread per CUDA thread of
-// a block, reused for every block: the blocks run one after another, which
-// is also what lets a kernel's __shared__ arrays be plain statics.
-template <class Kernel> void run_blocks(dim3_ grid, unsigned threads, Kernel kernel)
+// run_blocks runs kernel over a grid, one fiber per CUDA thread of a
+// block, reused for every block: the blocks run one after another, in an
+// order drawn from seed, which is also what lets a kernel's __shared__
+// arrays be plain statics.
+static std::function<void()> launch_kernel;
+static std::vector<dim3_> launch_blocks;
+static Barrier* launch_done;
+
+static void fiber_main()
 {
-    std::barrier<> block(threads), done(threads);
+    for (const dim3_& b : launch_blocks) {
+        blockIdx = b;
+        launch_kernel();
+        launch_done->arrive_and_wait();  // the next block starts when this one has finished
+    }
+    sched->pass(false);
+}
+
+template <class Kernel> void run_blocks(dim3_ grid, unsigned threads, uint64_t seed, Kernel kernel)
+{
+    constexpr size_t stack = 256 << 10;
+    launch_blocks.clear();
+    for (unsigned bz = 0; bz < grid.z; ++bz)
+    for (unsigned by = 0; by < grid.y; ++by)
+    for (unsigned bx = 0; bx < grid.x; ++bx) launch_blocks.push_back({bx, by, bz});
+    Sched s(threads, seed);
+    s.rng.shuffle(launch_blocks, seed);
+    sched = &s;
+    launch_kernel = kernel;
+    Barrier block(threads), done(threads);
+    block_barrier = &block;
+    launch_done = &done;
+    blockDim = {threads, 1, 1};
     std::vector<std::unique_ptr<WarpState>> warps;
     for (unsigned i = 0; i < (threads + 31) / 32; ++i) warps.push_back(std::make_unique<WarpState>());
-    std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads; ++t) {
-        pool.emplace_back([&, t] {
-            threadIdx = {t, 0, 0};
-            blockDim = {threads, 1, 1};
-            block_barrier = &block;
-            warp_state = warps[t / 32].get();
-            for (unsigned bz = 0; bz < grid.z; ++bz)
-            for (unsigned by = 0; by < grid.y; ++by)
-            for (unsigned bx = 0; bx < grid.x; ++bx) {
-                blockIdx = {bx, by, bz};
-                kernel();
-                done.arrive_and_wait();  // the next block starts when this one has finished
-            }
-        });
+        Sched::Fiber& f = s.fibers[t];
+        f.thread = {t, 0, 0};
+        f.warp = warps[t / 32].get();
+        f.stack.reset(new char[stack]);
+        getcontext(&f.ctx);
+        f.ctx.uc_stack.ss_sp = f.stack.get();
+        f.ctx.uc_stack.ss_size = stack;
+        f.ctx.uc_link = nullptr;
+        makecontext(&f.ctx, fiber_main, 0);
     }
-    for (auto& th : pool) th.join();
+    std::vector<unsigned> all(threads);
+    std::iota(all.begin(), all.end(), 0u);
+    s.make_ready(all);
+    const unsigned first = s.ready.front();
+    s.ready.pop_front();
+    s.enter(first);
+    swapcontext(&s.host, &s.fibers[first].ctx);
+    sched = nullptr;
+}
+
+// count_writes starts counting the stores to y.
+static void count_writes(std::vector<float>& y)
+{
+    out_shadow.base = y.data();
+    out_shadow.len = y.size();
+    out_shadow.count.assign(y.size(), 0);
+}
+
+// check_writes fails the run, naming the kernel and up to 8 outputs, where
+// an output was not written once; with some_once, only the outputs a tap
+// reaches must be, the others at most once.
+static void check_writes(const char* kernel, bool some_once, uint64_t seed)
+{
+    size_t bad = 0;
+    for (size_t e = 0; e < out_shadow.len; ++e) {
+        const size_t w = e % emu_out[2], h = e / emu_out[2] % emu_out[1], d = e / (emu_out[2] * emu_out[1]) % emu_out[0];
+        const size_t c = e / ((size_t)emu_out[0] * emu_out[1] * emu_out[2]) % emu_cout, n = e / ((size_t)emu_cout * emu_out[0] * emu_out[1] * emu_out[2]);
+        const bool once = !some_once || (emu_reach[0][d] == '1' && emu_reach[1][h] == '1' && emu_reach[2][w] == '1');
+        const unsigned got = out_shadow.count[e];
+        if (got == 1 || (got == 0 && !once)) continue;
+        if (++bad <= 8)
+            std::fprintf(stderr, "%s (seed %llu): output %zu (n %zu, c %zu, d %zu, h %zu, w %zu) written %u times, want %s\n",
+                kernel, (unsigned long long)seed, e, n, c, d, h, w, got, once ? "once" : "at most once");
+    }
+    if (bad > 0) {
+        std::fprintf(stderr, "%s (seed %llu): %zu of %zu outputs written other than once\n", kernel, (unsigned long long)seed, bad, out_shadow.len);
+        std::exit(4);
+    }
+    out_shadow = OutShadow{};
 }
 
 int main(int argc, char** argv)
 {
-    if (argc != 5) { std::fprintf(stderr, "usage: x w bias|- y\n"); return 2; }
-    std::vector<float> x = load(argv[1], %[1]d), w = load(argv[2], %[2]d), bias;
-    if (%[3]d > 0) bias = load(argv[3], %[3]d);
-    std::vector<float> wt(%[13]d, NAN), y(%[4]d, NAN), xr(%[14]d, NAN);
+    if (argc != 6) { std::fprintf(stderr, "usage: x w bias|- y seed\n"); return 2; }
+    std::vector<float> x = load(argv[1], emu_x_len), w = load(argv[2], emu_w_len), bias;
+    if (emu_bias_len > 0) bias = load(argv[3], emu_bias_len);
+    const uint64_t seed = std::strtoull(argv[5], nullptr, 10);
+    auto launch_seed = [&](uint64_t k) { return seed == 0 ? 0 : seed + k; };  // (splitmix64 decorrelates them)
+    std::vector<float> wt(emu_repack_len, NAN), y(emu_y_len, NAN), xr(emu_xr_len, NAN);
 
-    blockDim = {%[5]d, 1, 1};
-    for (unsigned b = 0; b < %[6]d; ++b) {
-        for (unsigned t = 0; t < %[5]d; ++t) {
+    blockDim = {emu_repack_threads, 1, 1};
+    for (unsigned b = 0; b < emu_repack_blocks; ++b) {
+        for (unsigned t = 0; t < emu_repack_threads; ++t) {
             blockIdx = {b, 0, 0};
             threadIdx = {t, 0, 0};
-            %[7]s(w.data(), wt.data());
+            emu_repack(w.data(), wt.data());
         }
     }
     const float* xin = x.data();
-%[15]s
-%[16]s
-    run_blocks({%[8]d, %[9]d, %[10]d}, %[11]d, [&] { %[12]s(xin, wt.data(), bias.empty() ? nullptr : bias.data(), y.data()); });
+    const float* b = bias.empty() ? nullptr : bias.data();
+    OutFloat* out = reinterpret_cast<OutFloat*>(y.data());
+    (void)b;
+    (void)out;
+    EMU_RELAYOUT
+    EMU_FILL
+    count_writes(y);
+    run_blocks(emu_grid, emu_threads, launch_seed(3), [&] { emu_main(xin, wt.data(), b, out); });
+    check_writes(emu_main_name, emu_has_fill, launch_seed(3));
 
     FILE* f = std::fopen(argv[4], "wb");
-    if (!f || std::fwrite(y.data(), sizeof(float), y.size(), f) != y.size()) { std::fprintf(stderr, "cannot write %%s\n", argv[4]); return 2; }
+    if (!f || std::fwrite(y.data(), sizeof(float), y.size(), f) != y.size()) { std::fprintf(stderr, "cannot write %s\n", argv[4]); return 2; }
     std::fclose(f);
     return 0;
 }
 `
 
+// driverConstants are the numbers and names the driver runs on, printed
+// before it: the tensors' lengths, the launches, the output's shape, and
+// per dimension which output positions some tap reaches ('1') or none.
+const driverConstants = `
+static constexpr size_t emu_x_len = %d, emu_w_len = %d, emu_bias_len = %d, emu_y_len = %d, emu_repack_len = %d, emu_xr_len = %d;
+static constexpr unsigned emu_repack_threads = %d, emu_repack_blocks = %d, emu_threads = %d, emu_cout = %d;
+static constexpr dim3_ emu_grid = {%d, %d, %d};
+static constexpr size_t emu_out[3] = {%d, %d, %d};
+static const char* const emu_reach[3] = {%q, %q, %q};
+static constexpr bool emu_has_fill = %t;
+static const char* const emu_main_name = %q;
+#define emu_repack %s
+#define emu_main %s
+#define EMU_RELAYOUT %s
+#define EMU_FILL %s
+`
+
 // relayoutLaunch runs the input re-layout of a kernel that has one (its
 // blocks, block size, name), before the main kernel, which then reads the
 // copy.
-const relayoutLaunch = `    run_blocks({%[1]d, 1, 1}, %[2]d, [&] { %[3]s(x.data(), xr.data()); });
-    xin = xr.data();`
+const relayoutLaunch = `run_blocks({%[1]d, 1, 1}, %[2]d, launch_seed(1), [&] { %[3]s(x.data(), xr.data()); }); xin = xr.data();`
 
 // fillLaunch runs the bias fill of a kernel that has one (its blocks,
-// block size, name), after the re-layout and before the main kernel.
-const fillLaunch = `    run_blocks({%[1]d, 1, 1}, %[2]d, [&] { %[3]s(bias.empty() ? nullptr : bias.data(), y.data()); });`
+// block size, name), after the re-layout and before the main kernel; it
+// must write every output once.
+const fillLaunch = `count_writes(y); run_blocks({%[1]d, 1, 1}, %[2]d, launch_seed(2), [&] { %[3]s(b, out); }); check_writes(%[3]q, false, launch_seed(2));`
+
+// reached lists, per dimension, whether some tap reaches output position
+// o: (o + padding - k*dilation) is a multiple of the stride whose quotient
+// is inside the input, for some kernel index k. An output has a tap when
+// every dimension's position has one.
+func reached(c geom.Conv, out [3]int) [3]string {
+	var r [3]string
+	for d := range 3 {
+		b := make([]byte, out[d])
+		for o := range b {
+			b[o] = '0'
+			for k := 0; k < c.Kernel[d]; k++ {
+				t := o + c.Padding[d] - k*c.Dilation[d]
+				if t >= 0 && t%c.Stride[d] == 0 && t/c.Stride[d] < c.In[d] {
+					b[o] = '1'
+				}
+			}
+		}
+		r[d] = string(b)
+	}
+	return r
+}
 
 // Program is a kernel compiled for the host.
 type Program struct {
 	exe    string
 	launch plan.Launch
+	// Seed orders the blocks and threads of every launch (see shim.h; 0:
+	// in index order). Build sets it from the source, so configurations
+	// differ, or from EMULATE_SEED, which reproduces a failed run.
+	Seed uint64
+}
+
+// SeedEnv names the environment variable that, when set, is the seed of
+// every emulated run, CUDA and Triton.
+const SeedEnv = "EMULATE_SEED"
+
+// SeedFor is the order seed of a run of src: EMULATE_SEED's value when
+// set, else a hash of src (never 0, the order of indices).
+func SeedFor(src []byte) (uint64, error) {
+	if v, ok := os.LookupEnv(SeedEnv); ok {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("emulate: %s=%q is no seed: %v", SeedEnv, v, err)
+		}
+		return seed, nil
+	}
+	sum := sha256.Sum256(src)
+	return binary.LittleEndian.Uint64(sum[:8]) | 1, nil
+}
+
+// outParam and outDerived are where the kernel's output pointer y (and
+// pointers into it) are declared: they become OutFloat*, whose stores the
+// shim counts.
+var (
+	outParam   = "float* __restrict__ y)"
+	outDerived = regexp.MustCompile(`float\* (\w+) = y \+`)
+)
+
+// countStores makes the output pointer of the kernel's launches (the main
+// kernel's and a fill's) an OutFloat*; a kernel that passes it on as a
+// plain float* does not compile, rather than store uncounted.
+func countStores(kernel string) (string, error) {
+	if !strings.Contains(kernel, outParam) {
+		return "", fmt.Errorf("emulate: no output parameter %q in the kernel", outParam)
+	}
+	kernel = strings.ReplaceAll(kernel, outParam, "OutFloat* __restrict__ y)")
+	return outDerived.ReplaceAllString(kernel, "OutFloat* $1 = y +"), nil
 }
 
 // Build compiles kernel (the KERNEL_SOURCE of an emitted cuda.py) with its
@@ -186,6 +344,9 @@ type Program struct {
 func Build(ctx context.Context, cxx, dir, kernel string, l plan.Launch) (*Program, error) {
 	host, err := hostSource(kernel, l.DynamicSmem)
 	if err != nil {
+		return nil, err
+	}
+	if host, err = countStores(host); err != nil {
 		return nil, err
 	}
 	c := l.Conv
@@ -201,13 +362,20 @@ func Build(ctx context.Context, cxx, dir, kernel string, l plan.Launch) (*Progra
 	if l.Fill != "" {
 		fill = fmt.Sprintf(fillLaunch, l.FillBlocks, plan.FillBlockThreads, l.Fill)
 	}
-	src := shim + "\n" + host + fmt.Sprintf(driver,
-		c.InputLen(), c.WeightLen(), bias, c.OutputLen(),
-		plan.RepackBlockThreads, plan.RepackBlocks(l.RepackLen), l.Repack,
-		l.Grid[0], l.Grid[1], l.Grid[2], l.Threads, l.Function, l.RepackLen, l.RelaidLen, relayout, fill)
+	reach := reached(c, l.Out)
+	consts := fmt.Sprintf(driverConstants,
+		c.InputLen(), c.WeightLen(), bias, c.OutputLen(), l.RepackLen, l.RelaidLen,
+		plan.RepackBlockThreads, plan.RepackBlocks(l.RepackLen), l.Threads, c.OutChannels,
+		l.Grid[0], l.Grid[1], l.Grid[2], l.Out[0], l.Out[1], l.Out[2], reach[0], reach[1], reach[2],
+		l.Fill != "", l.Function, l.Repack, l.Function, relayout, fill)
+	src := shim + "\n" + host + consts + driver
 	sum := sha256.Sum256([]byte(src))
+	seed, err := SeedFor(sum[:])
+	if err != nil {
+		return nil, err
+	}
 	base := filepath.Join(dir, hex.EncodeToString(sum[:8]))
-	p := &Program{exe: base, launch: l}
+	p := &Program{exe: base, launch: l, Seed: seed}
 	if _, err := os.Stat(base); err == nil {
 		return p, nil // built before from the same source
 	}
@@ -221,8 +389,10 @@ func Build(ctx context.Context, cxx, dir, kernel string, l plan.Launch) (*Progra
 	return p, nil
 }
 
-// Run executes the program on x, w and b (nil without bias) and returns
-// the output; outputs no thread wrote are NaN.
+// Run executes the program on x, w and b (nil without bias) with its
+// Seed's order and returns the output; outputs no thread wrote are NaN.
+// An output written other than once (see driver), a store past the output
+// or a deadlock at a barrier is an error naming the seed.
 func (p *Program) Run(ctx context.Context, x, w, b []float32) ([]float32, error) {
 	dir, err := os.MkdirTemp("", "emulate-")
 	if err != nil {
@@ -230,7 +400,7 @@ func (p *Program) Run(ctx context.Context, x, w, b []float32) ([]float32, error)
 	}
 	defer os.RemoveAll(dir)
 	paths := map[string][]float32{"x": x, "w": w, "b": b}
-	args := make([]string, 0, 4)
+	args := make([]string, 0, 5)
 	for _, name := range []string{"x", "w", "b"} {
 		if paths[name] == nil {
 			args = append(args, "-")
@@ -243,9 +413,9 @@ func (p *Program) Run(ctx context.Context, x, w, b []float32) ([]float32, error)
 		args = append(args, path)
 	}
 	yPath := filepath.Join(dir, "y")
-	cmd := exec.CommandContext(ctx, p.exe, append(args, yPath)...)
+	cmd := exec.CommandContext(ctx, p.exe, append(args, yPath, strconv.FormatUint(p.Seed, 10))...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("emulate: %s: %v\n%s", p.launch.Spec, err, out)
+		return nil, fmt.Errorf("emulate: %s (seed %d: %s=%d reproduces): %v\n%s", p.launch.Spec, p.Seed, SeedEnv, p.Seed, err, out)
 	}
 	return readFloats(yPath, p.launch.Conv.OutputLen())
 }

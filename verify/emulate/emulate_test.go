@@ -63,10 +63,20 @@ func cxx(t *testing.T) string {
 	return path
 }
 
-// emulateOutput renders p's CUDA submission, runs its kernel on the CPU on
+// emulated is one emulated run: the output, the float64 reference's, the
+// run's order seed, and the run's error (an output written other than
+// once, a store past the output, a deadlock).
+type emulated struct {
+	y    []float32
+	want []float64
+	seed uint64
+	err  error
+}
+
+// runCUDA renders p's CUDA submission, runs its kernel on the CPU on
 // inputs of problem (p's own, or the unmutated plan's when p carries a
-// planted bug) and returns the output with the float64 reference's.
-func emulateOutput(t *testing.T, r *gen.Renderer, dir string, p, problem *plan.Plan, specPath string) ([]float32, []float64) {
+// planted bug) and returns the run.
+func runCUDA(t *testing.T, r *gen.Renderer, dir string, p, problem *plan.Plan, specPath string) emulated {
 	t.Helper()
 	src, err := mutate.RenderCUDA(r, p, specPath)
 	if err != nil {
@@ -76,17 +86,48 @@ func emulateOutput(t *testing.T, r *gen.Renderer, dir string, p, problem *plan.P
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := emulate.Build(context.Background(), cxx(t), dir, kernel, p.Launch(""))
+	return emulateSource(t, dir, kernel, p.Launch(""), problem)
+}
+
+func emulateSource(t *testing.T, dir, kernel string, l plan.Launch, problem *plan.Plan) emulated {
+	t.Helper()
+	prog, err := emulate.Build(context.Background(), cxx(t), dir, kernel, l)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := problem.Conv
 	in := gpu.MakeInputs(c, problem.Spec.Problem.InputDist, 7)
 	y, err := prog.Run(context.Background(), in.X, in.W, in.B)
-	if err != nil {
-		t.Fatal(err)
+	return emulated{y, ref.Forward(c, in.X, in.W, in.B), prog.Seed, err}
+}
+
+// check fails t unless the run wrote every output once with fp32-level
+// error against float64, naming the seed that reproduces it.
+func (e emulated) check(t *testing.T, what fmt.Stringer) {
+	t.Helper()
+	if e.err != nil {
+		t.Fatalf("%s: %v", what, e.err)
 	}
-	return y, ref.Forward(c, in.X, in.W, in.B)
+	if nan := nanCount(e.y); nan > 0 {
+		t.Fatalf("%s (seed %d): %d of %d outputs not written", what, e.seed, nan, len(e.y))
+	}
+	if err := ref.RelL2(e.y, e.want); err > 1e-5 {
+		t.Fatalf("%s (seed %d): relative L2 error %.2e > 1e-5", what, e.seed, err)
+	}
+}
+
+// caught reports how a run with a planted bug came out wrong ("" if not).
+func (e emulated) caught() string {
+	switch {
+	case e.err != nil:
+		lines := strings.SplitN(e.err.Error(), "\n", 3)
+		return lines[min(1, len(lines)-1)]
+	case nanCount(e.y) > 0:
+		return fmt.Sprintf("%d outputs NaN", nanCount(e.y))
+	case ref.RelL2(e.y, e.want) >= 1e-3:
+		return fmt.Sprintf("relative error %.2e", ref.RelL2(e.y, e.want))
+	}
+	return ""
 }
 
 func nanCount(y []float32) int {
@@ -116,13 +157,7 @@ func TestKernelsMatchReference(t *testing.T) {
 	for _, l := range small(t, n, 11) {
 		t.Run(l.Plan.Spec.Name, func(t *testing.T) {
 			t.Log(l.Plan)
-			y, want := emulateOutput(t, r, dir, l.Plan, l.Plan, l.Path)
-			if nan := nanCount(y); nan > 0 {
-				t.Fatalf("%s: %d of %d outputs not written", l.Plan, nan, len(y))
-			}
-			if e := ref.RelL2(y, want); e > 1e-5 {
-				t.Fatalf("%s: relative L2 error %.2e > 1e-5", l.Plan, e)
-			}
+			runCUDA(t, r, dir, l.Plan, l.Plan, l.Path).check(t, l.Plan)
 		})
 	}
 }
@@ -148,10 +183,12 @@ func TestMutantsAreCaught(t *testing.T) {
 			}
 			tried[m.Name]++
 			t.Run(l.Plan.Spec.Name+"~"+m.Name, func(t *testing.T) {
-				y, want := emulateOutput(t, r, dir, m.On(l.Plan), l.Plan, l.Path)
-				if nanCount(y) == 0 && ref.RelL2(y, want) < 1e-3 {
-					t.Fatalf("mutant %s of %s gives relative error %.2e with every output written: not caught", m.Name, l.Plan, ref.RelL2(y, want))
+				run := runCUDA(t, r, dir, m.On(l.Plan), l.Plan, l.Path)
+				how := run.caught()
+				if how == "" {
+					t.Fatalf("mutant %s of %s gives relative error %.2e with every output written once: not caught", m.Name, l.Plan, ref.RelL2(run.y, run.want))
 				}
+				t.Logf("caught: %s", how)
 			})
 		}
 	}
@@ -226,13 +263,7 @@ func emulateKernels(t *testing.T, seed int64, kernels []spec.Kernel, marker stri
 			if !strings.Contains(string(src), marker) {
 				t.Fatalf("the kernel has no %q", marker)
 			}
-			y, want := emulateOutput(t, r, dir, p, p, l.Path)
-			if nan := nanCount(y); nan > 0 {
-				t.Fatalf("%d of %d outputs not written", nan, len(y))
-			}
-			if e := ref.RelL2(y, want); e > 1e-5 {
-				t.Fatalf("relative L2 error %.2e > 1e-5", e)
-			}
+			runCUDA(t, r, dir, p, p, l.Path).check(t, p)
 		})
 	}
 }
@@ -399,13 +430,7 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		y, want := emulateOutput(t, r, dir, p, p, "wgmma.yaml")
-		if nan := nanCount(y); nan > 0 {
-			t.Fatalf("%s: %d of %d outputs not written", p, nan, len(y))
-		}
-		if e := ref.RelL2(y, want); e > 1e-5 {
-			t.Fatalf("%s: relative L2 error %.2e > 1e-5", p, e)
-		}
+		runCUDA(t, r, dir, p, p, "wgmma.yaml").check(t, p)
 	}
 }
 
@@ -438,13 +463,7 @@ func TestDirectKernelStagesTapsInChunks(t *testing.T) {
 		if most := slices.MaxFunc(p.Phases, func(a, b plan.Phase) int { return a.TapCount - b.TapCount }); p.Tile.TapChunk >= most.TapCount {
 			t.Fatalf("%s: %d taps a chunk, phases have at most %d: nothing to chunk", p, p.Tile.TapChunk, most.TapCount)
 		}
-		y, want := emulateOutput(t, r, dir, p, p, "direct.yaml")
-		if nan := nanCount(y); nan > 0 {
-			t.Fatalf("%s: %d of %d outputs not written", p, nan, len(y))
-		}
-		if e := ref.RelL2(y, want); e > 1e-5 {
-			t.Fatalf("%s: relative L2 error %.2e > 1e-5", p, e)
-		}
+		runCUDA(t, r, dir, p, p, "direct.yaml").check(t, p)
 	}
 }
 
@@ -494,13 +513,7 @@ func TestWindowKernelMatchesReference(t *testing.T) {
 		if i == 3 && p.Tile.TapChunk >= 4 {
 			t.Fatalf("%s: %d taps a chunk: nothing to chunk", p, p.Tile.TapChunk)
 		}
-		y, want := emulateOutput(t, r, dir, p, p, "window.yaml")
-		if nan := nanCount(y); nan > 0 {
-			t.Fatalf("%s: %d of %d outputs not written", p, nan, len(y))
-		}
-		if e := ref.RelL2(y, want); e > 1e-5 {
-			t.Fatalf("%s: relative L2 error %.2e > 1e-5", p, e)
-		}
+		runCUDA(t, r, dir, p, p, "window.yaml").check(t, p)
 		if i != 0 {
 			continue
 		}
@@ -510,9 +523,8 @@ func TestWindowKernelMatchesReference(t *testing.T) {
 			t.Fatalf("%s: %d of %d mutations apply", p, len(ms), len(mutate.All()))
 		}
 		for _, m := range ms {
-			y, want := emulateOutput(t, r, dir, m.On(p), p, "window.yaml")
-			if nanCount(y) == 0 && ref.RelL2(y, want) < 1e-3 {
-				t.Errorf("mutant %s of %s gives relative error %.2e with every output written: not caught", m.Name, p, ref.RelL2(y, want))
+			if run := runCUDA(t, r, dir, m.On(p), p, "window.yaml"); run.caught() == "" {
+				t.Errorf("mutant %s of %s gives relative error %.2e with every output written once: not caught", m.Name, p, ref.RelL2(run.y, run.want))
 			}
 		}
 	}

@@ -1,15 +1,32 @@
 // CPU stand-ins for the CUDA features convtgen's kernels use, so a kernel's
-// own source runs on the host: every CUDA thread is a host thread, the
-// threads of one block run together (blocks one after another), and
-// __syncthreads and the warp-wide mma.sync are barriers. Slow, exact in
-// indexing, and close in arithmetic (the kernel's own TF32 rounding,
-// tensor-core sums in double).
+// own source runs on the host: every CUDA thread is a fiber (a stack of its
+// own, on one host thread), the threads of one block run together (blocks
+// one after another, in an order drawn from the run's seed), and
+// __syncthreads and the warp-wide mma.sync are barriers. Slow, exact in indexing, and close in arithmetic (the
+// kernel's own TF32 rounding, tensor-core sums in double).
+//
+// The threads of a block take turns: one runs until it waits at a barrier
+// (or ends), then the next ready one, and the threads a barrier releases
+// become ready in an order drawn from the seed too. A kernel whose result
+// depends on the order of its blocks or of its threads between barriers
+// (a race on the GPU) so gives a different output from one seed to the
+// next, and one seed reproduces a run exactly. Seed 0 runs everything in
+// index order.
+//
+// Every store to the output goes through OutFloat (or a float4 over it)
+// and is counted, so that the driver can tell an output written twice or
+// never, and a store past the output is an error at once.
 #include <algorithm>
-#include <barrier>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <memory>
+#include <functional>
+#include <ucontext.h>
+#include <vector>
 
 #define __global__
 #define __device__
@@ -23,26 +40,157 @@
 struct dim3_ {
     unsigned x = 0, y = 0, z = 0;
 };
+
+// The output's write counts: the launch's output (base, len) and how often
+// each element has been stored to. Only the running thread touches them.
+struct OutShadow {
+    float* base = nullptr;
+    size_t len = 0;
+    std::vector<unsigned> count;
+};
+inline OutShadow out_shadow;
+
+// emu_count counts a store of n floats at p when p is in the output (a
+// float4 store elsewhere is to shared memory or a re-laid copy).
+inline void emu_count(const float* p, size_t n, bool must)
+{
+    OutShadow& o = out_shadow;
+    const bool inside = o.base && p >= o.base && p < o.base + o.len;
+    if (!inside && !must) return;
+    if (!inside || p + n > o.base + o.len) {
+        std::fprintf(stderr, "store of %zu floats at output element %td, outside the output of %zu\n", n, p - o.base, o.len);
+        std::exit(5);
+    }
+    for (size_t i = 0; i < n; ++i) ++o.count[p - o.base + i];
+}
+
+// OutFloat is an output element: the kernel's y is an OutFloat*, so that
+// every store to it is counted (an accumulation counts as a store).
+struct OutFloat {
+    float v;
+    OutFloat& operator=(float x) { emu_count(&v, 1, true); v = x; return *this; }
+    OutFloat& operator=(const OutFloat& o) { return *this = o.v; }
+    OutFloat& operator+=(float x) { emu_count(&v, 1, true); v += x; return *this; }
+    operator float() const { return v; }
+};
+static_assert(sizeof(OutFloat) == sizeof(float));
+
 struct alignas(16) float4 {
     float x, y, z, w;
+    float4& operator=(const float4& o) { emu_count(&x, 4, false); std::memcpy(this, &o, 16); return *this; }
 };
 struct alignas(8) float2 {
     float x, y;
+    float2& operator=(const float2& o) { emu_count(&x, 2, false); std::memcpy(this, &o, 8); return *this; }
 };
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+
+// splitmix64: the same sequence on every host, so a seed reproduces.
+struct EmuRng {
+    uint64_t s;
+    uint64_t next()
+    {
+        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    // shuffle permutes v (Fisher-Yates); seed 0 leaves it in order.
+    template <class T> void shuffle(std::vector<T>& v, uint64_t seed)
+    {
+        if (seed == 0) return;
+        for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[next() % i]);
+    }
+};
+
+struct WarpState;
+thread_local dim3_ threadIdx, blockIdx, blockDim;
+thread_local WarpState* warp_state;
+
+// Sched runs a launch's CUDA threads as fibers, one at a time: the running
+// one hands the turn to the next ready one when it waits at a barrier or
+// ends (a switch of stacks, far cheaper than waking a host thread). A
+// fiber's threadIdx and warp are its own, swapped in with it.
+struct Sched {
+    struct Fiber {
+        ucontext_t ctx;
+        std::unique_ptr<char[]> stack;
+        dim3_ thread;
+        WarpState* warp;
+    };
+    uint64_t seed;
+    EmuRng rng;
+    std::vector<Fiber> fibers;
+    std::deque<unsigned> ready;
+    unsigned self = 0, waiting = 0;  // the running fiber; fibers at a barrier not yet full
+    ucontext_t host;                 // the launch's caller, resumed when every fiber has ended
+
+    Sched(unsigned threads, uint64_t seed_) : seed(seed_), rng{seed_}, fibers(threads) {}
+    void make_ready(std::vector<unsigned> ts)
+    {
+        rng.shuffle(ts, seed);
+        ready.insert(ready.end(), ts.begin(), ts.end());
+    }
+    void enter(unsigned next)
+    {
+        self = next;
+        threadIdx = fibers[next].thread;
+        warp_state = fibers[next].warp;
+    }
+    // pass hands the turn on: with wait, the running fiber is at a barrier
+    // (or ready again) and resumes when its turn comes; else it has ended.
+    void pass(bool wait)
+    {
+        if (ready.empty()) {
+            if (wait || waiting > 0) {
+                std::fprintf(stderr, "deadlock: %u threads wait at barriers that no other thread will reach\n", waiting + (wait ? 1 : 0));
+                std::exit(6);
+            }
+            setcontext(&host);  // the last fiber of the launch ends
+        }
+        const unsigned from = self, next = ready.front();
+        ready.pop_front();
+        if (next == from) return;
+        enter(next);
+        if (wait) {
+            swapcontext(&fibers[from].ctx, &fibers[next].ctx);
+        } else {
+            setcontext(&fibers[next].ctx);
+        }
+    }
+};
+inline Sched* sched;  // the launch running now (launches run one at a time)
+
+// Barrier: count threads meet; the last to arrive makes them all ready.
+struct Barrier {
+    unsigned count;
+    std::vector<unsigned> arrived;
+    explicit Barrier(unsigned n) : count(n) {}
+    void arrive_and_wait()
+    {
+        arrived.push_back(sched->self);
+        if (arrived.size() < count) {
+            ++sched->waiting;
+        } else {
+            sched->waiting -= count - 1;
+            std::vector<unsigned> go;
+            go.swap(arrived);
+            sched->make_ready(std::move(go));
+        }
+        sched->pass(true);
+    }
+};
 
 // One warp's meeting point for mma.sync and shuffles: each lane posts
 // its fragments (or value), then reads everyone's.
 struct WarpState {
-    std::barrier<> sync{32};
+    Barrier sync{32};
     unsigned a[32][4];
     unsigned b[32][2];
     float shfl[32];
 };
 
-thread_local dim3_ threadIdx, blockIdx, blockDim;
-thread_local std::barrier<>* block_barrier;
-thread_local WarpState* warp_state;
+inline Barrier* block_barrier;
 
 inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 inline int min(int a, int b) { return a < b ? a : b; }  // CUDA's integer min

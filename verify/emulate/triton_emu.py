@@ -4,20 +4,28 @@ Usage: python3 triton_emu.py SUBMISSION.py DIR
 DIR holds x.bin, w.bin and (with bias) b.bin, little-endian float32 in PyTorch's layouts;
 the output is written to DIR/y.bin. The submission is imported with stand-ins for torch
 and triton: its @triton.jit kernel runs as the Python it is, one program id after the
-other, on small tensors that follow Triton's semantics where the kernel relies on them
+other in an order drawn from EMULATE_SEED (0: in order of program ids), on small tensors that follow Triton's semantics where the kernel relies on them
 (broadcasting, C-style integer division, masked loads, bit casts, tl.dot precisions).
 The submission's own wrapper runs too, on a small stand-in for torch tensors (views,
 permute, contiguous, reshape, bit views, zero-filled and empty tensors, slice assignment,
 elementwise arithmetic), so its re-layouts (channels last, zero border, TF32 weight parts)
 are the ones checked. Every load and store is bounds checked (exit status 3), and
-torch.empty gives NaN so an unwritten output element shows.
+torch.empty gives NaN so an unwritten output element shows. Every store to a tensor is
+counted per element: each element of every tensor the wrapper makes with torch.empty (the
+output, the re-laid input and weights) must be written exactly once in a forward, and no
+other tensor (an input) at all (exit status 4, naming the tensor and the elements). A
+kernel whose result depends on the order of its programs (a race on the GPU) so gives a
+different output from one seed to the next, or a wrong count.
 
 tl.dot sums in float64. "tf32" truncates both operands to TF32, as the tensor cores do;
 "tf32x3" splits each into a rounded TF32 part and the truncated rest and sums three
 products. A split done wrong therefore shows as TF32-level error (1e-4), not fp32's.
 """
 import importlib.util
+import linecache
 import math
+import os
+import random
 import struct
 import sys
 import types
@@ -51,9 +59,21 @@ class OutOfBounds(Exception):
     pass
 
 
+class WriteCount(Exception):
+    pass
+
+
 class Buffer:
-    def __init__(self, name, data):
-        self.name, self.data = name, data
+    """A launch argument's storage; counts are its tensor's write counts (None for an
+    input, which no kernel may write)."""
+
+    def __init__(self, name, data, counts=None):
+        self.name, self.data, self.counts = name, data, counts
+
+
+# Tensors made by torch.empty, by the id of their storage: (name, shape, storage,
+# per-element write counts).
+_made = {}
 
 
 def c_div(a, b):
@@ -180,6 +200,7 @@ class T:
 
 class _State:
     pid = 0
+    rng = None  # random.Random of the seed; None: programs in order
 
 
 def _program_id(axis):
@@ -224,9 +245,13 @@ def _load(ptr, mask=None, other=None):
 
 def _store(ptr, value, mask=None):
     mask = [True] * len(ptr.data) if mask is None else expand(T.of(mask), ptr.shape)
+    counts = ptr.buf.counts
     for i, v, ok in zip(ptr.data, expand(T.of(value), ptr.shape), mask):
         if ok:
             ptr.buf.data[_element(ptr, i)] = f32(v)
+            if counts is None:
+                raise WriteCount(f"program {_State.pid}: store to element {i} of {ptr.buf.name}, an input")
+            counts[i] += 1
 
 
 def _dot(a, b, acc=None, input_precision=None):
@@ -274,8 +299,13 @@ class Jit:
             ptrs = []
             for i, a in enumerate(args):
                 assert a.strides == Tensor(a.storage, a.shape).strides and a.offset == 0, "non-contiguous tensor"
-                ptrs.append(T([0], (), "p", Buffer(f"argument {i}", a.storage)))
-            for pid in range(grid[0]):
+                made = _made.get(id(a.storage))
+                name = f"argument {i} of {self.fn.__name__} ({made[0] if made else 'an input'})"
+                ptrs.append(T([0], (), "p", Buffer(name, a.storage, made[3] if made else None)))
+            order = list(range(grid[0]))
+            if _State.rng is not None:
+                _State.rng.shuffle(order)
+            for pid in order:
                 _State.pid = pid
                 self.fn(*ptrs, **kwargs)
         return launch
@@ -344,7 +374,30 @@ class Tensor:
 
 
 def _empty(shape, device=None, dtype="float32"):
-    return Tensor([math.nan] * math.prod(shape), shape, dtype)
+    """NaN-filled, registered for its write counts under the name the wrapper gives it
+    (the assignment on the calling line)."""
+    t = Tensor([math.nan] * math.prod(shape), shape, dtype)
+    caller = sys._getframe(1)
+    line = linecache.getline(caller.f_code.co_filename, caller.f_lineno)
+    name = line.split("=")[0].strip() if "=" in line else f"line {caller.f_lineno}"
+    _made[id(t.storage)] = (name, t.shape, t.storage, [0] * len(t.storage))
+    return t
+
+
+def check_writes():
+    """Raises WriteCount naming up to 8 elements of torch.empty tensors not written
+    exactly once."""
+    bad = []
+    for name, shape, _, counts in _made.values():
+        for i, n in enumerate(counts):
+            if n != 1:
+                index, rest = [], i
+                for size in reversed(shape):
+                    index.append(rest % size)
+                    rest //= size
+                bad.append(f"{name} element {i} {tuple(reversed(index))} written {n} times, want once")
+    if bad:
+        raise WriteCount("\n".join(bad[:8] + [f"{len(bad)} elements written other than once"]))
 
 
 def stand_ins():
@@ -373,6 +426,8 @@ def read_floats(path):
 
 def main(argv):
     path, folder = argv[1], argv[2]
+    seed = int(os.environ.get("EMULATE_SEED", "0"))
+    _State.rng = random.Random(seed) if seed else None
     sys.modules.update(stand_ins())
     spec = importlib.util.spec_from_file_location("submission", path)
     mod = importlib.util.module_from_spec(spec)
@@ -382,9 +437,13 @@ def main(argv):
         args.append(Tensor(read_floats(folder + "/b.bin"), mod.BIAS_SHAPE))
     try:
         y = mod.implicit_gemm_forward(*args)
+        check_writes()
     except OutOfBounds as exc:
-        print(f"out of bounds: {exc}", file=sys.stderr)
+        print(f"out of bounds (seed {seed}): {exc}", file=sys.stderr)
         return 3
+    except WriteCount as exc:
+        print(f"write counts (seed {seed}): {exc}", file=sys.stderr)
+        return 4
     values = y.values()
     with open(folder + "/y.bin", "wb") as f:
         f.write(struct.pack(f"<{len(values)}f", *values))

@@ -115,7 +115,7 @@ func TestTritonKernelsMatchReference(t *testing.T) {
 			}
 			c := p.Conv
 			in := gpu.MakeInputs(c, p.Spec.Problem.InputDist, 7)
-			y, err := emulate.RunTriton(context.Background(), python, []byte(src), in.X, in.W, in.B, c.OutputLen())
+			y, err := runTriton(t, python, src, c, in)
 			if err != nil {
 				t.Fatalf("%+v (triton %s): %v", c, s.Kernel.Triton, err)
 			}
@@ -132,6 +132,17 @@ func TestTritonKernelsMatchReference(t *testing.T) {
 			t.Errorf("no case has %s", flag)
 		}
 	}
+}
+
+// runTriton runs the Triton submission src on in, its programs in its own
+// seeded order.
+func runTriton(t *testing.T, python, src string, c geom.Conv, in gpu.Inputs) ([]float32, error) {
+	t.Helper()
+	seed, err := emulate.SeedFor([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return emulate.RunTriton(context.Background(), python, []byte(src), seed, in.X, in.W, in.B, c.OutputLen())
 }
 
 // tritonFlags mark each Triton option in a rendered kernel.
@@ -231,7 +242,7 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 				}
 				c := convs[i]
 				in := gpu.MakeInputs(c, "rand", 7)
-				y, err := emulate.RunTriton(context.Background(), python, []byte(strings.Replace(src, m.old, m.new, 1)), in.X, in.W, in.B, c.OutputLen())
+				y, err := runTriton(t, python, strings.Replace(src, m.old, m.new, 1), c, in)
 				switch {
 				case err != nil:
 					t.Logf("caught: %v", strings.SplitN(err.Error(), "\n", 2)[0])
