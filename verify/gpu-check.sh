@@ -116,7 +116,7 @@ for s in $stages; do
   random)
     [ -d build/random ] && { python3 "$harness" --sweep --backends triton --json "$out/random.json" build/random || status=1; } ;;
   big)
-    [ -d build/big ] && { python3 verify/harness/bigcheck.py --json "$out/big.json" build/big || status=1; } ;;
+    [ -d build/big ] && { COMMIT=$(cat "$out/commit") python3 verify/harness/bigcheck.py --json "$out/big.json" build/big || status=1; } ;;
   *)
     echo "gpu-check: unknown stage $s" >&2
     exit 2 ;;

@@ -313,9 +313,8 @@ func (p *Plan) directRegisters() (int, string) {
 func New(s *spec.Spec) (*Plan, error) {
 	c := s.Problem.Conv
 	p := &Plan{Spec: s, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup()}
-	if err := p.checkExtents(); err != nil {
-		return nil, err
-	}
+	// Extents, channels and batch fit the kernels' 32-bit ints: the spec's
+	// limits (spec.MaxExtent, spec.MaxCount) keep them below 2^24.
 	if err := checkTritonPipelining(s); err != nil {
 		return nil, err
 	}
@@ -478,30 +477,6 @@ func TaplessAxis(c geom.Conv) int {
 		}
 	}
 	return -1
-}
-
-// checkExtents refuses extents past int: the kernels hold each dimension,
-// channel count and batch in an int (only flat offsets and their products
-// are idx_t), and the Triton kernel its constexpr extents alike.
-func (p *Plan) checkExtents() error {
-	s, c := p.Spec, p.Conv
-	var errs spec.Errors
-	for _, e := range []struct {
-		field string
-		v     int
-	}{
-		{"problem.batch", c.Batch}, {"problem.in_channels", c.InChannels}, {"problem.out_channels", c.OutChannels},
-		{"problem.input", c.In[0]}, {"problem.input", c.In[1]}, {"problem.input", c.In[2]},
-		{"problem.input", p.Out[0]}, {"problem.input", p.Out[1]}, {"problem.input", p.Out[2]},
-	} {
-		if e.v > maxInt32 {
-			errs = append(errs, s.Errorf(e.field, strconv.Itoa(e.v), "gives an extent of %d (output %v): the kernels hold extents in 32-bit ints, at most %d", e.v, p.Out, maxInt32))
-		}
-	}
-	if errs != nil {
-		return errs
-	}
-	return nil
 }
 
 // checkRows refuses a plan whose GEMM row numbers pass int: the kernels

@@ -16,7 +16,8 @@ const (
 	// MaxCount bounds batch, in_channels, out_channels and groups.
 	MaxCount = 1 << 24
 	// MaxExtent bounds each input and output extent, padding and
-	// dilation: dilation*(kernel-1) then stays below 2^29.
+	// dilation: dilation*(kernel-1) then stays below 2^29, and the
+	// kernels hold every extent in a 32-bit int.
 	MaxExtent = 1 << 24
 	// MaxKernel bounds each kernel extent: a phase enumerates its taps,
 	// at most MaxKernel^3.

@@ -121,60 +121,14 @@ static std::vector<float> load(const char* path, size_t n)
     return v;
 }
 
-// run_blocks runs kernel over a grid, one fiber per CUDA thread of a
-// block, reused for every block: the blocks run one after another, in an
-// order drawn from seed, which is also what lets a kernel's __shared__
-// arrays be plain statics.
-static std::function<void()> launch_kernel;
-static std::vector<dim3_> launch_blocks;
-static Barrier* launch_done;
-
-static void fiber_main()
-{
-    for (const dim3_& b : launch_blocks) {
-        blockIdx = b;
-        launch_kernel();
-        launch_done->arrive_and_wait();  // the next block starts when this one has finished
-    }
-    sched->pass(false);
-}
-
+// run_blocks runs kernel over every block of a grid (run_block_list).
 template <class Kernel> void run_blocks(dim3_ grid, unsigned threads, uint64_t seed, Kernel kernel)
 {
-    constexpr size_t stack = 256 << 10;
-    launch_blocks.clear();
+    std::vector<dim3_> blocks;
     for (unsigned bz = 0; bz < grid.z; ++bz)
     for (unsigned by = 0; by < grid.y; ++by)
-    for (unsigned bx = 0; bx < grid.x; ++bx) launch_blocks.push_back({bx, by, bz});
-    Sched s(threads, seed);
-    s.rng.shuffle(launch_blocks, seed);
-    sched = &s;
-    launch_kernel = kernel;
-    Barrier block(threads), done(threads);
-    block_barrier = &block;
-    launch_done = &done;
-    blockDim = {threads, 1, 1};
-    std::vector<std::unique_ptr<WarpState>> warps;
-    for (unsigned i = 0; i < (threads + 31) / 32; ++i) warps.push_back(std::make_unique<WarpState>());
-    for (unsigned t = 0; t < threads; ++t) {
-        Sched::Fiber& f = s.fibers[t];
-        f.thread = {t, 0, 0};
-        f.warp = warps[t / 32].get();
-        f.stack.reset(new char[stack]);
-        getcontext(&f.ctx);
-        f.ctx.uc_stack.ss_sp = f.stack.get();
-        f.ctx.uc_stack.ss_size = stack;
-        f.ctx.uc_link = nullptr;
-        makecontext(&f.ctx, fiber_main, 0);
-    }
-    std::vector<unsigned> all(threads);
-    std::iota(all.begin(), all.end(), 0u);
-    s.make_ready(all);
-    const unsigned first = s.ready.front();
-    s.ready.pop_front();
-    s.enter(first);
-    swapcontext(&s.host, &s.fibers[first].ctx);
-    sched = nullptr;
+    for (unsigned bx = 0; bx < grid.x; ++bx) blocks.push_back({bx, by, bz});
+    run_block_list(std::move(blocks), threads, seed, kernel);
 }
 
 // count_writes starts counting the stores to y.

@@ -128,28 +128,14 @@ static std::vector<unsigned long long> sample(unsigned long long total, int n, s
     return b;
 }
 
-// run_blocks runs kernel for the given flat blocks of a grid, one host
-// thread per CUDA thread, a block at a time.
-template <class Kernel> void run_blocks(dim3_ grid, unsigned threads, const std::vector<unsigned long long>& blocks, Kernel kernel)
+// run_blocks runs kernel for the given flat blocks of a grid, in the order
+// listed (run_block_list's seed 0).
+template <class Kernel> void run_blocks(dim3_ grid, unsigned threads, const std::vector<unsigned long long>& flat, Kernel kernel)
 {
-    std::barrier<> block(threads), done(threads);
-    std::vector<std::unique_ptr<WarpState>> warps;
-    for (unsigned i = 0; i < (threads + 31) / 32; ++i) warps.push_back(std::make_unique<WarpState>());
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) {
-        pool.emplace_back([&, t] {
-            threadIdx = {t, 0, 0};
-            blockDim = {threads, 1, 1};
-            block_barrier = &block;
-            warp_state = warps[t / 32].get();
-            for (unsigned long long b : blocks) {
-                blockIdx = {(unsigned)(b %% grid.x), (unsigned)(b / grid.x %% grid.y), (unsigned)(b / ((unsigned long long)grid.x * grid.y))};
-                kernel();
-                done.arrive_and_wait();
-            }
-        });
-    }
-    for (auto& th : pool) th.join();
+    std::vector<dim3_> blocks;
+    for (unsigned long long b : flat)
+        blocks.push_back({(unsigned)(b %% grid.x), (unsigned)(b / grid.x %% grid.y), (unsigned)(b / ((unsigned long long)grid.x * grid.y))});
+    run_block_list(std::move(blocks), threads, 0, kernel);
 }
 
 template <class Kernel> void run_sampled(dim3_ grid, unsigned threads, int n, std::mt19937_64& rng, Kernel kernel)
@@ -291,7 +277,7 @@ func RunSampled(ctx context.Context, cxx, dir, kernel string, l plan.Launch, sam
 	}
 	launches = append(launches, fmt.Sprintf("    run_sampled({%d, %d, %d}, %d, kSamples, rng, [&] { %s(xin, wt, kB > 0 ? bias.data() : nullptr, y); });",
 		l.Grid[0], l.Grid[1], l.Grid[2], l.Threads, l.Function))
-	src := shim + "\n#include <barrier>\n" + host + fmt.Sprintf(sampledDriver,
+	src := shim + "\n" + host + fmt.Sprintf(sampledDriver,
 		c.InputLen(), c.WeightLen(), bias, c.OutputLen(), l.RepackLen, max(1, l.RelaidLen),
 		fmt.Sprintf("{%d, %d, %d, %d}", c.Batch, c.InChannels, c.OutChannels, c.Groups),
 		three(c.In), three(l.Out), three(c.Kernel), three(c.Stride), three(c.Padding),

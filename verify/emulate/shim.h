@@ -23,8 +23,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <memory>
 #include <functional>
+#include <memory>
+#include <numeric>
 #include <ucontext.h>
 #include <vector>
 
@@ -230,4 +231,57 @@ inline void emu_mma_m16n8k8(float* acc, const unsigned* a, const unsigned* b)
         acc[e] = (float)sum;
     }
     w.sync.arrive_and_wait();  // nobody overwrites the fragments until all have read them
+}
+
+// run_block_list runs kernel for the given blocks of a launch, one fiber
+// per CUDA thread of a block, reused for every block: the blocks run one
+// after another, in an order drawn from seed (0: as listed), which is also
+// what lets a kernel's __shared__ arrays be plain statics.
+inline std::function<void()> launch_kernel;
+inline std::vector<dim3_> launch_blocks;
+inline Barrier* launch_done;
+
+inline void fiber_main()
+{
+    for (const dim3_& b : launch_blocks) {
+        blockIdx = b;
+        launch_kernel();
+        launch_done->arrive_and_wait();  // the next block starts when this one has finished
+    }
+    sched->pass(false);
+}
+
+template <class Kernel> void run_block_list(std::vector<dim3_> blocks, unsigned threads, uint64_t seed, Kernel kernel)
+{
+    constexpr size_t stack = 256 << 10;
+    launch_blocks = std::move(blocks);
+    Sched s(threads, seed);
+    s.rng.shuffle(launch_blocks, seed);
+    sched = &s;
+    launch_kernel = kernel;
+    Barrier block(threads), done(threads);
+    block_barrier = &block;
+    launch_done = &done;
+    blockDim = {threads, 1, 1};
+    std::vector<std::unique_ptr<WarpState>> warps;
+    for (unsigned i = 0; i < (threads + 31) / 32; ++i) warps.push_back(std::make_unique<WarpState>());
+    for (unsigned t = 0; t < threads; ++t) {
+        Sched::Fiber& f = s.fibers[t];
+        f.thread = {t, 0, 0};
+        f.warp = warps[t / 32].get();
+        f.stack.reset(new char[stack]);
+        getcontext(&f.ctx);
+        f.ctx.uc_stack.ss_sp = f.stack.get();
+        f.ctx.uc_stack.ss_size = stack;
+        f.ctx.uc_link = nullptr;
+        makecontext(&f.ctx, fiber_main, 0);
+    }
+    std::vector<unsigned> all(threads);
+    std::iota(all.begin(), all.end(), 0u);
+    s.make_ready(all);
+    const unsigned first = s.ready.front();
+    s.ready.pop_front();
+    s.enter(first);
+    swapcontext(&s.host, &s.fibers[first].ctx);
+    sched = nullptr;
 }

@@ -262,8 +262,10 @@ def main(argv=None):
             torch.cuda.empty_cache()
         print(json.dumps(results[-1]), flush=True)
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    run = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "date": time.strftime("%Y-%m-%d", time.gmtime()), "commit": os.environ.get("COMMIT", "")}
     with open(args.json, "w") as f:
-        json.dump({"results": results, "all_ok": all(r["ok"] for r in results)}, f, indent=1)
+        json.dump({**run, "results": results, "all_ok": all(r["ok"] for r in results)}, f, indent=1)
     return 0 if all(r["ok"] for r in results) else 1
 
 

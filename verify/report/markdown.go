@@ -121,9 +121,10 @@ func Markdown(r *Report) string {
 	}
 	if len(r.Sweeps) > 0 {
 		p("\n## Random configurations\n\n")
-		p("Random valid configurations (stride and dilation 1-3, kernel 1-5, padding, output_padding, groups, bias,\n")
-		p("odd and prime sizes, random tiles and precisions), rendered, compiled for sm_80 and sm_90 (a spill fails),\n")
-		p("run and checked against float64 on every output by the kernel verifier (`bin/verify -random N`);\n")
+		p("Random valid configurations (gen.RandomSpec: stride 1-5, dilation 1-3, strides sharing a factor with the\n")
+		p("dilation, kernel 1-5, padding, output_padding, groups and depthwise, bias, odd and prime sizes, random tiles,\n")
+		p("precisions and Triton options), rendered, compiled (for sm_80 and sm_90, or with `-run-arch-only` for the one\n")
+		p("that runs; a spill fails), run and checked against float64 by the kernel verifier (`bin/verify -random N`);\n")
 		p("\"end to end\" rows: the same kind of configurations run as submissions by the harness (`--sweep`).\n\n")
 		if len(r.SweepRuns) > 0 {
 			p("Runs:\n\n- %s\n\n", strings.Join(r.SweepRuns, "\n- "))
@@ -136,6 +137,19 @@ func Markdown(r *Report) string {
 			for _, f := range s.Failures {
 				p("- %s\n", f)
 			}
+		}
+	}
+	if b := r.Big; b != nil {
+		p("\n## Tensors of 2^31 elements or more\n\n")
+		p("`verify/harness/bigcheck.py` over `make big` (verify/testdata/big) on %s, %s, torch %s, commit `%s`: each\n", b.GPU, b.Date, b.Torch, b.Commit)
+		p("output NaN-poisoned before the forward, then checked for NaN everywhere and sampled against a float64 direct sum.\n\n")
+		p("| configuration | backend | output elements | poisoned | no NaN left | samples | off | max error | result |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, x := range b.Results {
+			result := "passed"
+			if !x.OK {
+				result = "failed: " + firstLine(x.Error)
+			}
+			p("| %s | %s | %d | %t | %t | %d | %d | %.1e | %s |\n", x.Spec, x.Backend, x.OutputElements, x.Poisoned, x.NaNFree, x.Samples, x.Bad, x.MaxErr, result)
 		}
 	}
 	if m := r.Mutation; m != nil {

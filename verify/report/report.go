@@ -106,6 +106,48 @@ type Report struct {
 	TuningRuns  []string           `json:"tuning_runs,omitempty"` // date and commit of each run the candidates come from
 	SweepRuns   []string           `json:"sweep_runs,omitempty"`  // seed, size, date (and commit) of each random sweep
 	Mutation    *Mutation          `json:"mutation_check,omitempty"`
+	Big         *BigRun            `json:"big,omitempty"`
+}
+
+// BigRun is verify/harness/bigcheck.py's run over configurations with
+// tensors of 2^31 elements or more: sampled outputs against a float64
+// direct sum, the output NaN-poisoned first.
+type BigRun struct {
+	GPU     string      `json:"gpu"`
+	Torch   string      `json:"torch"`
+	Date    string      `json:"date"`
+	Commit  string      `json:"commit"`
+	Results []BigResult `json:"results"`
+}
+
+// BigResult is one submission of a BigRun.
+type BigResult struct {
+	Spec           string  `json:"spec"`
+	Backend        string  `json:"backend"`
+	OutputElements int64   `json:"output_elements"`
+	Poisoned       bool    `json:"poisoned"` // the output took the NaN-filled block
+	NaNFree        bool    `json:"nan_free"` // no output stayed NaN
+	Samples        int     `json:"samples"`
+	MaxErr         float64 `json:"max_err"`
+	Bad            int     `json:"bad"` // samples off the float64 sum
+	OK             bool    `json:"ok"`
+	Error          string  `json:"error"`
+}
+
+// readBig reads bigcheck.py's results, nil when there are none.
+func readBig(path string) (*BigRun, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var b BigRun
+	if err := json.Unmarshal(data, &b); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &b, nil
 }
 
 // Mutation summarises the verifier's mutation check: kernels with planted
@@ -238,6 +280,9 @@ func Build(root, dir string) (*Report, error) {
 		return nil, err
 	}
 	r.Mutation = mutationCheck(mutate)
+	if r.Big, err = readBig(filepath.Join(dir, "big.json")); err != nil {
+		return nil, err
+	}
 	// The harness's sweep (gpu-check's random.json) and sweeps of other
 	// seeds beside it count in one tally.
 	sweeps, _ := filepath.Glob(filepath.Join(dir, "random-sweep*.json"))
@@ -357,15 +402,23 @@ func harnessSweeps(results []HarnessResult) []Sweep {
 // (none if it had none).
 func kernelSweepRun(rep *gpu.Report) []string {
 	var names []string
+	passed, worst := 0, 0.0
 	for _, k := range rep.Results {
 		if strings.HasPrefix(k.SpecPath, "random/") {
 			names = append(names, k.Spec)
+			if k.Disposition == gpu.Passed {
+				passed++
+			}
+			if k.RelL2 != nil {
+				worst = math.Max(worst, float64(*k.RelL2))
+			}
 		}
 	}
 	if len(names) == 0 {
 		return nil
 	}
-	return []string{fmt.Sprintf("kernel verifier, %s: %d configurations on %s at commit %.7s", seedsOf(names), len(names), rep.Date, rep.Commit)}
+	return []string{fmt.Sprintf("kernel verifier, %s: %d configurations on %s at commit %.7s: %d passed, worst rel L2 %.1e",
+		seedsOf(names), len(names), rep.Date, rep.Commit, passed, worst)}
 }
 
 // harnessSweepRun describes a harness sweep (none if it ran nothing).

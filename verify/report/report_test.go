@@ -631,3 +631,37 @@ func writeFileT(t *testing.T, path string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestBigRun: bigcheck.py's big.json becomes a section with a row per
+// submission, a failure with its first line.
+func TestBigRun(t *testing.T) {
+	dir := fixtureCopy(t, "e2e.json", "commit", "kernels.json")
+	big := `{"gpu": "Fixture GPU X100", "torch": "9.9.0+test", "date": "2030-01-02", "commit": "0123abc",
+	 "results": [{"spec": "big_a", "backend": "cuda", "output_elements": 4294901760, "poisoned": true, "nan_free": true,
+	              "samples": 1000000, "max_err": 1.5e-07, "bad": 0, "ok": true},
+	             {"spec": "big_a", "backend": "triton", "ok": false, "error": "RuntimeError: launch failed\nmore"}]}`
+	if err := os.WriteFile(filepath.Join(dir, "big.json"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(fixtureRoot, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Big == nil || len(r.Big.Results) != 2 || r.Big.Results[0].OutputElements != 4294901760 {
+		t.Fatalf("big = %+v", r.Big)
+	}
+	md := Markdown(r)
+	for _, want := range []string{
+		"## Tensors of 2^31 elements or more",
+		"on Fixture GPU X100, 2030-01-02, torch 9.9.0+test, commit `0123abc`",
+		"| big_a | cuda | 4294901760 | true | true | 1000000 | 0 | 1.5e-07 | passed |",
+		"| big_a | triton | 0 | false | false | 0 | 0 | 0.0e+00 | failed: RuntimeError: launch failed |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+	if r, err := Build(fixtureRoot, fixtureCopy(t, "e2e.json", "commit", "kernels.json")); err != nil || r.Big != nil {
+		t.Errorf("without big.json: big = %+v, err %v", r.Big, err)
+	}
+}
