@@ -225,8 +225,7 @@ type Tile struct {
 	// input channels, and rows are input positions along W, all W
 	// residues at once. An output then adds the columns of the kw that
 	// reach it, from neighbouring rows, in shared memory. Few output
-	// channels make narrow tensor-core products; this widens them (#70:
-	// 8.7 -> 5.9 ms, #61 3.7 -> 3.4, kernel-only).
+	// channels make narrow tensor-core products; this widens them.
 	KWInN bool
 	// ParkSums (wgmma): the fp32 running sums wait in shared memory between
 	// spans, not in registers: a slab's sums in half the registers, for
@@ -234,8 +233,8 @@ type Tile struct {
 	ParkSums bool
 	// BulkWeights (wgmma): on sm_90a one thread fills a weight stage by a
 	// bulk copy (the TMA unit), which completes a barrier in shared memory,
-	// instead of every thread's 16-byte cp.async copies (#68: 12.97 ->
-	// 11.67 ms GEMM, #73 0.766 -> 0.703; #77 0.319 -> 0.326).
+	// instead of every thread's 16-byte cp.async copies, so the threads
+	// issue no copies.
 	BulkWeights bool
 	// Winograd (wgmma): a GEMM row is a pair of neighbouring outputs along
 	// W, computed by Winograd's F(2,3): four products of transformed inputs
@@ -247,8 +246,7 @@ type Tile struct {
 	// EarlyInputs (wgmma): load a step's inputs while the products before
 	// it run, even where the plan's register estimate would not (it turns
 	// them on by itself where it finds room); the verifier's spill check
-	// decides whether the registers held (#77's Winograd tile: 128 of 128
-	// registers, no spill, 0.440 ms against 0.458 without).
+	// decides whether the registers held.
 	EarlyInputs bool
 }
 
