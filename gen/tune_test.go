@@ -243,7 +243,7 @@ func tuneFixtureCandidates() []Candidate {
 	return cs
 }
 
-// tuneReadRuns decodes result documents the way convtgen -apply-tune does.
+// tuneReadRuns decodes result documents the way convtgen apply-tune does.
 func tuneReadRuns(t *testing.T, names ...string) []HarnessResults {
 	t.Helper()
 	var runs []HarnessResults
