@@ -25,8 +25,10 @@ check: $(CONVTGEN)
 	@$(CONVTGEN) check
 
 # quietly WHAT,COMMAND: a line saying WHAT, then COMMAND's last line (go
-# test's "ok" line) when it passes, all of its output when it fails.
-quietly = echo "== $(1)"; log=$$(mktemp); if $(2) >$$log 2>&1; then tail -n 1 $$log; rm -f $$log; \
+# test's "ok" line, or "ok" for none) when it passes, all of its output
+# when it fails.
+quietly = echo "== $(1)"; log=$$(mktemp); if $(2) >$$log 2>&1; then \
+	if [ -s $$log ]; then tail -n 1 $$log; else echo "   ok"; fi; rm -f $$log; \
 	else cat $$log; rm -f $$log; exit 1; fi
 
 # Everything that needs no GPU, a line per step: the harness's own tests,
