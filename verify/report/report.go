@@ -134,22 +134,6 @@ type BigResult struct {
 	Error          string  `json:"error"`
 }
 
-// readBig reads bigcheck.py's results, nil when there are none.
-func readBig(path string) (*BigRun, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var b BigRun
-	if err := json.Unmarshal(data, &b); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &b, nil
-}
-
 // Mutation summarises the verifier's mutation check: kernels with planted
 // bugs, each of which must come out incorrect.
 type Mutation struct {
@@ -180,7 +164,10 @@ func mutationCheck(rep *gpu.Report) *Mutation {
 	return m
 }
 
-func readRun(path string) (*HarnessRun, error) {
+func readRun(path string) (*HarnessRun, error) { return readJSON[HarnessRun](path) }
+
+// readJSON decodes the JSON document at path, nil when there is none.
+func readJSON[T any](path string) (*T, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -188,11 +175,11 @@ func readRun(path string) (*HarnessRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	var r HarnessRun
-	if err := json.Unmarshal(data, &r); err != nil {
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &r, nil
+	return &v, nil
 }
 
 // Build reads the results in dir (e2e.json from the harness, kernels.json
@@ -280,7 +267,7 @@ func Build(root, dir string) (*Report, error) {
 		return nil, err
 	}
 	r.Mutation = mutationCheck(mutate)
-	if r.Big, err = readBig(filepath.Join(dir, "big.json")); err != nil {
+	if r.Big, err = readJSON[BigRun](filepath.Join(dir, "big.json")); err != nil {
 		return nil, err
 	}
 	// The harness's sweep (gpu-check's random.json) and sweeps of other
