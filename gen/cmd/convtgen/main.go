@@ -18,7 +18,7 @@ import (
 // Exit statuses, as the help text documents them.
 const (
 	exitOK      = 0
-	exitProblem = 1 // invalid specs, stale or conflicting files, failed reads or writes
+	exitProblem = 1 // invalid specs, refused problem files, stale or conflicting files, failed reads or writes
 	exitUsage   = 2 // unknown command or flag, bad arguments, not inside the repository
 )
 
@@ -63,7 +63,7 @@ type command struct {
 var commands []*command
 
 func init() {
-	commands = []*command{cmdGenerate, cmdCheck, cmdRandom, cmdTune, cmdApplyTune, cmdHelp}
+	commands = []*command{cmdGenerate, cmdCheck, cmdImport, cmdRandom, cmdTune, cmdApplyTune, cmdHelp}
 }
 
 func lookup(name string) *command {
@@ -173,8 +173,9 @@ names it instead). Paths on the command line are relative to the current
 folder.
 
 Exit status: 0 done (check: nothing stale); 1 problems found (invalid specs,
-stale or conflicting files, failed reads or writes); 2 usage error (unknown
-command or flag, bad arguments, not inside the repository).`
+refused problem files, stale or conflicting files, failed reads or writes);
+2 usage error (unknown command or flag, bad arguments, not inside the
+repository).`
 
 func printUsage(w io.Writer) {
 	fmt.Fprintf(w, "%s\n\nUsage: convtgen COMMAND [flags] [arguments]\n\nCommands:\n", intro)
