@@ -17,10 +17,10 @@ func extremeSpecs() map[string]string {
 	one := [3]int{1, 1, 1}
 	kernels := map[string]spec.Kernel{
 		"ffma":      {Backends: []string{"cuda", "triton"}, Precision: "fp32"},
-		"direct":    {Backends: []string{"cuda", "triton"}, Precision: "fp32", Tile: spec.Tile{Direct: true}},
+		"direct":    {Backends: []string{"cuda", "triton"}, Precision: "fp32", Tile: spec.Direct{}},
 		"mma":       {Backends: []string{"cuda", "triton"}, Precision: "3xtf32"},
-		"wgmma":     {Backends: []string{"cuda", "triton"}, Precision: "3xtf32", Tile: spec.Tile{WGMMA: true}},
-		"kw_in_n":   {Backends: []string{"cuda"}, Precision: "3xtf32", Tile: spec.Tile{WGMMA: true, KWInN: true, Slabs: 1}},
+		"wgmma":     {Backends: []string{"cuda", "triton"}, Precision: "3xtf32", Tile: spec.WGMMA{}},
+		"kw_in_n":   {Backends: []string{"cuda"}, Precision: "3xtf32", Tile: spec.WGMMA{KWInN: true, Slabs: 1}},
 		"triton_fw": {Backends: []string{"triton"}, Precision: "fp32", Triton: spec.Triton{FuseW: true, FoldW: 8}},
 	}
 	convs := map[string]geom.Conv{

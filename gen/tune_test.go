@@ -71,7 +71,7 @@ func checkCandidates(t *testing.T, l Loaded, cs []Candidate) {
 	}
 	type choice struct {
 		precision string
-		tile      spec.Tile
+		tile      spec.Family
 	}
 	seen := map[choice]string{}
 	labelBefore := 0

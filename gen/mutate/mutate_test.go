@@ -349,7 +349,7 @@ type tapRead struct {
 // window column v/stride_w - Window.Lo (which must be inside the window) at
 // weight tap Flat + kw. W offsets of the tap are not read there.
 func tapReads(p *plan.Plan, tap plan.Tap, q [3]int, jw int) ([]tapRead, error) {
-	if p.Tile.TW == 0 {
+	if p.Tile.TW() == 0 {
 		return []tapRead{{tap.Flat, [3]int{q[0] + tap.Off[0], q[1] + tap.Off[1], q[2] + tap.Off[2]}}}, nil
 	}
 	c, w := p.Conv, p.Window
@@ -363,7 +363,7 @@ func tapReads(p *plan.Plan, tap plan.Tap, q [3]int, jw int) ([]tapRead, error) {
 		if e < 0 || e >= w.Len {
 			return nil, fmt.Errorf("%w: window column %d of %d", errOOB, e, w.Len)
 		}
-		win0 := q[2]*(p.Tile.TW/c.Stride[2]) + w.Lo
+		win0 := q[2]*(p.Tile.TW()/c.Stride[2]) + w.Lo
 		reads = append(reads, tapRead{tap.Flat + kw, [3]int{q[0] + tap.Off[0], q[1] + tap.Off[1], win0 + e}})
 	}
 	return reads, nil
@@ -484,7 +484,7 @@ func checkRanges(t *testing.T, name string, orig, p *plan.Plan) {
 	}
 	for _, ph := range p.Phases {
 		for d := range 3 {
-			if d == 2 && p.Tile.TW > 0 {
+			if d == 2 && p.Tile.TW() > 0 {
 				continue // a W-window row stores only its outputs inside the row
 			}
 			if last := ph.R[d] + p.Conv.Stride[d]*(ph.Q[d]-1); ph.R[d] < 0 || last >= p.Out[d] {

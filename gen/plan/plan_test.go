@@ -113,8 +113,8 @@ func TestOutputShape(t *testing.T) {
 		if p.CinG != c.cin/c.groups || p.CoutG != c.cout/c.groups {
 			t.Fatalf("%+v: CinG, CoutG = %d, %d", c, p.CinG, p.CoutG)
 		}
-		if p.Grid[1] != (p.CoutG+p.Tile.BN-1)/p.Tile.BN || p.Grid[2] != c.groups {
-			t.Fatalf("%+v: grid %v with BN %d", c, p.Grid, p.Tile.BN)
+		if p.Grid[1] != (p.CoutG+p.Tile.BN()-1)/p.Tile.BN() || p.Grid[2] != c.groups {
+			t.Fatalf("%+v: grid %v with BN %d", c, p.Grid, p.Tile.BN())
 		}
 		if p.Threads < 32 || p.Threads%32 != 0 || p.Threads > plan.MaxThreads || p.SmemBytes > plan.MaxSmemBytes {
 			t.Fatalf("%+v: default tile infeasible: %d threads, %d bytes", c, p.Threads, p.SmemBytes)
@@ -242,8 +242,8 @@ func checkPhases(c config, p *plan.Plan, out [3]int) (n int, err error) {
 		if ph.Q != q || ph.M != c.batch*q[0]*q[1]*q[2] || ph.M == 0 {
 			fail("phase %d: Q %v M %d, want Q %v M %d", j, ph.Q, ph.M, q, c.batch*q[0]*q[1]*q[2])
 		}
-		if ph.Tiles != (ph.M+p.Tile.BM-1)/p.Tile.BM {
-			fail("phase %d: %d tiles for M %d, want %d tiles of %d", j, ph.Tiles, ph.M, (ph.M+p.Tile.BM-1)/p.Tile.BM, p.Tile.BM)
+		if ph.Tiles != (ph.M+p.Tile.BM()-1)/p.Tile.BM() {
+			fail("phase %d: %d tiles for M %d, want %d tiles of %d", j, ph.Tiles, ph.M, (ph.M+p.Tile.BM()-1)/p.Tile.BM(), p.Tile.BM())
 		}
 		if ph.TapStart != tap || ph.TapCount < 0 || tap+ph.TapCount > len(p.Taps) {
 			fail("phase %d: taps [%d +%d), want start %d within %d", j, ph.TapStart, ph.TapCount, tap, len(p.Taps))
@@ -589,8 +589,8 @@ func TestMMAWarpTileWholeFragments(t *testing.T) {
 	for _, tile := range []string{"{bn: 4}", "{bm: 64, bn: 4, bk: 8}"} {
 		p, err := plan.New(with(base72, func(c *config) { c.precision, c.tile = "3xtf32", tile }).parse(t))
 		if err == nil {
-			if p.Tile.WN%8 != 0 || p.Tile.WM%16 != 0 || p.Tile.WN == 0 {
-				t.Errorf("tile %s: planned WM %d x WN %d, not whole m16n8 fragments", tile, p.Tile.WM, p.Tile.WN)
+			if p.Tile.WN()%8 != 0 || p.Tile.WM()%16 != 0 || p.Tile.WN() == 0 {
+				t.Errorf("tile %s: planned WM %d x WN %d, not whole m16n8 fragments", tile, p.Tile.WM(), p.Tile.WN())
 			}
 			continue
 		}

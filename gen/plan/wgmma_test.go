@@ -139,8 +139,8 @@ func TestWGMMAColumnTiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Tile.BN != c.bn || p.WGMMA.NTiles != c.tiles || p.Tile.Stages != c.stages || p.Tile.BN*p.WGMMA.NTiles < c.cout {
-			t.Errorf("%d channels: bn %d in %d tiles, %d stages; want bn %d in %d tiles, %d stages", c.cout, p.Tile.BN, p.WGMMA.NTiles, p.Tile.Stages, c.bn, c.tiles, c.stages)
+		if p.Tile.BN() != c.bn || p.WGMMA.NTiles != c.tiles || p.Tile.WGMMA.Stages != c.stages || p.Tile.BN()*p.WGMMA.NTiles < c.cout {
+			t.Errorf("%d channels: bn %d in %d tiles, %d stages; want bn %d in %d tiles, %d stages", c.cout, p.Tile.BN(), p.WGMMA.NTiles, p.Tile.WGMMA.Stages, c.bn, c.tiles, c.stages)
 		}
 	}
 }
@@ -240,13 +240,13 @@ func TestWGMMASumsAndStages(t *testing.T) {
 			t.Fatalf("%s: %v", c.tile, err)
 		}
 		w := p.WGMMA
-		if w.OneSpan != c.oneSpan || p.Tile.Stages != c.stages || w.Parked != c.parked || w.ParkedAt != c.parkedAt || p.SmemBytes != c.smem {
+		if w.OneSpan != c.oneSpan || p.Tile.WGMMA.Stages != c.stages || w.Parked != c.parked || w.ParkedAt != c.parkedAt || p.SmemBytes != c.smem {
 			t.Errorf("%s: one span %v, %d stages, %d parked at %d, %d bytes; want %v, %d, %d at %d, %d",
-				c.tile, w.OneSpan, p.Tile.Stages, w.Parked, w.ParkedAt, p.SmemBytes, c.oneSpan, c.stages, c.parked, c.parkedAt, c.smem)
+				c.tile, w.OneSpan, p.Tile.WGMMA.Stages, w.Parked, w.ParkedAt, p.SmemBytes, c.oneSpan, c.stages, c.parked, c.parkedAt, c.smem)
 		}
-		if p.Tile.BulkWeights {
+		if p.Tile.WGMMA.BulkWeights {
 			// 8-byte aligned, the last thing in shared memory.
-			if want := p.SmemBytes/4 - 2*p.Tile.Stages; w.BarriersAt != want || w.BarriersAt%2 != 0 {
+			if want := p.SmemBytes/4 - 2*p.Tile.WGMMA.Stages; w.BarriersAt != want || w.BarriersAt%2 != 0 {
 				t.Errorf("%s: barriers at float %d; want %d (8-byte aligned)", c.tile, w.BarriersAt, want)
 			}
 		} else if w.BarriersAt != 0 {
@@ -329,7 +329,7 @@ func TestWGMMAKWInNStride(t *testing.T) {
 	if !reflect.DeepEqual(rs, [][3]int{{0, 0, 0}, {0, 1, 0}, {1, 0, 0}, {1, 1, 0}}) {
 		t.Errorf("phases %v, want one per (d, h) residue", rs)
 	}
-	got := []any{w.GemmTaps, w.Steps, w.Line, w.Rows, w.WSpan, w.OutRows, w.AnchorW0, w.ChannelLanes, w.Lo[2], w.X[2], p.Tile.BN, p.Phases[0].Q[2]}
+	got := []any{w.GemmTaps, w.Steps, w.Line, w.Rows, w.WSpan, w.OutRows, w.AnchorW0, w.ChannelLanes, w.Lo[2], w.X[2], p.Tile.BN(), p.Phases[0].Q[2]}
 	want := []any{[]int{1, 2, 2, 4}, []int{1, 1, 1, 1}, []int{6, 6, 6, 6}, []int{2 * 3 * 6, 2 * 2 * 6, 1 * 3 * 6, 1 * 2 * 6}, 1, 63, -1, 1, 1, 6, 24, 5}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("gemm taps, steps, lines, rows, reach, out rows, anchor w0, channel lanes, border, extent, bn, anchors:\ngot  %v\nwant %v", got, want)
@@ -376,7 +376,7 @@ func TestWGMMAWarpgroups(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.tile, err)
 		}
-		got := []int{p.Threads, p.Tile.BM, p.WGMMA.OutRows, p.SmemBytes, p.DynamicSmem, 65536 / (max(1, p.Tile.MinBlocks) * p.Threads)}
+		got := []int{p.Threads, p.Tile.BM(), p.WGMMA.OutRows, p.SmemBytes, p.DynamicSmem, 65536 / (max(1, p.Tile.MinBlocks()) * p.Threads)}
 		want := []int{c.threads, c.bm, c.outRows, c.smem, c.dynamic, c.regsCap}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: threads, rows, written rows, shared memory, dynamic, registers a thread:\ngot  %v\nwant %v", c.tile, got, want)

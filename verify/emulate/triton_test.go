@@ -193,7 +193,7 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 		Padding: [3]int{0, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true}))
 	for i, base := range cases {
 		s := *base
-		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: "3xtf32", Triton: spec.Triton{
+		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Triton: spec.Triton{Precision: "3xtf32",
 			BlockM: 16, BlockN: 16, BlockK: 16, ChannelsLast: i%2 == 0, FuseW: i%3 != 0 || strings.HasPrefix(s.Name, "shared_factor"),
 			PadInput: true, SplitWeight: true, FlatK: true}}
 		if i%3 != 0 && i%4 >= 2 {
