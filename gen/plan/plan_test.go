@@ -31,9 +31,14 @@ func (c config) yaml() string {
 	}
 	conv := geom.Conv{Batch: c.batch, InChannels: c.cin, OutChannels: c.cout, In: c.in, Kernel: c.k,
 		Stride: c.s, Padding: c.p, OutputPadding: c.op, Dilation: c.d, Groups: c.groups, Bias: c.bias}
-	y := spec.Generic("plan_test", "plan test", conv, "rand", spec.Kernel{Backends: []string{"cuda"}, Precision: prec})
-	if c.tile != "" {
-		y += "  tile: " + c.tile + "\n"
+	y := spec.Generic("plan_test", "plan test", conv, "rand", spec.Kernel{Backends: []string{"cuda"}})
+	// Written as version 1 wrote them: precision and a flat tile.
+	cuda, err := spec.V1CUDA(prec, c.tile)
+	if err != nil {
+		panic(err)
+	}
+	if cuda != "" {
+		y += "  cuda: " + cuda + "\n"
 	}
 	return y
 }
