@@ -1,6 +1,6 @@
 package gen
 
-//go:generate go run ./cmd/convtgen -root ..
+//go:generate go run ./cmd/convtgen generate
 
 import (
 	"bytes"
@@ -331,13 +331,22 @@ func writeAtomic(path string, data []byte) error {
 // reports what is out of date. A run first rolls back what a killed run
 // left half-committed; a check refuses to judge such a tree.
 func Generate(root string, check bool) ([]Change, error) {
+	return GenerateOnly(root, check, nil)
+}
+
+// GenerateOnly is Generate limited to some specs: only holds spec files
+// or folders under specs/ (slash-separated, relative to root; nil selects
+// every spec). Every spec is still loaded and checked, since names must
+// be unique and the registry lists them all, but only the selected specs'
+// files under out/ and the registry are written or reported.
+func GenerateOnly(root string, check bool, only []string) ([]Change, error) {
 	if check {
 		stages, err := safeio.Stages(root, OutDir)
 		if err != nil {
 			return nil, err
 		}
 		if len(stages) > 0 {
-			return nil, fmt.Errorf("%s: left by an interrupted run; run go generate ./... to roll it back", strings.Join(stages, ", "))
+			return nil, fmt.Errorf("%s: left by an interrupted run; run convtgen generate (make) to roll it back", strings.Join(stages, ", "))
 		}
 	} else if err := safeio.Recover(root, OutDir, generated); err != nil {
 		return nil, err
@@ -346,15 +355,54 @@ func Generate(root string, check bool) ([]Change, error) {
 	if err != nil {
 		return nil, err
 	}
+	names, err := selectSpecs(specs, only)
+	if err != nil {
+		return nil, err
+	}
 	files, err := RenderAll(specs)
 	if err != nil {
 		return nil, err
 	}
 	changes, err := Diff(root, files)
-	if err != nil || check {
-		return changes, err
+	if err != nil {
+		return nil, err
+	}
+	if names != nil {
+		changes = slices.DeleteFunc(changes, func(c Change) bool {
+			parts := strings.Split(c.Path, "/")
+			return c.Path != RegistryFile && !(parts[0] == OutDir && names[parts[1]])
+		})
+	}
+	if check {
+		return changes, nil
 	}
 	return changes, Apply(root, files, changes)
+}
+
+// selectSpecs returns the names of the specs that only selects (a spec's
+// file, or a folder holding it), or nil for every spec. A path outside
+// specs/ or one that selects no spec is an error.
+func selectSpecs(specs []Loaded, only []string) (map[string]bool, error) {
+	if only == nil {
+		return nil, nil
+	}
+	names := map[string]bool{}
+	for _, o := range only {
+		o = strings.TrimSuffix(o, "/")
+		if o != SpecDir && !strings.HasPrefix(o, SpecDir+"/") {
+			return nil, fmt.Errorf("%s: not under %s/ (generate -out DIR renders specs from elsewhere into DIR)", o, SpecDir)
+		}
+		found := false
+		for _, l := range specs {
+			if l.Path == o || strings.HasPrefix(l.Path, o+"/") {
+				names[l.Plan.Spec.Name], found = true, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%s: no spec there (specs are .yaml or .yml files)", o)
+		}
+	}
+	return names, nil
 }
 
 // String formats a change for the command's output.

@@ -12,7 +12,7 @@ import (
 // (each has a tensor of 2^31 elements or more).
 func TestBigSpecsAreWide(t *testing.T) {
 	dir := t.TempDir()
-	n, err := WriteSpecDir(filepath.Join("..", "verify", "testdata", "big"), dir)
+	n, err := WriteSpecs("..", []string{"verify/testdata/big"}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -231,9 +231,8 @@ func newTritonView(p *plan.Plan) *TritonView {
 	// would save nothing; the flat reduction masks only its last step's
 	// tail, whatever the channels), and only at stride 1, where every
 	// program runs reduction steps: with strides some programs run none,
-	// and there Triton's software pipeline (num_stages > 1) issued unmasked
-	// loads that faulted or corrupted the sum (two random configurations on
-	// the H200; a row mask did not help).
+	// and there Triton's software pipeline (num_stages > 1) issues unmasked
+	// loads that fault or corrupt the sum (a row mask does not prevent it).
 	if t.PadInput && (p.CinG%v.BlockK == 0 || v.FlatK) && c.Stride == [3]int{1, 1, 1} {
 		v.PadInput = true
 		lo, hi := inputPads(v.Phases, v.OffStep, c.In)

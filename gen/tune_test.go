@@ -243,7 +243,7 @@ func tuneFixtureCandidates() []Candidate {
 	return cs
 }
 
-// tuneReadRuns decodes result documents the way convtgen -apply-tune does.
+// tuneReadRuns decodes result documents the way convtgen apply-tune does.
 func tuneReadRuns(t *testing.T, names ...string) []HarnessResults {
 	t.Helper()
 	var runs []HarnessResults
@@ -362,7 +362,7 @@ func TestTunePickWinnersNeedsCurrentTiming(t *testing.T) {
 
 // TestTunePickWinnersNonFinite: the kernel verifier writes a relative
 // error of NaN or +Inf as a string ("NaN", "+Inf"); its report must still
-// decode for -apply-tune, and such a candidate is not usable.
+// decode for apply-tune, and such a candidate is not usable.
 func TestTunePickWinnersNonFinite(t *testing.T) {
 	runs := tuneReadRuns(t, "e2e.json", "kernels_nonfinite.json")
 	ws := winnersBySpec(t, PickWinners(tuneFixtureCandidates(), runs...))

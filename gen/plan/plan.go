@@ -318,22 +318,14 @@ func (p *Plan) Gather() Gather {
 // its A and B fragments for each of a step's bk/8 slices, which the
 // unrolled slice loop keeps live together; three per weight element its
 // gather holds across the products (the value and its own 64-bit address;
-// two with cp.async, the address alone); four per row it gathers (the row's decoded
-// position); 32 more with presplit staging; and about 40 for indices and
-// loop state. The gathered inputs count for nothing: their addresses share
-// the row's base, and the fit gave them no weight. Fitted to the smallest
-// cap at which nvcc 11.8 compiled each of 308 tiles without a spill
-// (sm_80; warp tiles 16 to 64 by 8 to 32, bk 8 to 24, 64 and 256 threads,
-// plain, presplit and cp.async, on #61's and #73's shapes): against caps
-// of 255, 170 and 128 registers it lets none through that spill there
-// (7 spilled at 255, 64x32 at bk 24 among them) and refuses 3 of the 301
-// that fit in 255 (presplit, bk 24, 64 threads), 43 of 279 in 170 and 97
-// of 239 in 128. A presplit 64x32 tile at bk 16 with 8 weight loads fit
-// in 255 on sm_80 and spilled 44 bytes on sm_90: the presplit term is
-// sized to refuse it. Counting nothing for a cp.async weight let a 64x32
-// tile at bk 24 and 64 threads through (252 of 255; it spilled 24 to 76
-// bytes); with two, none of the 479 mma.sync tiles of 1507 random
-// configurations (seeds 31 to 33) that fit is refused.
+// two with cp.async, the address alone); four per row it gathers (the
+// row's decoded position); 32 more with presplit staging; and about 40 for
+// indices and loop state. The gathered inputs count for nothing: their
+// addresses share the row's base, and the fit gave them no weight. Fitted
+// to the smallest cap at which nvcc 11.8 compiled each of a few hundred
+// tiles without a spill (sm_80 and sm_90): it lets none through that spill
+// and refuses few that fit; the presplit and cp.async terms are sized to
+// refuse tiles seen spilling (the fits: docs/perf/PERF.md).
 func (p *Plan) mmaRegisters() (int, string) {
 	t, g := p.Tile, p.Gather()
 	sums := t.WM() * t.WN() / 32
@@ -354,12 +346,10 @@ func (p *Plan) mmaRegisters() (int, string) {
 // what they hold: its tm*tn sums, a step's tm + tn operands, the elements
 // its gather holds in flight (none with cp.async), four per row it gathers
 // (its decoded position and address) and about 24 for indices and loop
-// state. Fitted to the 334 FFMA tiles among 1207 random configurations
-// compiled by nvcc 11.8 (sm_80 and sm_90): it refuses the one that spilled
-// (32 sums at 1024 threads, bk 3, cp.async: 64 registers) and the other
-// five with 32 sums at 1024 threads, which fit at 61 to 64, and no other;
-// uncapped tiles took 54 to 231 registers, which is what ptxas spends
-// when it may, not what it needs.
+// state. Fitted to random configurations' FFMA tiles compiled by nvcc 11.8
+// (sm_80 and sm_90): it refuses the one that spilled and the few others of
+// 32 sums at 1024 threads (64 registers each), and no other; what uncapped
+// tiles take is what ptxas spends when it may, not what it needs.
 func (p *Plan) ffmaRegisters() (int, string) {
 	t, g := p.Tile, p.Gather()
 	sums, operands, inFlight := t.TM()*t.TN(), t.TM()+t.TN(), 0
@@ -374,18 +364,16 @@ func (p *Plan) ffmaRegisters() (int, string) {
 // what they hold: its sums, the inputs of one batch of loads (bk channels
 // of tm rows), a float4 of weights, and about 48 for addresses, indices
 // and loop state. Fitted to the smallest cap at which nvcc 11.8 compiled
-// each of 102 random direct kernels without a spill (sm_80 and sm_90).
+// each of the random direct kernels without a spill (sm_80 and sm_90).
 // What it does not count (which loads ptxas hoists, which indices it
-// folds) moves the need by tens of registers: direct tiles of 4 rows by 8
-// channels needed 103 to 170.
+// folds) moves the need by tens of registers.
 //
 // A TW thread holds the sums of the outputs some kw reaches, two batches
 // of bk windows (ptxas issues the next batch's loads while the last FMAs
 // run), a channel's weights of every kw, and about 28 more. Fitted the
-// same way to 120 random window kernels and one that spilled under nvcc
-// 13 at sm_90a (11 tiles had a cap below 255): it refuses all 5 that
-// spill and 5 of the 116 that fit; counting one batch of windows and one
-// float4 of weights, as for rows, let 5 of 5 spill.
+// same way to random window kernels (nvcc 13, sm_90a): it refuses all that
+// spill and few that fit; one batch of windows and one float4 of weights,
+// as for rows, let every one that spills through.
 func (p *Plan) directRegisters() (int, string) {
 	t := p.Tile
 	if t.TW() > 0 {
@@ -528,9 +516,9 @@ const maxInt32 = 1<<31 - 1
 // checkTritonPipelining refuses the Triton choices that Triton 3.6
 // miscompiles: input channels last, the W phases one a program, and loads
 // software-pipelined (stages other than 1; 0 takes the default 3) on a
-// problem with a stride phase no tap reaches. On the H200 every such
-// configuration drawn came out wrong (sums of the tapped phases, not the
-// bias-only ones); each of the three changes alone gives the right result.
+// problem with a stride phase no tap reaches. Every such configuration
+// comes out wrong (sums of the tapped phases, not the bias-only ones);
+// each of the three changes alone gives the right result.
 func checkTritonPipelining(s *spec.Spec) error {
 	t := s.Kernel.Triton
 	if !slices.Contains(s.Kernel.Backends, "triton") || !t.ChannelsLast || t.FuseW || t.Stages == 1 {

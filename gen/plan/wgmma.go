@@ -46,8 +46,7 @@ import (
 // the transformed inputs: along W, per pair, the four products' inputs
 // (d0 - d2, d1 + d2, d2 - d1, d3 - d1), CinP channels each, so that a
 // step loads one position a row as the direct GEMM does (computing them
-// in the GEMM from two loads a row made it feed-bound: #77 0.515 ms
-// kernel-only against 0.465 direct).
+// in the GEMM from two loads a row makes it feed-bound).
 type WGMMA struct {
 	CinP int    // input channels per group in the re-laid input, a multiple of 8
 	Lo   [3]int // border before the input per dimension
@@ -100,9 +99,8 @@ type WGMMA struct {
 	// EarlyA: on Hopper a step's input loads go out while the step
 	// before's products run, where the registers allow: earlyARegisters
 	// more than wgmmaRegisters' estimate under min_blocks' cap, or no cap
-	// but ptxas's own 255 (#61's and #70's two slabs of 72 columns took
-	// 254 with it), or where Tile.EarlyInputs asks; else after those
-	// products, as on mma.sync.
+	// but ptxas's own 255 (which two slabs of 72 columns fit), or where
+	// Tile.EarlyInputs asks; else after those products, as on mma.sync.
 	EarlyA bool
 	// SumsRow: floats a GEMM row's sums take in shared memory on their way
 	// out with KWInN, and SumsVector the channels a thread reads of it at
@@ -112,7 +110,7 @@ type WGMMA struct {
 	// banks once. Else single floats from rows of BN + 3, odd, so that a
 	// warp's reads meet different banks. Either way a warp's writes of 8
 	// rows by 4 column pairs (g*SumsRow + 2t) meet two to a bank at most,
-	// where BN + 1 put four (#73: 0.99 -> 0.91 ms kernel-only).
+	// where BN + 1 put four.
 	SumsRow, SumsVector int
 	// TapOffsets: per entry of Plan.Taps, where it reads in the re-laid
 	// input relative to the output's own position there.
@@ -120,11 +118,10 @@ type WGMMA struct {
 	// Fill: some phase has no taps. Its outputs are the bias, and a fill
 	// kernel writes the bias over the whole output first, FillBlocks
 	// blocks of 1024 outputs (256 threads, 4 coalesced stores each),
-	// before the GEMM overwrites what taps reach: scattered single stores
-	// of #77's seven tap-less phases took 0.6 ms, the fill 0.12. Writing
-	// it from the GEMM's blocks instead, the tap-less outputs of a chunk
-	// each, took #77's GEMM from 0.37 to 0.64 ms: decoding each output's
-	// phase cost more than the overlap won.
+	// before the GEMM overwrites what taps reach: coalesced stores, where
+	// the tap-less phases' own would be scattered single ones. Writing it
+	// from the GEMM's blocks instead costs more in decoding each output's
+	// phase than the overlap wins.
 	Fill          bool
 	FillBlocks    int
 	Tiles         int // blocks of OutRows over the largest phase with taps: the grid's x
@@ -155,20 +152,18 @@ const (
 // chooseWGMMATile fills a wgmma tile: NP covers a group's output channels
 // in as few N tiles of at most 64 columns as it can, rounded up to 8 (the
 // instruction's granularity); two slabs, sums of four steps, and (unless
-// the spec sets them) as many stages (up to 4, as the probes ran) as fit
-// 96 KiB of shared memory (two
-// at least: a weight image of 112 columns and the input's two slabs are
-// 44 KiB a step). With
-// KWInN a column is a (kw, channel) pair: as many channels a tile as keep
-// it within 72 columns (112 with one slab: the probe's #58 shape, one
-// slab of 16 channels by 7 taps, ran 6% faster than two tiles of 8).
+// the spec sets them) as many stages (up to 4) as fit 96 KiB of shared
+// memory (two at least: a weight image of 112 columns and the input's two
+// slabs are 44 KiB a step). With KWInN a column is a (kw, channel) pair: as
+// many channels a tile as keep it within 72 columns (112 with one slab: one
+// wide tile beats two narrow ones).
 func chooseWGMMATile(r spec.WGMMA, coutG, kw int) Tile {
 	if r.Warpgroups == 1 {
 		r.Warpgroups = 0 // the default, left unwritten as specs leave it
 	}
 	if r.MinBlocks == 0 {
-		// Left to choose, ptxas (CUDA 11.8, sm_80) capped #70's kernel at
-		// 128 registers and spilled; two slabs' sums and A parts need ~200.
+		// Left to choose, ptxas (CUDA 11.8, sm_80) caps the kernel at 128
+		// registers and spills; two slabs' sums and A parts need ~200.
 		r.MinBlocks = 1
 	}
 	if r.Slabs == 0 {
@@ -377,11 +372,11 @@ const (
 // wgmmaRegisters estimates what a wgmma thread needs on sm_90a and says
 // what it holds: per slab its tensor-core sums, as many fp32 running sums
 // per output of a row (none when one span covers every phase or they are
-// parked; with Winograd, parked, the first output's), the A parts of a step's four k8 chunks (32) and its 8 inputs
-// of two rows (16), and 13 more.
-// Fitted to the 88 tiles with min_blocks above 1 that the tuning runs of
-// v27 compiled (CUDA 13, sm_90a): it refuses the three that spilled (two
-// slabs of 72 columns, one span, at 168 registers) and none that fit.
+// parked; with Winograd, parked, the first output's), the A parts of a
+// step's four k8 chunks (32) and its 8 inputs of two rows (16), and 13
+// more. Fitted to the tiles with min_blocks above 1 that the tuning runs
+// compiled (CUDA 13, sm_90a): it refuses those that spilled and none that
+// fit.
 func (p *Plan) wgmmaRegisters() (int, string) {
 	t, w := p.Tile, p.WGMMA
 	sums := w.SumsPerThread
@@ -395,15 +390,13 @@ func (p *Plan) wgmmaRegisters() (int, string) {
 }
 
 // earlyARegisters: what loading a step's inputs during the products
-// before it cost in the tuning run of v29 (CUDA 13, sm_90a): 5 or 6
-// registers past those of loading after them (#73's tile 122 against 117;
-// #77's, capped at 128 for four blocks an SM, spilled 4 bytes).
+// before it costs (CUDA 13, sm_90a): 5 or 6 registers past those of
+// loading after them, with a margin.
 const earlyARegisters = 8
 
-// mmaSyncExtraRegisters: what the sm_80 code (mma.sync) needed beyond
-// the wgmma estimate in the tuning run of v29 (CUDA 13): up to 43, on
-// #73's tile (152 registers against an estimate of 109; 117 on sm_90a);
-// at a cap of 128 (four warpgroups) #77's slab of 64 columns spilled.
+// mmaSyncExtraRegisters: what the sm_80 code (mma.sync) needs beyond
+// the wgmma estimate (CUDA 13): up to 43 over the tuned tiles, with a
+// margin.
 const mmaSyncExtraRegisters = 45
 
 // checkWGMMAResources refuses stages whose shared memory passes what the

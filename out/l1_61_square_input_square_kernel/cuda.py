@@ -343,7 +343,7 @@ __device__ __forceinline__ void cp_async_wait_all()
 // Hopper's warpgroup products (sm_90a only; never called elsewhere): the
 // m64n48k8 TF32 product with A from registers and B from shared
 // memory by descriptor, added to d, or (add 0) replacing it: a fresh sum
-// starts without registers zeroed beforehand, which cost 5% of #61's time.
+// starts without zeroing its registers first.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -434,7 +434,7 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
 // The blocks an SM that the registers are capped for: the tile's
 // min_blocks where its wgmma code runs (sm_90a); elsewhere its products
 // go to mma.sync, which needs more registers from the same fragments,
-// and one block is asked for (a cap of 128 spilled #77's there).
+// and one block is asked for (a cap of 128 registers is too few there).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 static constexpr int kMinBlocks = 4;
 #else
@@ -591,7 +591,7 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
         // Output o of a row's sums, (sl, o, e): acc[sl][o][e], or parked
         // at park(sl, e) (with kWinograd, output 1's; output 0's stay in
         // registers, so that four blocks' stages and parked sums fit an
-        // SM, where three ran #77 10% slower).
+        // SM).
         float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
         float* const parked = b_stage + kParkedAt + tid;  // with kParkSums
         auto park = [&](int sl, int e) -> float& { return parked[(sl * kND + e) * kThreads]; };
@@ -747,7 +747,7 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
         // the odd one output 1 of the same channel: a warp's store then
         // covers both outputs of 8 pairs, as the direct tile's covers 8
         // neighbouring outputs, not one output of each (twice the partial
-        // sectors: #77's GEMM as slow as the direct one's). Each written
+        // sectors). Each written
         // once.
         const bool odd = t % 2 == 1;
         #pragma unroll

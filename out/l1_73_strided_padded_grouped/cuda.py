@@ -351,7 +351,7 @@ __device__ __forceinline__ void cp_async_wait_all()
 // Hopper's warpgroup products (sm_90a only; never called elsewhere): the
 // m64n96k8 TF32 product with A from registers and B from shared
 // memory by descriptor, added to d, or (add 0) replacing it: a fresh sum
-// starts without registers zeroed beforehand, which cost 5% of #61's time.
+// starts without zeroing its registers first.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -442,7 +442,7 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
 // The blocks an SM that the registers are capped for: the tile's
 // min_blocks where its wgmma code runs (sm_90a); elsewhere its products
 // go to mma.sync, which needs more registers from the same fragments,
-// and one block is asked for (a cap of 128 spilled #77's there).
+// and one block is asked for (a cap of 128 registers is too few there).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 static constexpr int kMinBlocks = 4;
 #else
@@ -599,7 +599,7 @@ l1_73_strided_padded_grouped_igemm(const float* __restrict__ xr, const float* __
         // Output o of a row's sums, (sl, o, e): acc[sl][o][e], or parked
         // at park(sl, e) (with kWinograd, output 1's; output 0's stay in
         // registers, so that four blocks' stages and parked sums fit an
-        // SM, where three ran #77 10% slower).
+        // SM).
         float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
         float* const parked = b_stage + kParkedAt + tid;  // with kParkSums
         auto park = [&](int sl, int e) -> float& { return parked[(sl * kND + e) * kThreads]; };
@@ -753,7 +753,7 @@ l1_73_strided_padded_grouped_igemm(const float* __restrict__ xr, const float* __
         // row by row; an output of channel c then adds column kw*kCoT + c
         // of the row each of its kw reads. A thread writes an output
         // position's every kChannelLanes-th channel, the position decoded
-        // once (decoding per output cost #70 a quarter of its time), and
+        // once, not per output, and
         // neighbouring threads write neighbouring outputs along W.
         cp_async_wait_all();
         __syncthreads();

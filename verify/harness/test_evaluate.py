@@ -1,7 +1,9 @@
 """Tests of evaluate.py's pure parts; they run without torch or a GPU:
 python3 -m unittest discover -s verify/harness   (or: cd verify/harness && python3 -m unittest)"""
 
+import contextlib
 import importlib.util
+import io
 import json
 import math
 import os
@@ -308,8 +310,13 @@ class MergeTest(unittest.TestCase):
             self.assertEqual(evaluate.main(["--merge", "--json", out] + ins), 0)
             with open(out, encoding="utf-8") as f:
                 self.assertEqual(len(json.load(f)["results"]), 2)
-            with self.assertRaises(SystemExit):
-                evaluate.parse_args(["--merge"] + ins)  # no --json
+            # No --json: a usage error, its message on stderr (captured, so
+            # a passing run prints no usage text).
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as exit:
+                evaluate.parse_args(["--merge"] + ins)
+            self.assertEqual(exit.exception.code, 2)
+            self.assertIn("--merge writes its document to --json", err.getvalue())
 
 
 class IsolationTest(unittest.TestCase):

@@ -665,3 +665,51 @@ func TestBigRun(t *testing.T) {
 		t.Errorf("without big.json: big = %+v, err %v", r.Big, err)
 	}
 }
+
+// TestCommittedResultsAllRead: out/gpu holds only what the report reads;
+// leaving out any one of its files changes what it renders (a log or a
+// stale part left there would not).
+func TestCommittedResultsAllRead(t *testing.T) {
+	src := filepath.Join(committed, "gpu")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(dir string) []byte {
+		t.Helper()
+		r, err := Build(repoRoot, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	all := render(src)
+	for _, skip := range entries {
+		dir := t.TempDir()
+		for _, e := range entries {
+			if e.Name() == skip.Name() {
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(src, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if skip.Name() == "e2e.json" {
+			if _, err := Build(repoRoot, dir); err == nil {
+				t.Errorf("without e2e.json the report builds")
+			}
+			continue
+		}
+		if bytes.Equal(render(dir), all) {
+			t.Errorf("out/gpu/%s: the report renders the same without it (not a file it reads)", skip.Name())
+		}
+	}
+}

@@ -2,10 +2,10 @@
 #68 or #70; PROBLEM, default 61) as a CUDA wgmma (sm_90a) 3xTF32 implicit
 GEMM, to measure what a hand-written Hopper kernel gains over the Triton one
 before the generator emits such kernels (it now does: tile.wgmma). Results:
-verify/PERF.md, v20 and v21.
+docs/perf/PERF.md, v20 and v21.
 
 Run on a Hopper GPU host (CUDA 12+ nvcc, torch):
-  PROBLEM=61 python3 verify/probes/wgmma.py
+  PROBLEM=61 python3 docs/perf/probes/wgmma.py
 It checks the first and last batch elements against a float64
 ConvTranspose3d and times the kernel alone (on re-laid inputs) and the
 forward with torch's re-layouts (L2 flushed before each run, CUDA events,

@@ -1,8 +1,8 @@
 """Probe, not a generated submission: #77's GEMM with the roles turned
 round, to measure a kernel family before it goes into a template.
 
-  python3 verify/probes/plane77.py out/l1_77_padded_dilated_strided /tmp/p77 base split
-  python3 verify/probes/profile.py /tmp/p77/*
+  python3 docs/perf/probes/plane77.py out/l1_77_padded_dilated_strided /tmp/p77 base split
+  python3 docs/perf/probes/profile.py /tmp/p77/*
 
 The emitted kernel (v31) has the inputs in registers (M = 64 positions)
 and streams the weights through shared memory, one tap a step, so every

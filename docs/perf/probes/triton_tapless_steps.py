@@ -4,7 +4,7 @@ tile masked to step == T); its outputs are compared with the float64
 transposed convolution of that tap alone.
 
 Run on a GPU host from the repository root:
-    python3 docs/probes/triton_tapless_steps.py out/regress_triton_tapless_phases
+    python3 docs/perf/probes/triton_tapless_steps.py out/regress_triton_tapless_phases
 """
 import importlib.util
 import os

@@ -1,6 +1,6 @@
 # Probe: registers and spills of the GEMM kernel ("igemm") of each folder's
 # cuda.py on sm_90a (ptxas -v), e.g. for variants.py's folders:
-#   python3 verify/probes/ptxinfo.py /tmp/var/*
+#   python3 docs/perf/probes/ptxinfo.py /tmp/var/*
 # KERNEL=name picks another kernel (plane77.py's is gemm77).
 import os, re, subprocess, sys, tempfile
 name = os.environ.get("KERNEL", "igemm")

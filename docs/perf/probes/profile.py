@@ -3,8 +3,8 @@ kernel (torch.profiler), for the folders named on the command line (each
 with problem.py and a submission file). Not the evaluator's timing (no L2
 flush between runs): a split of the forward, to see which kernel moved.
 
-  python3 verify/probes/profile.py out/l1_61_square_input_square_kernel
-  BACKEND=triton RUNS=20 python3 verify/probes/profile.py out/l1_6*
+  python3 docs/perf/probes/profile.py out/l1_61_square_input_square_kernel
+  BACKEND=triton RUNS=20 python3 docs/perf/probes/profile.py out/l1_6*
 
 Prints, per folder, each kernel's mean time per forward in ms, largest first.
 """

@@ -2,10 +2,10 @@
 submission, to bisect what sets its kernel's time one change at a time
 before the change goes into a template.
 
-  python3 verify/probes/variants.py out/l1_61_square_input_square_kernel /tmp/var base minb3
-  python3 verify/probes/variants.py out/l1_70_asymmetric_input_square_kernel /tmp/var early+span16
-  python3 verify/probes/variants.py out/l1_77_padded_dilated_strided /tmp/var base prologue
-  python3 verify/probes/profile.py /tmp/var/*
+  python3 docs/perf/probes/variants.py out/l1_61_square_input_square_kernel /tmp/var base minb3
+  python3 docs/perf/probes/variants.py out/l1_70_asymmetric_input_square_kernel /tmp/var early+span16
+  python3 docs/perf/probes/variants.py out/l1_77_padded_dilated_strided /tmp/var base prologue
+  python3 docs/perf/probes/profile.py /tmp/var/*
 
 writes one folder per named variant (its cuda.py edited, its extension
 renamed, problem.py beside it); a name joined by + applies each edit in

@@ -2,7 +2,7 @@
 // TF32 wgmma with A from registers and B from shared memory, 12 products
 // then a wait (a step of the emitted GEMM), for 1..4 blocks of one
 // warpgroup an SM. Build and run on an sm_90 host:
-//   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -o wgrate verify/probes/wgrate.cu && ./wgrate
+//   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -o wgrate docs/perf/probes/wgrate.cu && ./wgrate
 #include <cstdio>
 #include <cuda_runtime.h>
 __device__ __forceinline__ void wg(float (&d)[32], const unsigned* a, unsigned long long desc)

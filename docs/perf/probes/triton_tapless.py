@@ -2,7 +2,7 @@
 under edits of its emitted source, each checked against float64.
 
 Run on a GPU host from the repository root:
-    python3 docs/probes/triton_tapless.py out/regress_triton_tapless_phases [OUTDIR]
+    python3 docs/perf/probes/triton_tapless.py out/regress_triton_tapless_phases [OUTDIR]
 VARIANTS (comma-separated labels) picks some. Prints one line per variant: relative L2 error over all outputs, over the
 outputs of phases with taps, and over the bias-only ones; with OUTDIR, the
 Triton IR of every variant is copied there.
