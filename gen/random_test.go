@@ -40,9 +40,9 @@ func TestRandomCoversTheSpace(t *testing.T) {
 		has("cuda mma.sync", p.Tile.MMA != nil)
 		has("cuda wgmma", p.Tile.WGMMA != nil)
 		has("cuda kw_in_n", p.Tile.KWInN())
-		has("cuda winograd", p.Tile.WGMMA.Winograd)
-		has("cuda park_sums", p.Tile.WGMMA.ParkSums)
-		has("cuda bulk_weights", p.Tile.WGMMA.BulkWeights)
+		has("cuda winograd", p.Tile.WGMMA != nil && p.Tile.WGMMA.Winograd)
+		has("cuda park_sums", p.Tile.WGMMA != nil && p.Tile.WGMMA.ParkSums)
+		has("cuda bulk_weights", p.Tile.WGMMA != nil && p.Tile.WGMMA.BulkWeights)
 		tt := k.Triton
 		has("triton 3xtf32", k.PrecisionFor("triton") == "3xtf32")
 		has("triton channels_last", tt.ChannelsLast)

@@ -17,7 +17,7 @@ import (
 // given geometry, rendered for the triton backend.
 func tritonSpec(t *testing.T, c geom.Conv, precision string) *plan.Plan {
 	t.Helper()
-	yaml := spec.Generic("triton_case", "triton case", c, "rand", spec.Kernel{Backends: []string{"triton"}, Precision: precision})
+	yaml := spec.Generic("triton_case", "triton case", c, "rand", spec.Kernel{Backends: []string{"triton"}, Triton: spec.Triton{Precision: precision}})
 	p, errs := parseAndPlan("specs/triton_case.yaml", []byte(yaml))
 	if errs != nil {
 		t.Fatalf("spec: %v", errs)
@@ -109,9 +109,9 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 			// compare with the phases of the same spec's row-per-thread
 			// direct kernel, or wgmma tile without kw_in_n.
 			s := *p.Spec
-			s.Kernel.Tile = spec.Direct{}
+			s.Kernel.CUDA = spec.CUDA{Family: spec.Direct{}}
 			if p.Tile.KWInN() {
-				s.Kernel.Tile = spec.WGMMA{}
+				s.Kernel.CUDA = spec.CUDA{Family: spec.WGMMA{}}
 			}
 			var err error
 			if p, err = plan.New(&s); err != nil {

@@ -110,6 +110,12 @@ func (t Tile) Family() spec.Family {
 // Choice is the tile as a spec's kernel.cuda writes it.
 func (t Tile) Choice() spec.CUDA { return spec.CUDA{Family: t.Family()} }
 
+// String is the family's choice and the plan's derived shape (not %+v's
+// pointers, so a plan prints the same every run).
+func (t Tile) String() string {
+	return fmt.Sprintf("%s threads %dx%d warps %dx%d pad %d tap_chunk %d bn %d", t.Choice(), t.ThreadsM, t.ThreadsN, t.WarpsM, t.WarpsN, t.Pad, t.TapChunk, t.BN())
+}
+
 // Field is the spec field of one of the family's options, for errors.
 func (t Tile) Field(key string) string { return "kernel.cuda." + t.Family().Key() + "." + key }
 
@@ -997,7 +1003,7 @@ func (p *Plan) maxPhaseTaps() int {
 func (p *Plan) CIChunks() int { return ceilDiv(p.CinG, p.Tile.BK()) }
 
 func (p *Plan) String() string {
-	return fmt.Sprintf("%s: out %v, %d phases, grid %v x %d threads, tile %+v", p.Spec.Name, p.Out, len(p.Phases), p.Grid, p.Threads, p.Tile)
+	return fmt.Sprintf("%s: out %v, %d phases, grid %v x %d threads, tile %s", p.Spec.Name, p.Out, len(p.Phases), p.Grid, p.Threads, p.Tile)
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -48,7 +48,8 @@ func FlatV1(f Family) string {
 // and kernel.tile become kernel.cuda's family (a tile with direct or
 // wgmma is that family, else precision 3xtf32 is mma, else ffma), and a
 // kernel precision the Triton kernel inherited moves into kernel.triton.
-// The comments of the keys it removes go to kernel.cuda's key.
+// The comments of the keys it removes go to kernel.cuda's key, and a
+// tuning note above kernel names what it tuned as version 2 does.
 func ConvertV1(data []byte) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -65,6 +66,11 @@ func ConvertV1(data []byte) ([]byte, error) {
 	if k := mapValue(root, "kernel"); k != nil {
 		if err := convertKernel(k); err != nil {
 			return nil, err
+		}
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if key := root.Content[i]; key.Value == "kernel" {
+			key.HeadComment = strings.Replace(key.HeadComment, "# precision and tile tuned on ", "# cuda tuned on ", 1)
 		}
 	}
 	var buf bytes.Buffer

@@ -127,11 +127,20 @@ func (c CUDA) Of() Family {
 // String is the choice as the spec's flow mapping, {family: {options}}.
 func (c CUDA) String() string { return "{" + c.Of().Key() + ": " + Flow(c.Of()) + "}" }
 
-// MarshalJSON writes the choice as its flow mapping (tuning's manifest).
-func (c CUDA) MarshalJSON() ([]byte, error) { return json.Marshal(c.String()) }
+// MarshalJSON writes the choice as its flow mapping (tuning's manifest),
+// null where none is set (a Triton candidate's), so it reads back unset.
+func (c CUDA) MarshalJSON() ([]byte, error) {
+	if c.Family == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(c.String())
+}
 
 // UnmarshalJSON reads what MarshalJSON wrote.
 func (c *CUDA) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return err
