@@ -159,7 +159,11 @@ func TestWindowCheckerCatches(t *testing.T) {
 	for name, corrupt := range map[string]func(p *plan.Plan){
 		"window shifted":   func(p *plan.Plan) { p.Window.Lo++ },
 		"window too short": func(p *plan.Plan) { p.Window.Len-- },
-		"tw halved":        func(p *plan.Plan) { p.Tile.TW() /= 2 },
+		"tw halved": func(p *plan.Plan) {
+			d := *p.Tile.Direct // a copy: good's tile is shared
+			d.TW /= 2
+			p.Tile.Direct = &d
+		},
 		"one more reached": func(p *plan.Plan) { p.Window.Reached++ },
 		"vector misused":   func(p *plan.Plan) { p.Window.Lo, p.Window.Len = p.Window.Lo-1, p.Window.Len+1 },
 		"tap off by one in H": func(p *plan.Plan) {
