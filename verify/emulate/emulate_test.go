@@ -203,29 +203,29 @@ func TestMutantsAreCaught(t *testing.T) {
 // staged presplit, in fragment order, over tiles with several warps along
 // M and N and reduction steps of one and two k8 slices.
 func TestPresplitMatchesReference(t *testing.T) {
-	var kernels []spec.Kernel
-	for _, tile := range []spec.Tile{
+	var kernels []spec.Family
+	for _, tile := range []spec.MMA{
 		{BM: 64, BN: 16, BK: 16, WM: 32, WN: 8},
 		{BM: 128, BN: 32, BK: 16, WM: 32, WN: 16},
 		{BM: 64, BN: 64, BK: 8, WM: 32, WN: 32},
 		{BM: 256, BN: 8, BK: 8, WM: 64, WN: 8},
 	} {
 		tile.Presplit = true
-		kernels = append(kernels, spec.Kernel{Precision: "3xtf32", Tile: tile})
+		kernels = append(kernels, tile)
 	}
 	emulateKernels(t, 13, kernels, "split_tf32(v, hi, lo)")
 }
 
-// TestCpAsyncMatchesReference runs both precisions with their tiles copied
+// TestCpAsyncMatchesReference runs FFMA and mma.sync with their tiles copied
 // by cp.async (the emulator copies at once; the kernel's ordering of waits
 // and barriers is what the GPU run checks), with one and several steps per
 // tap and loads that do not divide evenly among the threads.
 func TestCpAsyncMatchesReference(t *testing.T) {
-	kernels := []spec.Kernel{
-		{Precision: "fp32", Tile: spec.Tile{CpAsync: true}},
-		{Precision: "fp32", Tile: spec.Tile{BM: 64, BN: 8, BK: 3, TM: 4, TN: 4, CpAsync: true}},
-		{Precision: "3xtf32", Tile: spec.Tile{CpAsync: true}},
-		{Precision: "3xtf32", Tile: spec.Tile{BM: 64, BN: 16, BK: 8, WM: 32, WN: 8, CpAsync: true}},
+	kernels := []spec.Family{
+		spec.FFMA{CpAsync: true},
+		spec.FFMA{BM: 64, BN: 8, BK: 3, TM: 4, TN: 4, CpAsync: true},
+		spec.MMA{CpAsync: true},
+		spec.MMA{BM: 64, BN: 16, BK: 8, WM: 32, WN: 8, CpAsync: true},
 	}
 	emulateKernels(t, 14, kernels, "cp_async_f32(&a_tile[buf]")
 }
@@ -234,7 +234,7 @@ func TestCpAsyncMatchesReference(t *testing.T) {
 // configurations (seeded), checking that the rendered source has marker
 // (the feature under test is really there), that every output is written,
 // and fp32-level error.
-func emulateKernels(t *testing.T, seed int64, kernels []spec.Kernel, marker string) {
+func emulateKernels(t *testing.T, seed int64, kernels []spec.Family, marker string) {
 	t.Helper()
 	r, err := gen.NewRenderer()
 	if err != nil {
@@ -248,10 +248,10 @@ func emulateKernels(t *testing.T, seed int64, kernels []spec.Kernel, marker stri
 		}
 		s := *l.Plan.Spec
 		k := kernels[n%len(kernels)]
-		s.Kernel.Precision, s.Kernel.Tile = k.Precision, k.Tile
+		s.Kernel.CUDA = spec.CUDA{Family: k}
 		p, err := plan.New(&s)
 		if err != nil {
-			t.Fatalf("%s with %s %s: %v", s.Name, k.Precision, k.Tile, err)
+			t.Fatalf("%s with %s: %v", s.Name, s.Kernel.CUDA, err)
 		}
 		n++
 		t.Run(s.Name, func(t *testing.T) {
@@ -451,7 +451,7 @@ func TestDirectKernelStagesTapsInChunks(t *testing.T) {
 		{Batch: 2, InChannels: 128, OutChannels: 6, In: [3]int{2, 3, 2}, Kernel: [3]int{3, 5, 2}, Stride: [3]int{1, 2, 1},
 			Padding: [3]int{0, 1, 0}, Dilation: [3]int{1, 1, 2}, Groups: 2},
 	} {
-		k := spec.Kernel{Backends: []string{"cuda"}, Precision: "fp32", Tile: spec.Direct{BM: 64, BN: 16, BK: 5, TM: 2}}
+		k := spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: spec.Direct{BM: 64, BN: 16, BK: 5, TM: 2}}}
 		s, err := spec.Parse("direct.yaml", []byte(spec.Generic(fmt.Sprintf("direct_%d", i), "direct, chunked taps", c, "randn", k)))
 		if err != nil {
 			t.Fatal(err)

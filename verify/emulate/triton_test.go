@@ -96,7 +96,7 @@ func TestTritonKernelsMatchReference(t *testing.T) {
 		if split {
 			precision = "3xtf32"
 		}
-		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: precision, Triton: spec.Triton{
+		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Triton: spec.Triton{Precision: precision,
 			BlockM: 16, BlockN: 16, BlockK: 16, Warps: 4, Stages: 2,
 			ChannelsLast: cl, FuseW: fuse, PadInput: pad, SplitWeight: split, FlatK: flat}}
 		if fuse || strings.HasPrefix(s.Name, "unit_stride") || strings.HasPrefix(s.Name, "shared_factor") {

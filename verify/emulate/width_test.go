@@ -95,7 +95,7 @@ func TestWideIndexing(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				check := !p.Tile.WGMMA
+				check := p.Tile.WGMMA == nil
 				got, err := emulate.RunSampled(context.Background(), cxx, dir, kernel, p.Launch(""), 4, int64(i), check)
 				if err != nil {
 					t.Fatalf("%v (grid %v): %v", c, p.Grid, err)
@@ -195,7 +195,7 @@ func TestFoldedGrid(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				check := !p.Tile.WGMMA
+				check := p.Tile.WGMMA == nil
 				got, err := emulate.RunSampled(context.Background(), cxx, dir, kernel, p.Launch(""), 8, int64(i), check)
 				if err != nil {
 					t.Fatalf("blocks %v, grid %v: %v", p.Blocks, p.Grid, err)

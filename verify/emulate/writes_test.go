@@ -21,13 +21,13 @@ import (
 // family names a CUDA kernel form, for picking one configuration of each.
 func family(p *plan.Plan) string {
 	switch {
-	case p.Tile.WGMMA:
+	case p.Tile.WGMMA != nil:
 		return "wgmma"
 	case p.Tile.TW() > 0:
 		return "window"
-	case p.Tile.Direct:
+	case p.Tile.Direct != nil:
 		return "direct"
-	case p.Tile.MMA:
+	case p.Tile.MMA != nil:
 		return "mma"
 	}
 	return "ffma"
