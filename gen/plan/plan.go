@@ -46,6 +46,8 @@ type Plan struct {
 	SmemBytes, DynamicSmem int
 	// Window is the input window of a direct kernel with Tile.TW set.
 	Window Window
+	// Epilogue is the step after the reduction: the bias and the store.
+	Epilogue Epilogue
 	// WGMMA is the layout of a wgmma tile's kernel (Tile.WGMMA).
 	WGMMA WGMMA
 	// Index is the C type for flat element offsets: int unless a tensor
@@ -240,6 +242,18 @@ func (t Tile) MinBlocks() int {
 	return 0
 }
 
+// Epilogue is the kernels' last step, after the reduction, kept apart
+// from it so that a fused operation can join it: whether each sum gets
+// its output channel's bias, and how the results are stored. Every
+// output is stored once, by the thread that holds its sum (a wgmma tile
+// with tap-less phases writes theirs, the bias alone, by its fill).
+type Epilogue struct {
+	Bias bool
+	// VectorStore (direct with a window): outputs are stored as float4s,
+	// the output width and TW being multiples of 4.
+	VectorStore bool
+}
+
 // Window is what a TW thread reads along W. Its outputs are ow0 + j for
 // j < TW, with ow0 a multiple of TW and so of stride_w; through tap kw,
 // output j reads input column ow0/stride_w + (j + pad_w - kw*dil_w)/stride_w
@@ -253,9 +267,6 @@ type Window struct {
 	// window starts at a multiple of 4 and a float4 lies wholly inside or
 	// wholly outside the input.
 	Vector bool
-	// VectorStore: outputs are stored as float4s (the output width and TW
-	// are multiples of 4).
-	VectorStore bool
 	// Reached is how many of a thread's TW outputs some kw reaches: where
 	// the taps' kw*dilation_w miss residues mod stride_w, the others' sums
 	// stay zero and take no registers.
@@ -394,7 +405,7 @@ func (p *Plan) directRegisters() (int, string) {
 // New plans one spec. Errors point at the spec field they concern.
 func New(s *spec.Spec) (*Plan, error) {
 	c := s.Problem.Conv
-	p := &Plan{Spec: s, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup()}
+	p := &Plan{Spec: s, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup(), Epilogue: Epilogue{Bias: c.Bias}}
 	// Extents, channels and batch fit the kernels' 32-bit ints: the spec's
 	// limits (spec.MaxExtent, spec.MaxCount) keep them below 2^24.
 	if err := checkTritonPipelining(s); err != nil {
@@ -977,8 +988,8 @@ func (p *Plan) planWindow() {
 		w.Lo = lo - mod(lo, 4)
 		w.Len = 4 * ceilDiv(hi+1-w.Lo, 4)
 	}
-	w.VectorStore = p.Out[2]%4 == 0 && tw%4 == 0
 	p.Window = w
+	p.Epilogue.VectorStore = p.Out[2]%4 == 0 && tw%4 == 0
 }
 
 // TapWidth is how many weight taps one entry of Taps stands for, from its

@@ -57,7 +57,7 @@ func checkWindow(c config, p *plan.Plan, out [3]int) error {
 	if w.Vector && (w.Lo%4 != 0 || w.Len%4 != 0 || c.in[2]%4 != 0 || tw/sw%4 != 0) {
 		return fmt.Errorf("float4 window %+v with input width %d, tw/stride %d", w, c.in[2], tw/sw)
 	}
-	if w.VectorStore && (out[2]%4 != 0 || tw%4 != 0) {
+	if p.Epilogue.VectorStore && (out[2]%4 != 0 || tw%4 != 0) {
 		return fmt.Errorf("float4 stores with output width %d, tw %d", out[2], tw)
 	}
 	reached := 0 // outputs whose sums some (output, kw) pair below updates
@@ -153,7 +153,7 @@ func TestWindowCheckerCatches(t *testing.T) {
 	if err := checkWindow(c, good, out); err != nil {
 		t.Fatalf("correct plan: %v", err)
 	}
-	if !good.Window.Vector || !good.Window.VectorStore {
+	if !good.Window.Vector || !good.Epilogue.VectorStore {
 		t.Fatalf("window %+v: want float4 loads and stores (input width 8, tw/stride 4, output width %d)", good.Window, out[2])
 	}
 	for name, corrupt := range map[string]func(p *plan.Plan){

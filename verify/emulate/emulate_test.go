@@ -507,7 +507,7 @@ func TestWindowKernelMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Window.Vector != c.vector || p.Window.VectorStore != c.store {
+		if p.Window.Vector != c.vector || p.Epilogue.VectorStore != c.store {
 			t.Fatalf("%s: window %+v, want float4 loads %v and stores %v", p, p.Window, c.vector, c.store)
 		}
 		if i == 3 && p.Tile.TapChunk >= 4 {
