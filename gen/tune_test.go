@@ -446,7 +446,7 @@ func specFields(s *spec.Spec) any {
 }
 
 // TestTuneApplyChangesChoice writes a different choice into copies of two
-// specs with extra comments: only kernel.precision, kernel.tile and the
+// specs with extra comments: only kernel.cuda and the
 // note above kernel change.
 func TestTuneApplyChangesChoice(t *testing.T) {
 	root := tuneCopy(t, tuneSpec58, tuneSpec73)

@@ -26,7 +26,7 @@ type config struct {
 	k, in, s, p, op, d       [3]int
 	bias                     bool
 	precision                string // "" means fp32
-	tile                     string // flow mapping for kernel.tile, "" for none
+	tile                     string // version 1's flat tile mapping, "" for none
 }
 
 func (c config) yaml() string {
