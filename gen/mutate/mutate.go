@@ -156,8 +156,8 @@ func All() []Mutation {
 			// The kernel only stops reading bias. The problem (inputs,
 			// reference) is still the original one with bias, so every
 			// output is off by its channel's bias.
-			Applies: func(p *plan.Plan) bool { return p.Conv.Bias },
-			Apply:   func(p *plan.Plan) { p.Conv.Bias = false },
+			Applies: func(p *plan.Plan) bool { return p.Epilogue.Bias },
+			Apply:   func(p *plan.Plan) { p.Epilogue.Bias = false },
 		},
 	}
 }

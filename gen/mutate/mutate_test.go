@@ -315,7 +315,7 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 								}
 							}
 							ch := g*coutG + co
-							if k.Bias {
+							if p.Epilogue.Bias { // the plan's epilogue, as the templates print it
 								if b == nil {
 									return nil, 0, oob("bias read without a bias")
 								}
