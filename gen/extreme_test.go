@@ -16,12 +16,12 @@ import (
 func extremeSpecs() map[string]string {
 	one := [3]int{1, 1, 1}
 	kernels := map[string]spec.Kernel{
-		"ffma":      {Backends: []string{"cuda", "triton"}, Precision: "fp32"},
-		"direct":    {Backends: []string{"cuda", "triton"}, Precision: "fp32", Tile: spec.Tile{Direct: true}},
-		"mma":       {Backends: []string{"cuda", "triton"}, Precision: "3xtf32"},
-		"wgmma":     {Backends: []string{"cuda", "triton"}, Precision: "3xtf32", Tile: spec.Tile{WGMMA: true}},
-		"kw_in_n":   {Backends: []string{"cuda"}, Precision: "3xtf32", Tile: spec.Tile{WGMMA: true, KWInN: true, Slabs: 1}},
-		"triton_fw": {Backends: []string{"triton"}, Precision: "fp32", Triton: spec.Triton{FuseW: true, FoldW: 8}},
+		"ffma":      {Backends: []string{"cuda", "triton"}},
+		"direct":    {Backends: []string{"cuda", "triton"}, CUDA: spec.CUDA{Family: spec.Direct{}}},
+		"mma":       {Backends: []string{"cuda", "triton"}, CUDA: spec.CUDA{Family: spec.MMA{}}, Triton: spec.Triton{Precision: "3xtf32"}},
+		"wgmma":     {Backends: []string{"cuda", "triton"}, CUDA: spec.CUDA{Family: spec.WGMMA{}}, Triton: spec.Triton{Precision: "3xtf32"}},
+		"kw_in_n":   {Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: spec.WGMMA{KWInN: true, Slabs: 1}}},
+		"triton_fw": {Backends: []string{"triton"}, Triton: spec.Triton{FuseW: true, FoldW: 8}},
 	}
 	convs := map[string]geom.Conv{
 		"phases": {Batch: 1, InChannels: 1, OutChannels: 1, Groups: 1, Kernel: [3]int{32, 32, 32}, In: [3]int{64, 64, 64},

@@ -140,10 +140,10 @@ func TestIssueSpecsRefused(t *testing.T) {
 func TestKernelErrorsBesideProblemErrors(t *testing.T) {
 	base := readSpec(t, "72_strided_padded_grouped.yaml")
 	src := strings.Replace(base, "  batch: 8\n", "  batch: 0\n", 1)
-	src = tileLine.ReplaceAllString(src, "  tile: {bm: 16, bn: 4, tm: 8, tn: 4}")
+	src = cudaLine.ReplaceAllString(src, "  cuda: {ffma: {bm: 16, bn: 4, tm: 8, tn: 4}}")
 	_, errs := parseAndPlan("specs/x.yaml", []byte(src))
 	got := errs.Error()
-	for _, w := range []string{"problem.batch: must be positive (got 0)", "kernel.tile.bm: gives (bm/tm)*(bn/tn) = 2 threads"} {
+	for _, w := range []string{"problem.batch: must be positive (got 0)", "kernel.cuda.ffma.bm: gives (bm/tm)*(bn/tn) = 2 threads"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("errors:\n%s\nwant one with %q", got, w)
 		}
@@ -151,8 +151,7 @@ func TestKernelErrorsBesideProblemErrors(t *testing.T) {
 	// Winograd needs kernel_w 3: with the kernel refused, whether it holds
 	// is unknown, and the stand-ins disagree.
 	src = strings.Replace(base, "  kernel: [3, 5, 7]", "  kernel: [3, 5, 0]", 1)
-	src = strings.Replace(src, "  precision: fp32", "  precision: 3xtf32", 1)
-	src = tileLine.ReplaceAllString(src, "  tile: {wgmma: true, winograd: true}")
+	src = cudaLine.ReplaceAllString(src, "  cuda: {wgmma: {winograd: true}}")
 	_, errs = parseAndPlan("specs/x.yaml", []byte(src))
 	if got := errs.Error(); strings.Contains(got, "winograd") || !strings.Contains(got, "problem.kernel: width must be positive") {
 		t.Errorf("errors:\n%s\nwant the kernel's error and none about winograd", got)
@@ -160,8 +159,8 @@ func TestKernelErrorsBesideProblemErrors(t *testing.T) {
 	checkPositioned(t, errs)
 }
 
-// tileLine is the kernel section's tile line of a level-1 spec.
-var tileLine = regexp.MustCompile(`(?m)^  tile: .*$`)
+// cudaLine is the kernel section's CUDA choice of a level-1 spec.
+var cudaLine = regexp.MustCompile(`(?m)^  cuda: .*$`)
 
 func checkPositioned(t *testing.T, errs spec.Errors) {
 	t.Helper()

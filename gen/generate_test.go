@@ -295,11 +295,12 @@ func TestGenerateTree(t *testing.T) {
 	// written (not even the good new spec's files).
 	before = snapshot(t, root)
 	writeFile(t, filepath.Join(root, "specs/b/61.yaml"), specB) // good, new
-	// The kernel's precision line, whatever tuning chose, becomes fp16.
-	badPrecision := regexp.MustCompile(`(?m)^  precision: \w+$`)
-	writeFile(t, filepath.Join(root, "specs/c/bad1.yaml"), badPrecision.ReplaceAllString(strings.NewReplacer(
-		"name: l1_72_strided_padded_grouped", "name: bad_one", "  batch: 8\n", "  batch: 0\n").Replace(specA), "  precision: fp16"))
-	writeFile(t, filepath.Join(root, "specs/c/bad2.yaml"), "version: 1\nname: bad_two\n")
+	// The kernel's CUDA choice, whatever tuning chose, becomes a family
+	// that does not exist.
+	badFamily := regexp.MustCompile(`(?m)^  cuda: .*$`)
+	writeFile(t, filepath.Join(root, "specs/c/bad1.yaml"), badFamily.ReplaceAllString(strings.NewReplacer(
+		"name: l1_72_strided_padded_grouped", "name: bad_one", "  batch: 8\n", "  batch: 0\n").Replace(specA), "  cuda: {fp16: {}}"))
+	writeFile(t, filepath.Join(root, "specs/c/bad2.yaml"), "version: 2\nname: bad_two\n")
 	writeFile(t, filepath.Join(root, "specs/c/dup.yaml"), specA) // same name as A
 	_, err = Generate(root, false)
 	var errs spec.Errors

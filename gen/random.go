@@ -56,71 +56,86 @@ func RandomSpec(r *rand.Rand, name, key string) string {
 	c.OutChannels = c.Groups * (1 + r.Intn(pick(3, 9, 17)))
 	wideSpace(&c, key)
 	c.Bias = r.Intn(2) == 0
-	k := spec.Kernel{Backends: RandomBackends, Precision: []string{"fp32", "3xtf32"}[r.Intn(2)]}
+	// One precision for both backends (the Triton draw may set its own);
+	// the draws are made in the order they always were, so that a seed
+	// keeps its configurations.
+	precision := []string{"fp32", "3xtf32"}[r.Intn(2)]
+	var ffma spec.FFMA
+	var mma spec.MMA
 	switch {
 	case r.Intn(2) == 0:
-	case k.Precision == "fp32":
-		k.Tile = spec.Tile{BM: pick(64, 128, 256, 512), BN: pick(8, 16, 32, 64), BK: pick(1, 3, 4, 8, 16), TM: pick(4, 8), TN: pick(4, 8)}
+	case precision == "fp32":
+		ffma = spec.FFMA{BM: pick(64, 128, 256, 512), BN: pick(8, 16, 32, 64), BK: pick(1, 3, 4, 8, 16), TM: pick(4, 8), TN: pick(4, 8)}
 	default:
-		k.Tile = spec.Tile{BM: pick(64, 128, 256), BN: pick(8, 16, 32, 64), BK: pick(8, 16, 24), WM: pick(16, 32, 64), WN: pick(8, 16, 32), Presplit: r.Intn(2) == 0}
+		mma = spec.MMA{BM: pick(64, 128, 256), BN: pick(8, 16, 32, 64), BK: pick(8, 16, 24), WM: pick(16, 32, 64), WN: pick(8, 16, 32), Presplit: r.Intn(2) == 0}
 	}
 	c.Batch = 1 + r.Intn(3)
 	dist := []string{"rand", "randn"}[r.Intn(2)]
-	k.Triton = randomTriton(key)
+	k := spec.Kernel{Backends: RandomBackends, Triton: randomTriton(key)}
+	if k.Triton.Precision == "" {
+		k.Triton.Precision = precision
+	}
 	k.Triton.SplitWeight = k.PrecisionFor("triton") == "3xtf32" && nameCoin(key, "split_weight")
-	k.Tile.CpAsync = !k.Tile.Presplit && nameCoin(key, "cp_async")
-	if w := nameRand(key, "wgmma"); k.Precision == "3xtf32" && w.Intn(4) == 0 {
+	cpAsync := nameCoin(key, "cp_async")
+	ffma.CpAsync, mma.CpAsync = cpAsync, !mma.Presplit && cpAsync
+	k.CUDA.Family = ffma
+	if precision == "3xtf32" {
+		k.CUDA.Family = mma
+	}
+	if w := nameRand(key, "wgmma"); precision == "3xtf32" && w.Intn(4) == 0 {
 		// A quarter of the 3xtf32 draws: the wgmma tile, with its
 		// defaults or random slabs and span.
-		k.Tile = spec.Tile{WGMMA: true}
+		var t spec.WGMMA
 		if w.Intn(2) == 0 {
-			k.Tile.Slabs, k.Tile.Span = 1+w.Intn(2), 1+w.Intn(8)
+			t.Slabs, t.Span = 1+w.Intn(2), 1+w.Intn(8)
 		}
 		// Half of those with the kernel's W taps as columns.
-		k.Tile.KWInN = nameCoin(key, "kw_in_n")
+		t.KWInN = nameCoin(key, "kw_in_n")
 		// Half with the input staged by cp.async.
-		k.Tile.CpAsync = nameCoin(key, "wgmma_cp_async")
+		t.CpAsync = nameCoin(key, "wgmma_cp_async")
 		// Half with two warpgroups a block (four leave the sm_80 code too
 		// few registers for most tiles: a draw of the same name would be
 		// refused again and again).
 		if nameCoin(key, "warpgroups") {
-			k.Tile.Warpgroups = 2
+			t.Warpgroups = 2
 		}
 		// Half with the weight stages filled by bulk copies on sm_90a.
-		k.Tile.BulkWeights = nameCoin(key, "bulk_weights")
+		t.BulkWeights = nameCoin(key, "bulk_weights")
 		// A third with Winograd's F(2,3) along W: W redrawn as kernel_w 3
 		// at stride_w = dilation_w, one slab (two would not fit), no W taps
 		// as columns and no staged input.
 		if wr := nameRand(key, "winograd"); wr.Intn(3) == 0 {
 			c.Kernel[2], c.Dilation[2], c.OutputPadding[2] = 3, c.Stride[2], wr.Intn(c.Stride[2])
 			c.Padding[2] = wr.Intn((c.In[2]-1)*c.Stride[2]+2*c.Dilation[2]+c.OutputPadding[2]+1) / 2
-			k.Tile.Winograd, k.Tile.Slabs, k.Tile.KWInN, k.Tile.CpAsync = true, 1, false, false
+			t.Winograd, t.Slabs, t.KWInN, t.CpAsync = true, 1, false, false
 		}
 		// Half with 2 to 4 stages, half of those with the running sums
 		// parked in shared memory, and a third of those with sums of 9
 		// to 16 steps (one a phase where the phases are that short).
 		if d := nameRand(key, "wgmma_depth"); d.Intn(2) == 0 {
-			k.Tile.Stages, k.Tile.ParkSums = 2+d.Intn(3), d.Intn(2) == 0
+			t.Stages, t.ParkSums = 2+d.Intn(3), d.Intn(2) == 0
 			if d.Intn(3) == 0 {
-				k.Tile.Span = 9 + d.Intn(8)
+				t.Span = 9 + d.Intn(8)
 			}
 		}
+		k.CUDA.Family = t
 	}
-	if k.Precision == "fp32" && nameCoin(key, "direct") {
+	if precision == "fp32" && nameCoin(key, "direct") {
 		// The direct kernel, with its defaults or with a random tile.
 		d := nameRand(key, "direct_tile")
-		k.Tile = spec.Tile{Direct: true}
+		var t spec.Direct
 		if d.Intn(2) == 0 {
-			k.Tile = spec.Tile{Direct: true, BM: []int{64, 128, 256, 512}[d.Intn(4)], BN: []int{4, 8, 16}[d.Intn(3)],
+			t = spec.Direct{BM: []int{64, 128, 256, 512}[d.Intn(4)], BN: []int{4, 8, 16}[d.Intn(3)],
 				BK: 1 + d.Intn(8), TM: []int{1, 2, 4}[d.Intn(3)]}
 		}
 		if nameCoin(key, "window") {
 			// Half of them with W unsplit: tw a multiple of stride_w, at
 			// most 64 sums per thread.
 			w := nameRand(key, "window_tile")
-			k.Tile.TM, k.Tile.BN = 0, []int{4, 8}[w.Intn(2)]
-			k.Tile.TW = c.Stride[2] * (1 + w.Intn(64/k.Tile.BN/c.Stride[2]))
+			t.TM, t.BN = 0, []int{4, 8}[w.Intn(2)]
+			t.TW = c.Stride[2] * (1 + w.Intn(64/t.BN/c.Stride[2]))
 		}
+		k.CUDA.Family = t
 	}
 	return spec.Generic(name, "random configuration", c, dist, k)
 }

@@ -118,7 +118,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		v.BlockX, v.BlockY, v.BlockZ = "bx", "by", "bz"
 	}
 	v.BlocksXY = p.Blocks[0] * p.Blocks[1]
-	if t.WGMMA {
+	if t.WGMMA != nil {
 		v.WGMMAAsm = newWGMMAAsm(p.WGMMA.SumsPerThread)
 		v.RelayoutThreads, v.FillThreads = plan.RelayoutBlockThreads, plan.FillBlockThreads
 		v.FillPerBlock, v.FillPerThread = plan.FillPerBlock, plan.FillPerBlock/plan.FillBlockThreads

@@ -17,7 +17,7 @@ import (
 // given geometry, rendered for the triton backend.
 func tritonSpec(t *testing.T, c geom.Conv, precision string) *plan.Plan {
 	t.Helper()
-	yaml := spec.Generic("triton_case", "triton case", c, "rand", spec.Kernel{Backends: []string{"triton"}, Precision: precision})
+	yaml := spec.Generic("triton_case", "triton case", c, "rand", spec.Kernel{Backends: []string{"triton"}, Triton: spec.Triton{Precision: precision}})
 	p, errs := parseAndPlan("specs/triton_case.yaml", []byte(yaml))
 	if errs != nil {
 		t.Fatalf("spec: %v", errs)
@@ -104,14 +104,14 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 		plans = append(plans, l.Plan)
 	}
 	for _, p := range plans {
-		if p.Tile.TW > 0 || p.Tile.KWInN {
+		if p.Tile.TW() > 0 || p.Tile.KWInN() {
 			// A W-window or W-taps-as-columns CUDA plan leaves W unsplit:
 			// compare with the phases of the same spec's row-per-thread
 			// direct kernel, or wgmma tile without kw_in_n.
 			s := *p.Spec
-			s.Kernel.Tile = spec.Tile{Direct: true}
-			if p.Tile.KWInN {
-				s.Kernel.Tile = spec.Tile{WGMMA: true}
+			s.Kernel.CUDA = spec.CUDA{Family: spec.Direct{}}
+			if p.Tile.KWInN() {
+				s.Kernel.CUDA = spec.CUDA{Family: spec.WGMMA{}}
 			}
 			var err error
 			if p, err = plan.New(&s); err != nil {
@@ -444,8 +444,7 @@ func TestTritonOptionsRender(t *testing.T) {
 	for ci, c := range []geom.Conv{strided, unit} {
 		for combo := range 16 {
 			fuse, pad, split, flat := combo&1 != 0, combo&2 != 0, combo&4 != 0, combo&8 != 0
-			k := spec.Kernel{Backends: []string{"triton"}, Precision: "3xtf32",
-				Triton: spec.Triton{ChannelsLast: true, BlockK: 32, FuseW: fuse, PadInput: pad, SplitWeight: split, FlatK: flat}}
+			k := spec.Kernel{Backends: []string{"triton"}, Triton: spec.Triton{Precision: "3xtf32", ChannelsLast: true, BlockK: 32, FuseW: fuse, PadInput: pad, SplitWeight: split, FlatK: flat}}
 			p, errs := parseAndPlan("specs/triton_case.yaml", []byte(spec.Generic("triton_case", "triton case", c, "rand", k)))
 			if errs != nil {
 				t.Fatalf("spec: %v", errs)

@@ -33,7 +33,7 @@ type Candidate struct {
 	Spec      string      // spec name
 	SpecPath  string      // spec file, relative to the root
 	Precision string      // fp32 or 3xtf32
-	Tile      spec.Tile   // cuda: fully resolved, as the plan chose it
+	CUDA      spec.CUDA   `json:",omitempty"` // cuda: the family, fully resolved, as the plan chose it
 	Triton    spec.Triton `json:",omitempty"` // triton: fully resolved, as the generator chose it
 }
 
@@ -44,22 +44,22 @@ type Candidate struct {
 // (cudaCandidates adds the spec's own tile with them too), and direct
 // kernels with 4 (the default), 2, 8 and 1 rows per thread, then 2 and 4
 // rows with 4 channels loaded at once and 2 rows by 256 threads.
-func candidateKernels() []spec.Kernel {
-	return []spec.Kernel{
-		{Precision: "fp32"},
-		{Precision: "3xtf32"},
-		{Precision: "3xtf32", Tile: spec.Tile{BM: 128, WM: 32}},
-		{Precision: "3xtf32", Tile: spec.Tile{BK: 32, WM: 32}},
-		{Precision: "3xtf32", Tile: spec.Tile{WM: 32, Presplit: true, MinBlocks: 1}},
-		{Precision: "3xtf32", Tile: spec.Tile{BM: 128, WM: 32, Presplit: true, MinBlocks: 1}},
-		{Precision: "3xtf32", Tile: spec.Tile{CpAsync: true}},
-		{Precision: "fp32", Tile: spec.Tile{Direct: true}},
-		{Precision: "fp32", Tile: spec.Tile{TM: 2, Direct: true}},
-		{Precision: "fp32", Tile: spec.Tile{TM: 8, Direct: true}},
-		{Precision: "fp32", Tile: spec.Tile{BM: 256, TM: 1, Direct: true}},
-		{Precision: "fp32", Tile: spec.Tile{TM: 2, BK: 4, Direct: true}},
-		{Precision: "fp32", Tile: spec.Tile{BM: 512, TM: 2, Direct: true}},
-		{Precision: "fp32", Tile: spec.Tile{TM: 4, BK: 4, Direct: true}},
+func candidateKernels() []spec.Family {
+	return []spec.Family{
+		spec.FFMA{},
+		spec.MMA{},
+		spec.MMA{BM: 128, WM: 32},
+		spec.MMA{BK: 32, WM: 32},
+		spec.MMA{WM: 32, Presplit: true, MinBlocks: 1},
+		spec.MMA{BM: 128, WM: 32, Presplit: true, MinBlocks: 1},
+		spec.MMA{CpAsync: true},
+		spec.Direct{},
+		spec.Direct{TM: 2},
+		spec.Direct{TM: 8},
+		spec.Direct{BM: 256, TM: 1},
+		spec.Direct{TM: 2, BK: 4},
+		spec.Direct{BM: 512, TM: 2},
+		spec.Direct{TM: 4, BK: 4},
 	}
 }
 
@@ -179,7 +179,7 @@ func TritonCandidates(l Loaded) []Candidate {
 	out[0].Precision = out[0].Triton.Precision
 	for i, t := range tritonCandidates(out[0].Triton) {
 		s := *own
-		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: t.Precision, Triton: t}
+		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Triton: t}
 		s.Name = fmt.Sprintf("%s_x%d", own.Name, i+1)
 		p, err := plan.New(&s)
 		if err != nil {
@@ -198,9 +198,9 @@ func TritonCandidates(l Loaded) []Candidate {
 // kernel is the spec kernel section that renders the candidate alone.
 func (c Candidate) kernel() spec.Kernel {
 	if c.Backend == "triton" {
-		return spec.Kernel{Backends: []string{"triton"}, Precision: c.Precision, Triton: c.Triton}
+		return spec.Kernel{Backends: []string{"triton"}, Triton: c.Triton}
 	}
-	return spec.Kernel{Backends: []string{"cuda"}, Precision: c.Precision, Tile: c.Tile}
+	return spec.Kernel{Backends: []string{"cuda"}, CUDA: c.CUDA}
 }
 
 // Label names a candidate within its spec ("x15", "t3"): its variant's
@@ -212,7 +212,7 @@ func (c Candidate) Choice() string {
 	if c.Backend == "triton" {
 		return c.Triton.String()
 	}
-	return c.Precision + " " + c.Tile.String()
+	return c.CUDA.String()
 }
 
 // resolvedTriton is the spec form of the Triton choices the generator
@@ -227,36 +227,55 @@ func resolvedTriton(p *plan.Plan) spec.Triton {
 // cudaCandidates is the CUDA half of Candidates.
 func cudaCandidates(l Loaded) []Candidate {
 	own := l.Plan.Spec
+	mine := l.Plan.Tile.Family()
 	out := []Candidate{{Current: true, Backend: "cuda", Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
-		Precision: own.Kernel.Precision, Tile: l.Plan.Tile.Spec()}}
+		Precision: mine.Precision(), CUDA: l.Plan.Tile.Choice()}}
 	kernels := candidateKernels()
 	// The spec's own choice with its tiles copied by cp.async (where it
 	// has none or stages presplit, its own choice again: skipped as a
 	// duplicate, so the labels after it stay put).
-	t := out[0].Tile
-	t.CpAsync = !t.Presplit && !t.Direct
-	kernels = append(kernels, spec.Kernel{Precision: own.Kernel.Precision, Tile: t})
+	kernels = append(kernels, withCpAsync(mine))
 	kernels = append(kernels, windowKernels(own.Problem.Conv.Stride[2])...)
 	kernels = append(kernels, wgmmaKernels()...)
 	// Last (the labels before it stay put): the spec's own wgmma tile with
 	// its weight stages filled the other way (bulk copies or cp.async).
-	t = out[0].Tile
-	t.BulkWeights = !t.BulkWeights
-	kernels = append(kernels, spec.Kernel{Precision: own.Kernel.Precision, Tile: t})
+	if w, ok := mine.(spec.WGMMA); ok {
+		w.BulkWeights = !w.BulkWeights
+		kernels = append(kernels, w)
+	} else {
+		kernels = append(kernels, mine)
+	}
 	for i, k := range kernels {
 		s := *l.Plan.Spec
-		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, Precision: k.Precision, Tile: k.Tile}
+		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: k}}
 		// Numbered by the list, skipped ones too: a label names the same
 		// choice in every spec (what -only filters on).
 		s.Name = fmt.Sprintf("%s_t%d", l.Plan.Spec.Name, i+1)
 		p, err := plan.New(&s)
-		if err != nil || hasChoice(out, k.Precision, p.Tile.Spec()) {
+		if err != nil || hasChoice(out, p.Tile.Choice()) {
 			continue
 		}
 		out = append(out, Candidate{Backend: "cuda", Variant: s.Name, Spec: l.Plan.Spec.Name, SpecPath: l.Path,
-			Precision: k.Precision, Tile: p.Tile.Spec()})
+			Precision: k.Precision(), CUDA: p.Tile.Choice()})
 	}
 	return out
+}
+
+// withCpAsync is a family's choice with its tiles copied by cp.async
+// (unchanged where it has none or presplit stages them).
+func withCpAsync(f spec.Family) spec.Family {
+	switch t := f.(type) {
+	case spec.FFMA:
+		t.CpAsync = true
+		return t
+	case spec.MMA:
+		t.CpAsync = !t.Presplit
+		return t
+	case spec.WGMMA:
+		t.CpAsync = true
+		return t
+	}
+	return f
 }
 
 // wgmmaKernels are the wgmma tiles tried: the default, one slab, and
@@ -276,9 +295,9 @@ func cudaCandidates(l Loaded) []Candidate {
 // two warpgroups, the first with the weights by bulk copies, and the
 // first two with the inputs loaded during the products whatever the
 // register estimate says.
-func wgmmaKernels() []spec.Kernel {
-	var out []spec.Kernel
-	for _, t := range []spec.Tile{{}, {Slabs: 1}, {Span: 2}, {Span: 8}, {KWInN: true}, {KWInN: true, Slabs: 1},
+func wgmmaKernels() []spec.Family {
+	var out []spec.Family
+	for _, t := range []spec.WGMMA{{}, {Slabs: 1}, {Span: 2}, {Span: 8}, {KWInN: true}, {KWInN: true, Slabs: 1},
 		{CpAsync: true}, {Slabs: 1, CpAsync: true}, {KWInN: true, CpAsync: true}, {KWInN: true, Slabs: 1, CpAsync: true},
 		{KWInN: true, Span: 16}, {KWInN: true, Span: 16, Stages: 5}, {KWInN: true, Span: 16, MinBlocks: 3},
 		{KWInN: true, Slabs: 1, Span: 16, Stages: 2, MinBlocks: 4}, {KWInN: true, ParkSums: true, Stages: 3, Span: 8, MinBlocks: 3},
@@ -294,8 +313,7 @@ func wgmmaKernels() []spec.Kernel {
 		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, BulkWeights: true},
 		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, EarlyInputs: true},
 		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, BulkWeights: true, EarlyInputs: true}} {
-		t.WGMMA = true
-		out = append(out, spec.Kernel{Precision: "3xtf32", Tile: t})
+		out = append(out, t)
 	}
 	return out
 }
@@ -305,8 +323,8 @@ func wgmmaKernels() []spec.Kernel {
 // window loaded at a time), 4 by 16 and 16 by 4. tw is rounded up to a
 // multiple of stride_w (down where that passes 16) and bn halved until a
 // thread's sums fit in 64 registers, so every one is feasible.
-func windowKernels(strideW int) []spec.Kernel {
-	var out []spec.Kernel
+func windowKernels(strideW int) []spec.Family {
+	var out []spec.Family
 	for _, c := range []struct{ tw, bn, bm, bk int }{{8, 8, 0, 0}, {8, 8, 256, 0}, {8, 8, 64, 0}, {8, 8, 0, 1}, {4, 16, 0, 0}, {16, 4, 0, 0}} {
 		tw := strideW * ((c.tw + strideW - 1) / strideW)
 		if tw > 16 {
@@ -316,14 +334,14 @@ func windowKernels(strideW int) []spec.Kernel {
 		for tw*bn > 64 {
 			bn /= 2
 		}
-		out = append(out, spec.Kernel{Precision: "fp32", Tile: spec.Tile{Direct: true, TW: tw, BN: bn, BM: c.bm, BK: c.bk}})
+		out = append(out, spec.Direct{TW: tw, BN: bn, BM: c.bm, BK: c.bk})
 	}
 	return out
 }
 
-func hasChoice(cs []Candidate, precision string, t spec.Tile) bool {
+func hasChoice(cs []Candidate, t spec.CUDA) bool {
 	for _, c := range cs {
-		if c.Backend == "cuda" && c.Precision == precision && c.Tile == t {
+		if c.Backend == "cuda" && c.CUDA == t {
 			return true
 		}
 	}
@@ -537,7 +555,8 @@ func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 	return out
 }
 
-// ApplyTune writes each winner's precision and tile into its spec file,
+// ApplyTune writes each winner's CUDA family or Triton choices into its
+// spec file,
 // with a comment saying where and when it was measured (the winner's run,
 // or gpu and date where it has none).
 func ApplyTune(root string, winners []Winner, gpu, date string) error {
@@ -552,7 +571,7 @@ func ApplyTune(root string, winners []Winner, gpu, date string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.SpecPath, err)
 		}
-		what, how := "precision and tile", "kernel"
+		what, how := "cuda", "kernel"
 		if w.Backend == "triton" {
 			what, how = "triton", "end to end"
 		}
@@ -572,8 +591,8 @@ func ApplyTune(root string, winners []Winner, gpu, date string) error {
 	return nil
 }
 
-// setKernel rewrites a spec's kernel.precision and kernel.tile, or for a
-// Triton candidate its kernel.triton (and its name, when one is given),
+// setKernel rewrites a spec's kernel.cuda, or for a Triton candidate its
+// kernel.triton (and its name, when one is given),
 // keeping the rest of the document and its comments as they were. The
 // comment goes above the section it is about.
 func setKernel(data []byte, w Candidate, name, note string) ([]byte, error) {
@@ -590,18 +609,16 @@ func setKernel(data []byte, w Candidate, name, note string) ([]byte, error) {
 	if name != "" {
 		setMapValue(root, "name", scalar(name))
 	}
-	field, flow := "tile", w.Tile.String()
+	field, flow := "cuda", w.CUDA.String()
 	if w.Backend == "triton" {
 		field, flow = "triton", w.Triton.String()
-	} else {
-		setMapValue(kernel, "precision", scalar(w.Precision))
 	}
 	var choice yaml.Node // the choice's own flow mapping, as spec prints it
 	if err := yaml.Unmarshal([]byte(flow), &choice); err != nil {
 		return nil, err
 	}
 	setMapValue(kernel, field, choice.Content[0])
-	// The note goes above kernel for CUDA (precision and tile), above
+	// The note goes above kernel for CUDA (kernel.cuda), above
 	// kernel.triton for Triton.
 	parent, key := root, "kernel"
 	if w.Backend == "triton" {

@@ -65,13 +65,13 @@ func checkCandidates(t *testing.T, l Loaded, cs []Candidate) {
 	}
 	first := cs[0]
 	want := Candidate{Current: true, Backend: "cuda", Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
-		Precision: own.Kernel.Precision, Tile: l.Plan.Tile.Spec()}
+		Precision: own.Kernel.PrecisionFor("cuda"), CUDA: l.Plan.Tile.Choice()}
 	if first != want {
 		t.Errorf("%s: first candidate %+v, want the spec's own choice %+v", l.Path, first, want)
 	}
 	type choice struct {
 		precision string
-		tile      spec.Tile
+		tile      spec.CUDA
 	}
 	seen := map[choice]string{}
 	labelBefore := 0
@@ -85,29 +85,26 @@ func checkCandidates(t *testing.T, l Loaded, cs []Candidate) {
 		if c.Precision != "fp32" && c.Precision != "3xtf32" {
 			t.Errorf("%s: %s precision %q", l.Path, c.Variant, c.Precision)
 		}
-		k := choice{c.Precision, c.Tile}
+		k := choice{c.Precision, c.CUDA}
 		if other, dup := seen[k]; dup {
 			t.Errorf("%s: %s repeats %s's choice %+v", l.Path, c.Variant, other, k)
 		}
 		seen[k] = c.Variant
 		labelBefore = label
 		// Feasible, and fully resolved: planning the choice as written
-		// gives the same tile, with only the precision's fields set.
+		// gives the same family and options, in the family's precision.
 		s := *own
-		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, Precision: c.Precision, Tile: c.Tile}
+		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, CUDA: c.CUDA}
 		p, err := plan.New(&s)
 		if err != nil {
 			t.Errorf("%s: %s is infeasible: %v", l.Path, c.Variant, err)
 			continue
 		}
-		if got := p.Tile.Spec(); got != c.Tile {
-			t.Errorf("%s: %s plans to %+v, not its tile %+v", l.Path, c.Variant, got, c.Tile)
+		if got := p.Tile.Choice(); got != c.CUDA {
+			t.Errorf("%s: %s plans to %s, not its choice %s", l.Path, c.Variant, got, c.CUDA)
 		}
-		if (p.Tile.MMA || p.Tile.WGMMA) != (c.Precision == "3xtf32") {
-			t.Errorf("%s: %s precision %s, plan MMA %v", l.Path, c.Variant, c.Precision, p.Tile.MMA)
-		}
-		if c.Precision == "3xtf32" && (c.Tile.TM != 0 || c.Tile.TN != 0) || c.Precision == "fp32" && (c.Tile.WM != 0 || c.Tile.WN != 0) {
-			t.Errorf("%s: %s tile %+v has fields of the other precision", l.Path, c.Variant, c.Tile)
+		if tc := p.Tile.MMA != nil || p.Tile.WGMMA != nil; tc != (c.Precision == "3xtf32") || c.CUDA.Of().Precision() != c.Precision {
+			t.Errorf("%s: %s precision %s, choice %s", l.Path, c.Variant, c.Precision, c.CUDA)
 		}
 	}
 }
@@ -124,8 +121,8 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		t.Errorf("58: %d candidates, want at most %d (its own choice is one of them, its cp.async variant one more, then the W-window and wgmma kernels)", len(c58), most)
 	}
 	for _, c := range c58[1:] {
-		if c.Precision == c58[0].Precision && c.Tile == c58[0].Tile {
-			t.Errorf("58: %s repeats its own choice %s", c.Variant, c.Tile)
+		if c.CUDA == c58[0].CUDA {
+			t.Errorf("58: %s repeats its own choice %s", c.Variant, c.CUDA)
 		}
 	}
 	// 73's own choice is W taps as columns, one slab, one sum a phase,
@@ -137,65 +134,65 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 	c73 := cudaCandidates(specs[tuneSpec73])
 	var got []string
 	for _, c := range c73 {
-		got = append(got, c.Variant+" "+c.Precision+" "+c.Tile.String())
+		got = append(got, c.Variant+" "+c.Precision+" "+c.CUDA.String())
 	}
 	want := []string{
-		"l1_73_strided_padded_grouped 3xtf32 {min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
-		"l1_73_strided_padded_grouped_t1 fp32 {bm: 256, bn: 32, bk: 8, tm: 8, tn: 4, min_blocks: 1}",
-		"l1_73_strided_padded_grouped_t2 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
-		"l1_73_strided_padded_grouped_t3 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1}",
-		"l1_73_strided_padded_grouped_t4 3xtf32 {bm: 128, bn: 32, bk: 32, wm: 32, wn: 32, min_blocks: 1}",
-		"l1_73_strided_padded_grouped_t5 3xtf32 {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1, presplit: true}",
-		"l1_73_strided_padded_grouped_t7 3xtf32 {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1, cp_async: true}",
+		"l1_73_strided_padded_grouped 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 16, stages: 2, kw_in_n: true, bulk_weights: true}}",
+		"l1_73_strided_padded_grouped_t1 fp32 {ffma: {bm: 256, bn: 32, bk: 8, tm: 8, tn: 4, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_t2 3xtf32 {mma: {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_t3 3xtf32 {mma: {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_t4 3xtf32 {mma: {bm: 128, bn: 32, bk: 32, wm: 32, wn: 32, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_t5 3xtf32 {mma: {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1, presplit: true}}",
+		"l1_73_strided_padded_grouped_t7 3xtf32 {mma: {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1, cp_async: true}}",
 		// Direct: two rows per thread with 16 channels; eight rows (128
 		// accumulators) do not fit, so t10 is skipped.
-		"l1_73_strided_padded_grouped_t8 fp32 {bm: 256, bn: 16, bk: 8, tm: 2, min_blocks: 1, direct: true}",
-		"l1_73_strided_padded_grouped_t11 fp32 {bm: 256, bn: 16, bk: 8, tm: 1, min_blocks: 1, direct: true}",
-		"l1_73_strided_padded_grouped_t12 fp32 {bm: 256, bn: 16, bk: 4, tm: 2, min_blocks: 1, direct: true}",
-		"l1_73_strided_padded_grouped_t13 fp32 {bm: 512, bn: 16, bk: 8, tm: 2, min_blocks: 1, direct: true}",
-		"l1_73_strided_padded_grouped_t14 fp32 {bm: 512, bn: 16, bk: 4, tm: 4, min_blocks: 1, direct: true}",
+		"l1_73_strided_padded_grouped_t8 fp32 {direct: {bm: 256, bn: 16, bk: 8, tm: 2, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_t11 fp32 {direct: {bm: 256, bn: 16, bk: 8, tm: 1, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_t12 fp32 {direct: {bm: 256, bn: 16, bk: 4, tm: 2, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_t13 fp32 {direct: {bm: 512, bn: 16, bk: 8, tm: 2, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_t14 fp32 {direct: {bm: 512, bn: 16, bk: 4, tm: 4, min_blocks: 1}}",
 		// W-window direct kernels, tw a multiple of the stride (2).
-		"l1_73_strided_padded_grouped_t16 fp32 {bm: 128, bn: 8, bk: 2, tw: 8, min_blocks: 1, direct: true}",
-		"l1_73_strided_padded_grouped_t17 fp32 {bm: 256, bn: 8, bk: 2, tw: 8, min_blocks: 1, direct: true}",
-		"l1_73_strided_padded_grouped_t18 fp32 {bm: 64, bn: 8, bk: 2, tw: 8, min_blocks: 1, direct: true}",
-		"l1_73_strided_padded_grouped_t19 fp32 {bm: 128, bn: 8, bk: 1, tw: 8, min_blocks: 1, direct: true}",
-		"l1_73_strided_padded_grouped_t20 fp32 {bm: 128, bn: 16, bk: 2, tw: 4, min_blocks: 1, direct: true}",
-		"l1_73_strided_padded_grouped_t21 fp32 {bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1, direct: true}",
+		"l1_73_strided_padded_grouped_t16 fp32 {direct: {bm: 128, bn: 8, bk: 2, tw: 8, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_t17 fp32 {direct: {bm: 256, bn: 8, bk: 2, tw: 8, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_t18 fp32 {direct: {bm: 64, bn: 8, bk: 2, tw: 8, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_t19 fp32 {direct: {bm: 128, bn: 8, bk: 1, tw: 8, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_t20 fp32 {direct: {bm: 128, bn: 16, bk: 2, tw: 4, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_t21 fp32 {direct: {bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1}}",
 		// wgmma: the default, one slab, spans of 2 and 8, W taps as
 		// columns with two slabs and one, the input staged by cp.async.
-		"l1_73_strided_padded_grouped_t22 3xtf32 {min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
-		"l1_73_strided_padded_grouped_t23 3xtf32 {min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true}",
-		"l1_73_strided_padded_grouped_t24 3xtf32 {min_blocks: 1, slabs: 2, span: 2, stages: 4, wgmma: true}",
-		"l1_73_strided_padded_grouped_t25 3xtf32 {min_blocks: 1, slabs: 2, span: 8, stages: 4, wgmma: true}",
-		"l1_73_strided_padded_grouped_t26 3xtf32 {min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true}",
-		"l1_73_strided_padded_grouped_t27 3xtf32 {min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, kw_in_n: true}",
-		"l1_73_strided_padded_grouped_t28 3xtf32 {min_blocks: 1, slabs: 2, span: 4, stages: 4, cp_async: true, wgmma: true}",
-		"l1_73_strided_padded_grouped_t29 3xtf32 {min_blocks: 1, slabs: 1, span: 4, stages: 4, cp_async: true, wgmma: true}",
-		"l1_73_strided_padded_grouped_t30 3xtf32 {min_blocks: 1, slabs: 2, span: 4, stages: 3, cp_async: true, wgmma: true, kw_in_n: true}",
-		"l1_73_strided_padded_grouped_t31 3xtf32 {min_blocks: 1, slabs: 1, span: 4, stages: 3, cp_async: true, wgmma: true, kw_in_n: true}",
+		"l1_73_strided_padded_grouped_t22 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 4, stages: 4}}",
+		"l1_73_strided_padded_grouped_t23 3xtf32 {wgmma: {min_blocks: 1, slabs: 1, span: 4, stages: 4}}",
+		"l1_73_strided_padded_grouped_t24 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 2, stages: 4}}",
+		"l1_73_strided_padded_grouped_t25 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 8, stages: 4}}",
+		"l1_73_strided_padded_grouped_t26 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 4, stages: 4, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_t27 3xtf32 {wgmma: {min_blocks: 1, slabs: 1, span: 4, stages: 4, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_t28 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 4, stages: 4, cp_async: true}}",
+		"l1_73_strided_padded_grouped_t29 3xtf32 {wgmma: {min_blocks: 1, slabs: 1, span: 4, stages: 4, cp_async: true}}",
+		"l1_73_strided_padded_grouped_t30 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 4, stages: 3, cp_async: true, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_t31 3xtf32 {wgmma: {min_blocks: 1, slabs: 1, span: 4, stages: 3, cp_async: true, kw_in_n: true}}",
 		// Sums of 16 steps, set stages and blocks per SM, parked sums.
-		"l1_73_strided_padded_grouped_t32 3xtf32 {min_blocks: 1, slabs: 2, span: 16, stages: 4, wgmma: true, kw_in_n: true}",
-		"l1_73_strided_padded_grouped_t33 3xtf32 {min_blocks: 1, slabs: 2, span: 16, stages: 5, wgmma: true, kw_in_n: true}",
-		"l1_73_strided_padded_grouped_t34 3xtf32 {min_blocks: 3, slabs: 2, span: 16, stages: 4, wgmma: true, kw_in_n: true}",
-		"l1_73_strided_padded_grouped_t35 3xtf32 {min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true}",
-		"l1_73_strided_padded_grouped_t36 3xtf32 {min_blocks: 3, slabs: 2, span: 8, stages: 3, wgmma: true, kw_in_n: true, park_sums: true}",
-		"l1_73_strided_padded_grouped_t37 3xtf32 {min_blocks: 4, slabs: 1, span: 4, stages: 2, wgmma: true, park_sums: true}",
-		"l1_73_strided_padded_grouped_t38 3xtf32 {min_blocks: 4, slabs: 1, span: 8, stages: 2, wgmma: true, park_sums: true}",
-		"l1_73_strided_padded_grouped_t39 3xtf32 {min_blocks: 4, slabs: 1, span: 4, stages: 3, wgmma: true}",
-		"l1_73_strided_padded_grouped_t40 3xtf32 {min_blocks: 4, slabs: 1, span: 8, stages: 3, wgmma: true, park_sums: true}",
+		"l1_73_strided_padded_grouped_t32 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 16, stages: 4, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_t33 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 16, stages: 5, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_t34 3xtf32 {wgmma: {min_blocks: 3, slabs: 2, span: 16, stages: 4, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_t35 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 16, stages: 2, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_t36 3xtf32 {wgmma: {min_blocks: 3, slabs: 2, span: 8, stages: 3, kw_in_n: true, park_sums: true}}",
+		"l1_73_strided_padded_grouped_t37 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 4, stages: 2, park_sums: true}}",
+		"l1_73_strided_padded_grouped_t38 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 8, stages: 2, park_sums: true}}",
+		"l1_73_strided_padded_grouped_t39 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 4, stages: 3}}",
+		"l1_73_strided_padded_grouped_t40 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 8, stages: 3, park_sums: true}}",
 		// Two warpgroups a block sharing the weight stages; four (t42,
 		// t45) leave the sm_80 code too few registers, skipped.
-		"l1_73_strided_padded_grouped_t41 3xtf32 {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 2, wgmma: true, kw_in_n: true}",
-		"l1_73_strided_padded_grouped_t43 3xtf32 {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 3, wgmma: true, kw_in_n: true}",
-		"l1_73_strided_padded_grouped_t44 3xtf32 {min_blocks: 2, slabs: 1, warpgroups: 2, span: 4, stages: 3, wgmma: true}",
-		"l1_73_strided_padded_grouped_t46 3xtf32 {min_blocks: 2, slabs: 1, warpgroups: 2, span: 4, stages: 4, wgmma: true}",
-		"l1_73_strided_padded_grouped_t47 3xtf32 {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 3, wgmma: true}",
+		"l1_73_strided_padded_grouped_t41 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 2, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_t43 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 3, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_t44 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 4, stages: 3}}",
+		"l1_73_strided_padded_grouped_t46 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 4, stages: 4}}",
+		"l1_73_strided_padded_grouped_t47 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 3}}",
 		// Parked sums of 12 and 16 steps, four blocks an SM.
-		"l1_73_strided_padded_grouped_t48 3xtf32 {min_blocks: 4, slabs: 1, span: 12, stages: 2, wgmma: true, park_sums: true}",
-		"l1_73_strided_padded_grouped_t49 3xtf32 {min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true}",
+		"l1_73_strided_padded_grouped_t48 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 12, stages: 2, park_sums: true}}",
+		"l1_73_strided_padded_grouped_t49 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 16, stages: 2, park_sums: true}}",
 		// The same sums in blocks of two warpgroups.
-		"l1_73_strided_padded_grouped_t50 3xtf32 {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 3, wgmma: true, park_sums: true}",
-		"l1_73_strided_padded_grouped_t51 3xtf32 {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 4, wgmma: true, park_sums: true}",
+		"l1_73_strided_padded_grouped_t50 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 3, park_sums: true}}",
+		"l1_73_strided_padded_grouped_t51 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 4, park_sums: true}}",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("73 candidates:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -226,10 +223,10 @@ func tuneFixtureCandidates() []Candidate {
 	var cs []Candidate
 	add := func(name string, variants int) {
 		cs = append(cs, Candidate{Current: true, Backend: "cuda", Variant: name, Spec: name, SpecPath: "specs/" + name + ".yaml",
-			Precision: "fp32", Tile: spec.Tile{BM: 256, BN: 32, BK: 8, TM: 8, TN: 4}})
+			Precision: "fp32", CUDA: spec.CUDA{Family: spec.FFMA{BM: 256, BN: 32, BK: 8, TM: 8, TN: 4}}})
 		for i := 1; i <= variants; i++ {
 			cs = append(cs, Candidate{Backend: "cuda", Variant: fmt.Sprintf("%s_t%d", name, i), Spec: name, SpecPath: "specs/" + name + ".yaml",
-				Precision: "3xtf32", Tile: spec.Tile{BM: 128 << (i % 2), BN: 32, BK: 16, WM: 32, WN: 32}})
+				Precision: "3xtf32", CUDA: spec.CUDA{Family: spec.MMA{BM: 128 << (i % 2), BN: 32, BK: 16, WM: 32, WN: 32}}})
 		}
 	}
 	add("sa", 7) // picks sa_t4 of many unusable ones
@@ -407,7 +404,7 @@ func tuneRead(t *testing.T, path string) string {
 	return string(data)
 }
 
-var tunedNote = regexp.MustCompile(`(?m)^# precision and tile tuned on (.+), (\d{4}-\d\d-\d\d): ([0-9.]+) ms mean \(kernel\), fastest of the (\d+) candidates that passed with error <= ([0-9.e-]+)\n`)
+var tunedNote = regexp.MustCompile(`(?m)^# cuda tuned on (.+), (\d{4}-\d\d-\d\d): ([0-9.]+) ms mean \(kernel\), fastest of the (\d+) candidates that passed with error <= ([0-9.e-]+)\n`)
 
 // TestTuneApplyReproducesCommitted: writing each committed spec's own
 // choice back with the note it carries gives the file byte for byte, so
@@ -449,7 +446,7 @@ func specFields(s *spec.Spec) any {
 }
 
 // TestTuneApplyChangesChoice writes a different choice into copies of two
-// specs with extra comments: only kernel.precision, kernel.tile and the
+// specs with extra comments: only kernel.cuda and the
 // note above kernel change.
 func TestTuneApplyChangesChoice(t *testing.T) {
 	root := tuneCopy(t, tuneSpec58, tuneSpec73)
@@ -493,25 +490,24 @@ func TestTuneApplyChangesChoice(t *testing.T) {
 	for _, w := range winners {
 		p := w.SpecPath
 		old, got := before[p], tuneRead(t, filepath.Join(root, p))
-		note := fmt.Sprintf("# precision and tile tuned on Tune GPU T1, 2031-02-03: %.3f ms mean (kernel), fastest of the %d candidates that passed with error <= 5e-6\n", w.MeanMS, w.Tried)
-		tile := "  tile: " + w.Tile.String() + "\n"
-		for _, s := range []string{note + "kernel:\n", "  precision: " + w.Precision + "\n", tile,
+		note := fmt.Sprintf("# cuda tuned on Tune GPU T1, 2031-02-03: %.3f ms mean (kernel), fastest of the %d candidates that passed with error <= 5e-6\n", w.MeanMS, w.Tried)
+		for _, s := range []string{note + "kernel:\n", "  cuda: " + w.CUDA.String() + "\n",
 			"# channels in\n", "  backends: [cuda, triton] # both backends\n", "  # the constructor's arguments\n  conv:\n"} {
 			if !strings.Contains(got, s) {
 				t.Errorf("%s lacks %q:\n%s", p, s, got)
 			}
 		}
-		if strings.Count(got, "# precision and tile tuned on") != 1 {
+		if strings.Count(got, "# cuda tuned on") != 1 {
 			t.Errorf("%s: the old note was not replaced:\n%s", p, got)
 		}
-		if (w.Precision == "3xtf32") != strings.Contains(got, "wm: ") || strings.Contains(got, "tm: ") == (w.Precision == "3xtf32") {
-			t.Errorf("%s: tile fields of the wrong precision:\n%s", p, got)
+		if strings.Contains(got, "precision and tile") || strings.Contains(got, "  precision: ") || strings.Contains(got, "  tile: ") {
+			t.Errorf("%s: a version-1 key or note is left:\n%s", p, got)
 		}
 		// Every other line is kept, in order.
 		keep := func(s string) []string {
 			var out []string
 			for _, line := range strings.Split(s, "\n") {
-				if !strings.HasPrefix(line, "# precision and tile tuned on") && !strings.HasPrefix(line, "  precision: ") && !strings.HasPrefix(line, "  tile: ") {
+				if !strings.HasPrefix(line, "# cuda tuned on") && !strings.HasPrefix(line, "  cuda: ") {
 					out = append(out, line)
 				}
 			}
@@ -530,15 +526,15 @@ func TestTuneApplyChangesChoice(t *testing.T) {
 		if !reflect.DeepEqual(specFields(pl.Spec), specFields(wasSpec)) {
 			t.Errorf("%s: spec changed:\n%+v\nwas\n%+v", p, specFields(pl.Spec), specFields(wasSpec))
 		}
-		if pl.Spec.Kernel.Precision != w.Precision || pl.Spec.Kernel.Tile != w.Tile || pl.Tile.Spec() != w.Tile {
-			t.Errorf("%s: plans %s %+v (spec tile %+v), want %s %+v", p, pl.Spec.Kernel.Precision, pl.Tile, pl.Spec.Kernel.Tile, w.Precision, w.Tile)
+		if pl.Spec.Kernel.CUDA != w.CUDA || pl.Tile.Choice() != w.CUDA {
+			t.Errorf("%s: plans %s (spec %s), want %s", p, pl.Tile.Choice(), pl.Spec.Kernel.CUDA, w.CUDA)
 		}
 	}
 	// The tree still loads, and its own choices are now the winners.
 	after := tuneLoad(t, root)
 	for _, w := range winners {
-		if c := cudaCandidates(after[w.SpecPath])[0]; c.Precision != w.Precision || c.Tile != w.Tile {
-			t.Errorf("%s: own choice now %s %+v, want %s %+v", w.SpecPath, c.Precision, c.Tile, w.Precision, w.Tile)
+		if c := cudaCandidates(after[w.SpecPath])[0]; c.Precision != w.Precision || c.CUDA != w.CUDA {
+			t.Errorf("%s: own choice now %s %s, want %s %s", w.SpecPath, c.Precision, c.CUDA, w.Precision, w.CUDA)
 		}
 	}
 }
@@ -549,7 +545,7 @@ func TestTuneApplyAddsKernel(t *testing.T) {
 	root := tuneCopy(t, tuneSpec58)
 	path := filepath.Join(root, tuneSpec58)
 	src := tuneRead(t, path)
-	i := strings.Index(src, "# precision and tile tuned on")
+	i := strings.Index(src, "# cuda tuned on")
 	if i < 0 {
 		i = strings.Index(src, "kernel:\n")
 	}
@@ -566,13 +562,13 @@ func TestTuneApplyAddsKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := tuneRead(t, path)
-	want := src[:i] + "# precision and tile tuned on G, 2031-01-01: 1.000 ms mean (kernel), fastest of the 2 candidates that passed with error <= 5e-6\n" +
-		"kernel:\n  precision: 3xtf32\n  tile: " + c.Tile.String() + "\n"
+	want := src[:i] + "# cuda tuned on G, 2031-01-01: 1.000 ms mean (kernel), fastest of the 2 candidates that passed with error <= 5e-6\n" +
+		"kernel:\n  cuda: " + c.CUDA.String() + "\n"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	p := tunePlan(t, tuneSpec58, []byte(got))
-	if p.Tile.Spec() != c.Tile || !reflect.DeepEqual(p.Spec.Kernel.Backends, spec.DefaultBackends) {
+	if p.Tile.Choice() != c.CUDA || !reflect.DeepEqual(p.Spec.Kernel.Backends, spec.DefaultBackends) {
 		t.Errorf("plans %+v with backends %v", p.Tile, p.Spec.Kernel.Backends)
 	}
 }
@@ -670,8 +666,8 @@ func TestTuneWriteTune(t *testing.T) {
 			t.Errorf("%s.yaml lacks its note:\n%s", c.Variant, src)
 		}
 		p := tunePlan(t, specFile, []byte(src))
-		if p.Spec.Name != c.Variant || p.Spec.Kernel.Precision != c.Precision || p.Tile.Spec() != c.Tile {
-			t.Errorf("%s.yaml plans %s %s %+v, want %s %s %+v", c.Variant, p.Spec.Name, p.Spec.Kernel.Precision, p.Tile, c.Variant, c.Precision, c.Tile)
+		if p.Spec.Name != c.Variant || p.Spec.Kernel.PrecisionFor("cuda") != c.Precision || p.Tile.Choice() != c.CUDA {
+			t.Errorf("%s.yaml plans %s %s %s, want %s %s %s", c.Variant, p.Spec.Name, p.Spec.Kernel.PrecisionFor("cuda"), p.Tile.Choice(), c.Variant, c.Precision, c.CUDA)
 		}
 		orig := specs[c.SpecPath].Plan
 		if p.Conv != orig.Conv || !reflect.DeepEqual(p.Spec.Reference, orig.Spec.Reference) {
@@ -747,7 +743,7 @@ func TestTuneApplyTriton(t *testing.T) {
 	if got := TritonCandidates(after)[0].Triton; got != w.Triton {
 		t.Errorf("Triton choice after applying: %s, want %s", got, w.Triton)
 	}
-	if a, b := cudaCandidates(after)[0], cudaCandidates(before)[0]; a.Precision != b.Precision || a.Tile != b.Tile {
+	if a, b := cudaCandidates(after)[0], cudaCandidates(before)[0]; a.Precision != b.Precision || a.CUDA != b.CUDA {
 		t.Errorf("CUDA choice changed: %s -> %s", b.Choice(), a.Choice())
 	}
 }

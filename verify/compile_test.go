@@ -276,9 +276,9 @@ func TestRandomKernelsCompile(t *testing.T) {
 	}
 	n, mma := 0, 0
 	for _, l := range specs {
-		if tile := l.Plan.Tile; tile.WGMMA {
+		if tile := l.Plan.Tile; tile.WGMMA != nil {
 			continue // sm_90a; its committed kernels compile in TestEmittedKernelsCompile
-		} else if tile.MMA {
+		} else if tile.MMA != nil {
 			mma++
 		}
 		files, err := r.Render(l.Plan, l.Path)
@@ -294,7 +294,7 @@ func TestRandomKernelsCompile(t *testing.T) {
 				t.Fatal(err)
 			}
 			n++
-			compileForBothArchs(t, nvcc, l.Plan.Spec.Name, l.Plan.Tile.Spec().String(), source)
+			compileForBothArchs(t, nvcc, l.Plan.Spec.Name, spec.FlatV1(l.Plan.Tile.Family()), source)
 		}
 	}
 	if n-mma < 20 || mma < 10 {
@@ -323,7 +323,7 @@ func occupancy(p PtxasInfo, threads, dynamicSmem int, arch string) string {
 }
 
 // TestCpAsyncKernelsCompile builds the cp.async variant of a committed
-// spec's kernel in each precision (default tiles) for sm_80 and sm_90: the
+// spec's kernel on FFMA and on mma.sync (default tiles) for sm_80 and sm_90: the
 // copies are inline PTX that only nvcc checks, and they must not cost a
 // spill.
 func TestCpAsyncKernelsCompile(t *testing.T) {
@@ -337,13 +337,12 @@ func TestCpAsyncKernelsCompile(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := specs[0]
-	for _, precision := range []string{"fp32", "3xtf32"} {
+	for _, fam := range []spec.Family{spec.FFMA{CpAsync: true}, spec.MMA{CpAsync: true}} {
 		s := *l.Plan.Spec
-		s.Kernel.Backends, s.Kernel.Precision = []string{"cuda"}, precision
-		s.Kernel.Tile = spec.Tile{CpAsync: true}
+		s.Kernel.Backends, s.Kernel.CUDA = []string{"cuda"}, spec.CUDA{Family: fam}
 		p, err := plan.New(&s)
 		if err != nil {
-			t.Fatalf("%s in %s with cp_async: %v", s.Name, precision, err)
+			t.Fatalf("%s in %s with cp_async: %v", s.Name, fam.Precision(), err)
 		}
 		files, err := r.Render(p, l.Path)
 		if err != nil {
@@ -360,7 +359,7 @@ func TestCpAsyncKernelsCompile(t *testing.T) {
 			if !strings.Contains(source, "cp.async.ca.shared.global") {
 				t.Fatalf("%s: no cp.async in the kernel", s.Name)
 			}
-			compileForBothArchs(t, nvcc, s.Name+"/"+s.Kernel.Precision, s.Kernel.Tile.String(), source)
+			compileForBothArchs(t, nvcc, s.Name+"/"+fam.Precision(), spec.FlatV1(fam), source)
 		}
 	}
 }

@@ -27,7 +27,7 @@ func fixtureSpecOf(t *testing.T) *spec.Spec {
 		t.Fatalf("fixture spec %s is gone", fixtureSpec)
 	}
 	pinned := *s
-	pinned.Kernel.Precision = "fp32"
+	pinned.Kernel.CUDA = spec.CUDA{Family: spec.FFMA{}}
 	return &pinned
 }
 
@@ -264,7 +264,7 @@ func TestTritonDotPrecision(t *testing.T) {
 		if !strings.Contains(string(base), `tl.dot(a, b, input_precision="ieee")`) {
 			t.Fatal("triton base changed: no tl.dot(a, b, input_precision=\"ieee\")")
 		}
-		s.Kernel.Precision, s.Kernel.Triton.Precision = tc.precision, ""
+		s.Kernel.Triton.Precision = tc.precision
 		fired := false
 		for _, f := range CheckFile("triton.py", []byte(src), &s) {
 			if f.Rule == "precision-mode" {

@@ -57,10 +57,10 @@ func All() []Mutation {
 			// shifted offset reads a neighbour or a zero, never outside x.
 			// Writes do not involve Off. Wrong: a tap that reached the
 			// input now reads other elements (or zeros) for its rows.
-			Applies: func(p *plan.Plan) bool { return !p.Tile.WGMMA && anyReaching(p, allPhases(p)) },
+			Applies: func(p *plan.Plan) bool { return p.Tile.WGMMA == nil && anyReaching(p, allPhases(p)) },
 			Apply: func(p *plan.Plan) {
 				d := 2
-				if p.Tile.TW > 0 {
+				if p.Tile.TW() > 0 {
 					d = 1
 				}
 				p.Taps = slices.Clone(p.Taps)
@@ -121,7 +121,7 @@ func All() []Mutation {
 			// so the writes are the original's; the tap slices stay inside
 			// the tap table and the input reads are range-checked. Wrong:
 			// the two tap lists differ and one of them reaches the input.
-			Applies: func(p *plan.Plan) bool { _, _, ok := tapSwap(p); return ok && !p.Tile.WGMMA },
+			Applies: func(p *plan.Plan) bool { _, _, ok := tapSwap(p); return ok && p.Tile.WGMMA == nil },
 			Apply: func(p *plan.Plan) {
 				a, b, ok := tapSwap(p)
 				if !ok {
@@ -156,8 +156,8 @@ func All() []Mutation {
 			// The kernel only stops reading bias. The problem (inputs,
 			// reference) is still the original one with bias, so every
 			// output is off by its channel's bias.
-			Applies: func(p *plan.Plan) bool { return p.Conv.Bias },
-			Apply:   func(p *plan.Plan) { p.Conv.Bias = false },
+			Applies: func(p *plan.Plan) bool { return p.Epilogue.Bias },
+			Apply:   func(p *plan.Plan) { p.Epilogue.Bias = false },
 		},
 	}
 }
@@ -249,7 +249,7 @@ func lastLargest(p *plan.Plan) int {
 // phases after it have fewer tiles and lose nothing. A wgmma block runs
 // tile x of every phase: the last block is the last tile row.
 func droppedGrid(p *plan.Plan) int {
-	if p.Tile.WGMMA {
+	if p.Tile.WGMMA != nil {
 		return p.WGMMA.Tiles - 1
 	}
 	return (p.MaxTiles-1)*len(p.Phases) + lastLargest(p)
@@ -261,7 +261,7 @@ func droppedGrid(p *plan.Plan) int {
 // phases include a tap that reaches the input.
 func phaseSwap(p *plan.Plan) (d, r1, r2 int, ok bool) {
 	for d := range 3 {
-		if d == 2 && p.Tile.TW > 0 {
+		if d == 2 && p.Tile.TW() > 0 {
 			break // a W-window kernel's phases split D and H only
 		}
 		s := p.Conv.Stride[d]

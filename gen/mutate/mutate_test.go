@@ -26,7 +26,7 @@ type config struct {
 	k, in, s, p, op, d       [3]int
 	bias                     bool
 	precision                string // "" means fp32
-	tile                     string // flow mapping for kernel.tile, "" for none
+	tile                     string // version 1's flat tile mapping, "" for none
 }
 
 func (c config) yaml() string {
@@ -36,9 +36,14 @@ func (c config) yaml() string {
 	}
 	conv := geom.Conv{Batch: c.batch, InChannels: c.cin, OutChannels: c.cout, In: c.in, Kernel: c.k,
 		Stride: c.s, Padding: c.p, OutputPadding: c.op, Dilation: c.d, Groups: c.groups, Bias: c.bias}
-	y := spec.Generic("mutate_test", "mutation test", conv, "rand", spec.Kernel{Backends: []string{"cuda"}, Precision: prec})
-	if c.tile != "" {
-		y += "  tile: " + c.tile + "\n"
+	y := spec.Generic("mutate_test", "mutation test", conv, "rand", spec.Kernel{Backends: []string{"cuda"}})
+	// Written as version 1 wrote them: precision and a flat tile.
+	cuda, err := spec.V1CUDA(prec, c.tile)
+	if err != nil {
+		panic(err)
+	}
+	if cuda != "" {
+		y += "  cuda: " + cuda + "\n"
 	}
 	return y
 }
@@ -246,7 +251,7 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 	}
 	for bx := 0; bx < p.Grid[0]; bx++ {
 		ph := p.Phases[bx%nP]
-		m0 := bx / nP * t.BM
+		m0 := bx / nP * t.BM()
 		if m0 >= ph.M {
 			continue
 		}
@@ -257,19 +262,19 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 				if g >= k.Groups {
 					return nil, 0, oob("group %d of %d", g, k.Groups)
 				}
-				for m := m0; m < m0+t.BM && m < ph.M; m++ {
+				for m := m0; m < m0+t.BM() && m < ph.M; m++ {
 					n, s := m/qdhw, m%qdhw
 					q := [3]int{s / qhw, s % qhw / ph.Q[2], s % ph.Q[2]}
 					if n >= k.Batch {
 						return nil, 0, oob("row %d: batch %d of %d", m, n, k.Batch)
 					}
-					for jw := range max(1, t.TW) {
+					for jw := range max(1, t.TW()) {
 						var o [3]int
 						for d := range 3 {
 							o[d] = ph.R[d] + k.Stride[d]*q[d]
 						}
-						if t.TW > 0 {
-							if o[2] = q[2]*t.TW + jw; o[2] >= out[2] {
+						if t.TW() > 0 {
+							if o[2] = q[2]*t.TW() + jw; o[2] >= out[2] {
 								continue // past the row: the kernel computes it but does not store it
 							}
 						}
@@ -278,7 +283,7 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 								return nil, 0, oob("output index %v outside %v", o, out)
 							}
 						}
-						for co := by * t.BN; co < (by+1)*t.BN && co < coutG; co++ {
+						for co := by * t.BN(); co < (by+1)*t.BN() && co < coutG; co++ {
 							var acc float64
 							for j := range ph.TapCount {
 								ti := ph.TapStart + j
@@ -310,7 +315,7 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 								}
 							}
 							ch := g*coutG + co
-							if k.Bias {
+							if p.Epilogue.Bias { // the plan's epilogue, as the templates print it
 								if b == nil {
 									return nil, 0, oob("bias read without a bias")
 								}
@@ -349,7 +354,7 @@ type tapRead struct {
 // window column v/stride_w - Window.Lo (which must be inside the window) at
 // weight tap Flat + kw. W offsets of the tap are not read there.
 func tapReads(p *plan.Plan, tap plan.Tap, q [3]int, jw int) ([]tapRead, error) {
-	if p.Tile.TW == 0 {
+	if p.Tile.TW() == 0 {
 		return []tapRead{{tap.Flat, [3]int{q[0] + tap.Off[0], q[1] + tap.Off[1], q[2] + tap.Off[2]}}}, nil
 	}
 	c, w := p.Conv, p.Window
@@ -363,7 +368,7 @@ func tapReads(p *plan.Plan, tap plan.Tap, q [3]int, jw int) ([]tapRead, error) {
 		if e < 0 || e >= w.Len {
 			return nil, fmt.Errorf("%w: window column %d of %d", errOOB, e, w.Len)
 		}
-		win0 := q[2]*(p.Tile.TW/c.Stride[2]) + w.Lo
+		win0 := q[2]*(p.Tile.TW()/c.Stride[2]) + w.Lo
 		reads = append(reads, tapRead{tap.Flat + kw, [3]int{q[0] + tap.Off[0], q[1] + tap.Off[1], win0 + e}})
 	}
 	return reads, nil
@@ -484,7 +489,7 @@ func checkRanges(t *testing.T, name string, orig, p *plan.Plan) {
 	}
 	for _, ph := range p.Phases {
 		for d := range 3 {
-			if d == 2 && p.Tile.TW > 0 {
+			if d == 2 && p.Tile.TW() > 0 {
 				continue // a W-window row stores only its outputs inside the row
 			}
 			if last := ph.R[d] + p.Conv.Stride[d]*(ph.Q[d]-1); ph.R[d] < 0 || last >= p.Out[d] {

@@ -33,7 +33,7 @@ type Launch struct {
 	// static), opted in to before it is launched with it.
 	DynamicSmem int
 	Precision   string
-	Tile        string // the tile in spec form, as the plan resolved it
+	Tile        string // the tile as the plan resolved it, in the flat form the reports record (spec.FlatV1)
 	Conv        geom.Conv
 	Out         [3]int
 	FLOPs       float64
@@ -58,8 +58,8 @@ func (p *Plan) Launch(file string) Launch {
 		Threads:        p.Threads,
 		SmemBytes:      p.SmemBytes,
 		DynamicSmem:    p.DynamicSmem,
-		Precision:      p.Spec.Kernel.Precision,
-		Tile:           p.Tile.Spec().String(),
+		Precision:      p.Tile.Family().Precision(),
+		Tile:           spec.FlatV1(p.Tile.Family()),
 		Conv:           p.Conv,
 		Out:            p.Out,
 		FLOPs:          p.Conv.FLOPs(),
@@ -89,7 +89,7 @@ const (
 // RepackLen is the number of elements the weight re-layout writes: the
 // weight image of a wgmma tile, else the weight in its new order.
 func (p *Plan) RepackLen() int {
-	if p.Tile.WGMMA {
+	if p.Tile.WGMMA != nil {
 		return p.WGMMA.ImageLen
 	}
 	return p.Conv.WeightLen()

@@ -11,7 +11,7 @@ import (
 
 func genericSpec(t *testing.T, c geom.Conv, backends ...string) (*plan.Plan, error) {
 	t.Helper()
-	s, err := spec.Parse("limits.yaml", []byte(spec.Generic("limits", "", c, "rand", spec.Kernel{Backends: backends, Precision: "fp32"})))
+	s, err := spec.Parse("limits.yaml", []byte(spec.Generic("limits", "", c, "rand", spec.Kernel{Backends: backends})))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,8 @@ type Plan struct {
 	SmemBytes, DynamicSmem int
 	// Window is the input window of a direct kernel with Tile.TW set.
 	Window Window
+	// Epilogue is the step after the reduction: the bias and the store.
+	Epilogue Epilogue
 	// WGMMA is the layout of a wgmma tile's kernel (Tile.WGMMA).
 	WGMMA WGMMA
 	// Index is the C type for flat element offsets: int unless a tensor
@@ -64,64 +66,192 @@ type Names struct {
 	Fill      string // bias fill of a wgmma tile with tap-less phases (else empty)
 }
 
-// Tile is the implicit-GEMM tiling: a block computes BM output positions
-// of one phase by BN output channels of one group; the reduction advances BK
-// input channels at a time. FFMA: each thread holds TM x TN results on a
-// ThreadsM x ThreadsN grid. MMA (3xtf32): each warp holds a WM x WN tile of
-// m16n8k8 fragments on a WarpsM x WarpsN grid.
+// Tile is the kernel family the plan chose and its tiling. Exactly one
+// family is set, its options as the plan resolved them (every choice the
+// spec left to the plan filled in; the spec form, so what tuning writes
+// back is the plan's own value): FFMA (each thread holds TM x TN results
+// on a ThreadsM x ThreadsN grid), Direct (each of the BM/TM threads
+// computes TM rows by all BN columns, or with TW a window along W),
+// MMA (each warp holds a WM x WN tile of m16n8k8 fragments on a WarpsM x
+// WarpsN grid) or WGMMA (WGMMA's doc). A block computes BM() output
+// positions of one phase (wgmma: of each in turn) by BN() output channels
+// of one group, BK() reduction elements a step.
 type Tile struct {
-	MMA                bool
-	BM, BN, BK         int
-	TM, TN             int
+	FFMA   *spec.FFMA
+	Direct *spec.Direct
+	MMA    *spec.MMA
+	WGMMA  *spec.WGMMA
+
 	ThreadsM, ThreadsN int
-	WM, WN             int
 	WarpsM, WarpsN     int
 	// Shared-memory row padding in floats: the MMA fragment reads hit all
 	// 32 banks only when a tile row is offset by 8 banks from the next.
+	// Presplit tiles (four arrays in fragment order) need none.
 	Pad int
-	// Presplit (MMA): tiles staged as TF32 hi and lo parts in fragment
-	// order (four arrays, no padding: vector fragment reads are
-	// conflict-free).
-	Presplit bool
-	// MinBlocks is the launch bounds' minimum of resident blocks per SM,
-	// 0 when the spec leaves the compiler free.
-	MinBlocks int
-	// CpAsync: tiles copied global -> shared with cp.async.
-	CpAsync bool
-	// Direct (fp32, no GEMM tiles): each of the BM/TM threads computes TM
-	// rows by all BN columns, loading its inputs straight into registers,
-	// BK input channels at a time; the weights of TapChunk taps at a time
-	// are staged in shared memory.
-	Direct   bool
+	// TapChunk (direct): the taps whose weights are staged at once.
 	TapChunk int
-	// TW (direct): a thread computes TW consecutive outputs along W, of
-	// every W residue (TM is 1). The phases then split D and H only; along
-	// W a phase has ceil(OutW/TW) positions, one per thread, and its taps
-	// are the (kd, kh) pairs, with kw = 0 (Flat is that of kw 0).
-	TW int
-	// WGMMA (3xtf32): a block is Warpgroups warpgroups, each computing
-	// Slabs*64 rows (BM = Warpgroups*Slabs*64 in all) of each stride phase
-	// in turn by BN columns (a multiple of 8), BK = StepK reduction
-	// elements per step; a tensor-core sum covers Span steps; Stages steps
-	// of the weight image are in shared memory, read by every warpgroup.
-	WGMMA                           bool
-	Slabs, Warpgroups, Span, Stages int
-	// KWInN (wgmma): the kernel's W taps are GEMM columns (WGMMA.CoutTile
-	// output channels by kernel_w taps make BN), rows input positions
-	// along W.
-	KWInN bool
-	// ParkSums (wgmma): the fp32 running sums in shared memory between
-	// spans (WGMMA.Parked floats past the stages).
-	ParkSums bool
-	// BulkWeights (wgmma): on sm_90a a weight stage comes by one bulk copy
-	// that completes the stage's barrier in shared memory.
-	BulkWeights bool
-	// Winograd (wgmma): a GEMM row is a pair of neighbouring outputs along
-	// W, computed by F(2,3) (WGMMA's doc says how).
-	Winograd bool
-	// EarlyInputs (wgmma): the spec asks for WGMMA.EarlyA whatever the
-	// register estimate says.
-	EarlyInputs bool
+	// wgmmaBN: a wgmma block's columns, a multiple of 8 (the plan's).
+	wgmmaBN int
+}
+
+// Family is the chosen family's options.
+func (t Tile) Family() spec.Family {
+	switch {
+	case t.Direct != nil:
+		return *t.Direct
+	case t.MMA != nil:
+		return *t.MMA
+	case t.WGMMA != nil:
+		return *t.WGMMA
+	case t.FFMA != nil:
+		return *t.FFMA
+	}
+	return nil
+}
+
+// Choice is the tile as a spec's kernel.cuda writes it.
+func (t Tile) Choice() spec.CUDA { return spec.CUDA{Family: t.Family()} }
+
+// String is the family's choice and the plan's derived shape (not %+v's
+// pointers, so a plan prints the same every run).
+func (t Tile) String() string {
+	return fmt.Sprintf("%s threads %dx%d warps %dx%d pad %d tap_chunk %d bn %d", t.Choice(), t.ThreadsM, t.ThreadsN, t.WarpsM, t.WarpsN, t.Pad, t.TapChunk, t.BN())
+}
+
+// Field is the spec field of one of the family's options, for errors.
+func (t Tile) Field(key string) string { return "kernel.cuda." + t.Family().Key() + "." + key }
+
+// BM is a block's rows (output positions): wgmma Warpgroups x Slabs x 64.
+func (t Tile) BM() int {
+	switch {
+	case t.FFMA != nil:
+		return t.FFMA.BM
+	case t.Direct != nil:
+		return t.Direct.BM
+	case t.MMA != nil:
+		return t.MMA.BM
+	case t.WGMMA != nil:
+		return t.WGMMA.PerBlock() * t.WGMMA.Slabs * slabRows
+	}
+	return 0
+}
+
+// BN is a block's columns (output channels; with kw_in_n, kw x channel
+// pairs).
+func (t Tile) BN() int {
+	switch {
+	case t.FFMA != nil:
+		return t.FFMA.BN
+	case t.Direct != nil:
+		return t.Direct.BN
+	case t.MMA != nil:
+		return t.MMA.BN
+	}
+	return t.wgmmaBN
+}
+
+// BK is a block's reduction step: input channels, wgmma StepK elements.
+func (t Tile) BK() int {
+	switch {
+	case t.FFMA != nil:
+		return t.FFMA.BK
+	case t.Direct != nil:
+		return t.Direct.BK
+	case t.MMA != nil:
+		return t.MMA.BK
+	case t.WGMMA != nil:
+		return StepK
+	}
+	return 0
+}
+
+// TM is an FFMA or direct thread's rows (1 with a window), TN an FFMA
+// thread's columns; WM and WN an mma.sync warp's tile.
+func (t Tile) TM() int {
+	switch {
+	case t.FFMA != nil:
+		return t.FFMA.TM
+	case t.Direct != nil && t.Direct.TW > 0:
+		return 1
+	case t.Direct != nil:
+		return t.Direct.TM
+	}
+	return 0
+}
+
+func (t Tile) TN() int {
+	if t.FFMA != nil {
+		return t.FFMA.TN
+	}
+	return 0
+}
+
+func (t Tile) WM() int {
+	if t.MMA != nil {
+		return t.MMA.WM
+	}
+	return 0
+}
+
+func (t Tile) WN() int {
+	if t.MMA != nil {
+		return t.MMA.WN
+	}
+	return 0
+}
+
+// TW is a direct thread's outputs along W (0: no window).
+func (t Tile) TW() int {
+	if t.Direct != nil {
+		return t.Direct.TW
+	}
+	return 0
+}
+
+// KWInN: a wgmma tile whose GEMM columns hold the kernel's W taps.
+func (t Tile) KWInN() bool { return t.WGMMA != nil && t.WGMMA.KWInN }
+
+// Presplit: an mma.sync tile staged as TF32 parts in fragment order.
+func (t Tile) Presplit() bool { return t.MMA != nil && t.MMA.Presplit }
+
+// CpAsync: the tiles (wgmma: the input fragments) staged by cp.async.
+func (t Tile) CpAsync() bool {
+	switch {
+	case t.FFMA != nil:
+		return t.FFMA.CpAsync
+	case t.MMA != nil:
+		return t.MMA.CpAsync
+	case t.WGMMA != nil:
+		return t.WGMMA.CpAsync
+	}
+	return false
+}
+
+// MinBlocks is the launch bounds' minimum of resident blocks per SM.
+func (t Tile) MinBlocks() int {
+	switch {
+	case t.FFMA != nil:
+		return t.FFMA.MinBlocks
+	case t.Direct != nil:
+		return t.Direct.MinBlocks
+	case t.MMA != nil:
+		return t.MMA.MinBlocks
+	case t.WGMMA != nil:
+		return t.WGMMA.MinBlocks
+	}
+	return 0
+}
+
+// Epilogue is the kernels' last step, after the reduction, kept apart
+// from it so that a fused operation can join it: whether each sum gets
+// its output channel's bias, and how the results are stored. Every
+// output is stored once, by the thread that holds its sum (a wgmma tile
+// with tap-less phases writes theirs, the bias alone, by its fill).
+type Epilogue struct {
+	Bias bool
+	// VectorStore (direct with a window): outputs are stored as float4s,
+	// the output width and TW being multiples of 4.
+	VectorStore bool
 }
 
 // Window is what a TW thread reads along W. Its outputs are ow0 + j for
@@ -137,35 +267,10 @@ type Window struct {
 	// window starts at a multiple of 4 and a float4 lies wholly inside or
 	// wholly outside the input.
 	Vector bool
-	// VectorStore: outputs are stored as float4s (the output width and TW
-	// are multiples of 4).
-	VectorStore bool
 	// Reached is how many of a thread's TW outputs some kw reaches: where
 	// the taps' kw*dilation_w miss residues mod stride_w, the others' sums
 	// stay zero and take no registers.
 	Reached int
-}
-
-// Spec is the tile in spec form: every field the kernel uses, only the
-// ones of its precision.
-func (t Tile) Spec() spec.Tile {
-	if t.WGMMA {
-		warpgroups := t.Warpgroups
-		if warpgroups == 1 {
-			warpgroups = 0 // the default, left unwritten as specs leave it
-		}
-		return spec.Tile{MinBlocks: t.MinBlocks, CpAsync: t.CpAsync, WGMMA: true, Slabs: t.Slabs, Warpgroups: warpgroups, Span: t.Span, Stages: t.Stages, KWInN: t.KWInN, ParkSums: t.ParkSums, BulkWeights: t.BulkWeights, Winograd: t.Winograd, EarlyInputs: t.EarlyInputs}
-	}
-	if t.Direct && t.TW > 0 {
-		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, MinBlocks: t.MinBlocks, Direct: true, TW: t.TW}
-	}
-	if t.Direct {
-		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, MinBlocks: t.MinBlocks, Direct: true}
-	}
-	if t.MMA {
-		return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, WM: t.WM, WN: t.WN, Presplit: t.Presplit, MinBlocks: t.MinBlocks, CpAsync: t.CpAsync}
-	}
-	return spec.Tile{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN, MinBlocks: t.MinBlocks, CpAsync: t.CpAsync}
 }
 
 // Phase is one stride phase: the outputs with o ≡ R (mod stride) in every
@@ -220,9 +325,9 @@ type Gather struct {
 // kBLoads).
 func (p *Plan) Gather() Gather {
 	t := p.Tile
-	lanes := min(p.Threads, t.BM)
+	lanes := min(p.Threads, t.BM())
 	stride := p.Threads / lanes
-	return Gather{Lanes: lanes, Rows: t.BM / lanes, KStride: stride, K: ceilDiv(t.BK, stride), BLoads: ceilDiv(t.BK*t.BN, p.Threads)}
+	return Gather{Lanes: lanes, Rows: t.BM() / lanes, KStride: stride, K: ceilDiv(t.BK(), stride), BLoads: ceilDiv(t.BK()*t.BN(), p.Threads)}
 }
 
 // mmaRegisters estimates the registers an mma.sync 3xtf32 thread needs and
@@ -240,17 +345,17 @@ func (p *Plan) Gather() Gather {
 // refuse tiles seen spilling (the fits: docs/perf/PERF.md).
 func (p *Plan) mmaRegisters() (int, string) {
 	t, g := p.Tile, p.Gather()
-	sums := t.WM * t.WN / 32
-	frags := t.BK / 8 * 2 * (t.WM/16*4 + t.WN/8*2)
+	sums := t.WM() * t.WN() / 32
+	frags := t.BK() / 8 * 2 * (t.WM()/16*4 + t.WN()/8*2)
 	weights, perWeight := g.BLoads, 3
-	if t.CpAsync {
+	if t.CpAsync() {
 		perWeight = 2
 	}
 	n := sums + frags + perWeight*weights + 4*g.Rows + 40
-	if t.Presplit {
+	if t.Presplit() {
 		n += 32
 	}
-	what := fmt.Sprintf("a %dx%d warp tile with bk %d (%d sums, %d fragment registers, %d weight loads in flight)", t.WM, t.WN, t.BK, sums, frags, weights)
+	what := fmt.Sprintf("a %dx%d warp tile with bk %d (%d sums, %d fragment registers, %d weight loads in flight)", t.WM(), t.WN(), t.BK(), sums, frags, weights)
 	return n, what
 }
 
@@ -264,8 +369,8 @@ func (p *Plan) mmaRegisters() (int, string) {
 // tiles take is what ptxas spends when it may, not what it needs.
 func (p *Plan) ffmaRegisters() (int, string) {
 	t, g := p.Tile, p.Gather()
-	sums, operands, inFlight := t.TM*t.TN, t.TM+t.TN, 0
-	if !t.CpAsync {
+	sums, operands, inFlight := t.TM()*t.TN(), t.TM()+t.TN(), 0
+	if !t.CpAsync() {
 		inFlight = g.Rows*g.K + g.BLoads
 	}
 	return sums + operands + inFlight + 4*g.Rows + 24,
@@ -288,33 +393,33 @@ func (p *Plan) ffmaRegisters() (int, string) {
 // as for rows, let every one that spills through.
 func (p *Plan) directRegisters() (int, string) {
 	t := p.Tile
-	if t.TW > 0 {
-		sums, inputs, weights := p.Window.Reached*t.BN, 2*t.BK*p.Window.Len, p.Conv.Kernel[2]*t.BN
+	if t.TW() > 0 {
+		sums, inputs, weights := p.Window.Reached*t.BN(), 2*t.BK()*p.Window.Len, p.Conv.Kernel[2]*t.BN()
 		return sums + inputs + weights + 28, fmt.Sprintf("%d sums, two batches of %d windows of %d input columns and %d weights",
-			sums, t.BK, p.Window.Len, weights)
+			sums, t.BK(), p.Window.Len, weights)
 	}
-	sums, inputs := t.TM*t.BN, t.TM*t.BK
+	sums, inputs := t.TM()*t.BN(), t.TM()*t.BK()
 	return sums + inputs + 4 + 48, fmt.Sprintf("%d sums and %d inputs per batch of loads", sums, inputs)
 }
 
 // New plans one spec. Errors point at the spec field they concern.
 func New(s *spec.Spec) (*Plan, error) {
 	c := s.Problem.Conv
-	p := &Plan{Spec: s, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup()}
+	p := &Plan{Spec: s, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup(), Epilogue: Epilogue{Bias: c.Bias}}
 	// Extents, channels and batch fit the kernels' 32-bit ints: the spec's
 	// limits (spec.MaxExtent, spec.MaxCount) keep them below 2^24.
 	if err := checkTritonPipelining(s); err != nil {
 		return nil, err
 	}
-	switch {
-	case s.Kernel.Tile.WGMMA:
-		p.Tile = chooseWGMMATile(s.Kernel.Tile, p.CoutG, c.Kernel[2])
-		if reach := kwSpan(c); p.Tile.KWInN && reach >= p.Tile.BM/2 {
-			return nil, spec.Errors{s.Errorf("kernel.tile.kw_in_n", "true",
-				"would waste %d of a block's %d rows on the kernel's reach along W ((stride_w-1 + dilation_w x (kernel_w-1)) / stride_w input positions): at most half", reach, p.Tile.BM)}
+	switch f := s.Kernel.CUDA.Of().(type) {
+	case spec.WGMMA:
+		p.Tile = chooseWGMMATile(f, p.CoutG, c.Kernel[2])
+		if reach := kwSpan(c); p.Tile.KWInN() && reach >= p.Tile.BM()/2 {
+			return nil, spec.Errors{s.Errorf(p.Tile.Field("kw_in_n"), "true",
+				"would waste %d of a block's %d rows on the kernel's reach along W ((stride_w-1 + dilation_w x (kernel_w-1)) / stride_w input positions): at most half", reach, p.Tile.BM())}
 		}
-		if k, st, dil := c.Kernel[2], c.Stride[2], c.Dilation[2]; p.Tile.Winograd && (k != 3 || st != dil) {
-			return nil, spec.Errors{s.Errorf("kernel.tile.winograd", "true",
+		if k, st, dil := c.Kernel[2], c.Stride[2], c.Dilation[2]; p.Tile.WGMMA.Winograd && (k != 3 || st != dil) {
+			return nil, spec.Errors{s.Errorf(p.Tile.Field("winograd"), "true",
 				"computes F(2,3) along W, which needs kernel_w 3 and stride_w = dilation_w, so that each W phase's taps read three consecutive inputs (kernel_w %d, stride_w %d, dilation_w %d)", k, st, dil)}
 		}
 		p.planPhases()
@@ -343,41 +448,41 @@ func New(s *spec.Spec) (*Plan, error) {
 			p.Names.Fill = s.Name + "_fill_bias"
 		}
 		return p, nil
-	case s.Kernel.Tile.Direct:
-		p.Tile = chooseDirectTile(s.Kernel.Tile, p.CinG, p.CoutG)
+	case spec.Direct:
+		p.Tile = chooseDirectTile(f, p.CinG, p.CoutG)
 		p.Threads = p.Tile.ThreadsM
-	case s.Kernel.Precision == "3xtf32":
-		p.Tile = chooseMMATile(s.Kernel.Tile, p.CinG, p.CoutG)
+	case spec.MMA:
+		p.Tile = chooseMMATile(f, p.CinG, p.CoutG)
 		p.Threads = 32 * p.Tile.WarpsM * p.Tile.WarpsN
-	default:
-		p.Tile = chooseTile(s.Kernel.Tile, p.CinG, p.CoutG)
+	case spec.FFMA:
+		p.Tile = chooseTile(f, p.CinG, p.CoutG)
 		p.Threads = p.Tile.ThreadsM * p.Tile.ThreadsN
 	}
 	p.planPhases()
 	if err := p.checkTables(phaseBytes); err != nil {
 		return nil, err
 	}
-	if p.Tile.TW > 0 {
+	if p.Tile.TW() > 0 {
 		p.planWindow()
 	}
-	if p.Tile.Direct {
+	if p.Tile.Direct != nil {
 		// As many taps' weights as fit, up to the largest phase's taps.
-		perTap := p.CinG * p.Tile.BN * 4 * p.TapWidth()
+		perTap := p.CinG * p.Tile.BN() * 4 * p.TapWidth()
 		p.Tile.TapChunk = max(1, min(p.maxPhaseTaps(), MaxSmemBytes/perTap))
 		p.SmemBytes = p.Tile.TapChunk * perTap
 	} else {
-		p.SmemBytes = 2 * p.Tile.BK * (p.Tile.BM + p.Tile.BN + 2*p.Tile.Pad) * 4
-		if p.Tile.Presplit {
+		p.SmemBytes = 2 * p.Tile.BK() * (p.Tile.BM() + p.Tile.BN() + 2*p.Tile.Pad) * 4
+		if p.Tile.Presplit() {
 			p.SmemBytes *= 2 // each staged tile twice: TF32 hi and lo parts
 		}
 	}
 	if err := p.checkTile(); err != nil {
 		return nil, err
 	}
-	if err := p.setGrid([3]int{len(p.Phases) * p.MaxTiles, ceilDiv(p.CoutG, p.Tile.BN), c.Groups}); err != nil {
+	if err := p.setGrid([3]int{len(p.Phases) * p.MaxTiles, ceilDiv(p.CoutG, p.Tile.BN()), c.Groups}); err != nil {
 		return nil, err
 	}
-	if err := p.checkRows(p.MaxTiles * p.Tile.BM); err != nil {
+	if err := p.checkRows(p.MaxTiles * p.Tile.BM()); err != nil {
 		return nil, err
 	}
 	p.Index = indexType(c.InputLen(), c.OutputLen(), c.WeightLen())
@@ -472,11 +577,11 @@ func TaplessAxis(c geom.Conv) int {
 // (reach) plus a block's rows. That needs one phase of 2^31 positions per
 // output channel, with batch and channels as the other factors of y.
 func (p *Plan) checkRows(reach int) error {
-	if reach+p.Tile.BM <= maxInt32 {
+	if reach+p.Tile.BM() <= maxInt32 {
 		return nil
 	}
 	return spec.Errors{p.Spec.Errorf("problem.input", "", "gives a stride phase of %d output positions (rows up to %d with blocks of %d): the kernels count them in 32-bit ints, at most %d",
-		reach, reach+p.Tile.BM, p.Tile.BM, maxInt32)}
+		reach, reach+p.Tile.BM(), p.Tile.BM(), maxInt32)}
 }
 
 // names are a spec's kernel and extension names.
@@ -491,8 +596,7 @@ func names(spec string) Names {
 // chooseTile fills the tile fields the spec left at zero. BN covers the
 // group's output channels with little padding (powers of two keep the
 // thread grid a power of two); BM gives about 256 threads per block.
-func chooseTile(t spec.Tile, cinG, coutG int) Tile {
-	r := Tile{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN, MinBlocks: t.MinBlocks, CpAsync: t.CpAsync}
+func chooseTile(r spec.FFMA, cinG, coutG int) Tile {
 	if r.BN == 0 {
 		r.BN = min(64, nextPow2(coutG))
 		if waste := r.BN - coutG%r.BN; coutG%r.BN != 0 && waste*4 > r.BN {
@@ -525,11 +629,10 @@ func chooseTile(t spec.Tile, cinG, coutG int) Tile {
 	if r.BK == 0 {
 		r.BK = min(8, cinG)
 	}
-	r.ThreadsM, r.ThreadsN = r.BM/r.TM, r.BN/r.TN
 	if r.MinBlocks == 0 {
 		r.MinBlocks = defaultMinBlocks
 	}
-	return r
+	return Tile{FFMA: &r, ThreadsM: r.BM / r.TM, ThreadsN: r.BN / r.TN}
 }
 
 // defaultMinBlocks is the launch bounds' minimum of resident blocks for
@@ -551,10 +654,12 @@ const defaultMinBlocks = 1
 // BN covers the group's output channels up to 16 (a power of two, at least
 // 4 for float4 weight reads), two rows per thread (four with 8 or fewer
 // channels), 128 threads, and BK up to 8 input channels loaded at once.
-func chooseDirectTile(t spec.Tile, cinG, coutG int) Tile {
-	r := Tile{Direct: true, BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, MinBlocks: t.MinBlocks, TW: t.TW}
+func chooseDirectTile(r spec.Direct, cinG, coutG int) Tile {
 	if r.BN == 0 {
 		r.BN = max(4, min(16, nextPow2(coutG)))
+	}
+	if r.MinBlocks == 0 {
+		r.MinBlocks = defaultMinBlocks
 	}
 	if r.TW > 0 {
 		return chooseWindowTile(r, cinG)
@@ -571,11 +676,7 @@ func chooseDirectTile(t spec.Tile, cinG, coutG int) Tile {
 	if r.BK == 0 {
 		r.BK = min(8, cinG)
 	}
-	r.ThreadsM, r.ThreadsN = max(1, r.BM/r.TM), 1
-	if r.MinBlocks == 0 {
-		r.MinBlocks = defaultMinBlocks
-	}
-	return r
+	return Tile{Direct: &r, ThreadsM: max(1, r.BM/r.TM), ThreadsN: 1}
 }
 
 // chooseWindowTile fills a TW direct tile's fields: one row (TW outputs)
@@ -583,29 +684,25 @@ func chooseDirectTile(t spec.Tile, cinG, coutG int) Tile {
 // (a thread's products per channel are TW/stride_w times as many as a
 // row's: fewer channels in flight keep the registers for the sums).
 // Register use is mostly the TW x BN sums; min_blocks 1 by default lets
-// ptxas keep them all.
-func chooseWindowTile(r Tile, cinG int) Tile {
-	r.TM = 1
+// ptxas keep them all. Its tm is 1, left unwritten.
+func chooseWindowTile(r spec.Direct, cinG int) Tile {
+	r.TM = 0
 	if r.BM == 0 {
 		r.BM = 128
 	}
 	if r.BK == 0 {
 		r.BK = min(2, cinG)
 	}
-	if r.MinBlocks == 0 {
-		r.MinBlocks = defaultMinBlocks
-	}
-	r.ThreadsM, r.ThreadsN = r.BM, 1
-	return r
+	return Tile{Direct: &r, ThreadsM: r.BM, ThreadsN: 1}
 }
 
 // chooseMMATile fills the 3xtf32 tile fields the spec left at zero: warp
 // tiles of 64 x 32 (4 x 4 fragments), BN covering the group's channels, and
 // about four warps per block.
-func chooseMMATile(t spec.Tile, cinG, coutG int) Tile {
-	r := Tile{MMA: true, BM: t.BM, BN: t.BN, BK: t.BK, WM: t.WM, WN: t.WN, Pad: 8, Presplit: t.Presplit, MinBlocks: t.MinBlocks, CpAsync: t.CpAsync}
+func chooseMMATile(r spec.MMA, cinG, coutG int) Tile {
+	pad := 8
 	if r.Presplit {
-		r.Pad = 0
+		pad = 0
 	}
 	if r.BN == 0 {
 		r.BN = min(64, max(8, nextPow2(coutG)))
@@ -626,18 +723,17 @@ func chooseMMATile(t spec.Tile, cinG, coutG int) Tile {
 			r.BK = 8 // hi and lo parts double the staged bytes
 		}
 	}
-	r.WarpsM, r.WarpsN = max(1, r.BM/r.WM), max(1, r.BN/r.WN)
 	if r.MinBlocks == 0 {
 		r.MinBlocks = defaultMinBlocks
 	}
-	return r
+	return Tile{MMA: &r, Pad: pad, WarpsM: max(1, r.BM/r.WM), WarpsN: max(1, r.BN/r.WN)}
 }
 
 func (p *Plan) checkTile() error {
 	t, s := p.Tile, p.Spec
 	var errs spec.Errors
 	bad := func(field string, got int, format string, args ...any) {
-		errs = append(errs, s.Errorf("kernel.tile."+field, strconv.Itoa(got), format, args...))
+		errs = append(errs, s.Errorf(t.Field(field), strconv.Itoa(got), format, args...))
 	}
 	// fitRegisters refuses an FFMA or direct tile whose estimated need
 	// passes min(255, 65536/(min_blocks*threads)), the cap ptxas spills
@@ -645,110 +741,110 @@ func (p *Plan) checkTile() error {
 	// windows of 8 columns at 512): on min_blocks where one block per SM
 	// would fit, else on bm.
 	fitRegisters := func(need int, what string) {
-		if need <= registersPerThread(p.Threads, t.MinBlocks) {
+		if need <= registersPerThread(p.Threads, t.MinBlocks()) {
 			return
 		}
-		field, got := "bm", t.BM
+		field, got := "bm", t.BM()
 		if need <= registersPerThread(p.Threads, 1) {
-			field, got = "min_blocks", t.MinBlocks
+			field, got = "min_blocks", t.MinBlocks()
 		}
 		bad(field, got, "gives %d threads, %d registers each (min_blocks %d), but %s need about %d",
-			p.Threads, registersPerThread(p.Threads, t.MinBlocks), max(1, t.MinBlocks), what, need)
+			p.Threads, registersPerThread(p.Threads, t.MinBlocks()), max(1, t.MinBlocks()), what, need)
 	}
 	// An FFMA or direct block within its own rules, so that its registers
 	// can be estimated.
-	blockInRules := !t.MMA && t.TM > 0 && t.BM%t.TM == 0 && p.Threads > 0 && p.Threads%32 == 0 && p.Threads <= MaxThreads
-	if !t.MMA {
+	blockInRules := t.MMA == nil && t.TM() > 0 && t.BM()%t.TM() == 0 && p.Threads > 0 && p.Threads%32 == 0 && p.Threads <= MaxThreads
+	if t.MMA == nil {
 		// FFMA and direct tiles: a thread holds tm rows, and bm/tm rows of
 		// threads (by bn/tn columns of them, FFMA) make the block.
 		threads := "(bm/tm)*(bn/tn)"
-		if t.Direct {
+		if t.Direct != nil {
 			threads = "bm/tm"
 		}
-		if t.BM%t.TM != 0 {
-			bad("bm", t.BM, "must be a multiple of tm=%d", t.TM)
+		if t.BM()%t.TM() != 0 {
+			bad("bm", t.BM(), "must be a multiple of tm=%d", t.TM())
 		}
-		if !t.Direct && t.BN%t.TN != 0 {
-			bad("bn", t.BN, "must be a multiple of tn=%d", t.TN)
+		if t.Direct == nil && t.BN()%t.TN() != 0 {
+			bad("bn", t.BN(), "must be a multiple of tn=%d", t.TN())
 		}
 		if p.Threads%32 != 0 || p.Threads > MaxThreads {
-			bad("bm", t.BM, "gives %s = %d threads; a block needs a multiple of 32, at most %d", threads, p.Threads, MaxThreads)
+			bad("bm", t.BM(), "gives %s = %d threads; a block needs a multiple of 32, at most %d", threads, p.Threads, MaxThreads)
 		}
 	}
-	if t.Direct {
-		if t.TW > 0 {
-			if t.TW%p.Conv.Stride[2] != 0 {
-				bad("tw", t.TW, "must be a multiple of stride_w=%d (a thread's outputs then start at residue 0)", p.Conv.Stride[2])
+	if t.Direct != nil {
+		if t.TW() > 0 {
+			if t.TW()%p.Conv.Stride[2] != 0 {
+				bad("tw", t.TW(), "must be a multiple of stride_w=%d (a thread's outputs then start at residue 0)", p.Conv.Stride[2])
 			}
-			if t.TW*t.BN > maxAccum {
-				bad("bn", t.BN, "tw*bn = %d accumulators per thread (direct: a thread holds all bn columns); at most %d fit in registers", t.TW*t.BN, maxAccum)
+			if t.TW()*t.BN() > maxAccum {
+				bad("bn", t.BN(), "tw*bn = %d accumulators per thread (direct: a thread holds all bn columns); at most %d fit in registers", t.TW()*t.BN(), maxAccum)
 			}
-		} else if t.TM*t.BN > maxAccum {
-			bad("bn", t.BN, "tm*bn = %d accumulators per thread (direct: a thread holds all bn columns); at most %d fit in registers", t.TM*t.BN, maxAccum)
+		} else if t.TM()*t.BN() > maxAccum {
+			bad("bn", t.BN(), "tm*bn = %d accumulators per thread (direct: a thread holds all bn columns); at most %d fit in registers", t.TM()*t.BN(), maxAccum)
 		}
 		// Registers, once the block and the sums are within their own rules.
-		if blockInRules && (t.TW == 0 && t.TM*t.BN <= maxAccum || t.TW > 0 && t.TW*t.BN <= maxAccum) {
+		if blockInRules && (t.TW() == 0 && t.TM()*t.BN() <= maxAccum || t.TW() > 0 && t.TW()*t.BN() <= maxAccum) {
 			fitRegisters(p.directRegisters())
 		}
-		if perTap := p.CinG * t.BN * 4 * p.TapWidth(); perTap > MaxSmemBytes {
+		if perTap := p.CinG * t.BN() * 4 * p.TapWidth(); perTap > MaxSmemBytes {
 			what := fmt.Sprintf("one tap's weights (%d input channels x bn floats)", p.CinG)
-			if t.TW > 0 {
+			if t.TW() > 0 {
 				what = fmt.Sprintf("one (d, h) tap's weights (%d input channels x %d kw x bn floats)", p.CinG, p.TapWidth())
 			}
-			bad("bn", t.BN, "needs %d bytes of shared memory for %s; sm_80 allows %d of static shared memory", perTap, what, MaxSmemBytes)
+			bad("bn", t.BN(), "needs %d bytes of shared memory for %s; sm_80 allows %d of static shared memory", perTap, what, MaxSmemBytes)
 		}
-	} else if t.MMA {
-		if t.BN%8 != 0 {
-			bad("bn", t.BN, "must be a multiple of 8 with 3xtf32 (m16n8k8 fragments)")
+	} else if t.MMA != nil {
+		if t.BN()%8 != 0 {
+			bad("bn", t.BN(), "must be a multiple of 8 with 3xtf32 (m16n8k8 fragments)")
 		}
-		if t.BM%t.WM != 0 {
-			bad("bm", t.BM, "must be a multiple of wm=%d", t.WM)
+		if t.BM()%t.WM() != 0 {
+			bad("bm", t.BM(), "must be a multiple of wm=%d", t.WM())
 		}
-		if t.BN%t.WN != 0 {
-			bad("bn", t.BN, "must be a multiple of wn=%d", t.WN)
+		if t.BN()%t.WN() != 0 {
+			bad("bn", t.BN(), "must be a multiple of wn=%d", t.WN())
 		}
-		if t.BK%8 != 0 {
-			bad("bk", t.BK, "must be a multiple of 8 with 3xtf32 (m16n8k8 fragments)")
+		if t.BK()%8 != 0 {
+			bad("bk", t.BK(), "must be a multiple of 8 with 3xtf32 (m16n8k8 fragments)")
 		}
-		acc := t.WM * t.WN / 32
+		acc := t.WM() * t.WN() / 32
 		if acc > maxAccum {
-			bad("wm", t.WM, "wm*wn/32 = %d accumulators per thread; at most %d fit in registers", acc, maxAccum)
+			bad("wm", t.WM(), "wm*wn/32 = %d accumulators per thread; at most %d fit in registers", acc, maxAccum)
 		}
 		if p.Threads > MaxThreads {
-			bad("bm", t.BM, "gives 32*(bm/wm)*(bn/wn) = %d threads; a block has at most %d", p.Threads, MaxThreads)
-		} else if need, what := p.mmaRegisters(); acc <= maxAccum && need > registersPerThread(p.Threads, t.MinBlocks) {
+			bad("bm", t.BM(), "gives 32*(bm/wm)*(bn/wn) = %d threads; a block has at most %d", p.Threads, MaxThreads)
+		} else if need, what := p.mmaRegisters(); acc <= maxAccum && need > registersPerThread(p.Threads, t.MinBlocks()) {
 			// ptxas must fit a thread in min(255, 65536/(min_blocks*threads))
 			// registers and spills what does not fit (seen: 32x32 warp
 			// tiles at bk 16 and 512 threads, at 128; 64x32 ones at bk 24,
 			// or presplit at bk 16, at 255).
-			have := registersPerThread(p.Threads, t.MinBlocks)
+			have := registersPerThread(p.Threads, t.MinBlocks())
 			switch {
 			case need > maxRegsPerThread:
 				// No block size fits it: a shallower step holds fewer
 				// fragments, a smaller warp tile fewer sums.
-				field, got := "wm", t.WM
-				if t.BK > 8 {
-					field, got = "bk", t.BK
+				field, got := "wm", t.WM()
+				if t.BK() > 8 {
+					field, got = "bk", t.BK()
 				}
 				bad(field, got, "%s needs about %d registers per thread; a thread has at most %d", what, need, maxRegsPerThread)
 			case need <= registersPerThread(p.Threads, 1):
-				bad("min_blocks", t.MinBlocks, "gives %d threads, %d registers each (min_blocks %d), but %s needs about %d", p.Threads, have, max(1, t.MinBlocks), what, need)
+				bad("min_blocks", t.MinBlocks(), "gives %d threads, %d registers each (min_blocks %d), but %s needs about %d", p.Threads, have, max(1, t.MinBlocks()), what, need)
 			default:
-				bad("bm", t.BM, "gives %d threads, %d registers each (min_blocks %d), but %s needs about %d", p.Threads, have, max(1, t.MinBlocks), what, need)
+				bad("bm", t.BM(), "gives %d threads, %d registers each (min_blocks %d), but %s needs about %d", p.Threads, have, max(1, t.MinBlocks()), what, need)
 			}
 		}
-	} else if t.TM*t.TN > maxAccum {
-		bad("tm", t.TM, "tm*tn = %d accumulators per thread; at most %d fit in registers", t.TM*t.TN, maxAccum)
-	} else if blockInRules && t.BN%t.TN == 0 && p.SmemBytes <= MaxSmemBytes {
+	} else if t.TM()*t.TN() > maxAccum {
+		bad("tm", t.TM(), "tm*tn = %d accumulators per thread; at most %d fit in registers", t.TM()*t.TN(), maxAccum)
+	} else if blockInRules && t.BN()%t.TN() == 0 && p.SmemBytes <= MaxSmemBytes {
 		fitRegisters(p.ffmaRegisters())
 	}
-	if t.MinBlocks*p.Threads > maxThreadsPerSM && p.Threads <= MaxThreads { // a larger block has its own error
-		bad("min_blocks", t.MinBlocks, "asks for %d resident threads per SM; sm_80 holds at most %d", t.MinBlocks*p.Threads, maxThreadsPerSM)
+	if t.MinBlocks()*p.Threads > maxThreadsPerSM && p.Threads <= MaxThreads { // a larger block has its own error
+		bad("min_blocks", t.MinBlocks(), "asks for %d resident threads per SM; sm_80 holds at most %d", t.MinBlocks()*p.Threads, maxThreadsPerSM)
 	}
 	// The GEMM tiles' stages; a direct kernel stages only the taps that fit
 	// (its one-tap limit is checked above).
-	if p.SmemBytes > MaxSmemBytes && !t.Direct {
-		bad("bk", t.BK, "needs %d bytes of shared memory (two stages of bk x (bm+bn) floats, padded); sm_80 allows %d of static shared memory", p.SmemBytes, MaxSmemBytes)
+	if p.SmemBytes > MaxSmemBytes && t.Direct == nil {
+		bad("bk", t.BK(), "needs %d bytes of shared memory (two stages of bk x (bm+bn) floats, padded); sm_80 allows %d of static shared memory", p.SmemBytes, MaxSmemBytes)
 	}
 	if len(errs) > 0 {
 		sort.SliceStable(errs, func(i, j int) bool {
@@ -812,7 +908,7 @@ func (p *Plan) planPhases() {
 	var phases []Phase
 	var tapLists [][]Tap
 	residuesW := c.Stride[2]
-	if p.Tile.TW > 0 || p.Tile.KWInN {
+	if p.Tile.TW() > 0 || p.Tile.KWInN() {
 		// W is not split: a thread's TW outputs hold every residue, or
 		// with W taps as columns a GEMM row (an input position) feeds
 		// outputs of every residue.
@@ -828,11 +924,11 @@ func (p *Plan) planPhases() {
 				var q [3]int
 				var dims [3][]dimTap
 				for i := range 3 {
-					if i == 2 && p.Tile.TW > 0 {
-						q[2], dims[2] = ceilDiv(p.Out[2], p.Tile.TW), []dimTap{{0, 0}}
+					if i == 2 && p.Tile.TW() > 0 {
+						q[2], dims[2] = ceilDiv(p.Out[2], p.Tile.TW()), []dimTap{{0, 0}}
 						continue
 					}
-					if i == 2 && p.Tile.KWInN {
+					if i == 2 && p.Tile.KWInN() {
 						q[2], dims[2] = kwAnchors(c, p.Out[2])
 						continue
 					}
@@ -855,7 +951,7 @@ func (p *Plan) planPhases() {
 						}
 					}
 				}
-				phases = append(phases, Phase{R: r, Q: q, M: m, Tiles: ceilDiv(m, p.Tile.BM), TapCount: len(taps)})
+				phases = append(phases, Phase{R: r, Q: q, M: m, Tiles: ceilDiv(m, p.Tile.BM()), TapCount: len(taps)})
 				tapLists = append(tapLists, taps)
 			}
 		}
@@ -873,7 +969,7 @@ func (p *Plan) planPhases() {
 // float4s. Every thread has a pair: kw = 0 reaches the j with stride_w
 // dividing j + pad_w, and TW spans every residue.
 func (p *Plan) planWindow() {
-	c, tw := p.Conv, p.Tile.TW
+	c, tw := p.Conv, p.Tile.TW()
 	lo, hi, reached := 1<<30, -(1 << 30), 0
 	for j := range tw {
 		hit := false
@@ -892,14 +988,14 @@ func (p *Plan) planWindow() {
 		w.Lo = lo - mod(lo, 4)
 		w.Len = 4 * ceilDiv(hi+1-w.Lo, 4)
 	}
-	w.VectorStore = p.Out[2]%4 == 0 && tw%4 == 0
 	p.Window = w
+	p.Epilogue.VectorStore = p.Out[2]%4 == 0 && tw%4 == 0
 }
 
 // TapWidth is how many weight taps one entry of Taps stands for, from its
 // Flat on: the kw row with Tile.TW, else one.
 func (p *Plan) TapWidth() int {
-	if p.Tile.TW > 0 {
+	if p.Tile.TW() > 0 {
 		return p.Conv.Kernel[2]
 	}
 	return 1
@@ -915,10 +1011,10 @@ func (p *Plan) maxPhaseTaps() int {
 }
 
 // CIChunks is how many BK-channel chunks cover one group's input channels.
-func (p *Plan) CIChunks() int { return ceilDiv(p.CinG, p.Tile.BK) }
+func (p *Plan) CIChunks() int { return ceilDiv(p.CinG, p.Tile.BK()) }
 
 func (p *Plan) String() string {
-	return fmt.Sprintf("%s: out %v, %d phases, grid %v x %d threads, tile %+v", p.Spec.Name, p.Out, len(p.Phases), p.Grid, p.Threads, p.Tile)
+	return fmt.Sprintf("%s: out %v, %d phases, grid %v x %d threads, tile %s", p.Spec.Name, p.Out, len(p.Phases), p.Grid, p.Threads, p.Tile)
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -19,11 +19,11 @@ type config struct {
 	k, in, s, p, op, d       [3]int
 	bias                     bool
 	precision                string // "" means fp32
-	tile                     string // flow mapping for kernel.tile, "" for none
+	tile                     string // version 1's flat tile mapping, "" for none
 }
 
 // yaml writes a spec for c with the generic reference (spec.Generic). The
-// tile line, when present, is line 42.
+// kernel.cuda line, when present, is line 41.
 func (c config) yaml() string {
 	prec := c.precision
 	if prec == "" {
@@ -31,9 +31,14 @@ func (c config) yaml() string {
 	}
 	conv := geom.Conv{Batch: c.batch, InChannels: c.cin, OutChannels: c.cout, In: c.in, Kernel: c.k,
 		Stride: c.s, Padding: c.p, OutputPadding: c.op, Dilation: c.d, Groups: c.groups, Bias: c.bias}
-	y := spec.Generic("plan_test", "plan test", conv, "rand", spec.Kernel{Backends: []string{"cuda"}, Precision: prec})
-	if c.tile != "" {
-		y += "  tile: " + c.tile + "\n"
+	y := spec.Generic("plan_test", "plan test", conv, "rand", spec.Kernel{Backends: []string{"cuda"}})
+	// Written as version 1 wrote them: precision and a flat tile.
+	cuda, err := spec.V1CUDA(prec, c.tile)
+	if err != nil {
+		panic(err)
+	}
+	if cuda != "" {
+		y += "  cuda: " + cuda + "\n"
 	}
 	return y
 }
@@ -113,8 +118,8 @@ func TestOutputShape(t *testing.T) {
 		if p.CinG != c.cin/c.groups || p.CoutG != c.cout/c.groups {
 			t.Fatalf("%+v: CinG, CoutG = %d, %d", c, p.CinG, p.CoutG)
 		}
-		if p.Grid[1] != (p.CoutG+p.Tile.BN-1)/p.Tile.BN || p.Grid[2] != c.groups {
-			t.Fatalf("%+v: grid %v with BN %d", c, p.Grid, p.Tile.BN)
+		if p.Grid[1] != (p.CoutG+p.Tile.BN()-1)/p.Tile.BN() || p.Grid[2] != c.groups {
+			t.Fatalf("%+v: grid %v with BN %d", c, p.Grid, p.Tile.BN())
 		}
 		if p.Threads < 32 || p.Threads%32 != 0 || p.Threads > plan.MaxThreads || p.SmemBytes > plan.MaxSmemBytes {
 			t.Fatalf("%+v: default tile infeasible: %d threads, %d bytes", c, p.Threads, p.SmemBytes)
@@ -242,8 +247,8 @@ func checkPhases(c config, p *plan.Plan, out [3]int) (n int, err error) {
 		if ph.Q != q || ph.M != c.batch*q[0]*q[1]*q[2] || ph.M == 0 {
 			fail("phase %d: Q %v M %d, want Q %v M %d", j, ph.Q, ph.M, q, c.batch*q[0]*q[1]*q[2])
 		}
-		if ph.Tiles != (ph.M+p.Tile.BM-1)/p.Tile.BM {
-			fail("phase %d: %d tiles for M %d, want %d tiles of %d", j, ph.Tiles, ph.M, (ph.M+p.Tile.BM-1)/p.Tile.BM, p.Tile.BM)
+		if ph.Tiles != (ph.M+p.Tile.BM()-1)/p.Tile.BM() {
+			fail("phase %d: %d tiles for M %d, want %d tiles of %d", j, ph.Tiles, ph.M, (ph.M+p.Tile.BM()-1)/p.Tile.BM(), p.Tile.BM())
 		}
 		if ph.TapStart != tap || ph.TapCount < 0 || tap+ph.TapCount > len(p.Taps) {
 			fail("phase %d: taps [%d +%d), want start %d within %d", j, ph.TapStart, ph.TapCount, tap, len(p.Taps))
@@ -388,79 +393,79 @@ func TestTileDefaults(t *testing.T) {
 		// min_blocks 1 for every FFMA and direct tile (ptxas otherwise
 		// trades registers for resident blocks and may spill).
 		{"72: 8 channels per group", base72,
-			plan.Tile{BM: 512, BN: 8, BK: 8, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 2, MinBlocks: 1}, 128, 2 * 8 * (512 + 8) * 4},
+			plan.Tile{FFMA: &spec.FFMA{BM: 512, BN: 8, BK: 8, TM: 8, TN: 4, MinBlocks: 1}, ThreadsM: 64, ThreadsN: 2}, 128, 2 * 8 * (512 + 8) * 4},
 		// BN 64 -> TN 8; BM = 8*max(32, 256/8) = 256; BK = Cin/groups = 3.
 		{"64 out, 3 in", with(base72, func(c *config) { c.cin, c.cout, c.groups = 3, 64, 1 }),
-			plan.Tile{BM: 256, BN: 64, BK: 3, TM: 8, TN: 8, ThreadsM: 32, ThreadsN: 8, MinBlocks: 1}, 256, 2 * 3 * (256 + 64) * 4},
+			plan.Tile{FFMA: &spec.FFMA{BM: 256, BN: 64, BK: 3, TM: 8, TN: 8, MinBlocks: 1}, ThreadsM: 32, ThreadsN: 8}, 256, 2 * 3 * (256 + 64) * 4},
 		// 40 in a BN of 64 wastes 24 > 64/4: BN becomes 40's largest
 		// power-of-two divisor, 8.
 		{"40 out: BN 8", with(base72, func(c *config) { c.cin, c.cout, c.groups = 16, 40, 1 }),
-			plan.Tile{BM: 512, BN: 8, BK: 8, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 2, MinBlocks: 1}, 128, 2 * 8 * (512 + 8) * 4},
+			plan.Tile{FFMA: &spec.FFMA{BM: 512, BN: 8, BK: 8, TM: 8, TN: 4, MinBlocks: 1}, ThreadsM: 64, ThreadsN: 2}, 128, 2 * 8 * (512 + 8) * 4},
 		// 48 in 64 wastes exactly a quarter: BN stays 64.
 		{"48 out: BN 64", with(base72, func(c *config) { c.cin, c.cout, c.groups = 32, 48, 1 }),
-			plan.Tile{BM: 256, BN: 64, BK: 8, TM: 8, TN: 8, ThreadsM: 32, ThreadsN: 8, MinBlocks: 1}, 256, 2 * 8 * (256 + 64) * 4},
+			plan.Tile{FFMA: &spec.FFMA{BM: 256, BN: 64, BK: 8, TM: 8, TN: 8, MinBlocks: 1}, ThreadsM: 32, ThreadsN: 8}, 256, 2 * 8 * (256 + 64) * 4},
 		// 3 channels: BN 4 (at least 4), one thread column, BM capped at 512.
 		{"3 out, 1 in", with(base72, func(c *config) { c.cin, c.cout, c.groups = 1, 3, 1 }),
-			plan.Tile{BM: 512, BN: 4, BK: 1, TM: 8, TN: 4, ThreadsM: 64, ThreadsN: 1, MinBlocks: 1}, 64, 2 * 1 * (512 + 4) * 4},
+			plan.Tile{FFMA: &spec.FFMA{BM: 512, BN: 4, BK: 1, TM: 8, TN: 4, MinBlocks: 1}, ThreadsM: 64, ThreadsN: 1}, 64, 2 * 1 * (512 + 4) * 4},
 		// Only bn given: TN 8 for BN >= 64, BM = 8*min(max(32, 256/32), 512/32)
 		// = 128: 512 threads, not 1024 (64 registers would not hold 64 sums).
 		{"bn 256 given", with(base72, func(c *config) { c.tile = "{bn: 256}" }),
-			plan.Tile{BM: 128, BN: 256, BK: 8, TM: 8, TN: 8, ThreadsM: 16, ThreadsN: 32, MinBlocks: 1}, 512, 2 * 8 * (128 + 256) * 4},
+			plan.Tile{FFMA: &spec.FFMA{BM: 128, BN: 256, BK: 8, TM: 8, TN: 8, MinBlocks: 1}, ThreadsM: 16, ThreadsN: 32}, 512, 2 * 8 * (128 + 256) * 4},
 		// A full tile is taken as given, min_blocks too.
 		{"all given", with(base72, func(c *config) { c.tile = "{bm: 64, bn: 16, bk: 3, tm: 4, tn: 4, min_blocks: 4}" }),
-			plan.Tile{BM: 64, BN: 16, BK: 3, TM: 4, TN: 4, ThreadsM: 16, ThreadsN: 4, MinBlocks: 4}, 64, 2 * 3 * (64 + 16) * 4},
+			plan.Tile{FFMA: &spec.FFMA{BM: 64, BN: 16, BK: 3, TM: 4, TN: 4, MinBlocks: 4}, ThreadsM: 16, ThreadsN: 4}, 64, 2 * 3 * (64 + 16) * 4},
 		// 3xtf32: warp tiles WM 64 x WN min(32, BN); about four warps;
 		// BK a multiple of 8; rows padded by 8 floats; min_blocks 1, as for
 		// every tile (ptxas spilled 256-thread blocks trimmed to 64 and 128
 		// registers).
 		{"3xtf32, 72", with(base72, func(c *config) { c.precision = "3xtf32" }),
-			plan.Tile{MMA: true, BM: 256, BN: 8, BK: 8, WM: 64, WN: 8, WarpsM: 4, WarpsN: 1, Pad: 8, MinBlocks: 1}, 128, 2 * 8 * (256 + 8 + 16) * 4},
+			plan.Tile{MMA: &spec.MMA{BM: 256, BN: 8, BK: 8, WM: 64, WN: 8, MinBlocks: 1}, WarpsM: 4, WarpsN: 1, Pad: 8}, 128, 2 * 8 * (256 + 8 + 16) * 4},
 		{"3xtf32, 64 out, 3 in", with(base72, func(c *config) { c.cin, c.cout, c.groups, c.precision = 3, 64, 1, "3xtf32" }),
-			plan.Tile{MMA: true, BM: 128, BN: 64, BK: 8, WM: 64, WN: 32, WarpsM: 2, WarpsN: 2, Pad: 8, MinBlocks: 1}, 128, 2 * 8 * (128 + 64 + 16) * 4},
+			plan.Tile{MMA: &spec.MMA{BM: 128, BN: 64, BK: 8, WM: 64, WN: 32, MinBlocks: 1}, WarpsM: 2, WarpsN: 2, Pad: 8}, 128, 2 * 8 * (128 + 64 + 16) * 4},
 		{"3xtf32, min_blocks given", with(base72, func(c *config) {
 			c.cin, c.cout, c.groups, c.precision, c.tile = 3, 64, 1, "3xtf32", "{min_blocks: 2}"
 		}),
-			plan.Tile{MMA: true, BM: 128, BN: 64, BK: 8, WM: 64, WN: 32, WarpsM: 2, WarpsN: 2, Pad: 8, MinBlocks: 2}, 128, 2 * 8 * (128 + 64 + 16) * 4},
+			plan.Tile{MMA: &spec.MMA{BM: 128, BN: 64, BK: 8, WM: 64, WN: 32, MinBlocks: 2}, WarpsM: 2, WarpsN: 2, Pad: 8}, 128, 2 * 8 * (128 + 64 + 16) * 4},
 		// Direct: BN the group's channels (8), four rows per thread at 8
 		// channels or fewer, 128 threads, BK 8; every phase's weights fit
 		// (at most 24 taps of 8x8 floats).
 		{"direct, 72", with(base72, func(c *config) { c.tile = "{direct: true}" }),
-			plan.Tile{Direct: true, BM: 512, BN: 8, BK: 8, TM: 4, ThreadsM: 128, ThreadsN: 1, TapChunk: 24, MinBlocks: 1}, 128, 24 * 8 * 8 * 4},
+			plan.Tile{Direct: &spec.Direct{BM: 512, BN: 8, BK: 8, TM: 4, MinBlocks: 1}, ThreadsM: 128, ThreadsN: 1, TapChunk: 24}, 128, 24 * 8 * 8 * 4},
 		// 20 channels: BN 16, two rows per thread; a tap's weights are
 		// 64x16 floats, so 12 of the 24 taps are staged at once.
 		{"direct, 64 in, 20 out", with(base72, func(c *config) { c.cin, c.cout, c.groups, c.tile = 64, 20, 1, "{direct: true}" }),
-			plan.Tile{Direct: true, BM: 256, BN: 16, BK: 8, TM: 2, ThreadsM: 128, ThreadsN: 1, TapChunk: 12, MinBlocks: 1}, 128, 12 * 64 * 16 * 4},
+			plan.Tile{Direct: &spec.Direct{BM: 256, BN: 16, BK: 8, TM: 2, MinBlocks: 1}, ThreadsM: 128, ThreadsN: 1, TapChunk: 12}, 128, 12 * 64 * 16 * 4},
 		{"direct, 2x4 sums", with(base72, func(c *config) { c.cin, c.cout, c.groups, c.tile = 16, 4, 1, "{direct: true, bm: 512, tm: 2, bk: 4}" }),
-			plan.Tile{Direct: true, BM: 512, BN: 4, BK: 4, TM: 2, ThreadsM: 256, ThreadsN: 1, TapChunk: 24, MinBlocks: 1}, 256, 24 * 16 * 4 * 4},
+			plan.Tile{Direct: &spec.Direct{BM: 512, BN: 4, BK: 4, TM: 2, MinBlocks: 1}, ThreadsM: 256, ThreadsN: 1, TapChunk: 24}, 256, 24 * 16 * 4 * 4},
 		{"direct, 64 threads", with(base72, func(c *config) { c.cin, c.cout, c.groups, c.tile = 64, 20, 1, "{direct: true, bm: 256, tm: 4, bk: 4}" }),
-			plan.Tile{Direct: true, BM: 256, BN: 16, BK: 4, TM: 4, ThreadsM: 64, ThreadsN: 1, TapChunk: 12, MinBlocks: 1}, 64, 12 * 64 * 16 * 4},
+			plan.Tile{Direct: &spec.Direct{BM: 256, BN: 16, BK: 4, TM: 4, MinBlocks: 1}, ThreadsM: 64, ThreadsN: 1, TapChunk: 12}, 64, 12 * 64 * 16 * 4},
 		// W-window: one row of tw outputs per thread, 128 threads, two
 		// channels' windows at once; a chunk holds every
 		// (d, h) tap of a phase (2 x 3 at most) with all 7 kw.
 		{"direct, tw 8, 72", with(base72, func(c *config) { c.tile = "{direct: true, tw: 8}" }),
-			plan.Tile{Direct: true, BM: 128, BN: 8, BK: 2, TM: 1, TW: 8, ThreadsM: 128, ThreadsN: 1, TapChunk: 6, MinBlocks: 1}, 128, 6 * 8 * 7 * 8 * 4},
+			plan.Tile{Direct: &spec.Direct{BM: 128, BN: 8, BK: 2, TW: 8, MinBlocks: 1}, ThreadsM: 128, ThreadsN: 1, TapChunk: 6}, 128, 6 * 8 * 7 * 8 * 4},
 		// 512 threads leave 128 registers each: 8 outputs by 4 channels and
 		// one float4 window of 12 columns at a time fit (8 by 8 do not, see
 		// TestTileFeasibility).
 		{"direct, tw 8, 512 threads", with(base72, func(c *config) { c.tile = "{direct: true, tw: 8, bn: 4, bk: 1, bm: 512}" }),
-			plan.Tile{Direct: true, BM: 512, BN: 4, BK: 1, TM: 1, TW: 8, ThreadsM: 512, ThreadsN: 1, TapChunk: 6, MinBlocks: 1}, 512, 6 * 8 * 7 * 4 * 4},
+			plan.Tile{Direct: &spec.Direct{BM: 512, BN: 4, BK: 1, TW: 8, MinBlocks: 1}, ThreadsM: 512, ThreadsN: 1, TapChunk: 6}, 512, 6 * 8 * 7 * 4 * 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := plan.New(tc.c.parse(t))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Tile != tc.want || p.Threads != tc.threads || p.SmemBytes != tc.smem {
-				t.Errorf("tile %+v, %d threads, %d bytes\nwant %+v, %d threads, %d bytes", p.Tile, p.Threads, p.SmemBytes, tc.want, tc.threads, tc.smem)
+			if !reflect.DeepEqual(p.Tile, tc.want) || p.Threads != tc.threads || p.SmemBytes != tc.smem {
+				t.Errorf("tile %s %+v, %d threads, %d bytes\nwant %s %+v, %d threads, %d bytes", p.Tile, p.Tile.Family(), p.Threads, p.SmemBytes, tc.want, tc.want.Family(), tc.threads, tc.smem)
 			}
 		})
 	}
 }
 
 // TestTileFeasibility: tiles that pass the spec's per-field ranges but not
-// the block's limits, with diagnostics pointing at kernel.tile.<field>
-// (or at kernel.tile itself when the field was left to the plan). The tile
-// mapping is on line 40 and starts at column 9.
+// the block's limits, with diagnostics pointing at kernel.cuda.<family>.<field>
+// (or at the family's mapping when the field was left to the plan). The
+// kernel.cuda line is line 41.
 func TestTileFeasibility(t *testing.T) {
 	const smemRule = "floats, padded); sm_80 allows 49152 of static shared memory"
 	for _, tc := range []struct {
@@ -468,79 +473,79 @@ func TestTileFeasibility(t *testing.T) {
 		want                  []string
 	}{
 		{"too many threads", "", "{bm: 1024, bn: 256, bk: 4, tm: 4, tn: 4}", []string{
-			"plan_test.yaml:42:14: kernel.tile.bm: gives (bm/tm)*(bn/tn) = 16384 threads; a block needs a multiple of 32, at most 1024 (got 1024)",
+			"plan_test.yaml:41:21: kernel.cuda.ffma.bm: gives (bm/tm)*(bn/tn) = 16384 threads; a block needs a multiple of 32, at most 1024 (got 1024)",
 		}},
 		{"threads not a multiple of 32", "", "{bm: 64, bn: 4, tm: 8, tn: 4}", []string{
-			"plan_test.yaml:42:14: kernel.tile.bm: gives (bm/tm)*(bn/tn) = 8 threads; a block needs a multiple of 32, at most 1024 (got 64)",
+			"plan_test.yaml:41:21: kernel.cuda.ffma.bm: gives (bm/tm)*(bn/tn) = 8 threads; a block needs a multiple of 32, at most 1024 (got 64)",
 		}},
 		{"shared memory over 48 KiB", "", "{bm: 512, bk: 64}", []string{
-			"plan_test.yaml:42:23: kernel.tile.bk: needs 266240 bytes of shared memory (two stages of bk x (bm+bn) " + smemRule + " (got 64)",
+			"plan_test.yaml:41:30: kernel.cuda.ffma.bk: needs 266240 bytes of shared memory (two stages of bk x (bm+bn) " + smemRule + " (got 64)",
 		}},
 		{"shared memory, bk left to the plan", "", "{bm: 1024, bn: 64, tm: 8, tn: 8}", []string{
-			"plan_test.yaml:42:9: kernel.tile.bk: needs 69632 bytes of shared memory (two stages of bk x (bm+bn) " + smemRule + " (got 8)",
+			"plan_test.yaml:41:16: kernel.cuda.ffma.bk: needs 69632 bytes of shared memory (two stages of bk x (bm+bn) " + smemRule + " (got 8)",
 		}},
 		{"bn not a multiple of tn", "", "{bn: 4, tn: 8}", []string{
-			"plan_test.yaml:42:14: kernel.tile.bn: must be a multiple of tn=8 (got 4)",
+			"plan_test.yaml:41:21: kernel.cuda.ffma.bn: must be a multiple of tn=8 (got 4)",
 		}},
 		// BUG (plan.go, checkTile): errors must come in file order, like
 		// the spec's (spec.Errors is documented "in file order"); checkTile
 		// returns them in the order it checks.
 		{"two at once, in file order", "", "{bk: 64, bm: 1024, bn: 256, tm: 4, tn: 4}", []string{
-			"plan_test.yaml:42:14: kernel.tile.bk: needs 655360 bytes of shared memory (two stages of bk x (bm+bn) " + smemRule + " (got 64)",
-			"plan_test.yaml:42:22: kernel.tile.bm: gives (bm/tm)*(bn/tn) = 16384 threads; a block needs a multiple of 32, at most 1024 (got 1024)",
+			"plan_test.yaml:41:21: kernel.cuda.ffma.bk: needs 655360 bytes of shared memory (two stages of bk x (bm+bn) " + smemRule + " (got 64)",
+			"plan_test.yaml:41:29: kernel.cuda.ffma.bm: gives (bm/tm)*(bn/tn) = 16384 threads; a block needs a multiple of 32, at most 1024 (got 1024)",
 		}},
 		{"3xtf32 accumulators", "3xtf32", "{bn: 64, wm: 64, wn: 64}", []string{
-			"plan_test.yaml:42:22: kernel.tile.wm: wm*wn/32 = 128 accumulators per thread; at most 64 fit in registers (got 64)",
+			"plan_test.yaml:41:28: kernel.cuda.mma.wm: wm*wn/32 = 128 accumulators per thread; at most 64 fit in registers (got 64)",
 		}},
 		// 512 threads at bk 16: nvcc 11.8 spilled 8 bytes at 128 registers.
 		{"3xtf32 registers", "3xtf32", "{bm: 256, bn: 64, bk: 16, wm: 32, wn: 32}", []string{
-			"plan_test.yaml:42:14: kernel.tile.bm: gives 512 threads, 128 registers each (min_blocks 1), but a 32x32 warp tile with bk 16 (32 sums, 64 fragment registers, 2 weight loads in flight) needs about 146 (got 256)",
+			"plan_test.yaml:41:20: kernel.cuda.mma.bm: gives 512 threads, 128 registers each (min_blocks 1), but a 32x32 warp tile with bk 16 (32 sums, 64 fragment registers, 2 weight loads in flight) needs about 146 (got 256)",
 		}},
 		// More than any block size leaves: a shallower step is the fix
 		// (spilled 44 bytes at 255 on sm_90; 64x32 at bk 24 spilled too).
 		{"3xtf32 presplit registers", "3xtf32", "{bm: 128, bn: 32, bk: 16, wm: 64, wn: 32, presplit: true}", []string{
-			"plan_test.yaml:42:31: kernel.tile.bk: a 64x32 warp tile with bk 16 (64 sums, 96 fragment registers, 8 weight loads in flight) needs about 264 registers per thread; a thread has at most 255 (got 16)",
+			"plan_test.yaml:41:37: kernel.cuda.mma.bk: a 64x32 warp tile with bk 16 (64 sums, 96 fragment registers, 8 weight loads in flight) needs about 264 registers per thread; a thread has at most 255 (got 16)",
 		}},
 		{"3xtf32 registers, min_blocks", "3xtf32", "{bn: 64, wm: 64, wn: 32, min_blocks: 4}", []string{
-			"plan_test.yaml:42:46: kernel.tile.min_blocks: gives 128 threads, 128 registers each (min_blocks 4), but a 64x32 warp tile with bk 8 (64 sums, 48 fragment registers, 4 weight loads in flight) needs about 168 (got 4)",
+			"plan_test.yaml:41:52: kernel.cuda.mma.min_blocks: gives 128 threads, 128 registers each (min_blocks 4), but a 64x32 warp tile with bk 8 (64 sums, 48 fragment registers, 4 weight loads in flight) needs about 168 (got 4)",
 		}},
 		{"3xtf32 bk", "3xtf32", "{bk: 12}", []string{
-			"plan_test.yaml:42:14: kernel.tile.bk: must be a multiple of 8 with 3xtf32 (m16n8k8 fragments) (got 12)",
+			"plan_test.yaml:41:20: kernel.cuda.mma.bk: must be a multiple of 8 with 3xtf32 (m16n8k8 fragments) (got 12)",
 		}},
 		{"3xtf32 bm below wm", "3xtf32", "{bm: 32}", []string{
-			"plan_test.yaml:42:14: kernel.tile.bm: must be a multiple of wm=64 (got 32)",
+			"plan_test.yaml:41:20: kernel.cuda.mma.bm: must be a multiple of wm=64 (got 32)",
 		}},
 		{"direct accumulators", "", "{direct: true, bn: 32, tm: 4}", []string{
-			"plan_test.yaml:42:28: kernel.tile.bn: tm*bn = 128 accumulators per thread (direct: a thread holds all bn columns); at most 64 fit in registers (got 32)",
+			"plan_test.yaml:41:23: kernel.cuda.direct.bn: tm*bn = 128 accumulators per thread (direct: a thread holds all bn columns); at most 64 fit in registers (got 32)",
 		}},
 		{"direct threads", "", "{direct: true, bm: 64, tm: 4}", []string{
-			"plan_test.yaml:42:28: kernel.tile.bm: gives bm/tm = 16 threads; a block needs a multiple of 32, at most 1024 (got 64)",
+			"plan_test.yaml:41:23: kernel.cuda.direct.bm: gives bm/tm = 16 threads; a block needs a multiple of 32, at most 1024 (got 64)",
 		}},
 		// #72 has stride 2 along W.
 		{"tw not a multiple of stride_w", "", "{direct: true, tw: 5}", []string{
-			"plan_test.yaml:42:28: kernel.tile.tw: must be a multiple of stride_w=2 (a thread's outputs then start at residue 0) (got 5)",
+			"plan_test.yaml:41:23: kernel.cuda.direct.tw: must be a multiple of stride_w=2 (a thread's outputs then start at residue 0) (got 5)",
 		}},
 		// Registers: 512 threads leave 128 each; 8 outputs by 8 channels and
 		// two float4 windows of 12 columns (#72: kw 7, stride 2) need more.
 		{"tw registers", "", "{direct: true, bn: 8, tw: 8, bm: 512}", []string{
-			"plan_test.yaml:42:42: kernel.tile.bm: gives 512 threads, 128 registers each (min_blocks 1), but 64 sums, two batches of 2 windows of 12 input columns and 56 weights need about 196 (got 512)",
+			"plan_test.yaml:41:37: kernel.cuda.direct.bm: gives 512 threads, 128 registers each (min_blocks 1), but 64 sums, two batches of 2 windows of 12 input columns and 56 weights need about 196 (got 512)",
 		}},
 		{"tw registers, min_blocks", "", "{direct: true, bn: 8, tw: 8, min_blocks: 4}", []string{
-			"plan_test.yaml:42:50: kernel.tile.min_blocks: gives 128 threads, 128 registers each (min_blocks 4), but 64 sums, two batches of 2 windows of 12 input columns and 56 weights need about 196 (got 4)",
+			"plan_test.yaml:41:45: kernel.cuda.direct.min_blocks: gives 128 threads, 128 registers each (min_blocks 4), but 64 sums, two batches of 2 windows of 12 input columns and 56 weights need about 196 (got 4)",
 		}},
 		// FFMA: 1024 threads leave 64 registers; 32 sums do not fit (a
 		// random tile of this shape spilled 8 bytes).
 		{"ffma registers", "", "{bm: 512, bn: 64, bk: 3, tm: 4, tn: 8, cp_async: true}", []string{
-			"plan_test.yaml:42:14: kernel.tile.bm: gives 1024 threads, 64 registers each (min_blocks 1), but 32 sums, 12 operands and 0 loads in flight need about 72 (got 512)",
+			"plan_test.yaml:41:21: kernel.cuda.ffma.bm: gives 1024 threads, 64 registers each (min_blocks 1), but 32 sums, 12 operands and 0 loads in flight need about 72 (got 512)",
 		}},
 		{"ffma registers, min_blocks", "", "{bm: 128, bn: 64, tm: 8, tn: 8, min_blocks: 8}", []string{
-			"plan_test.yaml:42:53: kernel.tile.min_blocks: gives 128 threads, 64 registers each (min_blocks 8), but 64 sums, 16 operands and 12 loads in flight need about 120 (got 8)",
+			"plan_test.yaml:41:60: kernel.cuda.ffma.min_blocks: gives 128 threads, 64 registers each (min_blocks 8), but 64 sums, 16 operands and 12 loads in flight need about 120 (got 8)",
 		}},
 		{"direct registers", "", "{direct: true, bm: 1024, tm: 1, bn: 16, bk: 8}", []string{
-			"plan_test.yaml:42:28: kernel.tile.bm: gives 1024 threads, 64 registers each (min_blocks 1), but 16 sums and 8 inputs per batch of loads need about 76 (got 1024)",
+			"plan_test.yaml:41:23: kernel.cuda.direct.bm: gives 1024 threads, 64 registers each (min_blocks 1), but 16 sums and 8 inputs per batch of loads need about 76 (got 1024)",
 		}},
 		{"tw accumulators", "", "{direct: true, bn: 8, tw: 16}", []string{
-			"plan_test.yaml:42:28: kernel.tile.bn: tw*bn = 128 accumulators per thread (direct: a thread holds all bn columns); at most 64 fit in registers (got 8)",
+			"plan_test.yaml:41:23: kernel.cuda.direct.bn: tw*bn = 128 accumulators per thread (direct: a thread holds all bn columns); at most 64 fit in registers (got 8)",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -562,7 +567,7 @@ func TestTileFeasibility(t *testing.T) {
 func TestWindowWeightsOverSharedMemory(t *testing.T) {
 	c := with(base72, func(c *config) { c.cin, c.groups, c.tile = 512, 1, "{direct: true, bn: 4, tw: 8}" })
 	_, err := plan.New(c.parse(t))
-	want := "plan_test.yaml:42:28: kernel.tile.bn: needs 57344 bytes of shared memory for one (d, h) tap's weights (512 input channels x 7 kw x bn floats); sm_80 allows 49152 of static shared memory (got 4)"
+	want := "plan_test.yaml:41:23: kernel.cuda.direct.bn: needs 57344 bytes of shared memory for one (d, h) tap's weights (512 input channels x 7 kw x bn floats); sm_80 allows 49152 of static shared memory (got 4)"
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
 	}
@@ -573,9 +578,11 @@ func TestWindowWeightsOverSharedMemory(t *testing.T) {
 // spec built in code, and points at the field's node.
 func TestTileAccumulatorGuard(t *testing.T) {
 	s := with(base72, func(c *config) { c.tile = "{bm: 512, bn: 64, tm: 8, tn: 8}" }).parse(t)
-	s.Kernel.Tile.TM = 16
+	f := s.Kernel.CUDA.Family.(spec.FFMA)
+	f.TM = 16
+	s.Kernel.CUDA.Family = f
 	_, err := plan.New(s)
-	want := "plan_test.yaml:42:31: kernel.tile.tm: tm*tn = 128 accumulators per thread; at most 64 fit in registers (got 16)"
+	want := "plan_test.yaml:41:38: kernel.cuda.ffma.tm: tm*tn = 128 accumulators per thread; at most 64 fit in registers (got 16)"
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
 	}
@@ -589,14 +596,14 @@ func TestMMAWarpTileWholeFragments(t *testing.T) {
 	for _, tile := range []string{"{bn: 4}", "{bm: 64, bn: 4, bk: 8}"} {
 		p, err := plan.New(with(base72, func(c *config) { c.precision, c.tile = "3xtf32", tile }).parse(t))
 		if err == nil {
-			if p.Tile.WN%8 != 0 || p.Tile.WM%16 != 0 || p.Tile.WN == 0 {
-				t.Errorf("tile %s: planned WM %d x WN %d, not whole m16n8 fragments", tile, p.Tile.WM, p.Tile.WN)
+			if p.Tile.WN()%8 != 0 || p.Tile.WM()%16 != 0 || p.Tile.WN() == 0 {
+				t.Errorf("tile %s: planned WM %d x WN %d, not whole m16n8 fragments", tile, p.Tile.WM(), p.Tile.WN())
 			}
 			continue
 		}
 		var errs spec.Errors
-		if !errors.As(err, &errs) || errs[0].Field != "kernel.tile.bn" {
-			t.Errorf("tile %s: want an error at kernel.tile.bn, got %v", tile, err)
+		if !errors.As(err, &errs) || errs[0].Field != "kernel.cuda.mma.bn" {
+			t.Errorf("tile %s: want an error at kernel.cuda.mma.bn, got %v", tile, err)
 		}
 	}
 }
@@ -627,13 +634,13 @@ func TestRandomTilesFeasible(t *testing.T) {
 		if p.Threads < 32 || p.Threads%32 != 0 || p.Threads > plan.MaxThreads || p.SmemBytes > plan.MaxSmemBytes {
 			t.Fatalf("%s: accepted %d threads, %d bytes", c.tile, p.Threads, p.SmemBytes)
 		}
-		if tl.MMA {
-			if tl.BM%tl.WM != 0 || tl.BN%tl.WN != 0 || tl.BK%8 != 0 || tl.WN%8 != 0 || tl.WM%16 != 0 ||
-				p.Threads != 32*(tl.BM/tl.WM)*(tl.BN/tl.WN) {
-				t.Fatalf("%s: accepted %+v", c.tile, tl)
+		if tl.MMA != nil {
+			if tl.BM()%tl.WM() != 0 || tl.BN()%tl.WN() != 0 || tl.BK()%8 != 0 || tl.WN()%8 != 0 || tl.WM()%16 != 0 ||
+				p.Threads != 32*(tl.BM()/tl.WM())*(tl.BN()/tl.WN()) {
+				t.Fatalf("%s: accepted %s", c.tile, tl)
 			}
-		} else if tl.BM%tl.TM != 0 || tl.BN%tl.TN != 0 || tl.TM*tl.TN > 64 || p.Threads != (tl.BM/tl.TM)*(tl.BN/tl.TN) {
-			t.Fatalf("%s: accepted %+v", c.tile, tl)
+		} else if tl.BM()%tl.TM() != 0 || tl.BN()%tl.TN() != 0 || tl.TM()*tl.TN() > 64 || p.Threads != (tl.BM()/tl.TM())*(tl.BN()/tl.TN()) {
+			t.Fatalf("%s: accepted %s", c.tile, tl)
 		}
 	}
 	if accepted < 200 {

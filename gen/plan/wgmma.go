@@ -157,8 +157,10 @@ const (
 // slabs are 44 KiB a step). With KWInN a column is a (kw, channel) pair: as
 // many channels a tile as keep it within 72 columns (112 with one slab: one
 // wide tile beats two narrow ones).
-func chooseWGMMATile(t spec.Tile, coutG, kw int) Tile {
-	r := Tile{WGMMA: true, Slabs: t.Slabs, Warpgroups: max(1, t.Warpgroups), Span: t.Span, MinBlocks: t.MinBlocks, KWInN: t.KWInN, CpAsync: t.CpAsync, ParkSums: t.ParkSums, BulkWeights: t.BulkWeights, Winograd: t.Winograd, EarlyInputs: t.EarlyInputs}
+func chooseWGMMATile(r spec.WGMMA, coutG, kw int) Tile {
+	if r.Warpgroups == 1 {
+		r.Warpgroups = 0 // the default, left unwritten as specs leave it
+	}
 	if r.MinBlocks == 0 {
 		// Left to choose, ptxas (CUDA 11.8, sm_80) caps the kernel at 128
 		// registers and spills; two slabs' sums and A parts need ~200.
@@ -175,18 +177,15 @@ func chooseWGMMATile(t spec.Tile, coutG, kw int) Tile {
 	if r.Span == 0 {
 		r.Span = 4
 	}
-	r.BN = 8 * ceilDiv(ceilDiv(coutG, ceilDiv(coutG, wgmmaMaxN)), 8)
+	t := Tile{WGMMA: &r, wgmmaBN: 8 * ceilDiv(ceilDiv(coutG, ceilDiv(coutG, wgmmaMaxN)), 8)}
 	if r.KWInN {
 		_, coutTile := kwInNTiles(coutG, kw, r.Slabs)
-		r.BN = 8 * ceilDiv(kw*coutTile, 8)
+		t.wgmmaBN = 8 * ceilDiv(kw*coutTile, 8)
 	}
-	r.BM = r.Warpgroups * r.Slabs * slabRows
-	r.BK = StepK
-	r.Stages = t.Stages
 	if r.Stages == 0 {
-		r.Stages = min(wgmmaStages, (wgmmaStageBudget-4*parkedFloats(r))/wgmmaStageBytes(r))
+		r.Stages = min(wgmmaStages, (wgmmaStageBudget-4*parkedFloats(t))/wgmmaStageBytes(t))
 	}
-	return r
+	return t
 }
 
 // kwInNMaxN: the most columns a KWInN tile takes, by slabs.
@@ -203,15 +202,15 @@ func kwInNTiles(coutG, kw, slabs int) (tiles, coutTile int) {
 // every thread's of every slab (with Winograd, of a pair's second output;
 // the first's stay in registers).
 func parkedFloats(t Tile) int {
-	if !t.ParkSums {
+	if !t.WGMMA.ParkSums {
 		return 0
 	}
-	return t.BM * t.BN
+	return t.BM() * t.BN()
 }
 
 // outsPerRow: the outputs a GEMM row holds sums of, a Winograd pair or one.
 func outsPerRow(t Tile) int {
-	if t.Winograd {
+	if t.WGMMA.Winograd {
 		return 2
 	}
 	return 1
@@ -220,9 +219,9 @@ func outsPerRow(t Tile) int {
 // wgmmaStageBytes: one step's shared memory: the weight image, hi and lo
 // parts of StepK x BN, and with CpAsync the input's, StepK x BM.
 func wgmmaStageBytes(t Tile) int {
-	b := 2 * StepK * t.BN * 4
-	if t.CpAsync {
-		b += StepK * t.BM * 4
+	b := 2 * StepK * t.BN() * 4
+	if t.WGMMA.CpAsync {
+		b += StepK * t.BM() * 4
 	}
 	return b
 }
@@ -231,7 +230,7 @@ func wgmmaStageBytes(t Tile) int {
 // the phases planPhases found.
 func (p *Plan) planWGMMA() {
 	c, t := p.Conv, p.Tile
-	w := WGMMA{CinP: 8 * ceilDiv(p.CinG, 8), NTiles: ceilDiv(p.CoutG, t.BN), SumsPerThread: t.BN / 2}
+	w := WGMMA{CinP: 8 * ceilDiv(p.CinG, 8), NTiles: ceilDiv(p.CoutG, t.BN()), SumsPerThread: t.BN() / 2}
 	// Output q of a phase reads input q + Off through each of its taps:
 	// the border holds the lowest such index, the extent the highest.
 	// (A Winograd line's last pair reads as if its second output were
@@ -251,7 +250,7 @@ func (p *Plan) planWGMMA() {
 	for i := range 3 {
 		w.X[i] = w.Lo[i] + max(c.In[i], hi[i])
 	}
-	if t.Winograd {
+	if t.WGMMA.Winograd {
 		// Every phase with taps has the one W residue that has taps, so
 		// the same pairs and the same lowest W offset (one pair of zeros
 		// where no phase has taps).
@@ -268,7 +267,7 @@ func (p *Plan) planWGMMA() {
 		w.XLen *= w.X[i]
 	}
 	// A whole row a block where it fits, else the fewest chunks that do.
-	if t.Winograd {
+	if t.WGMMA.Winograd {
 		w.RelayoutChunks = ceilDiv(w.Pairs, max(1, (relayoutStageFloats/(w.CinP+1)-2)/2))
 		w.RelayoutPos = ceilDiv(w.Pairs, w.RelayoutChunks)
 		w.RelayoutStage = (2*w.RelayoutPos + 2) * (w.CinP + 1)
@@ -279,23 +278,23 @@ func (p *Plan) planWGMMA() {
 	}
 	w.RelayoutBlocks = w.XLen / (w.X[2] * w.CinP) * w.RelayoutChunks
 	w.Tiles = 1 // with no taps at all, one block that skips every phase
-	w.OutRows = t.BM
+	w.OutRows = t.BM()
 	perTap, products := 1, 1
-	if t.Winograd {
+	if t.WGMMA.Winograd {
 		// A phase's taps come (d, h) by (d, h), kw innermost (planPhases):
 		// three a pair, the last at the lowest W offset.
 		perTap, products = 3, 4
 	}
-	if t.KWInN {
+	if t.WGMMA.KWInN {
 		w.WSpan = kwSpan(c)
 		w.OutRows -= w.WSpan
 		w.AnchorW0 = c.Stride[2]*kwAnchor(c, 0) + (c.Kernel[2]-1)*c.Dilation[2] - c.Padding[2] // row 0's first output
 		perTap = c.Kernel[2]                                                                   // every phase has every kw, innermost (kwAnchors)
-		w.NTiles, w.CoutTile = kwInNTiles(p.CoutG, c.Kernel[2], t.Slabs)
+		w.NTiles, w.CoutTile = kwInNTiles(p.CoutG, c.Kernel[2], t.WGMMA.Slabs)
 		w.ChannelLanes = max(1, wgmmaThreads(t)/(w.OutRows*c.Stride[2])) // OutRows > BM/2: the plan refuses a longer reach
-		w.SumsRow, w.SumsVector = t.BN+3, 1
+		w.SumsRow, w.SumsVector = t.BN()+3, 1
 		if w.CoutTile%4 == 0 {
-			w.SumsRow, w.SumsVector = t.BN+4, 4
+			w.SumsRow, w.SumsVector = t.BN()+4, 4
 		}
 	}
 	for _, ph := range p.Phases {
@@ -313,40 +312,40 @@ func (p *Plan) planWGMMA() {
 			w.Tiles = max(w.Tiles, ceilDiv(w.Rows[len(w.Rows)-1], w.OutRows))
 		}
 	}
-	w.OneSpan = !t.Winograd // (its four products' sums add to different outputs)
+	w.OneSpan = !t.WGMMA.Winograd // (its four products' sums add to different outputs)
 	for _, n := range w.Steps {
-		w.OneSpan = w.OneSpan && n <= t.Span
+		w.OneSpan = w.OneSpan && n <= t.WGMMA.Span
 	}
 	if w.Fill {
 		w.FillBlocks = ceilDiv(c.OutputLen(), FillPerBlock)
 	}
 	for _, tp := range p.Taps {
 		offW := tp.Off[2]
-		if t.Winograd {
+		if t.WGMMA.Winograd {
 			offW = 0 // (the transformed inputs of the row's own pair)
 		}
 		w.TapOffsets = append(w.TapOffsets, ((tp.Off[0]*w.X[1]+tp.Off[1])*w.X[2]+offW)*w.CinP)
 	}
-	w.Stage = 2 * StepK * t.BN
+	w.Stage = 2 * StepK * t.BN()
 	w.ImageLen = c.Groups * w.NTiles * w.TotalSteps * w.Stage
 	p.WGMMA = w
 	p.Threads = wgmmaThreads(t)
 	need, _ := p.wgmmaRegisters()
-	capped := registersPerThread(p.Threads, t.MinBlocks)
-	p.WGMMA.EarlyA = !t.CpAsync && (t.EarlyInputs || capped == maxRegsPerThread || need+earlyARegisters <= capped)
-	p.SmemBytes = t.Stages * wgmmaStageBytes(t)
-	if t.KWInN {
+	capped := registersPerThread(p.Threads, t.WGMMA.MinBlocks)
+	p.WGMMA.EarlyA = !t.WGMMA.CpAsync && (t.WGMMA.EarlyInputs || capped == maxRegsPerThread || need+earlyARegisters <= capped)
+	p.SmemBytes = t.WGMMA.Stages * wgmmaStageBytes(t)
+	if t.WGMMA.KWInN {
 		// The block's sums pass through the stages' memory on their way
 		// out, SumsRow floats per GEMM row.
-		p.SmemBytes = max(p.SmemBytes, t.BM*w.SumsRow*4)
+		p.SmemBytes = max(p.SmemBytes, t.BM()*w.SumsRow*4)
 	}
-	if t.ParkSums && !w.OneSpan {
+	if t.WGMMA.ParkSums && !w.OneSpan {
 		p.WGMMA.Parked, p.WGMMA.ParkedAt = parkedFloats(t), p.SmemBytes/4
 		p.SmemBytes += 4 * p.WGMMA.Parked
 	}
-	if t.BulkWeights {
+	if t.WGMMA.BulkWeights {
 		p.WGMMA.BarriersAt = ceilDiv(p.SmemBytes, 8) * 2
-		p.SmemBytes = 4*p.WGMMA.BarriersAt + 8*t.Stages
+		p.SmemBytes = 4*p.WGMMA.BarriersAt + 8*t.WGMMA.Stages
 	}
 	if p.SmemBytes > MaxSmemBytes {
 		p.DynamicSmem = p.SmemBytes
@@ -354,7 +353,7 @@ func (p *Plan) planWGMMA() {
 }
 
 // wgmmaThreads: a block's threads, a warpgroup's 128 each.
-func wgmmaThreads(t Tile) int { return 128 * t.Warpgroups }
+func wgmmaThreads(t Tile) int { return 128 * t.WGMMA.PerBlock() }
 
 // kwSpan: the input positions along W past an output's anchor that its
 // taps reach with W taps as columns (kwAnchors), dilation_w x (kernel_w-1)
@@ -382,12 +381,12 @@ func (p *Plan) wgmmaRegisters() (int, string) {
 	t, w := p.Tile, p.WGMMA
 	sums := w.SumsPerThread
 	switch {
-	case t.Winograd && t.ParkSums:
+	case t.WGMMA.Winograd && t.WGMMA.ParkSums:
 		sums *= 2
-	case !w.OneSpan && !t.ParkSums:
+	case !w.OneSpan && !t.WGMMA.ParkSums:
 		sums *= 1 + outsPerRow(t)
 	}
-	return t.Slabs*(sums+48) + 13, fmt.Sprintf("%d slab(s) of %d sums and running sums, A parts and inputs", t.Slabs, sums)
+	return t.WGMMA.Slabs*(sums+48) + 13, fmt.Sprintf("%d slab(s) of %d sums and running sums, A parts and inputs", t.WGMMA.Slabs, sums)
 }
 
 // earlyARegisters: what loading a step's inputs during the products
@@ -408,9 +407,9 @@ func (p *Plan) checkWGMMAResources() error {
 	t, s := p.Tile, p.Spec
 	var errs spec.Errors
 	need, what := p.wgmmaRegisters()
-	if need > registersPerThread(p.Threads, t.MinBlocks) {
-		errs = append(errs, s.Errorf("kernel.tile.min_blocks", strconv.Itoa(t.MinBlocks),
-			"gives %d threads, %d registers each, but %s need about %d", p.Threads, registersPerThread(p.Threads, t.MinBlocks), what, need))
+	if need > registersPerThread(p.Threads, t.WGMMA.MinBlocks) {
+		errs = append(errs, s.Errorf(t.Field("min_blocks"), strconv.Itoa(t.WGMMA.MinBlocks),
+			"gives %d threads, %d registers each, but %s need about %d", p.Threads, registersPerThread(p.Threads, t.WGMMA.MinBlocks), what, need))
 	}
 	// Elsewhere (sm_80) the kernel asks for one block an SM, and its
 	// mma.sync products need more registers from the same fragments: a
@@ -418,17 +417,17 @@ func (p *Plan) checkWGMMAResources() error {
 	// (more than 256 threads), under which every tile measured fit.
 	sm80 := registersPerThread(p.Threads, 1)
 	if sm80 < maxRegsPerThread && need+mmaSyncExtraRegisters > sm80 {
-		errs = append(errs, s.Errorf("kernel.tile.warpgroups", strconv.Itoa(t.Warpgroups),
+		errs = append(errs, s.Errorf(t.Field("warpgroups"), strconv.Itoa(t.WGMMA.PerBlock()),
 			"gives %d threads, %d registers each on sm_80, but its mma.sync code needs about %d (fewer warpgroups or sums)", p.Threads, sm80, need+mmaSyncExtraRegisters))
 	}
 	if p.SmemBytes > MaxDynamicSmemBytes {
-		errs = append(errs, s.Errorf("kernel.tile.stages", strconv.Itoa(t.Stages),
+		errs = append(errs, s.Errorf(t.Field("stages"), strconv.Itoa(t.WGMMA.Stages),
 			"needs %d bytes of shared memory (%d a step); a wgmma kernel opts in to at most %d", p.SmemBytes, wgmmaStageBytes(t), MaxDynamicSmemBytes))
 	}
-	if perBlock := p.SmemBytes + smemReservedPerBlock; t.MinBlocks*perBlock > smemPerSM {
-		errs = append(errs, s.Errorf("kernel.tile.min_blocks", strconv.Itoa(t.MinBlocks),
+	if perBlock := p.SmemBytes + smemReservedPerBlock; t.WGMMA.MinBlocks*perBlock > smemPerSM {
+		errs = append(errs, s.Errorf(t.Field("min_blocks"), strconv.Itoa(t.WGMMA.MinBlocks),
 			"asks for %d blocks per SM, but each needs %d bytes of shared memory with what the runtime keeps: an SM holds %d (fewer stages need less)",
-			t.MinBlocks, perBlock, smemPerSM))
+			t.WGMMA.MinBlocks, perBlock, smemPerSM))
 	}
 	if len(errs) > 0 {
 		return errs

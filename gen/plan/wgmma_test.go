@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"convtgen/gen/plan"
+	"convtgen/gen/spec"
 )
 
 // TestWGMMALayout checks a wgmma tile's plan against numbers worked out by
@@ -15,13 +16,18 @@ import (
 // columns, padding past the kernel's reach: no border before the input),
 // and #77's geometry at stride 2 (one phase of eight holds every tap).
 func TestWGMMALayout(t *testing.T) {
+	// wgTile is a wgmma plan's options and block shape (bk is StepK).
+	type wgTile struct {
+		opts   spec.WGMMA
+		bm, bn int
+	}
 	one := [3]int{1, 1, 1}
 	for _, c := range []struct {
 		conf       config
 		want       plan.WGMMA
 		firstTap   int // TapOffsets' first and last entries
 		lastTap    int
-		tile       plan.Tile
+		tile       wgTile
 		grid       [3]int
 		phaseTiles int // M tiles of the largest phase
 	}{
@@ -30,7 +36,7 @@ func TestWGMMALayout(t *testing.T) {
 				RelayoutStage: 68 * 49, RelayoutPos: 68, RelayoutChunks: 1, RelayoutBlocks: 8 * 68 * 68, Stage: 2 * 32 * 48, ImageLen: 41 * 2 * 32 * 48, SumsPerThread: 24},
 			// Tap (0,0,0) reads the output's own position; (2,2,2) two back in each dimension.
 			0, -((2*68+2)*68 + 2) * 48,
-			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 128, BN: 48, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1},
+			wgTile{spec.WGMMA{Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1}, 128, 48},
 			[3]int{(8*66*66*66 + 127) / 128, 1, 1}, (8*66*66*66 + 127) / 128},
 		{config{batch: 2, cin: 6, cout: 70, groups: 2, k: [3]int{3, 2, 1}, in: [3]int{5, 6, 7}, s: one, p: [3]int{3, 0, 1}, d: [3]int{1, 2, 1},
 			precision: "3xtf32", tile: "{wgmma: true, slabs: 1, span: 2}"},
@@ -40,7 +46,7 @@ func TestWGMMALayout(t *testing.T) {
 				RelayoutStage: 7 * 9, RelayoutPos: 7, RelayoutChunks: 1, RelayoutBlocks: 2 * 2 * 5 * 10, Stage: 2 * 32 * 40, ImageLen: 2 * 1 * 2 * 2 * 32 * 40, SumsPerThread: 20},
 			// Tap (0,0,0) reads o + p = (3, 0, 1) on; tap (2,1,0) (3-2, 0-2, 1).
 			((3*10+0)*7 + 1) * 8, ((1*10-2)*7 + 1) * 8,
-			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 64, BN: 40, BK: 32, Slabs: 1, Span: 2, Stages: 4, MinBlocks: 1},
+			wgTile{spec.WGMMA{Slabs: 1, Span: 2, Stages: 4, MinBlocks: 1}, 64, 40},
 			[3]int{2, 1, 2}, 2},
 		// Stride 2, padding 1, dilation 2, kernel 3: outputs 2*in+1; an even
 		// output (r = 0) has no tap (1 - 2k is odd), an odd one (r = 1) all
@@ -60,7 +66,7 @@ func TestWGMMALayout(t *testing.T) {
 				RelayoutStage: 6 * 9, RelayoutPos: 6, RelayoutChunks: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 7 * 2 * 32 * 8, SumsPerThread: 4},
 			// Tap (0,0,0) reads q + 1 per dimension, tap (2,2,2) q - 1.
 			((1*5+1)*6 + 1) * 8, -((1*5+1)*6 + 1) * 8,
-			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 128, BN: 8, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1},
+			wgTile{spec.WGMMA{Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1}, 128, 8},
 			// Phase (0,0,0) is the largest: 3*4*5 = 60 rows, one tile.
 			[3]int{1, 1, 1}, 1},
 		// The same with Winograd: the one phase with taps (1,1,1) has Q =
@@ -75,7 +81,7 @@ func TestWGMMALayout(t *testing.T) {
 				TotalSteps: 12, OutRows: 64, NTiles: 1, Fill: true, FillBlocks: 3, Tiles: 1,
 				RelayoutStage: (2*2 + 2) * 9, RelayoutPos: 2, RelayoutChunks: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 12 * 2 * 32 * 8, SumsPerThread: 4},
 			((1*5+1)*8 + 0) * 8, -((1*5+1)*8 + 0) * 8,
-			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 64, BN: 8, BK: 32, Slabs: 1, Span: 4, Stages: 4, MinBlocks: 1, Winograd: true},
+			wgTile{spec.WGMMA{Slabs: 1, Span: 4, Stages: 4, MinBlocks: 1, Winograd: true}, 64, 8},
 			[3]int{1, 1, 1}, 1},
 		// kw_in_n: 24 channels by 3 kw taps make 72 columns (four stages of
 		// 18 KiB: dynamic shared memory); rows are input positions along W, lines of 7 outputs
@@ -89,7 +95,7 @@ func TestWGMMALayout(t *testing.T) {
 				RelayoutStage: 11 * 9, RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
 			// Tap (0,0,0) reads W position q + 1; tap (2,2,2) (-2, -2, -3).
 			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
-			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 128, BN: 72, BK: 32, Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true},
+			wgTile{spec.WGMMA{Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true}, 128, 72},
 			[3]int{2, 1, 1}, 2},
 		// The same with one slab: a block writes 64 - 4 rows' outputs, two
 		// threads a row on the way out.
@@ -99,7 +105,7 @@ func TestWGMMALayout(t *testing.T) {
 				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, OneSpan: true, CoutTile: 24, WSpan: 4, OutRows: 60, ChannelLanes: 2, SumsRow: 76, SumsVector: 4, Tiles: 4, NTiles: 1,
 				RelayoutStage: 11 * 9, RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
 			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
-			plan.Tile{WGMMA: true, Warpgroups: 1, BM: 64, BN: 72, BK: 32, Slabs: 1, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true},
+			wgTile{spec.WGMMA{Slabs: 1, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true}, 64, 72},
 			[3]int{4, 1, 1}, 3},
 	} {
 		p, err := plan.New(c.conf.parse(t))
@@ -109,19 +115,19 @@ func TestWGMMALayout(t *testing.T) {
 		got := p.WGMMA
 		offsets := got.TapOffsets
 		got.TapOffsets = nil
-		if !reflect.DeepEqual(got, c.want) || p.Tile != c.tile || p.Grid != c.grid || p.Threads != 128 || p.MaxTiles != c.phaseTiles {
+		if !reflect.DeepEqual(got, c.want) || p.Tile.WGMMA == nil || *p.Tile.WGMMA != c.tile.opts || p.Tile.BM() != c.tile.bm || p.Tile.BN() != c.tile.bn || p.Tile.BK() != plan.StepK || p.Grid != c.grid || p.Threads != 128 || p.MaxTiles != c.phaseTiles {
 			t.Errorf("%+v:\ngot  %+v\n     %+v grid %v, %d threads, %d tiles\nwant %+v\n     %+v grid %v, 128 threads, %d tiles",
 				c.conf, got, p.Tile, p.Grid, p.Threads, p.MaxTiles, c.want, c.tile, c.grid, c.phaseTiles)
 		}
 		if len(offsets) != len(p.Taps) || len(offsets) == 0 || offsets[0] != c.firstTap || offsets[len(offsets)-1] != c.lastTap {
 			t.Errorf("%+v: tap offsets %v, want %d taps from %d to %d", c.conf, offsets, len(p.Taps), c.firstTap, c.lastTap)
 		}
-		smem := c.tile.Stages * c.want.Stage * 4
-		if c.tile.KWInN {
-			smem = max(smem, c.tile.BM*(c.tile.BN+3)*4) // the sums on their way out
+		smem := c.tile.opts.Stages * c.want.Stage * 4
+		if c.tile.opts.KWInN {
+			smem = max(smem, c.tile.bm*(c.tile.bn+3)*4) // the sums on their way out
 		}
 		if p.SmemBytes != smem || p.SmemBytes > plan.MaxDynamicSmemBytes || (p.DynamicSmem > 0) != (smem > plan.MaxSmemBytes) {
-			t.Errorf("%+v: %d bytes of shared memory for %d stages of %d floats", c.conf, p.SmemBytes, c.tile.Stages, c.want.Stage)
+			t.Errorf("%+v: %d bytes of shared memory for %d stages of %d floats", c.conf, p.SmemBytes, c.tile.opts.Stages, c.want.Stage)
 		}
 	}
 }
@@ -139,8 +145,8 @@ func TestWGMMAColumnTiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Tile.BN != c.bn || p.WGMMA.NTiles != c.tiles || p.Tile.Stages != c.stages || p.Tile.BN*p.WGMMA.NTiles < c.cout {
-			t.Errorf("%d channels: bn %d in %d tiles, %d stages; want bn %d in %d tiles, %d stages", c.cout, p.Tile.BN, p.WGMMA.NTiles, p.Tile.Stages, c.bn, c.tiles, c.stages)
+		if p.Tile.BN() != c.bn || p.WGMMA.NTiles != c.tiles || p.Tile.WGMMA.Stages != c.stages || p.Tile.BN()*p.WGMMA.NTiles < c.cout {
+			t.Errorf("%d channels: bn %d in %d tiles, %d stages; want bn %d in %d tiles, %d stages", c.cout, p.Tile.BN(), p.WGMMA.NTiles, p.Tile.WGMMA.Stages, c.bn, c.tiles, c.stages)
 		}
 	}
 }
@@ -240,13 +246,13 @@ func TestWGMMASumsAndStages(t *testing.T) {
 			t.Fatalf("%s: %v", c.tile, err)
 		}
 		w := p.WGMMA
-		if w.OneSpan != c.oneSpan || p.Tile.Stages != c.stages || w.Parked != c.parked || w.ParkedAt != c.parkedAt || p.SmemBytes != c.smem {
+		if w.OneSpan != c.oneSpan || p.Tile.WGMMA.Stages != c.stages || w.Parked != c.parked || w.ParkedAt != c.parkedAt || p.SmemBytes != c.smem {
 			t.Errorf("%s: one span %v, %d stages, %d parked at %d, %d bytes; want %v, %d, %d at %d, %d",
-				c.tile, w.OneSpan, p.Tile.Stages, w.Parked, w.ParkedAt, p.SmemBytes, c.oneSpan, c.stages, c.parked, c.parkedAt, c.smem)
+				c.tile, w.OneSpan, p.Tile.WGMMA.Stages, w.Parked, w.ParkedAt, p.SmemBytes, c.oneSpan, c.stages, c.parked, c.parkedAt, c.smem)
 		}
-		if p.Tile.BulkWeights {
+		if p.Tile.WGMMA.BulkWeights {
 			// 8-byte aligned, the last thing in shared memory.
-			if want := p.SmemBytes/4 - 2*p.Tile.Stages; w.BarriersAt != want || w.BarriersAt%2 != 0 {
+			if want := p.SmemBytes/4 - 2*p.Tile.WGMMA.Stages; w.BarriersAt != want || w.BarriersAt%2 != 0 {
 				t.Errorf("%s: barriers at float %d; want %d (8-byte aligned)", c.tile, w.BarriersAt, want)
 			}
 		} else if w.BarriersAt != 0 {
@@ -258,8 +264,8 @@ func TestWGMMASumsAndStages(t *testing.T) {
 	conf.tile = "{wgmma: true, kw_in_n: true, slabs: 1, stages: 6, min_blocks: 2}"
 	_, err := plan.New(conf.parse(t))
 	for _, want := range []string{
-		"kernel.tile.stages: needs 172032 bytes of shared memory (28672 a step); a wgmma kernel opts in to at most 166912 (got 6)",
-		"kernel.tile.min_blocks: asks for 2 blocks per SM, but each needs 173056 bytes of shared memory with what the runtime keeps: an SM holds 233472 (fewer stages need less) (got 2)",
+		"kernel.cuda.wgmma.stages: needs 172032 bytes of shared memory (28672 a step); a wgmma kernel opts in to at most 166912 (got 6)",
+		"kernel.cuda.wgmma.min_blocks: asks for 2 blocks per SM, but each needs 173056 bytes of shared memory with what the runtime keeps: an SM holds 233472 (fewer stages need less) (got 2)",
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error:\n%v\nwant it to hold:\n%s", err, want)
@@ -277,7 +283,7 @@ func TestWGMMARegisters(t *testing.T) {
 	c61 := config{batch: 1, cin: 48, cout: 48, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{4, 4, 8}, s: one, d: one, precision: "3xtf32",
 		tile: "{wgmma: true, kw_in_n: true, span: 16, stages: 3, min_blocks: 3}"}
 	_, err := plan.New(c61.parse(t))
-	want := "kernel.tile.min_blocks: gives 128 threads, 170 registers each, but 2 slab(s) of 36 sums and running sums, A parts and inputs need about 181 (got 3)"
+	want := "kernel.cuda.wgmma.min_blocks: gives 128 threads, 170 registers each, but 2 slab(s) of 36 sums and running sums, A parts and inputs need about 181 (got 3)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error:\n%v\nwant it to hold:\n%s", err, want)
 	}
@@ -329,7 +335,7 @@ func TestWGMMAKWInNStride(t *testing.T) {
 	if !reflect.DeepEqual(rs, [][3]int{{0, 0, 0}, {0, 1, 0}, {1, 0, 0}, {1, 1, 0}}) {
 		t.Errorf("phases %v, want one per (d, h) residue", rs)
 	}
-	got := []any{w.GemmTaps, w.Steps, w.Line, w.Rows, w.WSpan, w.OutRows, w.AnchorW0, w.ChannelLanes, w.Lo[2], w.X[2], p.Tile.BN, p.Phases[0].Q[2]}
+	got := []any{w.GemmTaps, w.Steps, w.Line, w.Rows, w.WSpan, w.OutRows, w.AnchorW0, w.ChannelLanes, w.Lo[2], w.X[2], p.Tile.BN(), p.Phases[0].Q[2]}
 	want := []any{[]int{1, 2, 2, 4}, []int{1, 1, 1, 1}, []int{6, 6, 6, 6}, []int{2 * 3 * 6, 2 * 2 * 6, 1 * 3 * 6, 1 * 2 * 6}, 1, 63, -1, 1, 1, 6, 24, 5}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("gemm taps, steps, lines, rows, reach, out rows, anchor w0, channel lanes, border, extent, bn, anchors:\ngot  %v\nwant %v", got, want)
@@ -376,7 +382,7 @@ func TestWGMMAWarpgroups(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.tile, err)
 		}
-		got := []int{p.Threads, p.Tile.BM, p.WGMMA.OutRows, p.SmemBytes, p.DynamicSmem, 65536 / (max(1, p.Tile.MinBlocks) * p.Threads)}
+		got := []int{p.Threads, p.Tile.BM(), p.WGMMA.OutRows, p.SmemBytes, p.DynamicSmem, 65536 / (max(1, p.Tile.MinBlocks()) * p.Threads)}
 		want := []int{c.threads, c.bm, c.outRows, c.smem, c.dynamic, c.regsCap}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: threads, rows, written rows, shared memory, dynamic, registers a thread:\ngot  %v\nwant %v", c.tile, got, want)
@@ -384,9 +390,9 @@ func TestWGMMAWarpgroups(t *testing.T) {
 	}
 	for _, c := range []struct{ tile, want string }{
 		{"{wgmma: true, kw_in_n: true, slabs: 1, warpgroups: 4, span: 16, stages: 2}",
-			"kernel.tile.warpgroups: gives 512 threads, 128 registers each on sm_80, but its mma.sync code needs about 154 (fewer warpgroups or sums) (got 4)"},
+			"kernel.cuda.wgmma.warpgroups: gives 512 threads, 128 registers each on sm_80, but its mma.sync code needs about 154 (fewer warpgroups or sums) (got 4)"},
 		{"{wgmma: true, slabs: 1, warpgroups: 4, span: 16, stages: 3, min_blocks: 2}",
-			"kernel.tile.min_blocks: gives 512 threads, 64 registers each, but 1 slab(s) of 16 sums and running sums, A parts and inputs need about 77 (got 2)"},
+			"kernel.cuda.wgmma.min_blocks: gives 512 threads, 64 registers each, but 1 slab(s) of 16 sums and running sums, A parts and inputs need about 77 (got 2)"},
 	} {
 		conf := base
 		conf.tile = c.tile

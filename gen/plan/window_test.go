@@ -52,12 +52,12 @@ func TestWindowBruteForce(t *testing.T) {
 // checkWindow runs the kernel's loops, as the template writes them, on
 // plan p and returns the first discrepancy.
 func checkWindow(c config, p *plan.Plan, out [3]int) error {
-	tw, w := p.Tile.TW, p.Window
+	tw, w := p.Tile.TW(), p.Window
 	sw, pw, dw, kw := c.s[2], c.p[2], c.d[2], c.k[2]
 	if w.Vector && (w.Lo%4 != 0 || w.Len%4 != 0 || c.in[2]%4 != 0 || tw/sw%4 != 0) {
 		return fmt.Errorf("float4 window %+v with input width %d, tw/stride %d", w, c.in[2], tw/sw)
 	}
-	if w.VectorStore && (out[2]%4 != 0 || tw%4 != 0) {
+	if p.Epilogue.VectorStore && (out[2]%4 != 0 || tw%4 != 0) {
 		return fmt.Errorf("float4 stores with output width %d, tw %d", out[2], tw)
 	}
 	reached := 0 // outputs whose sums some (output, kw) pair below updates
@@ -153,13 +153,17 @@ func TestWindowCheckerCatches(t *testing.T) {
 	if err := checkWindow(c, good, out); err != nil {
 		t.Fatalf("correct plan: %v", err)
 	}
-	if !good.Window.Vector || !good.Window.VectorStore {
+	if !good.Window.Vector || !good.Epilogue.VectorStore {
 		t.Fatalf("window %+v: want float4 loads and stores (input width 8, tw/stride 4, output width %d)", good.Window, out[2])
 	}
 	for name, corrupt := range map[string]func(p *plan.Plan){
 		"window shifted":   func(p *plan.Plan) { p.Window.Lo++ },
 		"window too short": func(p *plan.Plan) { p.Window.Len-- },
-		"tw halved":        func(p *plan.Plan) { p.Tile.TW /= 2 },
+		"tw halved": func(p *plan.Plan) {
+			d := *p.Tile.Direct // a copy: good's tile is shared
+			d.TW /= 2
+			p.Tile.Direct = &d
+		},
 		"one more reached": func(p *plan.Plan) { p.Window.Reached++ },
 		"vector misused":   func(p *plan.Plan) { p.Window.Lo, p.Window.Len = p.Window.Lo-1, p.Window.Len+1 },
 		"tap off by one in H": func(p *plan.Plan) {

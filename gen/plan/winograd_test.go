@@ -174,7 +174,7 @@ func TestWinogradNeedsThreeConsecutiveTaps(t *testing.T) {
 		with(base, func(c *config) { c.s[2] = 1 }),
 	} {
 		_, err := plan.New(c.parse(t))
-		if err == nil || !strings.Contains(err.Error(), "plan_test.yaml:42:") || !strings.Contains(err.Error(), "kernel.tile.winograd: computes F(2,3) along W, which needs kernel_w 3 and stride_w = dilation_w") {
+		if err == nil || !strings.Contains(err.Error(), "plan_test.yaml:41:") || !strings.Contains(err.Error(), "kernel.cuda.wgmma.winograd: computes F(2,3) along W, which needs kernel_w 3 and stride_w = dilation_w") {
 			t.Errorf("kernel %v, stride %v, dilation %v: got %v", c.k, c.s, c.d, err)
 		}
 	}

@@ -181,6 +181,13 @@ func (d *decoder) decode(data []byte) *Spec {
 	if !d.plain(d.root, "spec") {
 		return nil
 	}
+	if v := mapValue(d.root, "version"); v != nil && v.Kind == yaml.ScalarNode && v.Value == "1" {
+		// Version 1's kernel section would only give errors of keys that
+		// moved: show this spec's in the new form instead.
+		d.fail(v, "version", "", "version 1 is refused: this generator reads version %d, whose kernel section is nested by CUDA family "+
+			"(ConvertV1 rewrites a file); this spec's kernel section in version %d reads%s", Version, Version, indent("\n"+v1KernelSection(d.root)))
+		return nil
+	}
 	s := &Spec{Path: d.file}
 	version := 0
 	d.fields(d.root, "", map[string]func(*yaml.Node, string){
@@ -198,6 +205,10 @@ func (d *decoder) decode(data []byte) *Spec {
 	}
 	return s
 }
+
+// indent prefixes every line after a newline with four spaces, so that
+// a section quoted in an error reads apart from the message.
+func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n    ") }
 
 // fields decodes a mapping: each key goes to its handler; unknown and
 // duplicate keys are errors, and so are missing required keys.
@@ -477,51 +488,9 @@ func (d *decoder) param(n *yaml.Node, f string) Param {
 
 func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 	d.fields(n, f, map[string]func(*yaml.Node, string){
-		"backends":  func(n *yaml.Node, f string) { k.Backends = d.strList(n, f) },
-		"precision": func(n *yaml.Node, f string) { k.Precision, _ = d.str(n, f) },
-		"tile": func(n *yaml.Node, f string) {
-			d.fields(n, f, map[string]func(*yaml.Node, string){
-				"bm":           func(n *yaml.Node, f string) { k.Tile.BM, _ = d.int(n, f) },
-				"bn":           func(n *yaml.Node, f string) { k.Tile.BN, _ = d.int(n, f) },
-				"bk":           func(n *yaml.Node, f string) { k.Tile.BK, _ = d.int(n, f) },
-				"tm":           func(n *yaml.Node, f string) { k.Tile.TM, _ = d.int(n, f) },
-				"tn":           func(n *yaml.Node, f string) { k.Tile.TN, _ = d.int(n, f) },
-				"wm":           func(n *yaml.Node, f string) { k.Tile.WM, _ = d.int(n, f) },
-				"wn":           func(n *yaml.Node, f string) { k.Tile.WN, _ = d.int(n, f) },
-				"presplit":     func(n *yaml.Node, f string) { k.Tile.Presplit, _ = d.bool(n, f) },
-				"min_blocks":   func(n *yaml.Node, f string) { k.Tile.MinBlocks, _ = d.int(n, f) },
-				"cp_async":     func(n *yaml.Node, f string) { k.Tile.CpAsync, _ = d.bool(n, f) },
-				"direct":       func(n *yaml.Node, f string) { k.Tile.Direct, _ = d.bool(n, f) },
-				"tw":           func(n *yaml.Node, f string) { k.Tile.TW, _ = d.int(n, f) },
-				"wgmma":        func(n *yaml.Node, f string) { k.Tile.WGMMA, _ = d.bool(n, f) },
-				"slabs":        func(n *yaml.Node, f string) { k.Tile.Slabs, _ = d.int(n, f) },
-				"warpgroups":   func(n *yaml.Node, f string) { k.Tile.Warpgroups, _ = d.int(n, f) },
-				"span":         func(n *yaml.Node, f string) { k.Tile.Span, _ = d.int(n, f) },
-				"stages":       func(n *yaml.Node, f string) { k.Tile.Stages, _ = d.int(n, f) },
-				"kw_in_n":      func(n *yaml.Node, f string) { k.Tile.KWInN, _ = d.bool(n, f) },
-				"park_sums":    func(n *yaml.Node, f string) { k.Tile.ParkSums, _ = d.bool(n, f) },
-				"bulk_weights": func(n *yaml.Node, f string) { k.Tile.BulkWeights, _ = d.bool(n, f) },
-				"winograd":     func(n *yaml.Node, f string) { k.Tile.Winograd, _ = d.bool(n, f) },
-				"early_inputs": func(n *yaml.Node, f string) { k.Tile.EarlyInputs, _ = d.bool(n, f) },
-			})
-		},
-		"triton": func(n *yaml.Node, f string) {
-			t := &k.Triton
-			d.fields(n, f, map[string]func(*yaml.Node, string){
-				"precision":     func(n *yaml.Node, f string) { t.Precision, _ = d.str(n, f) },
-				"block_m":       func(n *yaml.Node, f string) { t.BlockM, _ = d.int(n, f) },
-				"block_n":       func(n *yaml.Node, f string) { t.BlockN, _ = d.int(n, f) },
-				"block_k":       func(n *yaml.Node, f string) { t.BlockK, _ = d.int(n, f) },
-				"warps":         func(n *yaml.Node, f string) { t.Warps, _ = d.int(n, f) },
-				"stages":        func(n *yaml.Node, f string) { t.Stages, _ = d.int(n, f) },
-				"fold_w":        func(n *yaml.Node, f string) { t.FoldW, _ = d.int(n, f) },
-				"channels_last": func(n *yaml.Node, f string) { t.ChannelsLast, _ = d.bool(n, f) },
-				"fuse_w":        func(n *yaml.Node, f string) { t.FuseW, _ = d.bool(n, f) },
-				"pad_input":     func(n *yaml.Node, f string) { t.PadInput, _ = d.bool(n, f) },
-				"split_weight":  func(n *yaml.Node, f string) { t.SplitWeight, _ = d.bool(n, f) },
-				"flat_k":        func(n *yaml.Node, f string) { t.FlatK, _ = d.bool(n, f) },
-			})
-		},
+		"backends": func(n *yaml.Node, f string) { k.Backends = d.strList(n, f) },
+		"cuda":     func(n *yaml.Node, f string) { d.cuda(n, f, &k.CUDA) },
+		"triton":   func(n *yaml.Node, f string) { d.decodeOptions(n, f, &k.Triton) },
 	})
 }
 

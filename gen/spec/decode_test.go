@@ -85,7 +85,7 @@ func TestParseBase(t *testing.T) {
 	if s.Reference.Attr != "conv_transpose3d" {
 		t.Errorf("reference.attr defaults to %q, want conv_transpose3d", s.Reference.Attr)
 	}
-	if !reflect.DeepEqual(s.Kernel.Backends, []string{"cuda"}) || s.Kernel.Precision != "fp32" || s.Kernel.Tile != (spec.Tile{}) {
+	if !reflect.DeepEqual(s.Kernel.Backends, []string{"cuda"}) || s.Kernel.PrecisionFor("cuda") != "fp32" || s.Kernel.CUDA != (spec.CUDA{}) {
 		t.Errorf("kernel = %+v", s.Kernel)
 	}
 	if n := len(s.Reference.Params); n != 8 {
@@ -148,11 +148,11 @@ func TestParseValidVariants(t *testing.T) {
 		{"randn, bias, triton, 3xtf32, tile", []edit{
 			{"  groups: 4", "  groups: 4\n  bias: true\n  input_dist: randn"},
 			{"[1, 1, 1], 4]", "[1, 1, 1], 4, true]"},
-			{"  backends: [cuda]\n  precision: fp32", "  backends: [cuda, triton]\n  precision: 3xtf32\n  tile: {bm: 128, bn: 8, bk: 4, tm: 4, tn: 4}"}},
+			{"  backends: [cuda]", "  backends: [cuda, triton]\n  cuda: {mma: {bm: 128, bn: 8, bk: 8, wm: 32, wn: 8}}"}},
 			func(s *spec.Spec) string {
-				if !s.Problem.Bias || s.Problem.InputDist != "randn" || s.Kernel.Precision != "3xtf32" ||
+				if !s.Problem.Bias || s.Problem.InputDist != "randn" || s.Kernel.PrecisionFor("cuda") != "3xtf32" ||
 					!reflect.DeepEqual(s.Kernel.Backends, []string{"cuda", "triton"}) ||
-					s.Kernel.Tile != (spec.Tile{BM: 128, BN: 8, BK: 4, TM: 4, TN: 4}) {
+					s.Kernel.CUDA != (spec.CUDA{Family: spec.MMA{BM: 128, BN: 8, BK: 8, WM: 32, WN: 8}}) {
 					return "kernel or bias not decoded"
 				}
 				return ""
@@ -197,7 +197,7 @@ func TestParseErrors(t *testing.T) {
 			[]string{"base.yaml:4:1: yaml: found unexpected end of stream"}},
 		// BUG (decode.go, decode): yaml.v3 errors without a line keep their
 		// own "yaml: " prefix, printed after the field "yaml:" a second time.
-		{"yaml error without a line", []edit{{"version: 1\n", "version: 1\x01\n"}},
+		{"yaml error without a line", []edit{{"version: 2\n", "version: 2\x01\n"}},
 			[]string{"base.yaml:1:1: yaml: control characters are not allowed"}},
 		{"unknown top-level key", []edit{{"title: strided padded grouped\n", "title: strided padded grouped\ncolour: red\n"}},
 			[]string{"base.yaml:6:1: colour: unknown key; known: kernel, name, problem, reference, title, version"}},
@@ -205,15 +205,15 @@ func TestParseErrors(t *testing.T) {
 			[]string{"base.yaml:16:3: problem.colour: unknown key; known: batch, bias, dilation, groups, in_channels, input, input_dist, kernel, out_channels, output_padding, padding, stride"}},
 		{"unknown key in a param", []edit{{"{name: groups, type: int, default: 1}", "{name: groups, type: int, defualt: 1}"}},
 			[]string{"base.yaml:24:33: reference.params[6].defualt: unknown key; known: default, name, type"}},
-		{"unknown key in tile", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {bm: 64, bz: 2}"}},
-			[]string{"base.yaml:39:18: kernel.tile.bz: unknown key; known: bk, bm, bn, bulk_weights, cp_async, direct, early_inputs, kw_in_n, min_blocks, park_sums, presplit, slabs, span, stages, tm, tn, tw, warpgroups, wgmma, winograd, wm, wn"}},
+		{"unknown key in tile", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {ffma: {bm: 64, bz: 2}}"}},
+			[]string{"base.yaml:38:25: kernel.cuda.ffma.bz: unknown key; known: bk, bm, bn, cp_async, min_blocks, tm, tn"}},
 		// BUG (decode.go, fields): an empty key is reported with the
 		// field name of its mapping only ("problem." here, "" at the top).
 		{"empty key", []edit{{"  groups: 4\n", "  groups: 4\n  \"\": 1\n"}},
 			[]string{`base.yaml:16:3: problem."": unknown key; known: batch, bias, dilation, groups, in_channels, input, input_dist, kernel, out_channels, output_padding, padding, stride`}},
 		{"duplicate key", []edit{{"  in_channels: 32\n", "  in_channels: 32\n  in_channels: 16\n"}},
 			[]string{"base.yaml:9:3: problem.in_channels: duplicate key"}},
-		{"duplicate top-level key", []edit{{"title: strided padded grouped\n", "title: strided padded grouped\nversion: 1\n"}},
+		{"duplicate top-level key", []edit{{"title: strided padded grouped\n", "title: strided padded grouped\nversion: 2\n"}},
 			[]string{"base.yaml:6:1: version: duplicate key"}},
 		{"missing required field", []edit{{"  batch: 8\n", ""}},
 			[]string{"base.yaml:7:3: problem.batch: required field is missing"}},
@@ -229,12 +229,12 @@ func TestParseErrors(t *testing.T) {
 			[]string{"base.yaml:10:15: problem.kernel[1]: must be an integer (got five)"}},
 		{"triple of two", []edit{{"  kernel: [3, 5, 7]", "  kernel: [3, 5]"}},
 			[]string{"base.yaml:10:11: problem.kernel: must be an integer or a list of three integers [D, H, W] (got [3, 5])"}},
-		{"mapping for a section", []edit{{"kernel:\n  backends: [cuda]\n  precision: fp32\n", "kernel: fast\n"}},
+		{"mapping for a section", []edit{{"kernel:\n  backends: [cuda]\n", "kernel: fast\n"}},
 			[]string{"base.yaml:36:9: kernel: must be a mapping (got fast)"}},
 		{"string for bool", []edit{{"  groups: 4\n", "  groups: 4\n  bias: yes\n"}},
 			[]string{"base.yaml:16:9: problem.bias: must be true or false (got yes)"}},
-		{"version not 1", []edit{{"version: 1\n", "version: 2\n"}},
-			[]string{"base.yaml:3:10: version: this generator reads version 1 (got 2)"}},
+		{"version not 2", []edit{{"version: 2\n", "version: 3\n"}},
+			[]string{"base.yaml:3:10: version: this generator reads version 2 (got 3)"}},
 
 		// --- name --------------------------------------------------------------
 		{"name with a path", []edit{{"name: l1_72_strided_padded_grouped", "name: ../x"}},
@@ -368,95 +368,53 @@ func TestParseErrors(t *testing.T) {
 			[]string{`base.yaml:37:28: kernel.backends[2]: listed twice (got "cuda")`}},
 		{"backends empty", []edit{{"  backends: [cuda]", "  backends: []"}},
 			[]string{`base.yaml:37:13: kernel.backends: must name at least one of cuda, triton (got [])`}},
-		{"precision tf32", []edit{{"  precision: fp32", "  precision: tf32"}},
-			[]string{`base.yaml:38:14: kernel.precision: reduced precision is refused, ` + seedRule + `; use fp32 or 3xtf32 (fp32-accurate) (got "tf32")`}},
-		{"precision fp16", []edit{{"  precision: fp32", "  precision: fp16"}},
-			[]string{`base.yaml:38:14: kernel.precision: reduced precision is refused, ` + seedRule + `; use fp32 or 3xtf32 (fp32-accurate) (got "fp16")`}},
-		{"precision bf16", []edit{{"  precision: fp32", "  precision: bf16"}},
-			[]string{`base.yaml:38:14: kernel.precision: reduced precision is refused, ` + seedRule + `; use fp32 or 3xtf32 (fp32-accurate) (got "bf16")`}},
-		{"precision unknown", []edit{{"  precision: fp32", "  precision: fp64"}},
-			[]string{`base.yaml:38:14: kernel.precision: must be one of fp32, 3xtf32 (got "fp64")`}},
-		{"tile bm not a power of two", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {bm: 100}"}},
-			[]string{`base.yaml:39:14: kernel.tile.bm: must be a power of two from 16 to 1024 (got 100)`}},
-		{"tile bm too big", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {bm: 2048}"}},
-			[]string{`base.yaml:39:14: kernel.tile.bm: must be a power of two from 16 to 1024 (got 2048)`}},
-		{"tile bn too small", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {bn: 2}"}},
-			[]string{`base.yaml:39:14: kernel.tile.bn: must be a power of two from 4 to 256 (got 2)`}},
-		{"tile bk too big", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {bk: 65}"}},
-			[]string{`base.yaml:39:14: kernel.tile.bk: must be from 1 to 64 (got 65)`}},
-		{"tile bk negative", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {bk: -1}"}},
-			[]string{`base.yaml:39:14: kernel.tile.bk: must be from 1 to 64 (got -1)`}},
-		{"tile tm", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {tm: 2}"}},
-			[]string{`base.yaml:39:14: kernel.tile.tm: must be 4 or 8 (each thread reads its rows as float4), or with direct 1 or 2 as well (got 2)`}},
-		{"tile tn", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {tn: 16}"}},
-			[]string{`base.yaml:39:14: kernel.tile.tn: must be 4 or 8 (each thread reads its columns as float4) (got 16)`}},
-		{"tile wm", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {wm: 8}"}},
-			[]string{`base.yaml:39:14: kernel.tile.wm: must be 16, 32 or 64 (whole m16n8k8 fragments per warp) (got 8)`}},
-		{"tile wn", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {wn: 4}"}},
-			[]string{`base.yaml:39:14: kernel.tile.wn: must be 8, 16, 32 or 64 (whole m16n8k8 fragments per warp) (got 4)`}},
-		{"triton precision tf32", []edit{{"  precision: fp32", "  precision: fp32\n  triton: {precision: tf32}"}},
-			[]string{`base.yaml:39:23: kernel.triton.precision: reduced precision is refused, ` + seedRule + `; use fp32 or 3xtf32 (fp32-accurate) (got "tf32")`}},
-		{"triton blocks, warps and stages, all at once", []edit{{"  precision: fp32", "  precision: fp32\n  triton: {block_m: 100, block_n: 8, block_k: 256, warps: 3, stages: 9}"}},
+		{"tile bm not a power of two", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {ffma: {bm: 100}}"}},
+			[]string{`base.yaml:38:21: kernel.cuda.ffma.bm: must be a power of two from 16 to 1024 (got 100)`}},
+		{"tile bm too big", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {ffma: {bm: 2048}}"}},
+			[]string{`base.yaml:38:21: kernel.cuda.ffma.bm: must be a power of two from 16 to 1024 (got 2048)`}},
+		{"tile bn too small", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {ffma: {bn: 2}}"}},
+			[]string{`base.yaml:38:21: kernel.cuda.ffma.bn: must be a power of two from 4 to 256 (got 2)`}},
+		{"tile bk too big", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {ffma: {bk: 65}}"}},
+			[]string{`base.yaml:38:21: kernel.cuda.ffma.bk: must be from 1 to 64 (got 65)`}},
+		{"tile bk negative", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {ffma: {bk: -1}}"}},
+			[]string{`base.yaml:38:21: kernel.cuda.ffma.bk: must be from 1 to 64 (got -1)`}},
+		{"tile tm", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {ffma: {tm: 2}}"}},
+			[]string{`base.yaml:38:21: kernel.cuda.ffma.tm: must be 4 or 8 (each thread reads its rows as float4) (got 2)`}},
+		{"tile tn", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {ffma: {tn: 16}}"}},
+			[]string{`base.yaml:38:21: kernel.cuda.ffma.tn: must be 4 or 8 (each thread reads its columns as float4) (got 16)`}},
+		{"tile wm", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {mma: {wm: 8}}"}},
+			[]string{`base.yaml:38:20: kernel.cuda.mma.wm: must be 16, 32 or 64 (whole m16n8k8 fragments per warp) (got 8)`}},
+		{"tile wn", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {mma: {wn: 4}}"}},
+			[]string{`base.yaml:38:20: kernel.cuda.mma.wn: must be 8, 16, 32 or 64 (whole m16n8k8 fragments per warp) (got 4)`}},
+		{"triton precision tf32", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  triton: {precision: tf32}"}},
+			[]string{`base.yaml:38:23: kernel.triton.precision: reduced precision is refused, ` + seedRule + `; use fp32 or 3xtf32 (fp32-accurate) (got "tf32")`}},
+		{"triton blocks, warps and stages, all at once", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  triton: {block_m: 100, block_n: 8, block_k: 256, warps: 3, stages: 9}"}},
 			[]string{
-				`base.yaml:39:21: kernel.triton.block_m: must be a power of two from 16 to 256 (tl.dot's smallest block is 16) (got 100)`,
-				`base.yaml:39:35: kernel.triton.block_n: must be a power of two from 16 to 256 (tl.dot's smallest block is 16) (got 8)`,
-				`base.yaml:39:47: kernel.triton.block_k: must be a power of two from 16 to 128 (tl.dot's smallest block is 16) (got 256)`,
-				`base.yaml:39:59: kernel.triton.warps: must be 1, 2, 4, 8 or 16 (got 3)`,
-				`base.yaml:39:70: kernel.triton.stages: must be from 0 (unset) to 8 (got 9)`,
+				`base.yaml:38:21: kernel.triton.block_m: must be a power of two from 16 to 256 (tl.dot's smallest block is 16) (got 100)`,
+				`base.yaml:38:35: kernel.triton.block_n: must be a power of two from 16 to 256 (tl.dot's smallest block is 16) (got 8)`,
+				`base.yaml:38:47: kernel.triton.block_k: must be a power of two from 16 to 128 (tl.dot's smallest block is 16) (got 256)`,
+				`base.yaml:38:59: kernel.triton.warps: must be 1, 2, 4, 8 or 16 (got 3)`,
+				`base.yaml:38:70: kernel.triton.stages: must be from 0 (unset) to 8 (got 9)`,
 			}},
-		{"direct with 3xtf32", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {direct: true, tm: 2}"}},
-			[]string{"base.yaml:39:18: kernel.tile.direct: computes with fp32 FFMA: only with precision fp32 (precision is 3xtf32) (got true)"}},
-		{"direct with cp_async", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {direct: true, cp_async: true, tm: 8}"}},
-			[]string{"base.yaml:39:34: kernel.tile.cp_async: copies GEMM tiles, and a direct kernel has none: choose one (got true)"}},
-		{"tw without direct, with tm, too large", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {tw: 8, tm: 4}"}},
-			[]string{"base.yaml:39:14: kernel.tile.tw: sets a direct thread's outputs along W: only with direct: true (got 8)",
-				"base.yaml:39:21: kernel.tile.tm: must be 1 or unset with tw (a thread's outputs are its tw along W) (got 4)"}},
-		{"tw out of range", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {direct: true, tw: 32}"}},
-			[]string{"base.yaml:39:28: kernel.tile.tw: must be from 0 (unset) to 16 (outputs along W per thread) (got 32)"}},
-		{"cp_async with presplit", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {presplit: true, cp_async: true}"}},
-			[]string{"base.yaml:39:36: kernel.tile.cp_async: copies tiles without passing through registers, where presplit splits them: choose one (got true)"}},
-		{"wgmma in fp32, with GEMM and staging fields", []edit{{"  precision: fp32", "  precision: fp32\n  tile: {wgmma: true, bm: 64, presplit: true, slabs: 3}"}},
+		{"tw out of range", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {direct: {tw: 32}}"}},
+			[]string{"base.yaml:38:23: kernel.cuda.direct.tw: must be from 0 (unset) to 16 (outputs along W per thread) (got 32)"}},
+		{"cp_async with presplit", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {mma: {presplit: true, cp_async: true}}"}},
+			[]string{"base.yaml:38:42: kernel.cuda.mma.cp_async: copies tiles without passing through registers, where presplit splits them: choose one (got true)"}},
+		{"early_inputs with cp_async", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {wgmma: {cp_async: true, early_inputs: true}}"}},
+			[]string{"base.yaml:38:48: kernel.cuda.wgmma.early_inputs: loads the inputs into registers during the products, where cp_async stages them in shared memory: choose one (got true)"}},
+		{"winograd with kw_in_n and cp_async", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {wgmma: {kw_in_n: true, cp_async: true, winograd: true}}"}},
 			[]string{
-				"base.yaml:39:17: kernel.tile.wgmma: computes with TF32 tensor-core parts: only with precision 3xtf32 (precision is fp32) (got true)",
-				"base.yaml:39:27: kernel.tile.bm: sizes a tile that a wgmma kernel does not have (its shape is the plan's): leave it unset (got 64)",
-				"base.yaml:39:41: kernel.tile.presplit: splits operands into TF32 parts: only with precision 3xtf32 (precision is fp32) (got true)",
-				"base.yaml:39:41: kernel.tile.presplit: is another kind of kernel than wgmma: choose one (got true)",
-				"base.yaml:39:54: kernel.tile.slabs: must be 1 or 2 (0: the plan's choice), 64-row slabs per warpgroup (got 3)",
+				"base.yaml:38:59: kernel.cuda.wgmma.winograd: pairs outputs along W, where kw_in_n makes the W taps columns: choose one (got true)",
+				"base.yaml:38:59: kernel.cuda.wgmma.winograd: combines two input positions in registers, where cp_async stages one in shared memory: choose one (got true)",
 			}},
-		{"slabs, span, stages and park_sums without wgmma", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {slabs: 2, span: 17, stages: 1, park_sums: true}"}},
-			[]string{
-				"base.yaml:39:17: kernel.tile.slabs: sets a wgmma warpgroup's rows: only with wgmma: true (got 2)",
-				"base.yaml:39:26: kernel.tile.span: sets a wgmma kernel's tensor-core sums: only with wgmma: true (got 17)",
-				"base.yaml:39:26: kernel.tile.span: must be from 0 (the plan's choice) to 16, reduction steps per tensor-core sum (got 17)",
-				"base.yaml:39:38: kernel.tile.stages: sets a wgmma kernel's weight stages: only with wgmma: true (got 1)",
-				"base.yaml:39:38: kernel.tile.stages: must be 2 to 8 (0: the plan's choice), reduction steps staged in shared memory (got 1)",
-				"base.yaml:39:52: kernel.tile.park_sums: keeps a wgmma kernel's running sums in shared memory: only with wgmma: true (got true)",
-			}},
-		{"kw_in_n and bulk_weights without wgmma", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {kw_in_n: true, bulk_weights: true}"}},
-			[]string{
-				"base.yaml:39:19: kernel.tile.kw_in_n: moves the kernel's W taps into a wgmma GEMM's columns: only with wgmma: true (got true)",
-				"base.yaml:39:39: kernel.tile.bulk_weights: fills a wgmma kernel's weight stages by bulk copies: only with wgmma: true (got true)",
-			}},
-		{"winograd and early_inputs without wgmma", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {winograd: true, early_inputs: true}"}},
-			[]string{
-				"base.yaml:39:20: kernel.tile.winograd: pairs a wgmma GEMM's outputs along W: only with wgmma: true (got true)",
-				"base.yaml:39:40: kernel.tile.early_inputs: loads a wgmma step's inputs during the products before it: only with wgmma: true (got true)",
-			}},
-		{"early_inputs with cp_async", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {wgmma: true, cp_async: true, early_inputs: true}"}},
-			[]string{"base.yaml:39:53: kernel.tile.early_inputs: loads the inputs into registers during the products, where cp_async stages them in shared memory: choose one (got true)"}},
-		{"winograd with kw_in_n and cp_async", []edit{{"  precision: fp32", "  precision: 3xtf32\n  tile: {wgmma: true, kw_in_n: true, cp_async: true, winograd: true}"}},
-			[]string{
-				"base.yaml:39:64: kernel.tile.winograd: pairs outputs along W, where kw_in_n makes the W taps columns: choose one (got true)",
-				"base.yaml:39:64: kernel.tile.winograd: combines two input positions in registers, where cp_async stages one in shared memory: choose one (got true)",
-			}},
-		{"triton split_weight in fp32", []edit{{"  precision: fp32", "  precision: 3xtf32\n  triton: {precision: fp32, split_weight: true}"}},
+		{"triton split_weight in fp32", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {mma: {}}\n  triton: {precision: fp32, split_weight: true}"}},
 			[]string{"base.yaml:39:43: kernel.triton.split_weight: splits operands into TF32 parts: only with precision 3xtf32 (the Triton precision is fp32) (got true)"}},
-		{"triton fold_w without fuse_w", []edit{{"  precision: fp32", "  precision: fp32\n  triton: {fold_w: 2}"}},
-			[]string{"base.yaml:39:20: kernel.triton.fold_w: folds outputs into the columns of fused W phases: only with fuse_w: true (got 2)"}},
-		{"triton fold_w too large", []edit{{"  precision: fp32", "  precision: fp32\n  triton: {fold_w: 9, fuse_w: true}"}},
-			[]string{"base.yaml:39:20: kernel.triton.fold_w: must be from 0 (unset) to 8 (got 9)"}},
-		{"triton unknown key", []edit{{"  precision: fp32", "  precision: fp32\n  triton: {block_z: 16}"}},
-			[]string{"base.yaml:39:12: kernel.triton.block_z: unknown key; known: block_k, block_m, block_n, channels_last, flat_k, fold_w, fuse_w, pad_input, precision, split_weight, stages, warps"}},
+		{"triton fold_w without fuse_w", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  triton: {fold_w: 2}"}},
+			[]string{"base.yaml:38:20: kernel.triton.fold_w: folds outputs into the columns of fused W phases: only with fuse_w: true (got 2)"}},
+		{"triton fold_w too large", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  triton: {fold_w: 9, fuse_w: true}"}},
+			[]string{"base.yaml:38:20: kernel.triton.fold_w: must be from 0 (unset) to 8 (got 9)"}},
+		{"triton unknown key", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  triton: {block_z: 16}"}},
+			[]string{"base.yaml:38:12: kernel.triton.block_z: unknown key; known: block_k, block_m, block_n, channels_last, flat_k, fold_w, fuse_w, pad_input, precision, split_weight, stages, warps"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -487,7 +445,7 @@ func TestParseDocumentErrors(t *testing.T) {
 			"x.yaml:1:1: problem: required field is missing",
 			"x.yaml:1:1: reference: required field is missing",
 		}, "\n")},
-		{"empty sections", "version: 1\nname: x\nproblem: {}\nreference: {}\n", strings.Join([]string{
+		{"empty sections", "version: 2\nname: x\nproblem: {}\nreference: {}\n", strings.Join([]string{
 			"x.yaml:3:10: problem.batch: required field is missing",
 			"x.yaml:3:10: problem.in_channels: required field is missing",
 			"x.yaml:3:10: problem.out_channels: required field is missing",
@@ -539,8 +497,7 @@ func TestParseReportsAllAtOnce(t *testing.T) {
 	base := readBase(t)
 	t.Run("validation", func(t *testing.T) {
 		src := apply(t, base, []edit{
-			{"  precision: fp32", "  precision: fp16\n  tile: {bm: 100, tn: 3}"},
-			{"  backends: [cuda]", "  backends: [opencl]"},
+			{"  backends: [cuda]", "  backends: [opencl]\n  triton: {precision: fp16}\n  cuda: {ffma: {bm: 100, tn: 3}}"},
 			{"  input: [12, 24, 48]", "  input: [12, 0, 48]"},
 			{"  batch: 8\n", "  batch: -1\n"},
 			{"name: l1_72_strided_padded_grouped", "name: Bad-Name"},
@@ -553,9 +510,9 @@ func TestParseReportsAllAtOnce(t *testing.T) {
 			`base.yaml:11:10: problem.input: height must be positive (got [12, 0, 48])`,
 			`base.yaml:16:15: problem.input_dist: must be rand or randn (got "uniform")`,
 			`base.yaml:38:14: kernel.backends[0]: must be one of cuda, triton (got "opencl")`,
-			`base.yaml:39:14: kernel.precision: reduced precision is refused, ` + seedRule + `; use fp32 or 3xtf32 (fp32-accurate) (got "fp16")`,
-			`base.yaml:40:14: kernel.tile.bm: must be a power of two from 16 to 1024 (got 100)`,
-			`base.yaml:40:23: kernel.tile.tn: must be 4 or 8 (each thread reads its columns as float4) (got 3)`,
+			`base.yaml:39:23: kernel.triton.precision: reduced precision is refused, ` + seedRule + `; use fp32 or 3xtf32 (fp32-accurate) (got "fp16")`,
+			`base.yaml:40:21: kernel.cuda.ffma.bm: must be a power of two from 16 to 1024 (got 100)`,
+			`base.yaml:40:30: kernel.cuda.ffma.tn: must be 4 or 8 (each thread reads its columns as float4) (got 3)`,
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -27,18 +27,18 @@ func FuzzParse(f *testing.F) {
 	f.Add(base)
 	for _, e := range []edit{
 		{"  kernel: [3, 5, 7]", "  kernel: 3"},
-		{"  precision: fp32", "  precision: 3xtf32\n  tile: {bm: 128, bn: 16, bk: 8, wm: 32, wn: 16}"},
-		{"  precision: fp32", "  precision: fp32\n  tile: {bm: 256, bn: 8, bk: 4, tm: 8, tn: 4}"},
+		{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {mma: {bm: 128, bn: 16, bk: 8, wm: 32, wn: 16}}"},
+		{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {ffma: {bm: 256, bn: 8, bk: 4, tm: 8, tn: 4}}"},
 		{"    - kernel_size\n", "    - (kernel_size, (1, 2), -3)\n"},
 		{"  batch: 8\n", "  batch: &b 8\n  bias: *b\n"},
 		{"  groups: 4\n", "  groups: 0\n  dilation: [1, 0, 2]\n  input_dist: randn\n"},
-		{"version: 1\n", ""},
+		{"version: 2\n", ""},
 	} {
 		f.Add([]byte(strings.Replace(string(base), e.Old, e.New, 1)))
 	}
-	f.Add([]byte("version: 1\nname: x\nproblem: {batch: 1, in_channels: 1, out_channels: 1, kernel: 1, input: 1}\n" +
+	f.Add([]byte("version: 2\nname: x\nproblem: {batch: 1, in_channels: 1, out_channels: 1, kernel: 1, input: 1}\n" +
 		"reference: {params: [{name: a, type: int}], conv: [a, a, a], init_inputs: [1]}\n"))
-	f.Add([]byte("{version: 1, name: [a], problem: !!map {}, reference: ~}"))
+	f.Add([]byte("{version: 2, name: [a], problem: !!map {}, reference: ~}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := spec.Parse(fuzzFile, data)
 		if err != nil {
@@ -104,7 +104,7 @@ func checkValid(t *testing.T, s *spec.Spec) {
 	if p.InputDist != "rand" && p.InputDist != "randn" {
 		t.Errorf("accepted input_dist %q", p.InputDist)
 	}
-	if len(s.Kernel.Backends) == 0 || s.Kernel.Precision != "fp32" && s.Kernel.Precision != "3xtf32" {
+	if len(s.Kernel.Backends) == 0 || s.Kernel.PrecisionFor("cuda") != "fp32" && s.Kernel.PrecisionFor("cuda") != "3xtf32" {
 		t.Errorf("accepted kernel %+v", s.Kernel)
 	}
 }

@@ -11,12 +11,12 @@ import (
 // every nn.ConvTranspose3d argument as an __init__ parameter (per-dimension
 // values as tuples): how random configurations, tuning variants of them and
 // tests describe a bare convolution. The kernel section lists k's backends,
-// precision and, when any field is set, its tile.
+// its CUDA family when one is set and its Triton choices when any is.
 func Generic(name, title string, c geom.Conv, inputDist string, k Kernel) string {
 	list := func(v [3]int) string { return fmt.Sprintf("[%d, %d, %d]", v[0], v[1], v[2]) }
 	tile := ""
-	if k.Tile != (Tile{}) {
-		tile = "\n  tile: " + k.Tile.String()
+	if k.CUDA.Family != nil {
+		tile = "\n  cuda: " + k.CUDA.String()
 	}
 	if k.Triton != (Triton{}) {
 		tile += "\n  triton: " + k.Triton.String()
@@ -25,11 +25,7 @@ func Generic(name, title string, c geom.Conv, inputDist string, k Kernel) string
 	if title != "" {
 		title = "\ntitle: " + title
 	}
-	precision := ""
-	if k.Precision != "" {
-		precision = "\n  precision: " + k.Precision
-	}
-	return fmt.Sprintf(`version: 1
+	return fmt.Sprintf(`version: 2
 name: %s%s
 problem:
   batch: %d
@@ -67,9 +63,9 @@ reference:
     - bias=bias
   init_inputs: [%d, %d, %s, %s, %s, %s, %s, %d, %t]
 kernel:
-  backends: [%s]%s%s
+  backends: [%s]%s
 `, name, title, c.Batch, c.InChannels, c.OutChannels, list(c.Kernel), list(c.In), list(c.Stride),
 		list(c.Padding), list(c.OutputPadding), list(c.Dilation), c.Groups, c.Bias, inputDist,
 		c.InChannels, c.OutChannels, list(c.Kernel), list(c.Stride), list(c.Padding), list(c.OutputPadding),
-		list(c.Dilation), c.Groups, c.Bias, strings.Join(k.Backends, ", "), precision, tile)
+		list(c.Dilation), c.Groups, c.Bias, strings.Join(k.Backends, ", "), tile)
 }

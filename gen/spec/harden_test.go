@@ -18,10 +18,10 @@ func TestParseHardening(t *testing.T) {
 		want  []string
 	}{
 		// --- YAML ---------------------------------------------------------------
-		{"second document", []edit{{"kernel:\n", "---\nversion: 1\nkernel:\n"}},
+		{"second document", []edit{{"kernel:\n", "---\nversion: 2\nkernel:\n"}},
 			[]string{"base.yaml:36:1: spec: a spec file holds one YAML document; a second one starts here"}},
-		{"empty second document", []edit{{"  precision: fp32\n", "  precision: fp32\n---\n"}},
-			[]string{"base.yaml:39:1: spec: a spec file holds one YAML document; a second one starts here"}},
+		{"empty second document", []edit{{"  backends: [cuda]\n", "  backends: [cuda]\n---\n"}},
+			[]string{"base.yaml:38:1: spec: a spec file holds one YAML document; a second one starts here"}},
 		{"bias !!bool yes", []edit{{"  groups: 4\n", "  groups: 4\n  bias: !!bool yes\n"}},
 			[]string{"base.yaml:16:9: problem.bias: must be true or false (got yes)"}},
 		{"bias !!bool off", []edit{{"  groups: 4\n", "  groups: 4\n  bias: !!bool off\n"}},
@@ -63,8 +63,8 @@ func TestParseHardening(t *testing.T) {
 			[]string{"base.yaml:34:7: reference.conv[7]: must be a string (got null)"}},
 		{"backend null", []edit{{"  backends: [cuda]", "  backends: [null]"}},
 			[]string{"base.yaml:37:14: kernel.backends[0]: must be a string (got null)"}},
-		{"precision null", []edit{{"  precision: fp32", "  precision: null"}},
-			[]string{"base.yaml:38:14: kernel.precision: must be a string (got null)"}},
+		{"precision null", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  triton: {precision: null}"}},
+			[]string{"base.yaml:38:23: kernel.triton.precision: must be a string (got null)"}},
 		// --- strings ------------------------------------------------------------
 		{"newline in the title", []edit{{"title: strided padded grouped", `title: "x\n__import__('os').system('true')\n#"`}},
 			[]string{`base.yaml:5:8: title: contains the character U+000A at byte 1: spec text ends up in generated Python and C++, which takes none (got "x\n__import__('os').system('true')\n#")`}},
@@ -117,11 +117,11 @@ func TestParseHardening(t *testing.T) {
 		// A decode error hides neither the validation of other fields nor
 		// that of the same section.
 		{"decode and validation errors together", []edit{{"  batch: 8\n", "  batch: eight\n"}, {"  stride: [2, 2, 2]", "  stride: [0, 2, 2]"},
-			{"name: l1_72_strided_padded_grouped", "name: gpu"}, {"  precision: fp32", "  precision: fp32\n  tile: {bm: 100}"}},
+			{"name: l1_72_strided_padded_grouped", "name: gpu"}, {"  backends: [cuda]", "  backends: [cuda]\n  cuda: {ffma: {bm: 100}}"}},
 			[]string{`base.yaml:4:7: name: is reserved: out/gpu is the generator's or the report's own (reserved: bin, build, gpu, report, speedup) (got "gpu")`,
 				"base.yaml:7:10: problem.batch: must be an integer (got eight)",
 				"base.yaml:12:11: problem.stride: depth must be positive (got [0, 2, 2])",
-				"base.yaml:39:14: kernel.tile.bm: must be a power of two from 16 to 1024 (got 100)"}},
+				"base.yaml:38:21: kernel.cuda.ffma.bm: must be a power of two from 16 to 1024 (got 100)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,15 +4,16 @@ package spec
 
 import (
 	"fmt"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"convtgen/gen/geom"
 )
 
-// Version is the only spec format version this generator reads.
-const Version = 1
+// Version is the only spec format version this generator reads: 2, whose
+// kernel section is nested by family (version 1's is converted by
+// ConvertV1).
+const Version = 2
 
 // Spec is one decoded problem spec.
 type Spec struct {
@@ -76,21 +77,24 @@ type Param struct {
 	Default *Value // nil when the parameter is required
 }
 
-// Kernel holds the kernel choices.
+// Kernel holds the kernel choices: the CUDA kernel's family and options,
+// and the Triton kernel's.
 type Kernel struct {
-	Backends  []string // cuda and/or triton
-	Precision string   // fp32 or 3xtf32
-	Tile      Tile     // CUDA tiles; zero fields are chosen by the plan
-	Triton    Triton   // Triton choices; zero fields are chosen by the generator
+	Backends []string // cuda and/or triton
+	CUDA     CUDA     // the CUDA family; zero options are chosen by the plan
+	Triton   Triton   // Triton choices; zero fields are chosen by the generator
 }
 
-// PrecisionFor is the precision a backend's kernel computes in: the
-// Triton section's own when it sets one, else the kernel's.
+// PrecisionFor is the precision a backend's kernel computes in: the CUDA
+// family's, or the Triton section's (fp32 unless it sets one).
 func (k Kernel) PrecisionFor(backend string) string {
-	if backend == "triton" && k.Triton.Precision != "" {
-		return k.Triton.Precision
+	if backend == "triton" {
+		if k.Triton.Precision != "" {
+			return k.Triton.Precision
+		}
+		return DefaultPrecision
 	}
-	return k.Precision
+	return k.CUDA.Of().Precision()
 }
 
 // Triton holds the Triton backend's choices: tl.dot's precision (empty:
@@ -121,134 +125,23 @@ func (k Kernel) PrecisionFor(backend string) string {
 // the price of some (offset, column) pairs that are no tap (0 or 1: no
 // fold).
 type Triton struct {
-	Precision              string
-	BlockM, BlockN, BlockK int
-	Warps, Stages          int
-	FoldW                  int
-	ChannelsLast           bool
-	FuseW                  bool
-	PadInput               bool
-	SplitWeight            bool
-	FlatK                  bool
+	Precision    string `yaml:"precision"`
+	BlockM       int    `yaml:"block_m"`
+	BlockN       int    `yaml:"block_n"`
+	BlockK       int    `yaml:"block_k"`
+	Warps        int    `yaml:"warps"`
+	Stages       int    `yaml:"stages"`
+	FoldW        int    `yaml:"fold_w"`
+	ChannelsLast bool   `yaml:"channels_last"`
+	FuseW        bool   `yaml:"fuse_w"`
+	PadInput     bool   `yaml:"pad_input"`
+	SplitWeight  bool   `yaml:"split_weight"`
+	FlatK        bool   `yaml:"flat_k"`
 }
 
 // String renders the choices as the spec's YAML flow mapping, with only
 // the fields that are set.
-func (t Triton) String() string {
-	var f []string
-	if t.Precision != "" {
-		f = append(f, "precision: "+t.Precision)
-	}
-	for _, kv := range []struct {
-		k string
-		v int
-	}{{"block_m", t.BlockM}, {"block_n", t.BlockN}, {"block_k", t.BlockK}, {"warps", t.Warps}, {"stages", t.Stages}, {"fold_w", t.FoldW}} {
-		if kv.v != 0 {
-			f = append(f, fmt.Sprintf("%s: %d", kv.k, kv.v))
-		}
-	}
-	for _, kv := range []struct {
-		k string
-		v bool
-	}{{"channels_last", t.ChannelsLast}, {"fuse_w", t.FuseW}, {"pad_input", t.PadInput}, {"split_weight", t.SplitWeight}, {"flat_k", t.FlatK}} {
-		if kv.v {
-			f = append(f, kv.k+": true")
-		}
-	}
-	return "{" + strings.Join(f, ", ") + "}"
-}
-
-// Tile sizes of the implicit GEMM: a block computes BM output positions by
-// BN output channels, stepping BK reduction elements at a time. With fp32
-// FFMA each thread holds TM x TN results; with 3xtf32 each warp holds a
-// WM x WN tile of tensor-core fragments. Zero means "let the plan choose".
-type Tile struct {
-	BM, BN, BK, TM, TN, WM, WN int
-	// Presplit (3xtf32): split operands into their TF32 parts once, when
-	// a tile is staged in shared memory, stored in fragment order so each
-	// lane loads its fragments with one vector read.
-	Presplit bool
-	// MinBlocks, when set, is the launch bounds' minimum of resident blocks
-	// per SM: 1 lets the compiler use up to min(255, 65536/threads)
-	// registers (no spills for occupancy's sake), more caps registers for
-	// occupancy.
-	MinBlocks int
-	// CpAsync: tiles go from global to shared memory with cp.async (sm_80),
-	// skipping the registers, while the previous step computes. With
-	// wgmma (whose weight always goes this way) the input's fragments do
-	// too, each thread's own, as many steps ahead as the weight's: their
-	// loads' latency then passes while earlier steps compute, where loaded
-	// straight into registers each step waits for its own.
-	CpAsync bool
-	// Direct (fp32): no GEMM tiles. Each thread computes TM output
-	// positions by BN output channels straight from the definition: its
-	// inputs go from global memory to its registers (no other thread needs
-	// them), and only the weights are staged in shared memory, where every
-	// thread reads the same ones. For groups of few channels, where GEMM
-	// tiles are mostly staging.
-	Direct bool
-	// TW (direct): each thread computes TW consecutive outputs along W,
-	// of every W residue, instead of TM rows of one phase. Its taps along
-	// W then read one window of input columns, loaded once per channel and
-	// used by every (output, kw) pair, and its stores are contiguous.
-	TW int
-	// WGMMA (3xtf32): each warpgroup computes Slabs x 64 output positions
-	// of one stride phase by all of a group's output channels (up to 64
-	// per block column) as a dense GEMM over the phase's (tap, input
-	// channel) pairs. The input is
-	// re-laid channels last inside a zero border, so each thread loads its
-	// tensor-core fragments straight from global memory, 16 bytes at a
-	// time; the weight is laid out per step in the tensor cores' shared-
-	// memory image and staged through shared memory. On sm_90 (Hopper) the
-	// products are wgmma instructions, elsewhere the same fragments go to
-	// mma.sync.
-	WGMMA bool
-	// Slabs (wgmma): 64-row slabs per warpgroup, 1 or 2 (0: the plan's 2):
-	// two slabs share each weight fragment.
-	Slabs int
-	// Warpgroups (wgmma): warpgroups per block, 1, 2 or 4 (0: 1), each
-	// computing its own slabs from the same weight stages: each step's
-	// weights cross into shared memory once for that many more rows.
-	Warpgroups int
-	// Span (wgmma): reduction steps (32 deep each) that one tensor-core sum
-	// covers before it is added to the fp32 running sum (0: the plan's 4).
-	// The tensor cores do not add in exact fp32, so their sums are kept short.
-	// A span that covers every phase's steps keeps no fp32 running sums:
-	// a slab's sums in fewer registers, for more blocks per SM.
-	Span int
-	// Stages (wgmma): reduction steps staged in shared memory, 2 to 8 (0:
-	// the plan's, as many up to 4 as fit 96 KiB). Fewer stages leave room
-	// for more blocks per SM.
-	Stages int
-	// KWInN (wgmma): the kernel's W taps become GEMM columns:
-	// N = kernel_w x a tile of output channels, K = the (d, h) taps x
-	// input channels, and rows are input positions along W, all W
-	// residues at once. An output then adds the columns of the kw that
-	// reach it, from neighbouring rows, in shared memory. Few output
-	// channels make narrow tensor-core products; this widens them.
-	KWInN bool
-	// ParkSums (wgmma): the fp32 running sums wait in shared memory between
-	// spans, not in registers: a slab's sums in half the registers, for
-	// more blocks per SM, at the accuracy of the span.
-	ParkSums bool
-	// BulkWeights (wgmma): on sm_90a one thread fills a weight stage by a
-	// bulk copy (the TMA unit), which completes a barrier in shared memory,
-	// instead of every thread's 16-byte cp.async copies, so the threads
-	// issue no copies.
-	BulkWeights bool
-	// Winograd (wgmma): a GEMM row is a pair of neighbouring outputs along
-	// W, computed by Winograd's F(2,3): four products of transformed inputs
-	// and weights where the pair's direct taps take six, so 2/3 of the
-	// tensor work. Only for kernel_w 3 with stride_w = dilation_w (each W
-	// phase's taps read three consecutive inputs), not with kw_in_n or
-	// cp_async.
-	Winograd bool
-	// EarlyInputs (wgmma): load a step's inputs while the products before
-	// it run, even where the plan's register estimate would not (it turns
-	// them on by itself where it finds room); the verifier's spill check
-	// decides whether the registers held.
-	EarlyInputs bool
-}
+func (t Triton) String() string { return Flow(t) }
 
 // Value is a Python literal as the reference model sees it: an int, a bool
 // or a tuple of ints.
@@ -267,45 +160,3 @@ const (
 	BoolValue
 	TupleValue
 )
-
-// String renders the tile as the spec's YAML flow mapping, with only the
-// fields that are set.
-func (t Tile) String() string {
-	var f []string
-	for _, kv := range []struct {
-		k string
-		v int
-	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"tw", t.TW}, {"min_blocks", t.MinBlocks}, {"slabs", t.Slabs}, {"warpgroups", t.Warpgroups}, {"span", t.Span}, {"stages", t.Stages}} {
-		if kv.v != 0 {
-			f = append(f, fmt.Sprintf("%s: %d", kv.k, kv.v))
-		}
-	}
-	if t.Presplit {
-		f = append(f, "presplit: true")
-	}
-	if t.CpAsync {
-		f = append(f, "cp_async: true")
-	}
-	if t.Direct {
-		f = append(f, "direct: true")
-	}
-	if t.WGMMA {
-		f = append(f, "wgmma: true")
-	}
-	if t.KWInN {
-		f = append(f, "kw_in_n: true")
-	}
-	if t.ParkSums {
-		f = append(f, "park_sums: true")
-	}
-	if t.BulkWeights {
-		f = append(f, "bulk_weights: true")
-	}
-	if t.Winograd {
-		f = append(f, "winograd: true")
-	}
-	if t.EarlyInputs {
-		f = append(f, "early_inputs: true")
-	}
-	return "{" + strings.Join(f, ", ") + "}"
-}

@@ -329,9 +329,6 @@ func (d *decoder) validateKernel(k *Kernel) {
 	if k.Backends == nil {
 		k.Backends = DefaultBackends
 	}
-	if k.Precision == "" {
-		k.Precision = DefaultPrecision
-	}
 	if len(k.Backends) == 0 {
 		d.failAt("kernel.backends", "[]", "must name at least one of %s", strings.Join(backends, ", "))
 	}
@@ -346,7 +343,6 @@ func (d *decoder) validateKernel(k *Kernel) {
 		}
 		seen[b] = true
 	}
-	d.precision("kernel.precision", k.Precision)
 	if k.Triton.Precision != "" {
 		d.precision("kernel.triton.precision", k.Triton.Precision)
 	}
@@ -365,105 +361,77 @@ func (d *decoder) validateKernel(k *Kernel) {
 	if tt.SplitWeight && k.PrecisionFor("triton") != "3xtf32" {
 		d.failAt("kernel.triton.split_weight", "true", "splits operands into TF32 parts: only with precision 3xtf32 (the Triton precision is %s)", k.PrecisionFor("triton"))
 	}
-	t := k.Tile
-	if t.Presplit && k.Precision != "3xtf32" {
-		d.failAt("kernel.tile.presplit", "true", "splits operands into TF32 parts: only with precision 3xtf32 (precision is %s)", k.Precision)
-	}
-	if t.CpAsync && t.Presplit {
-		d.failAt("kernel.tile.cp_async", "true", "copies tiles without passing through registers, where presplit splits them: choose one")
-	}
-	if t.Direct && k.Precision == "3xtf32" { // (an unknown precision has its own error)
-		d.failAt("kernel.tile.direct", "true", "computes with fp32 FFMA: only with precision fp32 (precision is %s)", k.Precision)
-	}
-	if t.Direct && t.CpAsync {
-		d.failAt("kernel.tile.cp_async", "true", "copies GEMM tiles, and a direct kernel has none: choose one")
-	}
-	if t.TW != 0 && !t.Direct {
-		d.failAt("kernel.tile.tw", strconv.Itoa(t.TW), "sets a direct thread's outputs along W: only with direct: true")
-	}
-	if t.TW != 0 && t.TM > 1 {
-		d.failAt("kernel.tile.tm", strconv.Itoa(t.TM), "must be 1 or unset with tw (a thread's outputs are its tw along W)")
-	}
-	if t.WGMMA {
-		d.validateWGMMA(k)
-	}
-	if !t.WGMMA && t.Slabs != 0 {
-		d.failAt("kernel.tile.slabs", strconv.Itoa(t.Slabs), "sets a wgmma warpgroup's rows: only with wgmma: true")
-	}
-	if !t.WGMMA && t.Warpgroups != 0 {
-		d.failAt("kernel.tile.warpgroups", strconv.Itoa(t.Warpgroups), "sets a wgmma block's warpgroups: only with wgmma: true")
-	}
-	if !t.WGMMA && t.Span != 0 {
-		d.failAt("kernel.tile.span", strconv.Itoa(t.Span), "sets a wgmma kernel's tensor-core sums: only with wgmma: true")
-	}
-	if !t.WGMMA && t.Stages != 0 {
-		d.failAt("kernel.tile.stages", strconv.Itoa(t.Stages), "sets a wgmma kernel's weight stages: only with wgmma: true")
-	}
-	if !t.WGMMA && t.ParkSums {
-		d.failAt("kernel.tile.park_sums", "true", "keeps a wgmma kernel's running sums in shared memory: only with wgmma: true")
-	}
-	if !t.WGMMA && t.BulkWeights {
-		d.failAt("kernel.tile.bulk_weights", "true", "fills a wgmma kernel's weight stages by bulk copies: only with wgmma: true")
-	}
-	if !t.WGMMA && t.EarlyInputs {
-		d.failAt("kernel.tile.early_inputs", "true", "loads a wgmma step's inputs during the products before it: only with wgmma: true")
-	}
-	if !t.WGMMA && t.Winograd {
-		d.failAt("kernel.tile.winograd", "true", "pairs a wgmma GEMM's outputs along W: only with wgmma: true")
-	}
-	if !t.WGMMA && t.KWInN {
-		d.failAt("kernel.tile.kw_in_n", "true", "moves the kernel's W taps into a wgmma GEMM's columns: only with wgmma: true")
-	}
-	// A direct thread's rows need not fill float4 reads: 1 and 2 as well.
-	tmOK := t.TM == 0 || t.TM == 4 || t.TM == 8 || t.Direct && (t.TM == 1 || t.TM == 2)
-	d.sizes("kernel.tile.", tileRule, []sizeCheck{
-		{"bm", t.BM, pow2In(t.BM, 16, 1024)},
-		{"bn", t.BN, pow2In(t.BN, 4, 256)},
-		{"bk", t.BK, t.BK == 0 || t.BK >= 1 && t.BK <= 64},
-		{"tm", t.TM, tmOK},
-		{"tn", t.TN, t.TN == 0 || t.TN == 4 || t.TN == 8},
-		{"wm", t.WM, t.WM == 0 || t.WM == 16 || t.WM == 32 || t.WM == 64},
-		{"wn", t.WN, t.WN == 0 || t.WN == 8 || t.WN == 16 || t.WN == 32 || t.WN == 64},
-		{"min_blocks", t.MinBlocks, t.MinBlocks >= 0 && t.MinBlocks <= 32},
-		{"tw", t.TW, t.TW >= 0 && t.TW <= 16},
-		{"slabs", t.Slabs, t.Slabs >= 0 && t.Slabs <= 2},
-		{"warpgroups", t.Warpgroups, t.Warpgroups == 0 || t.Warpgroups == 1 || t.Warpgroups == 2 || t.Warpgroups == 4},
-		{"span", t.Span, t.Span >= 0 && t.Span <= 16},
-		{"stages", t.Stages, t.Stages == 0 || t.Stages >= 2 && t.Stages <= 8},
-	})
+	d.checkFamily(k.CUDA.Of())
 }
 
-// validateWGMMA: a wgmma tile computes 3xTF32 and has none of the GEMM,
-// direct or staging fields of the other tiles (its shape is the plan's).
-func (d *decoder) validateWGMMA(k *Kernel) {
-	t := k.Tile
-	if k.Precision != "3xtf32" {
-		d.failAt("kernel.tile.wgmma", "true", "computes with TF32 tensor-core parts: only with precision 3xtf32 (precision is %s)", k.Precision)
-	}
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"bm", t.BM}, {"bn", t.BN}, {"bk", t.BK}, {"tm", t.TM}, {"tn", t.TN}, {"wm", t.WM}, {"wn", t.WN}, {"tw", t.TW}} {
-		if f.v != 0 {
-			d.failAt("kernel.tile."+f.name, strconv.Itoa(f.v), "sizes a tile that a wgmma kernel does not have (its shape is the plan's): leave it unset")
+// checkFamily reports what a CUDA family refuses of its own options, at
+// kernel.cuda.<family>.<option>.
+func (d *decoder) checkFamily(f Family) {
+	prefix := "kernel.cuda." + f.Key() + "."
+	f.check(func(key, got, format string, args ...any) { d.failAt(prefix+key, got, format, args...) })
+}
+
+// checks reports every failed size check with its rule.
+func checks(bad func(key, got, format string, args ...any), cs ...sizeCheck) {
+	for _, c := range cs {
+		if !c.ok {
+			bad(c.name, strconv.Itoa(c.v), "%s", tileRule[c.name])
 		}
 	}
-	for _, f := range []struct {
-		name string
-		v    bool
-	}{{"direct", t.Direct}, {"presplit", t.Presplit}} {
-		if f.v {
-			d.failAt("kernel.tile."+f.name, "true", "is another kind of kernel than wgmma: choose one")
-		}
+}
+
+// The block sizes FFMA, direct and mma.sync tiles share.
+func blockChecks(bm, bn, bk, minBlocks int) []sizeCheck {
+	return []sizeCheck{
+		{"bm", bm, pow2In(bm, 16, 1024)},
+		{"bn", bn, pow2In(bn, 4, 256)},
+		{"bk", bk, bk == 0 || bk >= 1 && bk <= 64},
+		{"min_blocks", minBlocks, minBlocks >= 0 && minBlocks <= 32},
 	}
+}
+
+func (t FFMA) check(bad func(key, got, format string, args ...any)) {
+	checks(bad, append(blockChecks(t.BM, t.BN, t.BK, t.MinBlocks),
+		sizeCheck{"tm", t.TM, t.TM == 0 || t.TM == 4 || t.TM == 8},
+		sizeCheck{"tn", t.TN, t.TN == 0 || t.TN == 4 || t.TN == 8})...)
+}
+
+func (t Direct) check(bad func(key, got, format string, args ...any)) {
+	// A direct thread's rows need not fill float4 reads: 1 and 2 as well.
+	checks(bad, append(blockChecks(t.BM, t.BN, t.BK, t.MinBlocks),
+		sizeCheck{"tw", t.TW, t.TW >= 0 && t.TW <= 16})...)
+	if !(t.TM == 0 || t.TM == 1 || t.TM == 2 || t.TM == 4 || t.TM == 8) {
+		bad("tm", strconv.Itoa(t.TM), "must be 1, 2, 4 or 8")
+	}
+	if t.TW != 0 && t.TM > 1 {
+		bad("tm", strconv.Itoa(t.TM), "must be 1 or unset with tw (a thread's outputs are its tw along W)")
+	}
+}
+
+func (t MMA) check(bad func(key, got, format string, args ...any)) {
+	checks(bad, append(blockChecks(t.BM, t.BN, t.BK, t.MinBlocks),
+		sizeCheck{"wm", t.WM, t.WM == 0 || t.WM == 16 || t.WM == 32 || t.WM == 64},
+		sizeCheck{"wn", t.WN, t.WN == 0 || t.WN == 8 || t.WN == 16 || t.WN == 32 || t.WN == 64})...)
+	if t.CpAsync && t.Presplit {
+		bad("cp_async", "true", "copies tiles without passing through registers, where presplit splits them: choose one")
+	}
+}
+
+func (t WGMMA) check(bad func(key, got, format string, args ...any)) {
+	checks(bad,
+		sizeCheck{"min_blocks", t.MinBlocks, t.MinBlocks >= 0 && t.MinBlocks <= 32},
+		sizeCheck{"slabs", t.Slabs, t.Slabs >= 0 && t.Slabs <= 2},
+		sizeCheck{"warpgroups", t.Warpgroups, t.Warpgroups == 0 || t.Warpgroups == 1 || t.Warpgroups == 2 || t.Warpgroups == 4},
+		sizeCheck{"span", t.Span, t.Span >= 0 && t.Span <= 16},
+		sizeCheck{"stages", t.Stages, t.Stages == 0 || t.Stages >= 2 && t.Stages <= 8})
 	if t.Winograd && t.KWInN {
-		d.failAt("kernel.tile.winograd", "true", "pairs outputs along W, where kw_in_n makes the W taps columns: choose one")
+		bad("winograd", "true", "pairs outputs along W, where kw_in_n makes the W taps columns: choose one")
 	}
 	if t.EarlyInputs && t.CpAsync {
-		d.failAt("kernel.tile.early_inputs", "true", "loads the inputs into registers during the products, where cp_async stages them in shared memory: choose one")
+		bad("early_inputs", "true", "loads the inputs into registers during the products, where cp_async stages them in shared memory: choose one")
 	}
 	if t.Winograd && t.CpAsync {
-		d.failAt("kernel.tile.winograd", "true", "combines two input positions in registers, where cp_async stages one in shared memory: choose one")
+		bad("winograd", "true", "combines two input positions in registers, where cp_async stages one in shared memory: choose one")
 	}
 }
 
@@ -510,7 +478,7 @@ var tileRule = map[string]string{
 	"bm":         "must be a power of two from 16 to 1024",
 	"bn":         "must be a power of two from 4 to 256",
 	"bk":         "must be from 1 to 64",
-	"tm":         "must be 4 or 8 (each thread reads its rows as float4), or with direct 1 or 2 as well",
+	"tm":         "must be 4 or 8 (each thread reads its rows as float4)",
 	"tn":         "must be 4 or 8 (each thread reads its columns as float4)",
 	"wm":         "must be 16, 32 or 64 (whole m16n8k8 fragments per warp)",
 	"wn":         "must be 8, 16, 32 or 64 (whole m16n8k8 fragments per warp)",

@@ -37,14 +37,14 @@ func small(t *testing.T, n int, seed int64) []gen.Loaded {
 			steps = max(steps, ph.TapCount*p.CIChunks())
 		}
 		perStep := 1
-		if p.Tile.MMA {
-			perStep += 2 * 3 * (p.Tile.BK / 8) * (p.Tile.WM / 16) * (p.Tile.WN / 8)
+		if p.Tile.MMA != nil {
+			perStep += 2 * 3 * (p.Tile.BK() / 8) * (p.Tile.WM() / 16) * (p.Tile.WN() / 8)
 		}
-		if p.Tile.WGMMA {
+		if p.Tile.WGMMA != nil {
 			// The emulated products are mma.sync: 3 per k8 chunk, 8-column
 			// block and slab.
 			steps = slices.Max(p.WGMMA.Steps)
-			perStep += 2 * 3 * 4 * (p.Tile.BN / 8) * p.Tile.Slabs
+			perStep += 2 * 3 * 4 * (p.Tile.BN() / 8) * p.Tile.WGMMA.Slabs
 		}
 		barriers := p.Grid[0] * p.Grid[1] * p.Grid[2] * (steps + 1) * perStep
 		if p.Conv.OutputLen() <= 40000 && p.Threads <= 256 && barriers <= 20000 && len(out) < n {
@@ -203,29 +203,29 @@ func TestMutantsAreCaught(t *testing.T) {
 // staged presplit, in fragment order, over tiles with several warps along
 // M and N and reduction steps of one and two k8 slices.
 func TestPresplitMatchesReference(t *testing.T) {
-	var kernels []spec.Kernel
-	for _, tile := range []spec.Tile{
+	var kernels []spec.Family
+	for _, tile := range []spec.MMA{
 		{BM: 64, BN: 16, BK: 16, WM: 32, WN: 8},
 		{BM: 128, BN: 32, BK: 16, WM: 32, WN: 16},
 		{BM: 64, BN: 64, BK: 8, WM: 32, WN: 32},
 		{BM: 256, BN: 8, BK: 8, WM: 64, WN: 8},
 	} {
 		tile.Presplit = true
-		kernels = append(kernels, spec.Kernel{Precision: "3xtf32", Tile: tile})
+		kernels = append(kernels, tile)
 	}
 	emulateKernels(t, 13, kernels, "split_tf32(v, hi, lo)")
 }
 
-// TestCpAsyncMatchesReference runs both precisions with their tiles copied
+// TestCpAsyncMatchesReference runs FFMA and mma.sync with their tiles copied
 // by cp.async (the emulator copies at once; the kernel's ordering of waits
 // and barriers is what the GPU run checks), with one and several steps per
 // tap and loads that do not divide evenly among the threads.
 func TestCpAsyncMatchesReference(t *testing.T) {
-	kernels := []spec.Kernel{
-		{Precision: "fp32", Tile: spec.Tile{CpAsync: true}},
-		{Precision: "fp32", Tile: spec.Tile{BM: 64, BN: 8, BK: 3, TM: 4, TN: 4, CpAsync: true}},
-		{Precision: "3xtf32", Tile: spec.Tile{CpAsync: true}},
-		{Precision: "3xtf32", Tile: spec.Tile{BM: 64, BN: 16, BK: 8, WM: 32, WN: 8, CpAsync: true}},
+	kernels := []spec.Family{
+		spec.FFMA{CpAsync: true},
+		spec.FFMA{BM: 64, BN: 8, BK: 3, TM: 4, TN: 4, CpAsync: true},
+		spec.MMA{CpAsync: true},
+		spec.MMA{BM: 64, BN: 16, BK: 8, WM: 32, WN: 8, CpAsync: true},
 	}
 	emulateKernels(t, 14, kernels, "cp_async_f32(&a_tile[buf]")
 }
@@ -234,7 +234,7 @@ func TestCpAsyncMatchesReference(t *testing.T) {
 // configurations (seeded), checking that the rendered source has marker
 // (the feature under test is really there), that every output is written,
 // and fp32-level error.
-func emulateKernels(t *testing.T, seed int64, kernels []spec.Kernel, marker string) {
+func emulateKernels(t *testing.T, seed int64, kernels []spec.Family, marker string) {
 	t.Helper()
 	r, err := gen.NewRenderer()
 	if err != nil {
@@ -248,10 +248,10 @@ func emulateKernels(t *testing.T, seed int64, kernels []spec.Kernel, marker stri
 		}
 		s := *l.Plan.Spec
 		k := kernels[n%len(kernels)]
-		s.Kernel.Precision, s.Kernel.Tile = k.Precision, k.Tile
+		s.Kernel.CUDA = spec.CUDA{Family: k}
 		p, err := plan.New(&s)
 		if err != nil {
-			t.Fatalf("%s with %s %s: %v", s.Name, k.Precision, k.Tile, err)
+			t.Fatalf("%s with %s: %v", s.Name, s.Kernel.CUDA, err)
 		}
 		n++
 		t.Run(s.Name, func(t *testing.T) {
@@ -285,64 +285,64 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 	dir := t.TempDir()
 	for i, c := range []struct {
 		conv geom.Conv
-		tile spec.Tile
+		tile spec.Family
 	}{
 		{geom.Conv{Batch: 2, InChannels: 16, OutChannels: 16, In: [3]int{3, 4, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
 			Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
-			spec.Tile{WGMMA: true}},
+			spec.WGMMA{}},
 		{geom.Conv{Batch: 1, InChannels: 6, OutChannels: 10, In: [3]int{3, 5, 4}, Kernel: [3]int{2, 3, 1}, Stride: [3]int{1, 1, 1},
 			Padding: [3]int{1, 0, 0}, Dilation: [3]int{1, 2, 1}, Groups: 2},
-			spec.Tile{WGMMA: true, Slabs: 1, Span: 1}},
+			spec.WGMMA{Slabs: 1, Span: 1}},
 		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 70, In: [3]int{2, 3, 4}, Kernel: [3]int{1, 2, 2}, Stride: [3]int{1, 1, 1},
 			Padding: [3]int{0, 1, 1}, Dilation: [3]int{1, 2, 1}, Groups: 1, Bias: true},
-			spec.Tile{WGMMA: true, Span: 2}},
+			spec.WGMMA{Span: 2}},
 		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 4, In: [3]int{4, 5, 6}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
 			Padding: [3]int{2, 1, 2}, Dilation: [3]int{1, 1, 1}, Groups: 1},
-			spec.Tile{WGMMA: true, Slabs: 1}},
+			spec.WGMMA{Slabs: 1}},
 		// A bordered row longer than the input re-layout's block: 304
 		// positions (2 of border before the input's 300, 2 after) of 38
 		// channels padded to 40 (41 floats a position staged), in chunks
 		// of 102, 102 and 100; whole border rows along H.
 		{geom.Conv{Batch: 1, InChannels: 38, OutChannels: 8, In: [3]int{1, 2, 300}, Kernel: [3]int{1, 2, 3}, Stride: [3]int{1, 1, 1},
 			Dilation: [3]int{1, 1, 1}, Groups: 1},
-			spec.Tile{WGMMA: true, Slabs: 1}},
+			spec.WGMMA{Slabs: 1}},
 		// Strides: #73's geometry (phases of 1, 2, 4 and 8 taps), #77's
 		// (seven phases without taps: the bias), and uneven strides with
 		// output padding, groups and an asymmetric dilated kernel.
 		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
 			Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
-			spec.Tile{WGMMA: true, Slabs: 1}},
+			spec.WGMMA{Slabs: 1}},
 		{geom.Conv{Batch: 1, InChannels: 16, OutChannels: 12, In: [3]int{2, 2, 3}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
 			Padding: [3]int{1, 1, 1}, Dilation: [3]int{2, 2, 2}, Groups: 1, Bias: true},
-			spec.Tile{WGMMA: true}},
+			spec.WGMMA{}},
 		{geom.Conv{Batch: 2, InChannels: 6, OutChannels: 10, In: [3]int{3, 2, 4}, Kernel: [3]int{2, 3, 1}, Stride: [3]int{3, 1, 2},
 			Padding: [3]int{0, 2, 0}, OutputPadding: [3]int{1, 0, 1}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
-			spec.Tile{WGMMA: true, Slabs: 1, Span: 1}},
+			spec.WGMMA{Slabs: 1, Span: 1}},
 		// The kernel's W taps as columns: dilated along W with padding;
 		// strided along D with groups and lines that wrap inside a block;
 		// two column tiles of 10 channels by 7 taps, with tap-less phases.
 		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 24, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
 			Padding: [3]int{0, 0, 1}, Dilation: [3]int{1, 1, 2}, Groups: 1, Bias: true},
-			spec.Tile{WGMMA: true, KWInN: true}},
+			spec.WGMMA{KWInN: true}},
 		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 10, In: [3]int{2, 2, 40}, Kernel: [3]int{3, 2, 4}, Stride: [3]int{2, 1, 1},
 			Padding: [3]int{1, 0, 2}, OutputPadding: [3]int{1, 0, 0}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
-			spec.Tile{WGMMA: true, Slabs: 1, Span: 2, KWInN: true}},
+			spec.WGMMA{Slabs: 1, Span: 2, KWInN: true}},
 		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 20, In: [3]int{2, 2, 9}, Kernel: [3]int{3, 1, 7}, Stride: [3]int{2, 1, 1},
 			Padding: [3]int{1, 0, 0}, Dilation: [3]int{2, 1, 1}, Groups: 1},
-			spec.Tile{WGMMA: true, KWInN: true}},
+			spec.WGMMA{KWInN: true}},
 		// The input staged by cp.async: a partial last step (zeros in its
 		// slots), strides with tap-less phases and several phases of taps
 		// each filling its own pipeline, two slabs; and with kw taps as
 		// columns.
 		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 4, In: [3]int{4, 5, 6}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
 			Padding: [3]int{2, 1, 2}, Dilation: [3]int{1, 1, 1}, Groups: 1},
-			spec.Tile{WGMMA: true, Slabs: 1, CpAsync: true}},
+			spec.WGMMA{Slabs: 1, CpAsync: true}},
 		{geom.Conv{Batch: 2, InChannels: 6, OutChannels: 10, In: [3]int{3, 2, 4}, Kernel: [3]int{2, 3, 1}, Stride: [3]int{3, 1, 2},
 			Padding: [3]int{0, 2, 0}, OutputPadding: [3]int{1, 0, 1}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
-			spec.Tile{WGMMA: true, Span: 1, CpAsync: true}},
+			spec.WGMMA{Span: 1, CpAsync: true}},
 		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 10, In: [3]int{2, 2, 40}, Kernel: [3]int{3, 2, 4}, Stride: [3]int{2, 1, 1},
 			Padding: [3]int{1, 0, 2}, OutputPadding: [3]int{1, 0, 0}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
-			spec.Tile{WGMMA: true, Span: 2, KWInN: true, CpAsync: true}},
+			spec.WGMMA{Span: 2, KWInN: true, CpAsync: true}},
 		// W taps as columns at stride_w above 1, every W residue from one
 		// GEMM per (d, h) phase: #73's geometry (outputs of one and two
 		// kw), #77's (dilation 2: every other output the bias alone),
@@ -350,16 +350,16 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		// a W reach of five rows (stride 2, kernel 4, dilation 3).
 		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
 			Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
-			spec.Tile{WGMMA: true, Slabs: 1, KWInN: true}},
+			spec.WGMMA{Slabs: 1, KWInN: true}},
 		{geom.Conv{Batch: 1, InChannels: 16, OutChannels: 12, In: [3]int{2, 2, 3}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
 			Padding: [3]int{1, 1, 1}, Dilation: [3]int{2, 2, 2}, Groups: 1, Bias: true},
-			spec.Tile{WGMMA: true, KWInN: true}},
+			spec.WGMMA{KWInN: true}},
 		{geom.Conv{Batch: 2, InChannels: 6, OutChannels: 10, In: [3]int{3, 2, 4}, Kernel: [3]int{2, 3, 3}, Stride: [3]int{3, 1, 3},
 			Padding: [3]int{0, 2, 1}, OutputPadding: [3]int{1, 0, 2}, Dilation: [3]int{1, 2, 2}, Groups: 2, Bias: true},
-			spec.Tile{WGMMA: true, Span: 1, KWInN: true}},
+			spec.WGMMA{Span: 1, KWInN: true}},
 		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 6, In: [3]int{1, 2, 9}, Kernel: [3]int{1, 2, 4}, Stride: [3]int{1, 1, 2},
 			Padding: [3]int{0, 0, 2}, OutputPadding: [3]int{0, 0, 1}, Dilation: [3]int{1, 1, 3}, Groups: 1},
-			spec.Tile{WGMMA: true, Slabs: 1, KWInN: true, CpAsync: true}},
+			spec.WGMMA{Slabs: 1, KWInN: true, CpAsync: true}},
 		// The running sums parked in shared memory: 14 spans of one step
 		// (the first replaces, the middle ones add, the last takes them
 		// back) at two stages; #73's geometry, phases of one step (first
@@ -368,16 +368,16 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		// (span 16 over 14 steps: no running sums at all).
 		{geom.Conv{Batch: 2, InChannels: 16, OutChannels: 16, In: [3]int{3, 4, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
 			Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
-			spec.Tile{WGMMA: true, Span: 1, Stages: 2, ParkSums: true}},
+			spec.WGMMA{Span: 1, Stages: 2, ParkSums: true}},
 		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
 			Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
-			spec.Tile{WGMMA: true, Slabs: 1, Span: 1, Stages: 3, ParkSums: true}},
+			spec.WGMMA{Slabs: 1, Span: 1, Stages: 3, ParkSums: true}},
 		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 10, In: [3]int{2, 2, 40}, Kernel: [3]int{3, 2, 4}, Stride: [3]int{2, 1, 1},
 			Padding: [3]int{1, 0, 2}, OutputPadding: [3]int{1, 0, 0}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
-			spec.Tile{WGMMA: true, Span: 1, KWInN: true, CpAsync: true, ParkSums: true}},
+			spec.WGMMA{Span: 1, KWInN: true, CpAsync: true, ParkSums: true}},
 		{geom.Conv{Batch: 2, InChannels: 16, OutChannels: 16, In: [3]int{3, 4, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
 			Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
-			spec.Tile{WGMMA: true, Slabs: 1, Span: 16, Stages: 2}},
+			spec.WGMMA{Slabs: 1, Span: 16, Stages: 2}},
 		// Warpgroups sharing the weight stages: four of one slab, each
 		// phase's rows split between them; two with the running sums
 		// parked, the input staged and kw taps as columns; two on #73's
@@ -385,16 +385,16 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		// of two slabs, strides with tap-less phases, the input staged.
 		{geom.Conv{Batch: 2, InChannels: 16, OutChannels: 16, In: [3]int{3, 4, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
 			Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
-			spec.Tile{WGMMA: true, Slabs: 1, Warpgroups: 4, Span: 2}},
+			spec.WGMMA{Slabs: 1, Warpgroups: 4, Span: 2}},
 		{geom.Conv{Batch: 2, InChannels: 12, OutChannels: 10, In: [3]int{2, 2, 40}, Kernel: [3]int{3, 2, 4}, Stride: [3]int{2, 1, 1},
 			Padding: [3]int{1, 0, 2}, OutputPadding: [3]int{1, 0, 0}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
-			spec.Tile{WGMMA: true, Slabs: 1, Warpgroups: 2, Span: 1, KWInN: true, CpAsync: true, ParkSums: true}},
+			spec.WGMMA{Slabs: 1, Warpgroups: 2, Span: 1, KWInN: true, CpAsync: true, ParkSums: true}},
 		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 3, 70}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
 			Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
-			spec.Tile{WGMMA: true, Slabs: 1, Warpgroups: 2, Span: 16, Stages: 2, KWInN: true}},
+			spec.WGMMA{Slabs: 1, Warpgroups: 2, Span: 16, Stages: 2, KWInN: true}},
 		{geom.Conv{Batch: 2, InChannels: 6, OutChannels: 10, In: [3]int{3, 2, 4}, Kernel: [3]int{2, 3, 1}, Stride: [3]int{3, 1, 2},
 			Padding: [3]int{0, 2, 0}, OutputPadding: [3]int{1, 0, 1}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
-			spec.Tile{WGMMA: true, Warpgroups: 2, Span: 1, CpAsync: true}},
+			spec.WGMMA{Warpgroups: 2, Span: 1, CpAsync: true}},
 		// Winograd's F(2,3) along W: #77's geometry (one phase of taps,
 		// seven of the bias; an odd phase width, so the last pair's second
 		// output is past the line) with parked sums and early inputs;
@@ -404,24 +404,24 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		// warpgroups; strides with output padding and a W border.
 		{geom.Conv{Batch: 1, InChannels: 16, OutChannels: 12, In: [3]int{2, 2, 3}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
 			Padding: [3]int{1, 1, 1}, Dilation: [3]int{2, 2, 2}, Groups: 1, Bias: true},
-			spec.Tile{WGMMA: true, Winograd: true, ParkSums: true, Span: 16, Stages: 2, EarlyInputs: true}},
+			spec.WGMMA{Winograd: true, ParkSums: true, Span: 16, Stages: 2, EarlyInputs: true}},
 		{geom.Conv{Batch: 2, InChannels: 10, OutChannels: 14, In: [3]int{3, 2, 7}, Kernel: [3]int{2, 2, 3}, Stride: [3]int{1, 1, 1},
 			Padding: [3]int{1, 0, 1}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
-			spec.Tile{WGMMA: true, Winograd: true, Span: 1}},
+			spec.WGMMA{Winograd: true, Span: 1}},
 		{geom.Conv{Batch: 1, InChannels: 40, OutChannels: 8, In: [3]int{1, 2, 300}, Kernel: [3]int{1, 2, 3}, Stride: [3]int{1, 1, 1},
 			Dilation: [3]int{1, 1, 1}, Groups: 1},
-			spec.Tile{WGMMA: true, Winograd: true, Warpgroups: 2, ParkSums: true, Span: 2}},
+			spec.WGMMA{Winograd: true, Warpgroups: 2, ParkSums: true, Span: 2}},
 		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 1, 3}, Stride: [3]int{2, 1, 3},
 			Padding: [3]int{1, 0, 4}, OutputPadding: [3]int{1, 0, 2}, Dilation: [3]int{1, 1, 3}, Groups: 1, Bias: true},
-			spec.Tile{WGMMA: true, Winograd: true, ParkSums: true}},
+			spec.WGMMA{Winograd: true, ParkSums: true}},
 		// No tap reaches any output (the only H residue with one, 2, is
 		// past the output's 2 rows): every output the bias, an empty
 		// weight image, a repack of one idle block.
 		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 2, 3}, Kernel: [3]int{1, 1, 2}, Stride: [3]int{1, 3, 1},
 			Padding: [3]int{0, 1, 0}, Dilation: [3]int{1, 3, 1}, Groups: 2, Bias: true},
-			spec.Tile{WGMMA: true}},
+			spec.WGMMA{}},
 	} {
-		k := spec.Kernel{Backends: []string{"cuda"}, Precision: "3xtf32", Tile: c.tile}
+		k := spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: c.tile}}
 		s, err := spec.Parse("wgmma.yaml", []byte(spec.Generic(fmt.Sprintf("wgmma_%d", i), "wgmma tile", c.conv, "randn", k)))
 		if err != nil {
 			t.Fatal(err)
@@ -451,7 +451,7 @@ func TestDirectKernelStagesTapsInChunks(t *testing.T) {
 		{Batch: 2, InChannels: 128, OutChannels: 6, In: [3]int{2, 3, 2}, Kernel: [3]int{3, 5, 2}, Stride: [3]int{1, 2, 1},
 			Padding: [3]int{0, 1, 0}, Dilation: [3]int{1, 1, 2}, Groups: 2},
 	} {
-		k := spec.Kernel{Backends: []string{"cuda"}, Precision: "fp32", Tile: spec.Tile{Direct: true, BM: 64, BN: 16, BK: 5, TM: 2}}
+		k := spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: spec.Direct{BM: 64, BN: 16, BK: 5, TM: 2}}}
 		s, err := spec.Parse("direct.yaml", []byte(spec.Generic(fmt.Sprintf("direct_%d", i), "direct, chunked taps", c, "randn", k)))
 		if err != nil {
 			t.Fatal(err)
@@ -482,23 +482,23 @@ func TestWindowKernelMatchesReference(t *testing.T) {
 	dir := t.TempDir()
 	for i, c := range []struct {
 		conv          geom.Conv
-		tile          spec.Tile
+		tile          spec.Family
 		vector, store bool
 	}{
 		{geom.Conv{Batch: 2, InChannels: 8, OutChannels: 8, In: [3]int{3, 4, 8}, Kernel: [3]int{3, 5, 7}, Stride: [3]int{2, 2, 2},
 			Padding: [3]int{1, 2, 3}, OutputPadding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 2, Bias: true},
-			spec.Tile{Direct: true, BM: 32, TW: 8}, true, true},
+			spec.Direct{BM: 32, TW: 8}, true, true},
 		{geom.Conv{Batch: 1, InChannels: 3, OutChannels: 5, In: [3]int{2, 3, 7}, Kernel: [3]int{2, 3, 4}, Stride: [3]int{1, 2, 3},
 			Padding: [3]int{0, 1, 2}, OutputPadding: [3]int{0, 1, 2}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
-			spec.Tile{Direct: true, BM: 32, TW: 6, BK: 2}, false, false},
+			spec.Direct{BM: 32, TW: 6, BK: 2}, false, false},
 		{geom.Conv{Batch: 2, InChannels: 4, OutChannels: 6, In: [3]int{3, 3, 8}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
 			Padding: [3]int{1, 1, 1}, Dilation: [3]int{2, 2, 2}, Groups: 1, Bias: true},
-			spec.Tile{Direct: true, BM: 32, TW: 8, BN: 4, BK: 3}, true, false},
+			spec.Direct{BM: 32, TW: 8, BN: 4, BK: 3}, true, false},
 		{geom.Conv{Batch: 1, InChannels: 160, OutChannels: 6, In: [3]int{2, 2, 6}, Kernel: [3]int{2, 2, 3}, Stride: [3]int{1, 1, 1},
 			Padding: [3]int{0, 0, 1}, Dilation: [3]int{1, 1, 2}, Groups: 2},
-			spec.Tile{Direct: true, BM: 32, TW: 4, BN: 16, BK: 3}, false, true},
+			spec.Direct{BM: 32, TW: 4, BN: 16, BK: 3}, false, true},
 	} {
-		k := spec.Kernel{Backends: []string{"cuda"}, Precision: "fp32", Tile: c.tile}
+		k := spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: c.tile}}
 		s, err := spec.Parse("window.yaml", []byte(spec.Generic(fmt.Sprintf("window_%d", i), "W-window direct kernel", c.conv, "randn", k)))
 		if err != nil {
 			t.Fatal(err)
@@ -507,7 +507,7 @@ func TestWindowKernelMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Window.Vector != c.vector || p.Window.VectorStore != c.store {
+		if p.Window.Vector != c.vector || p.Epilogue.VectorStore != c.store {
 			t.Fatalf("%s: window %+v, want float4 loads %v and stores %v", p, p.Window, c.vector, c.store)
 		}
 		if i == 3 && p.Tile.TapChunk >= 4 {

@@ -96,7 +96,7 @@ func TestTritonKernelsMatchReference(t *testing.T) {
 		if split {
 			precision = "3xtf32"
 		}
-		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: precision, Triton: spec.Triton{
+		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Triton: spec.Triton{Precision: precision,
 			BlockM: 16, BlockN: 16, BlockK: 16, Warps: 4, Stages: 2,
 			ChannelsLast: cl, FuseW: fuse, PadInput: pad, SplitWeight: split, FlatK: flat}}
 		if fuse || strings.HasPrefix(s.Name, "unit_stride") || strings.HasPrefix(s.Name, "shared_factor") {
@@ -194,7 +194,7 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 		Padding: [3]int{0, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true}))
 	for i, base := range cases {
 		s := *base
-		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Precision: "3xtf32", Triton: spec.Triton{
+		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Triton: spec.Triton{Precision: "3xtf32",
 			BlockM: 16, BlockN: 16, BlockK: 16, ChannelsLast: i%2 == 0, FuseW: i%3 != 0 || strings.HasPrefix(s.Name, "shared_factor"),
 			PadInput: true, SplitWeight: true, FlatK: true}}
 		if i%3 != 0 && i%4 >= 2 {

@@ -21,11 +21,11 @@ var wideFamilies = []struct {
 	name string
 	k    spec.Kernel
 }{
-	{"ffma", spec.Kernel{Precision: "fp32"}},
-	{"mma", spec.Kernel{Precision: "3xtf32"}},
-	{"direct", spec.Kernel{Precision: "fp32", Tile: spec.Tile{Direct: true}}},
-	{"window", spec.Kernel{Precision: "fp32", Tile: spec.Tile{Direct: true, TW: 4}}},
-	{"wgmma", spec.Kernel{Precision: "3xtf32", Tile: spec.Tile{WGMMA: true}}},
+	{"ffma", spec.Kernel{}},
+	{"mma", spec.Kernel{CUDA: spec.CUDA{Family: spec.MMA{}}}},
+	{"direct", spec.Kernel{CUDA: spec.CUDA{Family: spec.Direct{}}}},
+	{"window", spec.Kernel{CUDA: spec.CUDA{Family: spec.Direct{TW: 4}}}},
+	{"wgmma", spec.Kernel{CUDA: spec.CUDA{Family: spec.WGMMA{}}}},
 }
 
 // bigConfigs are the two reproducers (a 17 GB output; a 10 GB
@@ -95,7 +95,7 @@ func TestWideIndexing(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				check := !p.Tile.WGMMA
+				check := p.Tile.WGMMA == nil
 				got, err := emulate.RunSampled(context.Background(), cxx, dir, kernel, p.Launch(""), 4, int64(i), check)
 				if err != nil {
 					t.Fatalf("%v (grid %v): %v", c, p.Grid, err)
@@ -116,7 +116,7 @@ func TestWideIndexingCatchesIntProducts(t *testing.T) {
 	cxx := cxx(t)
 	one := [3]int{1, 1, 1}
 	c := geom.Conv{Batch: 1, InChannels: 1, OutChannels: 1, Groups: 1, In: [3]int{1, 32768, 32768}, Kernel: one, Stride: [3]int{1, 1, 4}, Dilation: one}
-	k := spec.Kernel{Backends: []string{"cuda"}, Precision: "fp32"}
+	k := spec.Kernel{Backends: []string{"cuda"}}
 	s, err := spec.Parse("planted.yaml", []byte(spec.Generic("planted", "planted", c, "rand", k)))
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +195,7 @@ func TestFoldedGrid(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				check := !p.Tile.WGMMA
+				check := p.Tile.WGMMA == nil
 				got, err := emulate.RunSampled(context.Background(), cxx, dir, kernel, p.Launch(""), 8, int64(i), check)
 				if err != nil {
 					t.Fatalf("blocks %v, grid %v: %v", p.Blocks, p.Grid, err)

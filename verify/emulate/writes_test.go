@@ -21,13 +21,13 @@ import (
 // family names a CUDA kernel form, for picking one configuration of each.
 func family(p *plan.Plan) string {
 	switch {
-	case p.Tile.WGMMA:
+	case p.Tile.WGMMA != nil:
 		return "wgmma"
-	case p.Tile.TW > 0:
+	case p.Tile.TW() > 0:
 		return "window"
-	case p.Tile.Direct:
+	case p.Tile.Direct != nil:
 		return "direct"
-	case p.Tile.MMA:
+	case p.Tile.MMA != nil:
 		return "mma"
 	}
 	return "ffma"
@@ -82,7 +82,7 @@ func TestWriteCountsCatchDoubleAndMissingStores(t *testing.T) {
 		{Batch: 2, InChannels: 12, OutChannels: 4, In: [3]int{4, 5, 6}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
 			Padding: [3]int{2, 1, 2}, Dilation: [3]int{1, 1, 1}, Groups: 1},
 	} {
-		k := spec.Kernel{Backends: []string{"cuda"}, Precision: "3xtf32", Tile: spec.Tile{WGMMA: true, Slabs: 1}}
+		k := spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: spec.WGMMA{Slabs: 1}}}
 		s, err := spec.Parse("wgmma.yaml", []byte(spec.Generic("wgmma_writes", "wgmma write counts", c, "randn", k)))
 		if err != nil {
 			t.Fatal(err)

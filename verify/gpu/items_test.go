@@ -47,7 +47,7 @@ func TestItemsSelectAndRandom(t *testing.T) {
 	}
 	work := t.TempDir()
 	bad := filepath.Join(work, "bad.yaml")
-	if err := os.WriteFile(bad, []byte("version: 1\nname: broken\nproblem: {batch: -1}\n"), 0o644); err != nil {
+	if err := os.WriteFile(bad, []byte("version: 2\nname: broken\nproblem: {batch: -1}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	last := verify.Kernels[len(verify.Kernels)-1]

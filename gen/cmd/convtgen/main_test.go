@@ -254,7 +254,7 @@ func TestInvalidSpecs(t *testing.T) {
 	root := scratchRepo(t)
 	path := filepath.Join(root, spec61)
 	data, _ := os.ReadFile(path)
-	bad := strings.Replace(strings.Replace(string(data), "version: 1", "version: 3", 1), "batch:", "batchh:", 1)
+	bad := strings.Replace(strings.Replace(string(data), "version: 2", "version: 3", 1), "batch:", "batchh:", 1)
 	write(t, path, bad)
 	r := runIn(filepath.Join(root, "specs"), "generate")
 	if r.code != exitProblem || r.stdout != "" {

@@ -1,0 +1,85 @@
+package gen
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// biasAdds are the epilogues' bias terms, one per kernel form: FFMA,
+// mma.sync and direct rows, the W window, wgmma's fragments and Winograd
+// pairs, kw_in_n's column sums, the wgmma fill, Triton.
+var biasAdds = []string{
+	"+ __ldg(bias + c)", "const float b = __ldg(bias + c);", "+ bias[grp * kCoutG + co]",
+	"bias[grp * kCoutG + nt * kCoT + c + i]", "bias[(int)(i / kOutDHW % kCout)]", "acc = acc + bias[None, :]",
+}
+
+func addsBias(src string) bool {
+	for _, b := range biasAdds {
+		if strings.Contains(src, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEpilogueFromPlan: the kernels add the bias where the plan's
+// epilogue says so and nowhere else, for every CUDA family and Triton: a
+// plan of a problem with bias whose epilogue is told to leave it out
+// renders kernels without it (the templates print the plan's step, not
+// the problem's flag).
+func TestEpilogueFromPlan(t *testing.T) {
+	specs, err := Random(300, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, l := range specs {
+		p := l.Plan
+		if !p.Conv.Bias || !p.Epilogue.Bias {
+			if p.Conv.Bias != p.Epilogue.Bias {
+				t.Errorf("%s: bias %v, epilogue bias %v", p.Spec.Name, p.Conv.Bias, p.Epilogue.Bias)
+			}
+			continue
+		}
+		form := p.Tile.Family().Key()
+		if p.Tile.TW() > 0 {
+			form = "window"
+		}
+		if seen[form] && seen["triton"] {
+			continue
+		}
+		seen[form], seen["triton"] = true, true
+		without := *p
+		without.Epilogue.Bias = false
+		with, err := r.Render(p, l.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bare, err := r.Render(&without, l.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range with {
+			name := filepath.Base(f.Path)
+			if name != "cuda.py" && name != "triton.py" {
+				continue
+			}
+			if !addsBias(string(f.Data)) {
+				t.Errorf("%s %s (%s): no bias added", p.Spec.Name, name, form)
+			}
+			if addsBias(string(bare[i].Data)) {
+				t.Errorf("%s %s (%s): bias added with the epilogue's bias off", p.Spec.Name, name, form)
+			}
+		}
+	}
+	for _, form := range []string{"ffma", "direct", "window", "mma", "wgmma", "triton"} {
+		if !seen[form] {
+			t.Errorf("no %s kernel with bias drawn", form)
+		}
+	}
+}
