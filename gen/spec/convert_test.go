@@ -52,7 +52,7 @@ func TestConvertV1(t *testing.T) {
 func TestVersion1Refused(t *testing.T) {
 	v1, _ := os.ReadFile("testdata/v1/72_strided_padded_grouped.yaml")
 	_, err := spec.Parse("72.yaml", v1)
-	want := "72.yaml:2:10: version: version 1 is refused: this generator reads version 2, whose kernel section is nested by CUDA family (ConvertV1 rewrites a file); this spec's kernel section in version 2 reads\n" +
+	want := "72.yaml:2:10: version: version 1 is refused: this generator reads version 2, whose kernel section is nested by CUDA family (convtgen convert rewrites the file); this spec's kernel section in version 2 reads\n" +
 		"    kernel:\n" +
 		"      backends: [cuda, triton]\n" +
 		"      cuda: {direct: {bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1}}"

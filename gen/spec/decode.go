@@ -185,7 +185,7 @@ func (d *decoder) decode(data []byte) *Spec {
 		// Version 1's kernel section would only give errors of keys that
 		// moved: show this spec's in the new form instead.
 		d.fail(v, "version", "", "version 1 is refused: this generator reads version %d, whose kernel section is nested by CUDA family "+
-			"(ConvertV1 rewrites a file); this spec's kernel section in version %d reads%s", Version, Version, indent("\n"+v1KernelSection(d.root)))
+			"(convtgen convert rewrites the file); this spec's kernel section in version %d reads%s", Version, Version, indent("\n"+v1KernelSection(d.root)))
 		return nil
 	}
 	s := &Spec{Path: d.file}

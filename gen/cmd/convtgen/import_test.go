@@ -87,3 +87,48 @@ func TestImportUsage(t *testing.T) {
 		t.Errorf("help import: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+// TestConvert rewrites a version-1 spec in place into a valid version-2
+// one that keeps its comments, leaves a version-2 spec alone, and refuses
+// a file that is not a spec without touching it.
+func TestConvert(t *testing.T) {
+	dir := t.TempDir()
+	v1, err := os.ReadFile("../../spec/testdata/v1/77_padded_dilated_strided.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(dir, "old.yaml")
+	if err := os.WriteFile(old, v1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spec.Parse(old, v1); err == nil {
+		t.Fatal("the version-1 fixture parses as it is: nothing to convert")
+	}
+	r := runIn(".", "convert", old)
+	if r.code != exitOK || r.stdout != "converted  "+old+"\n" || r.stderr != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	got, err := os.ReadFile(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spec.Parse(old, got); err != nil {
+		t.Fatalf("converted spec: %v\n%s", err, got)
+	}
+	if !strings.Contains(string(got), "# KernelBench level 1, problem 77.") {
+		t.Errorf("the comments are gone:\n%s", got)
+	}
+	if r := runIn(".", "convert", old); r.code != exitOK || r.stdout != "" {
+		t.Errorf("a version-2 spec again: exit %d, stdout %q", r.code, r.stdout)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("- a list\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := runIn(".", "convert", bad); r.code != exitProblem {
+		t.Errorf("not a spec: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if data, _ := os.ReadFile(bad); string(data) != "- a list\n" {
+		t.Errorf("a refused file was changed: %q", data)
+	}
+}
