@@ -555,16 +555,11 @@ func checkTritonPipelining(s *spec.Spec) error {
 }
 
 // TaplessAxis is the first axis (0 depth, 1 height, 2 width) with an output
-// residue mod stride that no tap reaches, or -1: a residue r has a tap k when
-// r + padding - k*dilation is a multiple of the stride.
+// residue mod stride that no tap reaches (dimTaps), or -1.
 func TaplessAxis(c geom.Conv) int {
 	for i := range 3 {
 		for r := 0; r < min(c.Stride[i], c.Out()[i]); r++ {
-			reached := false
-			for k := 0; k < c.Kernel[i] && !reached; k++ {
-				reached = (r+c.Padding[i]-k*c.Dilation[i])%c.Stride[i] == 0
-			}
-			if !reached {
+			if len(dimTaps(c, i, r)) == 0 {
 				return i
 			}
 		}
