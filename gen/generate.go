@@ -301,31 +301,6 @@ func Apply(root string, files map[string][]byte, changes []Change) error {
 	return safeio.Commit(root, OutDir, writes, removes, generated)
 }
 
-// writeAtomic writes one file of a scratch folder (random or tuning runs)
-// through a temporary file and a rename, so it is never half-written.
-func writeAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".convtgen-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
 // Generate is the whole pipeline: load, plan and render everything, then
 // write only if all of it succeeded. With check set it writes nothing and
 // reports what is out of date. A run first rolls back what a killed run

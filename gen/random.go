@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"convtgen/gen/geom"
+	"convtgen/gen/safeio"
 	"convtgen/gen/spec"
 )
 
@@ -241,7 +242,7 @@ func WriteRandom(dir string, n int, seed int64) (int, error) {
 			return 0, err
 		}
 		for _, f := range files {
-			if err := writeAtomic(filepath.Join(dir, f.Path), f.Data); err != nil {
+			if err := safeio.WriteWhole(filepath.Join(dir, f.Path), f.Data); err != nil {
 				return 0, err
 			}
 		}

@@ -97,7 +97,7 @@ func WriteSpecs(root string, paths []string, outDir string) (int, error) {
 			return 0, err
 		}
 		for _, f := range files {
-			if err := writeAtomic(filepath.Join(outDir, f.Path), f.Data); err != nil {
+			if err := safeio.WriteWhole(filepath.Join(outDir, f.Path), f.Data); err != nil {
 				return 0, err
 			}
 		}

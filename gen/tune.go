@@ -387,7 +387,7 @@ func WriteTune(root, dir string, only ...string) (int, error) {
 				return 0, err
 			}
 			for _, f := range files {
-				if err := writeAtomic(filepath.Join(dir, f.Path), f.Data); err != nil {
+				if err := safeio.WriteWhole(filepath.Join(dir, f.Path), f.Data); err != nil {
 					return 0, err
 				}
 			}
@@ -401,7 +401,7 @@ func WriteTune(root, dir string, only ...string) (int, error) {
 				src, err = setKernel(src, c, c.Variant, "tuning candidate of "+l.Path)
 			}
 			if err == nil {
-				err = writeAtomic(filepath.Join(dir, "specs", c.Variant+".yaml"), src)
+				err = safeio.WriteWhole(filepath.Join(dir, "specs", c.Variant+".yaml"), src)
 			}
 			if err != nil {
 				return 0, err
@@ -412,7 +412,7 @@ func WriteTune(root, dir string, only ...string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return len(all), writeAtomic(filepath.Join(dir, ManifestFile), append(data, '\n'))
+	return len(all), safeio.WriteWhole(filepath.Join(dir, ManifestFile), append(data, '\n'))
 }
 
 // Timing is what tuning needs of one result, from the harness (max_rel_l2)
@@ -584,7 +584,7 @@ func ApplyTune(root string, winners []Winner, gpu, date string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.SpecPath, err)
 		}
-		if err := writeAtomic(path, out); err != nil {
+		if err := safeio.WriteWhole(path, out); err != nil {
 			return err
 		}
 	}

@@ -336,3 +336,32 @@ func TestReadRegular(t *testing.T) {
 		t.Errorf("ok.yaml: %q, %v", data, err)
 	}
 }
+
+// TestWriteWhole: the file holds exactly the bytes written, its folder is
+// made, and no temporary file stays beside it; an unwritable folder is an
+// error that leaves nothing.
+func TestWriteWhole(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a", "b", "f.txt")
+	for _, data := range []string{"first", "second, longer"} {
+		if err := WriteWhole(path, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(path); err != nil || string(got) != data {
+			t.Fatalf("read %q, %v; want %q", got, err, data)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil || len(entries) != 1 {
+		t.Errorf("folder holds %v (%v), want only f.txt", entries, err)
+	}
+	ro := filepath.Join(dir, "ro")
+	if err := os.Mkdir(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 { // root writes anywhere
+		if err := WriteWhole(filepath.Join(ro, "f"), []byte("x")); err == nil {
+			t.Error("wrote into a read-only folder")
+		}
+	}
+}

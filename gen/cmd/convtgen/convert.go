@@ -41,7 +41,7 @@ is already version 2 is left as it is.`,
 				if _, err := spec.Parse(path, converted); err != nil {
 					return fmt.Errorf("%s: converted, but the result is not a valid spec: %w", path, err)
 				}
-				if err := writeWhole(e.abs(path), converted); err != nil {
+				if err := safeio.WriteWhole(e.abs(path), converted); err != nil {
 					return err
 				}
 				fmt.Fprintf(e.stdout, "converted  %s\n", path)

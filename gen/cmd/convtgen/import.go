@@ -4,8 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"convtgen/gen/importer"
 	"convtgen/gen/safeio"
@@ -59,29 +57,7 @@ integers, booleans and 3-tuples) is refused as file:line:col: reason.`,
 				_, err := e.stdout.Write(spec)
 				return err
 			}
-			return writeWhole(e.abs(*out), spec)
+			return safeio.WriteWhole(e.abs(*out), spec)
 		}
 	},
-}
-
-// writeWhole writes a file by renaming a complete copy into place, so it
-// is never seen half written.
-func writeWhole(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".convtgen-import-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
