@@ -601,13 +601,13 @@ func setKernel(data []byte, w Candidate, name, note string) ([]byte, error) {
 		return nil, err
 	}
 	root := doc.Content[0]
-	kernel := mapValue(root, "kernel")
+	kernel := spec.MapValue(root, "kernel")
 	if kernel == nil {
 		kernel = &yaml.Node{Kind: yaml.MappingNode}
-		root.Content = append(root.Content, scalar("kernel"), kernel)
+		root.Content = append(root.Content, spec.PlainScalar("kernel"), kernel)
 	}
 	if name != "" {
-		setMapValue(root, "name", scalar(name))
+		setMapValue(root, "name", spec.PlainScalar(name))
 	}
 	field, flow := "cuda", w.CUDA.String()
 	if w.Backend == "triton" {
@@ -638,17 +638,6 @@ func setKernel(data []byte, w Candidate, name, note string) ([]byte, error) {
 	return buf.Bytes(), enc.Close()
 }
 
-func scalar(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
-
-func mapValue(m *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
-}
-
 func setMapValue(m *yaml.Node, key string, v *yaml.Node) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
@@ -656,7 +645,7 @@ func setMapValue(m *yaml.Node, key string, v *yaml.Node) {
 			return
 		}
 	}
-	m.Content = append(m.Content, scalar(key), v)
+	m.Content = append(m.Content, spec.PlainScalar(key), v)
 }
 
 // ReadManifest loads a tuning folder's candidate list.

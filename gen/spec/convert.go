@@ -59,11 +59,11 @@ func ConvertV1(data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("not a spec: the document is not a mapping")
 	}
 	root := doc.Content[0]
-	if v := mapValue(root, "version"); v == nil || v.Value != "1" {
+	if v := MapValue(root, "version"); v == nil || v.Value != "1" {
 		return nil, fmt.Errorf("not a version-1 spec")
 	}
-	mapValue(root, "version").Value = "2"
-	if k := mapValue(root, "kernel"); k != nil {
+	MapValue(root, "version").Value = "2"
+	if k := MapValue(root, "kernel"); k != nil {
 		if err := convertKernel(k); err != nil {
 			return nil, err
 		}
@@ -88,10 +88,10 @@ func convertKernel(k *yaml.Node) error {
 		return fmt.Errorf("kernel: not a mapping")
 	}
 	precision := "fp32"
-	if p := mapValue(k, "precision"); p != nil {
+	if p := MapValue(k, "precision"); p != nil {
 		precision = p.Value
 	}
-	tile := mapValue(k, "tile")
+	tile := MapValue(k, "tile")
 	var comments []string
 	keep := k.Content[:0:0]
 	at := -1 // where kernel.cuda goes: precision's or tile's place
@@ -130,8 +130,8 @@ func convertKernel(k *yaml.Node) error {
 		family = "mma"
 	}
 	if family != "ffma" || len(opts.Content) > 0 {
-		cuda := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{plainScalar(family), opts}}
-		key := plainScalar("cuda")
+		cuda := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{PlainScalar(family), opts}}
+		key := PlainScalar("cuda")
 		key.HeadComment = strings.Join(comments, "\n")
 		if at < 0 {
 			at = len(keep)
@@ -140,30 +140,32 @@ func convertKernel(k *yaml.Node) error {
 	}
 	k.Content = keep
 	// The Triton kernel computed in kernel.precision unless it set its own.
-	backends := mapValue(k, "backends")
-	triton := mapValue(k, "triton")
+	backends := MapValue(k, "backends")
+	triton := MapValue(k, "triton")
 	usesTriton := triton != nil
 	if backends != nil {
 		for _, b := range backends.Content {
 			usesTriton = usesTriton || b.Value == "triton"
 		}
 	}
-	if precision != "fp32" && usesTriton && (triton == nil || mapValue(triton, "precision") == nil) {
+	if precision != "fp32" && usesTriton && (triton == nil || MapValue(triton, "precision") == nil) {
 		if triton == nil {
 			triton = &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
-			k.Content = append(k.Content, plainScalar("triton"), triton)
+			k.Content = append(k.Content, PlainScalar("triton"), triton)
 		}
 		if triton.Kind != yaml.MappingNode {
 			return fmt.Errorf("kernel.triton: not a mapping")
 		}
-		triton.Content = append([]*yaml.Node{plainScalar("precision"), plainScalar(precision)}, triton.Content...)
+		triton.Content = append([]*yaml.Node{PlainScalar("precision"), PlainScalar(precision)}, triton.Content...)
 	}
 	return nil
 }
 
-func plainScalar(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
+// PlainScalar is a YAML scalar node of v, for edits of a spec's node tree.
+func PlainScalar(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
 
-func mapValue(m *yaml.Node, key string) *yaml.Node {
+// MapValue is the value node of key in the mapping node m, or nil.
+func MapValue(m *yaml.Node, key string) *yaml.Node {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
 			return m.Content[i+1]
@@ -176,7 +178,7 @@ func mapValue(m *yaml.Node, key string) *yaml.Node {
 // section, for the error that refuses version 1 ("" where it cannot be
 // converted).
 func v1KernelSection(root *yaml.Node) string {
-	k := mapValue(root, "kernel")
+	k := MapValue(root, "kernel")
 	if k == nil {
 		return "kernel: (as it is: no precision or tile)"
 	}
@@ -184,7 +186,7 @@ func v1KernelSection(root *yaml.Node) string {
 	if err := deepCopy(k, &c); err != nil || convertKernel(&c) != nil {
 		return ""
 	}
-	section := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{plainScalar("kernel"), &c}}
+	section := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{PlainScalar("kernel"), &c}}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
@@ -225,7 +227,7 @@ func V1CUDA(precision, tile string) (string, error) {
 	if err := convertKernel(k); err != nil {
 		return "", err
 	}
-	cuda := mapValue(k, "cuda")
+	cuda := MapValue(k, "cuda")
 	if cuda == nil {
 		return "", nil
 	}

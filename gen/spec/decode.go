@@ -181,7 +181,7 @@ func (d *decoder) decode(data []byte) *Spec {
 	if !d.plain(d.root, "spec") {
 		return nil
 	}
-	if v := mapValue(d.root, "version"); v != nil && v.Kind == yaml.ScalarNode && v.Value == "1" {
+	if v := MapValue(d.root, "version"); v != nil && v.Kind == yaml.ScalarNode && v.Value == "1" {
 		// Version 1's kernel section would only give errors of keys that
 		// moved: show this spec's in the new form instead.
 		d.fail(v, "version", "", "version 1 is refused: this generator reads version %d, whose kernel section is nested by CUDA family "+
