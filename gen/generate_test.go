@@ -366,18 +366,18 @@ func TestRandomDeterministic(t *testing.T) {
 		var out []string
 		names := map[string]bool{}
 		for _, l := range specs {
-			if l.Plan == nil || l.Plan.Spec == nil {
-				t.Fatalf("%s: no plan", l.Path)
+			if len(l.Plans) != 1 || l.Spec() == nil {
+				t.Fatalf("%s: %d plans, want one (a random target)", l.Path, len(l.Plans))
 			}
-			if names[l.Plan.Spec.Name] {
-				t.Fatalf("name %s drawn twice", l.Plan.Spec.Name)
+			if names[l.Spec().Name] {
+				t.Fatalf("name %s drawn twice", l.Spec().Name)
 			}
-			names[l.Plan.Spec.Name] = true
-			files, err := r.Render(l.Plan, l.Path)
+			names[l.Spec().Name] = true
+			files, err := r.Render(l.Plans, l.Path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			out = append(out, l.Path, l.Plan.String())
+			out = append(out, l.Path, l.Plans[0].String())
 			for _, f := range files {
 				out = append(out, f.Path, string(f.Data))
 			}
@@ -518,7 +518,7 @@ func TestLaunchesHaveBlocks(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, l := range specs {
-			files, err := r.Render(l.Plan, l.Path)
+			files, err := r.Render(l.Plans, l.Path)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"convtgen/gen/geom"
+	"convtgen/gen/plan"
 	"convtgen/gen/safeio"
 	"convtgen/gen/spec"
 )
@@ -217,9 +218,19 @@ func Random(n int, seed int64) ([]Loaded, error) {
 		}
 		attempt++
 		path := "random/" + name + ".yaml"
-		if p, errs := parseAndPlan(path, []byte(RandomSpec(r, name, key))); errs == nil {
+		// One target a draw, by a coin of its own: a sweep covers both
+		// targets at the cost of one.
+		target := plan.Targets[0]
+		if nameCoin(key, "target") {
+			target = plan.Targets[1]
+		}
+		s, err := spec.Parse(path, []byte(RandomSpec(r, name, key)))
+		if err != nil {
+			continue
+		}
+		if p, err := plan.New(s, target); err == nil {
 			attempt = 0
-			out = append(out, Loaded{Path: path, Plan: p})
+			out = append(out, Loaded{Path: path, Plans: []*plan.Plan{p}})
 		}
 	}
 	return out, nil
@@ -237,7 +248,7 @@ func WriteRandom(dir string, n int, seed int64) (int, error) {
 		return 0, err
 	}
 	for _, l := range specs {
-		files, err := r.Render(l.Plan, l.Path)
+		files, err := r.Render(l.Plans, l.Path)
 		if err != nil {
 			return 0, err
 		}

@@ -5,7 +5,6 @@ package gen
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 // where the templates put it: identifiers checked, free text escaped.
 type View struct {
 	Plan     *plan.Plan
+	Target   plan.Target
 	Conv     geom.Conv
 	Tile     plan.Tile
 	Name     string // an identifier
@@ -90,7 +90,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 	}
 	gather := p.Gather()
 	v := &View{
-		Plan: p, Conv: c, Tile: t,
+		Plan: p, Target: p.Target, Conv: c, Tile: t,
 		Name: s.Name, Title: docstringSafe(s.Title), SpecPath: commentSafe(specPath),
 		Summary:       summary(c, p.Out),
 		Attr:          r.Attr,
@@ -195,24 +195,42 @@ func NewRenderer() (*Renderer, error) {
 	return &Renderer{t: t}, nil
 }
 
-// Render produces every file of one planned spec: the reference problem
-// and one submission per backend.
-func (r *Renderer) Render(p *plan.Plan, specPath string) ([]File, error) {
-	v, err := newView(p, specPath)
-	if err != nil {
-		return nil, err
-	}
-	names := []string{"problem"}
-	names = append(names, p.Spec.Kernel.Backends...)
+// Render produces every file of one spec from its plans (one per
+// target): the reference problem and one submission per backend and
+// target.
+func (r *Renderer) Render(ps []*plan.Plan, specPath string) ([]File, error) {
 	var files []File
-	for _, name := range names {
-		var buf bytes.Buffer
-		if err := r.t.ExecuteTemplate(&buf, name+".py.tmpl", v); err != nil {
-			return nil, fmt.Errorf("%s: rendering %s: %w", commentSafe(specPath), name, err)
+	for i, p := range ps {
+		v, err := newView(p, specPath)
+		if err != nil {
+			return nil, err
 		}
-		files = append(files, File{Path: filepath.ToSlash(filepath.Join(p.Spec.Name, name+".py")), Data: normalize(buf.Bytes())})
+		names := p.Spec.Kernel.Backends
+		if i == 0 {
+			names = append([]string{"problem"}, names...)
+		}
+		for _, name := range names {
+			var buf bytes.Buffer
+			if err := r.t.ExecuteTemplate(&buf, name+".py.tmpl", v); err != nil {
+				return nil, fmt.Errorf("%s: rendering %s for %s: %w", commentSafe(specPath), name, p.Target.Name, err)
+			}
+			file := SubmissionFile(name, p.Target)
+			if name == "problem" {
+				file = ProblemFile
+			}
+			files = append(files, File{Path: p.Spec.Name + "/" + file, Data: normalize(buf.Bytes())})
+		}
 	}
 	return files, nil
+}
+
+// ProblemFile is the reference problem's file in a spec's folder.
+const ProblemFile = "problem.py"
+
+// SubmissionFile is a submission's file in its spec's folder: the backend
+// and the target, "cuda.sm80.py".
+func SubmissionFile(backend string, t plan.Target) string {
+	return backend + "." + t.Name + ".py"
 }
 
 // normalize strips trailing spaces and ends the file with one newline, so

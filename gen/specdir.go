@@ -72,17 +72,18 @@ func WriteSpecs(root string, paths []string, outDir string) (int, error) {
 				Msg: fmt.Sprintf("not read: %v; a spec must be a regular file of at most %d bytes", err, safeio.MaxSpecSize)})
 			continue
 		}
-		p, errs := parseAndPlan(path, data)
+		ps, errs := parseAndPlan(path, data)
 		if errs != nil {
 			all = append(all, errs...)
 			continue
 		}
-		if other, ok := byName[p.Spec.Name]; ok {
-			all = append(all, p.Spec.Errorf("name", p.Spec.Name, "also used by %s: names must be unique, they name output folders", other))
+		l := Loaded{Path: path, Plans: ps}
+		if other, ok := byName[l.Spec().Name]; ok {
+			all = append(all, l.Spec().Errorf("name", l.Spec().Name, "also used by %s: names must be unique, they name output folders", other))
 			continue
 		}
-		byName[p.Spec.Name] = path
-		loaded = append(loaded, Loaded{Path: path, Plan: p})
+		byName[l.Spec().Name] = path
+		loaded = append(loaded, l)
 	}
 	if len(all) > 0 {
 		return 0, all
@@ -92,7 +93,7 @@ func WriteSpecs(root string, paths []string, outDir string) (int, error) {
 		return 0, err
 	}
 	for _, l := range loaded {
-		files, err := r.Render(l.Plan, l.Path)
+		files, err := r.Render(l.Plans, l.Path)
 		if err != nil {
 			return 0, err
 		}

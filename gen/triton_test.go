@@ -114,7 +114,7 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 				s.Kernel.CUDA = spec.CUDA{Family: spec.WGMMA{}}
 			}
 			var err error
-			if p, err = plan.New(&s); err != nil {
+			if p, err = plan.New(&s, plan.SM90); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -339,7 +339,7 @@ func TestFusedWAndPads(t *testing.T) {
 		s := *l.Plan.Spec
 		s.Kernel.Backends = []string{"triton"}
 		s.Kernel.Triton.FuseW, s.Kernel.Triton.PadInput = true, true
-		p, err := plan.New(&s)
+		p, err := plan.New(&s, plan.SM90)
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
 		}

@@ -29,7 +29,8 @@ import (
 type Candidate struct {
 	Current   bool
 	Backend   string      // cuda or triton
-	Variant   string      // problem folder name: the spec's name, or <spec>_t<i> (cuda), <spec>_x<i> (triton)
+	Target    string      // the target it is planned and timed for (plan.Target.Name)
+	Variant   string      // problem folder name: the spec's name, or <spec>_<target>_t<i> (cuda), <spec>_<target>_x<i> (triton)
 	Spec      string      // spec name
 	SpecPath  string      // spec file, relative to the root
 	Precision string      // fp32 or 3xtf32
@@ -158,30 +159,38 @@ func tritonCandidates(own spec.Triton) []spec.Triton {
 }
 
 // Candidates plans the spec's own choice and every other candidate of one
-// spec, for each of its backends; infeasible and duplicate choices are
-// skipped.
+// spec, for each of its targets and backends; infeasible and duplicate
+// choices are skipped.
 func Candidates(l Loaded) []Candidate {
 	var out []Candidate
-	if slices.Contains(l.Plan.Spec.Kernel.Backends, "cuda") {
-		out = append(out, cudaCandidates(l)...)
-	}
-	if slices.Contains(l.Plan.Spec.Kernel.Backends, "triton") {
-		out = append(out, TritonCandidates(l)...)
+	for _, p := range l.Plans {
+		if slices.Contains(p.Spec.Kernel.Backends, "cuda") {
+			out = append(out, cudaCandidates(l.Path, p)...)
+		}
+		if slices.Contains(p.Spec.Kernel.Backends, "triton") {
+			out = append(out, TritonCandidates(l.Path, p)...)
+		}
 	}
 	return out
 }
 
-// TritonCandidates is the Triton half of Candidates.
-func TritonCandidates(l Loaded) []Candidate {
-	own := l.Plan.Spec
-	out := []Candidate{{Current: true, Backend: "triton", Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
-		Triton: resolvedTriton(l.Plan)}}
+// variantName is a candidate's problem folder: the spec's name, target and
+// label.
+func variantName(p *plan.Plan, label string) string {
+	return p.Spec.Name + "_" + p.Target.Name + "_" + label
+}
+
+// TritonCandidates is the Triton half of Candidates for one target's plan.
+func TritonCandidates(path string, own *plan.Plan) []Candidate {
+	tg := own.Target.Name
+	out := []Candidate{{Current: true, Backend: "triton", Target: tg, Variant: own.Spec.Name, Spec: own.Spec.Name, SpecPath: path,
+		Triton: resolvedTriton(own)}}
 	out[0].Precision = out[0].Triton.Precision
 	for i, t := range tritonCandidates(out[0].Triton) {
-		s := *own
+		s := *own.Spec
 		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Triton: t}
-		s.Name = fmt.Sprintf("%s_x%d", own.Name, i+1)
-		p, err := plan.New(&s)
+		s.Name = variantName(own, fmt.Sprintf("x%d", i+1))
+		p, err := plan.New(&s, own.Target)
 		if err != nil {
 			continue
 		}
@@ -189,7 +198,7 @@ func TritonCandidates(l Loaded) []Candidate {
 		if slices.ContainsFunc(out, func(c Candidate) bool { return c.Triton == r }) {
 			continue
 		}
-		out = append(out, Candidate{Backend: "triton", Variant: s.Name, Spec: own.Name, SpecPath: l.Path,
+		out = append(out, Candidate{Backend: "triton", Target: tg, Variant: s.Name, Spec: own.Spec.Name, SpecPath: path,
 			Precision: r.Precision, Triton: r})
 	}
 	return out
@@ -205,7 +214,7 @@ func (c Candidate) kernel() spec.Kernel {
 
 // Label names a candidate within its spec ("x15", "t3"): its variant's
 // suffix, what WriteTune's only filter takes.
-func (c Candidate) Label() string { return strings.TrimPrefix(c.Variant, c.Spec+"_") }
+func (c Candidate) Label() string { return strings.TrimPrefix(c.Variant, c.Spec+"_"+c.Target+"_") }
 
 // Choice is the candidate's kernel choice as the spec writes it.
 func (c Candidate) Choice() string {
@@ -224,12 +233,12 @@ func resolvedTriton(p *plan.Plan) spec.Triton {
 		FoldW: foldSpec(v.WFold)}
 }
 
-// cudaCandidates is the CUDA half of Candidates.
-func cudaCandidates(l Loaded) []Candidate {
-	own := l.Plan.Spec
-	mine := l.Plan.Tile.Family()
-	out := []Candidate{{Current: true, Backend: "cuda", Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
-		Precision: mine.Precision(), CUDA: l.Plan.Tile.Choice()}}
+// cudaCandidates is the CUDA half of Candidates for one target's plan.
+func cudaCandidates(path string, ownPlan *plan.Plan) []Candidate {
+	own, tg := ownPlan.Spec, ownPlan.Target.Name
+	mine := ownPlan.Tile.Family()
+	out := []Candidate{{Current: true, Backend: "cuda", Target: tg, Variant: own.Name, Spec: own.Name, SpecPath: path,
+		Precision: mine.Precision(), CUDA: ownPlan.Tile.Choice()}}
 	kernels := candidateKernels()
 	// The spec's own choice with its tiles copied by cp.async (where it
 	// has none or stages presplit, its own choice again: skipped as a
@@ -246,16 +255,16 @@ func cudaCandidates(l Loaded) []Candidate {
 		kernels = append(kernels, mine)
 	}
 	for i, k := range kernels {
-		s := *l.Plan.Spec
+		s := *own
 		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: k}}
 		// Numbered by the list, skipped ones too: a label names the same
 		// choice in every spec (what -only filters on).
-		s.Name = fmt.Sprintf("%s_t%d", l.Plan.Spec.Name, i+1)
-		p, err := plan.New(&s)
+		s.Name = variantName(ownPlan, fmt.Sprintf("t%d", i+1))
+		p, err := plan.New(&s, ownPlan.Target)
 		if err != nil || hasChoice(out, p.Tile.Choice()) {
 			continue
 		}
-		out = append(out, Candidate{Backend: "cuda", Variant: s.Name, Spec: l.Plan.Spec.Name, SpecPath: l.Path,
+		out = append(out, Candidate{Backend: "cuda", Target: tg, Variant: s.Name, Spec: own.Name, SpecPath: path,
 			Precision: k.Precision(), CUDA: p.Tile.Choice()})
 	}
 	return out
@@ -376,13 +385,17 @@ func WriteTune(root, dir string, only ...string) (int, error) {
 			if c.Current {
 				continue // rendered in out/ already
 			}
-			s := *l.Plan.Spec
-			s.Name, s.Kernel = c.Variant, c.kernel()
-			p, err := plan.New(&s)
+			tg, err := plan.TargetNamed(c.Target)
 			if err != nil {
 				return 0, err
 			}
-			files, err := r.Render(p, l.Path)
+			s := *l.Spec()
+			s.Name, s.Kernel = c.Variant, c.kernel()
+			p, err := plan.New(&s, tg)
+			if err != nil {
+				return 0, err
+			}
+			files, err := r.Render([]*plan.Plan{p}, l.Path)
 			if err != nil {
 				return 0, err
 			}
@@ -420,6 +433,7 @@ func WriteTune(root, dir string, only ...string) (int, error) {
 type Timing struct {
 	Spec        string        `json:"spec"`
 	Backend     string        `json:"backend"`
+	Target      string        `json:"target"`
 	Disposition string        `json:"disposition"`
 	MaxRelL2    *lenientFloat `json:"max_rel_l2"`
 	RelL2       *lenientFloat `json:"rel_l2"`
@@ -490,29 +504,29 @@ type Winner struct {
 // current choice only when it is TuneMinGain faster. Specs whose current
 // choice has no timing are left out.
 func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
-	type key struct{ variant, backend string }
+	type key struct{ variant, backend, target string }
 	timings := map[key]Timing{}
 	runOf := map[key]*HarnessResults{}
 	for i, res := range runs {
 		for _, t := range append(res.Results, res.Items...) {
-			timings[key{t.Spec, t.Backend}] = t
-			runOf[key{t.Spec, t.Backend}] = &runs[i]
+			timings[key{t.Spec, t.Backend, t.Target}] = t
+			runOf[key{t.Spec, t.Backend, t.Target}] = &runs[i]
 		}
 	}
 	usable := func(c Candidate) (float64, bool) {
-		t, ok := timings[key{c.Variant, c.Backend}]
+		t, ok := timings[key{c.Variant, c.Backend, c.Target}]
 		err, known := t.relL2()
 		if !ok || t.Disposition != "passed" || t.TimeMS == nil || !known || !(err <= TuneMaxRelL2) {
 			return 0, false
 		}
 		return t.TimeMS.Mean, true
 	}
-	// One group per spec and backend, in the candidates' order.
-	type group struct{ spec, backend string }
+	// One group per spec, backend and target, in the candidates' order.
+	type group struct{ spec, backend, target string }
 	var order []group
 	groups := map[group][]Candidate{}
 	for _, c := range cands {
-		g := group{c.Spec, c.Backend}
+		g := group{c.Spec, c.Backend, c.Target}
 		if _, ok := groups[g]; !ok {
 			order = append(order, g)
 		}
@@ -533,7 +547,7 @@ func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 				ms *= 1 - TuneMinGain // the incumbent keeps its place unless clearly beaten
 			}
 			if w == nil || ms < w.MeanMS {
-				run := runOf[key{c.Variant, c.Backend}]
+				run := runOf[key{c.Variant, c.Backend, c.Target}]
 				w = &Winner{Candidate: c, MeanMS: ms, GPU: run.GPU, Date: run.Date}
 			}
 		}
@@ -550,7 +564,10 @@ func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 		if out[a].Spec != out[b].Spec {
 			return out[a].Spec < out[b].Spec
 		}
-		return out[a].Backend < out[b].Backend
+		if out[a].Backend != out[b].Backend {
+			return out[a].Backend < out[b].Backend
+		}
+		return out[a].Target < out[b].Target
 	})
 	return out
 }
@@ -591,10 +608,11 @@ func ApplyTune(root string, winners []Winner, gpu, date string) error {
 	return nil
 }
 
-// setKernel rewrites a spec's kernel.cuda, or for a Triton candidate its
-// kernel.triton (and its name, when one is given),
-// keeping the rest of the document and its comments as they were. The
-// comment goes above the section it is about.
+// setKernel rewrites the candidate's target section of a spec,
+// kernel.<target>.cuda or for a Triton candidate kernel.<target>.triton
+// (and its name, when one is given), keeping the rest of the document and
+// its comments as they were. The comment goes above the section it is
+// about.
 func setKernel(data []byte, w Candidate, name, note string) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -617,13 +635,13 @@ func setKernel(data []byte, w Candidate, name, note string) ([]byte, error) {
 	if err := yaml.Unmarshal([]byte(flow), &choice); err != nil {
 		return nil, err
 	}
-	setMapValue(kernel, field, choice.Content[0])
-	// The note goes above kernel for CUDA (kernel.cuda), above
-	// kernel.triton for Triton.
-	parent, key := root, "kernel"
-	if w.Backend == "triton" {
-		parent, key = kernel, "triton"
+	section := spec.MapValue(kernel, w.Target)
+	if section == nil {
+		section = &yaml.Node{Kind: yaml.MappingNode}
+		kernel.Content = append(kernel.Content, spec.PlainScalar(w.Target), section)
 	}
+	setMapValue(section, field, choice.Content[0])
+	parent, key := section, field
 	for i := 0; i+1 < len(parent.Content); i += 2 {
 		if parent.Content[i].Value == key {
 			parent.Content[i].HeadComment = "# " + note

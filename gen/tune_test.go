@@ -49,7 +49,7 @@ func tunePlan(t *testing.T, name string, data []byte) *plan.Plan {
 	if err != nil {
 		t.Fatalf("%s does not parse: %v\n%s", name, err, data)
 	}
-	p, err := plan.New(s)
+	p, err := plan.New(s, plan.SM90)
 	if err != nil {
 		t.Fatalf("%s does not plan: %v\n%s", name, err, data)
 	}
@@ -95,7 +95,7 @@ func checkCandidates(t *testing.T, l Loaded, cs []Candidate) {
 		// gives the same family and options, in the family's precision.
 		s := *own
 		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, CUDA: c.CUDA}
-		p, err := plan.New(&s)
+		p, err := plan.New(&s, plan.SM90)
 		if err != nil {
 			t.Errorf("%s: %s is infeasible: %v", l.Path, c.Variant, err)
 			continue
@@ -713,7 +713,7 @@ func TestTuneTritonCandidates(t *testing.T) {
 			seen[c.Triton] = c.Variant
 			s := *l.Plan.Spec
 			s.Kernel = c.kernel()
-			p, err := plan.New(&s)
+			p, err := plan.New(&s, plan.SM90)
 			if err != nil {
 				t.Errorf("%s: %s: %v", l.Path, c.Variant, err)
 				continue

@@ -340,7 +340,7 @@ func TestCpAsyncKernelsCompile(t *testing.T) {
 	for _, fam := range []spec.Family{spec.FFMA{CpAsync: true}, spec.MMA{CpAsync: true}} {
 		s := *l.Plan.Spec
 		s.Kernel.Backends, s.Kernel.CUDA = []string{"cuda"}, spec.CUDA{Family: fam}
-		p, err := plan.New(&s)
+		p, err := plan.New(&s, plan.SM90)
 		if err != nil {
 			t.Fatalf("%s in %s with cp_async: %v", s.Name, fam.Precision(), err)
 		}

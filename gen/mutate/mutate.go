@@ -171,7 +171,7 @@ func RenderCUDA(r *gen.Renderer, p *plan.Plan, specPath string) ([]byte, error) 
 	s.Kernel.Backends = []string{"cuda"}
 	c := *p
 	c.Spec = &s
-	files, err := r.Render(&c, specPath)
+	files, err := r.Render([]*plan.Plan{&c}, specPath)
 	if err != nil {
 		return nil, err
 	}

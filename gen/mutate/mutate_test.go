@@ -55,7 +55,7 @@ func (c config) plan() *plan.Plan {
 	if err != nil {
 		return nil
 	}
-	p, err := plan.New(s)
+	p, err := plan.New(s, plan.SM90)
 	if err != nil {
 		return nil
 	}

@@ -34,7 +34,7 @@ func TestGridFold(t *testing.T) {
 		for _, f := range families {
 			conf := c.conf
 			conf.precision, conf.tile = f.precision, f.tile
-			p, err := plan.New(conf.parse(t))
+			p, err := plan.New(conf.parse(t), plan.SM90)
 			if err != nil {
 				t.Errorf("%s, %s: %v", c.name, f.name, err)
 				continue
@@ -88,7 +88,7 @@ func TestIndexWidth(t *testing.T) {
 		for _, f := range families {
 			conf := c
 			conf.precision, conf.tile = f.precision, f.tile
-			p, err := plan.New(conf.parse(t))
+			p, err := plan.New(conf.parse(t), plan.SM90)
 			if err != nil {
 				t.Errorf("%+v: %v", conf, err)
 				continue
@@ -121,7 +121,7 @@ func TestIntLimitsRefused(t *testing.T) {
 		for _, f := range families {
 			conf := c.conf
 			conf.precision, conf.tile = f.precision, f.tile
-			_, err := plan.New(conf.parse(t))
+			_, err := plan.New(conf.parse(t), plan.SM90)
 			switch {
 			case c.want == "" && err != nil:
 				t.Errorf("%s %v: %v", f.name, conf.in, err)

@@ -10,6 +10,7 @@ import (
 // generated registry and specs planned on the fly both come from here).
 type Launch struct {
 	Spec      string // spec name, the folder under out/
+	Target    string // the target the file is built for (Target.Name)
 	SpecPath  string // spec file, relative to the repository root
 	File      string // emitted CUDA submission
 	Function  string // main kernel's name
@@ -44,6 +45,7 @@ type Launch struct {
 func (p *Plan) Launch(file string) Launch {
 	return Launch{
 		Spec:           p.Spec.Name,
+		Target:         p.Target.Name,
 		SpecPath:       p.Spec.Path,
 		File:           file,
 		Function:       p.Names.Kernel,

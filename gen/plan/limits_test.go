@@ -15,7 +15,7 @@ func genericSpec(t *testing.T, c geom.Conv, backends ...string) (*plan.Plan, err
 	if err != nil {
 		t.Fatal(err)
 	}
-	return plan.New(s)
+	return plan.New(s, plan.SM90)
 }
 
 // TestPhasesOnlyResiduesWithOutputs: at stride 16 with an output of 3

@@ -15,12 +15,15 @@ import (
 
 // Plan is one spec's kernel, fully decided.
 type Plan struct {
-	Spec  *spec.Spec
-	Conv  geom.Conv
-	Out   [3]int // output depth, height, width
-	CinG  int    // input channels per group: the reduction's channel extent
-	CoutG int    // output channels per group: the GEMM's N
-	Tile  Tile
+	// Spec is the spec as this target sees it: its kernel section is the
+	// target's (spec.Kernel.For).
+	Spec   *spec.Spec
+	Target Target
+	Conv   geom.Conv
+	Out    [3]int // output depth, height, width
+	CinG   int    // input channels per group: the reduction's channel extent
+	CoutG  int    // output channels per group: the GEMM's N
+	Tile   Tile
 
 	// Phases lists the stride phases that hold outputs; Taps holds their
 	// taps back to back. The grid interleaves the phases (block x works on
@@ -119,7 +122,9 @@ func (t Tile) String() string {
 }
 
 // Field is the spec field of one of the family's options, for errors.
-func (t Tile) Field(key string) string { return "kernel.cuda." + t.Family().Key() + "." + key }
+func (p *Plan) field(key string) string {
+	return p.Spec.Kernel.CUDAField(p.Tile.Family().Key() + "." + key)
+}
 
 // BM is a block's rows (output positions): wgmma Warpgroups x Slabs x 64.
 func (t Tile) BM() int {
@@ -292,8 +297,8 @@ type Tap struct {
 	Flat int    // kd*KH*KW + kh*KW + kw, the weight's tap index
 }
 
-// Limits of the target (sm_80, A100): a block has at most 1024 threads and
-// 48 KiB of static shared memory (more needs a dynamic opt-in).
+// Limits of every target: a block has at most 1024 threads and 48 KiB of
+// static shared memory (more needs a dynamic opt-in, Target.SmemPerBlock).
 const (
 	MaxThreads       = 1024
 	MaxSmemBytes     = 48 * 1024
@@ -301,10 +306,6 @@ const (
 	maxThreadsPerSM  = 2048
 	regsPerSM        = 65536
 	maxRegsPerThread = 255
-
-	// MaxDynamicSmemBytes is what a wgmma kernel may opt in to: sm_80's
-	// most for a block (sm_90 allows 227 KiB).
-	MaxDynamicSmemBytes = 163 * 1024
 )
 
 // registersPerThread is what ptxas can give each thread of a block when
@@ -403,9 +404,14 @@ func (p *Plan) directRegisters() (int, string) {
 }
 
 // New plans one spec. Errors point at the spec field they concern.
-func New(s *spec.Spec) (*Plan, error) {
+func New(s *spec.Spec, target Target) (*Plan, error) {
+	// The plan sees the target's kernel choices as the spec's: its own
+	// sections where it has them (spec.Kernel.For).
+	ts := *s
+	ts.Kernel = s.Kernel.For(target.Name)
+	s = &ts
 	c := s.Problem.Conv
-	p := &Plan{Spec: s, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup(), Epilogue: Epilogue{Bias: c.Bias}}
+	p := &Plan{Spec: s, Target: target, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup(), Epilogue: Epilogue{Bias: c.Bias}}
 	// Extents, channels and batch fit the kernels' 32-bit ints: the spec's
 	// limits (spec.MaxExtent, spec.MaxCount) keep them below 2^24.
 	if err := checkTritonPipelining(s); err != nil {
@@ -415,11 +421,11 @@ func New(s *spec.Spec) (*Plan, error) {
 	case spec.WGMMA:
 		p.Tile = chooseWGMMATile(f, p.CoutG, c.Kernel[2])
 		if reach := kwSpan(c); p.Tile.KWInN() && reach >= p.Tile.BM()/2 {
-			return nil, spec.Errors{s.Errorf(p.Tile.Field("kw_in_n"), "true",
+			return nil, spec.Errors{s.Errorf(p.field("kw_in_n"), "true",
 				"would waste %d of a block's %d rows on the kernel's reach along W ((stride_w-1 + dilation_w x (kernel_w-1)) / stride_w input positions): at most half", reach, p.Tile.BM())}
 		}
 		if k, st, dil := c.Kernel[2], c.Stride[2], c.Dilation[2]; p.Tile.WGMMA.Winograd && (k != 3 || st != dil) {
-			return nil, spec.Errors{s.Errorf(p.Tile.Field("winograd"), "true",
+			return nil, spec.Errors{s.Errorf(p.field("winograd"), "true",
 				"computes F(2,3) along W, which needs kernel_w 3 and stride_w = dilation_w, so that each W phase's taps read three consecutive inputs (kernel_w %d, stride_w %d, dilation_w %d)", k, st, dil)}
 		}
 		p.planPhases()
@@ -442,7 +448,7 @@ func New(s *spec.Spec) (*Plan, error) {
 			return nil, err
 		}
 		p.Index = indexType(c.OutputLen(), p.WGMMA.XLen, p.WGMMA.ImageLen)
-		p.Names = names(s.Name)
+		p.Names = names(s.Name, target)
 		p.Names.Relayout = s.Name + "_relayout_input"
 		if p.WGMMA.Fill {
 			p.Names.Fill = s.Name + "_fill_bias"
@@ -486,7 +492,7 @@ func New(s *spec.Spec) (*Plan, error) {
 		return nil, err
 	}
 	p.Index = indexType(c.InputLen(), c.OutputLen(), c.WeightLen())
-	p.Names = names(s.Name)
+	p.Names = names(s.Name, target)
 	return p, nil
 }
 
@@ -549,7 +555,7 @@ func checkTritonPipelining(s *spec.Spec) error {
 	if t.Stages > 1 {
 		stages = strconv.Itoa(t.Stages)
 	}
-	return spec.Errors{s.Errorf("kernel.triton.channels_last", "true",
+	return spec.Errors{s.Errorf(s.Kernel.TritonField("channels_last"), "true",
 		"with loads pipelined over %s stages, and W phases one a program, is miscompiled by Triton 3.6 where a stride phase has no tap (here along %s): set stages: 1, fuse_w: true or channels_last: false",
 		stages, [3]string{"depth", "height", "width"}[axis])}
 }
@@ -580,11 +586,12 @@ func (p *Plan) checkRows(reach int) error {
 }
 
 // names are a spec's kernel and extension names.
-func names(spec string) Names {
+func names(spec string, t Target) Names {
 	return Names{
-		Extension: "convtgen_" + spec,
-		Kernel:    spec + "_igemm",
-		Repack:    spec + "_repack_weight",
+		Extension: "convtgen_" + spec + "_" + t.Name, // the sm80 and sm90 builds do not share torch's cache
+
+		Kernel: spec + "_igemm",
+		Repack: spec + "_repack_weight",
 	}
 }
 
@@ -728,7 +735,7 @@ func (p *Plan) checkTile() error {
 	t, s := p.Tile, p.Spec
 	var errs spec.Errors
 	bad := func(field string, got int, format string, args ...any) {
-		errs = append(errs, s.Errorf(t.Field(field), strconv.Itoa(got), format, args...))
+		errs = append(errs, s.Errorf(p.field(field), strconv.Itoa(got), format, args...))
 	}
 	// fitRegisters refuses an FFMA or direct tile whose estimated need
 	// passes min(255, 65536/(min_blocks*threads)), the cap ptxas spills

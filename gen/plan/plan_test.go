@@ -107,7 +107,7 @@ func TestOutputShape(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%+v: %v", c, err)
 		}
-		p, err := plan.New(s)
+		p, err := plan.New(s, plan.SM90)
 		if err != nil {
 			t.Fatalf("%+v: default tile refused: %v", c, err)
 		}
@@ -154,7 +154,7 @@ func TestPhasesBruteForce(t *testing.T) {
 		if empty {
 			continue
 		}
-		p, err := plan.New(c.parse(t))
+		p, err := plan.New(c.parse(t), plan.SM90)
 		if err != nil {
 			t.Fatalf("%+v: %v", c, err)
 		}
@@ -341,7 +341,7 @@ func TestPhasesCheckerCatches(t *testing.T) {
 		s: [3]int{2, 1, 3}, p: [3]int{1, 0, 2}, op: [3]int{1, 0, 1}, d: [3]int{1, 2, 1}}
 	out, _ := c.out()
 	fresh := func() *plan.Plan {
-		p, err := plan.New(c.parse(t))
+		p, err := plan.New(c.parse(t), plan.SM90)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -451,7 +451,7 @@ func TestTileDefaults(t *testing.T) {
 			plan.Tile{Direct: &spec.Direct{BM: 512, BN: 4, BK: 1, TW: 8, MinBlocks: 1}, ThreadsM: 512, ThreadsN: 1, TapChunk: 6}, 512, 6 * 8 * 7 * 4 * 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := plan.New(tc.c.parse(t))
+			p, err := plan.New(tc.c.parse(t), plan.SM90)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -550,7 +550,7 @@ func TestTileFeasibility(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := with(base72, func(c *config) { c.precision, c.tile = tc.precision, tc.tile })
-			p, err := plan.New(c.parse(t))
+			p, err := plan.New(c.parse(t), plan.SM90)
 			var errs spec.Errors
 			if p != nil || !errors.As(err, &errs) {
 				t.Fatalf("New = %v, %v; want spec.Errors", p, err)
@@ -566,7 +566,7 @@ func TestTileFeasibility(t *testing.T) {
 // weights for every kw, and says so when they cannot fit.
 func TestWindowWeightsOverSharedMemory(t *testing.T) {
 	c := with(base72, func(c *config) { c.cin, c.groups, c.tile = 512, 1, "{direct: true, bn: 4, tw: 8}" })
-	_, err := plan.New(c.parse(t))
+	_, err := plan.New(c.parse(t), plan.SM90)
 	want := "plan_test.yaml:41:23: kernel.cuda.direct.bn: needs 57344 bytes of shared memory for one (d, h) tap's weights (512 input channels x 7 kw x bn floats); sm_80 allows 49152 of static shared memory (got 4)"
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
@@ -581,7 +581,7 @@ func TestTileAccumulatorGuard(t *testing.T) {
 	f := s.Kernel.CUDA.Family.(spec.FFMA)
 	f.TM = 16
 	s.Kernel.CUDA.Family = f
-	_, err := plan.New(s)
+	_, err := plan.New(s, plan.SM90)
 	want := "plan_test.yaml:41:38: kernel.cuda.ffma.tm: tm*tn = 128 accumulators per thread; at most 64 fit in registers (got 16)"
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
@@ -594,7 +594,7 @@ func TestTileAccumulatorGuard(t *testing.T) {
 // the block would compute nothing).
 func TestMMAWarpTileWholeFragments(t *testing.T) {
 	for _, tile := range []string{"{bn: 4}", "{bm: 64, bn: 4, bk: 8}"} {
-		p, err := plan.New(with(base72, func(c *config) { c.precision, c.tile = "3xtf32", tile }).parse(t))
+		p, err := plan.New(with(base72, func(c *config) { c.precision, c.tile = "3xtf32", tile }).parse(t), plan.SM90)
 		if err == nil {
 			if p.Tile.WN()%8 != 0 || p.Tile.WM()%16 != 0 || p.Tile.WN() == 0 {
 				t.Errorf("tile %s: planned WM %d x WN %d, not whole m16n8 fragments", tile, p.Tile.WM(), p.Tile.WN())
@@ -625,7 +625,7 @@ func TestRandomTilesFeasible(t *testing.T) {
 			c.tile = fmt.Sprintf("{bm: %d, bn: %d, bk: %d, wm: %d, wn: %d}", pick(16, 32, 64, 128, 256, 512),
 				pick(8, 16, 32, 64, 128), 8*(1+r.Intn(8)), pick(16, 32, 64), pick(8, 16, 32, 64))
 		}
-		p, err := plan.New(c.parse(t))
+		p, err := plan.New(c.parse(t), plan.SM90)
 		if err != nil {
 			continue
 		}

@@ -37,7 +37,7 @@ func TestTritonPipeliningRefused(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		_, err = plan.New(s)
+		_, err = plan.New(s, plan.SM90)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)

@@ -362,12 +362,9 @@ func kwSpan(c geom.Conv) int {
 	return (c.Stride[2] - 1 + (c.Kernel[2]-1)*c.Dilation[2]) / c.Stride[2]
 }
 
-// smemPerSM is an sm_90 SM's shared memory (sm_80's has 164 KiB), and
-// smemReservedPerBlock what the runtime keeps of it for each resident block.
-const (
-	smemPerSM            = 228 * 1024
-	smemReservedPerBlock = 1024
-)
+// smemReservedPerBlock is what the runtime keeps of an SM's shared memory
+// for each resident block.
+const smemReservedPerBlock = 1024
 
 // wgmmaRegisters estimates what a wgmma thread needs on sm_90a and says
 // what it holds: per slab its tensor-core sums, as many fp32 running sums
@@ -400,34 +397,40 @@ const earlyARegisters = 8
 const mmaSyncExtraRegisters = 45
 
 // checkWGMMAResources refuses stages whose shared memory passes what the
-// kernel may opt in to, and a min_blocks that an SM could not hold for
-// shared memory (its registers would be capped for residency that never
-// comes) or under which the registers would not fit (a spill).
+// kernel may opt in to on the target, and a min_blocks that an SM could
+// not hold for shared memory (its registers would be capped for residency
+// that never comes) or under which the registers would not fit (a spill).
+// On sm80 the tile's products go to mma.sync, which needs more registers
+// from the same fragments, and the kernel asks for one block an SM (a cap
+// of 128 registers is too few there): min_blocks is sm90's.
 func (p *Plan) checkWGMMAResources() error {
-	t, s := p.Tile, p.Spec
+	t, s, tg := p.Tile, p.Spec, p.Target
 	var errs spec.Errors
 	need, what := p.wgmmaRegisters()
-	if need > registersPerThread(p.Threads, t.WGMMA.MinBlocks) {
-		errs = append(errs, s.Errorf(t.Field("min_blocks"), strconv.Itoa(t.WGMMA.MinBlocks),
-			"gives %d threads, %d registers each, but %s need about %d", p.Threads, registersPerThread(p.Threads, t.WGMMA.MinBlocks), what, need))
+	minBlocks := t.WGMMA.MinBlocks
+	if tg.WGMMA {
+		if need > registersPerThread(p.Threads, minBlocks) {
+			errs = append(errs, s.Errorf(p.field("min_blocks"), strconv.Itoa(minBlocks),
+				"gives %d threads, %d registers each, but %s need about %d", p.Threads, registersPerThread(p.Threads, minBlocks), what, need))
+		}
+	} else {
+		minBlocks = 1
+		// A concern only where a block's threads cap the registers below
+		// ptxas's own 255 (more than 256 threads), under which every tile
+		// measured fit.
+		if capped := registersPerThread(p.Threads, 1); capped < maxRegsPerThread && need+mmaSyncExtraRegisters > capped {
+			errs = append(errs, s.Errorf(p.field("warpgroups"), strconv.Itoa(t.WGMMA.PerBlock()),
+				"gives %d threads, %d registers each on %s, but its mma.sync code needs about %d (fewer warpgroups or sums)", p.Threads, capped, tg.Name, need+mmaSyncExtraRegisters))
+		}
 	}
-	// Elsewhere (sm_80) the kernel asks for one block an SM, and its
-	// mma.sync products need more registers from the same fragments: a
-	// concern only where a block's threads cap them below ptxas's own 255
-	// (more than 256 threads), under which every tile measured fit.
-	sm80 := registersPerThread(p.Threads, 1)
-	if sm80 < maxRegsPerThread && need+mmaSyncExtraRegisters > sm80 {
-		errs = append(errs, s.Errorf(t.Field("warpgroups"), strconv.Itoa(t.WGMMA.PerBlock()),
-			"gives %d threads, %d registers each on sm_80, but its mma.sync code needs about %d (fewer warpgroups or sums)", p.Threads, sm80, need+mmaSyncExtraRegisters))
+	if p.SmemBytes > tg.SmemPerBlock {
+		errs = append(errs, s.Errorf(p.field("stages"), strconv.Itoa(t.WGMMA.Stages),
+			"needs %d bytes of shared memory (%d a step); a block on %s opts in to at most %d", p.SmemBytes, wgmmaStageBytes(t), tg.Name, tg.SmemPerBlock))
 	}
-	if p.SmemBytes > MaxDynamicSmemBytes {
-		errs = append(errs, s.Errorf(t.Field("stages"), strconv.Itoa(t.WGMMA.Stages),
-			"needs %d bytes of shared memory (%d a step); a wgmma kernel opts in to at most %d", p.SmemBytes, wgmmaStageBytes(t), MaxDynamicSmemBytes))
-	}
-	if perBlock := p.SmemBytes + smemReservedPerBlock; t.WGMMA.MinBlocks*perBlock > smemPerSM {
-		errs = append(errs, s.Errorf(t.Field("min_blocks"), strconv.Itoa(t.WGMMA.MinBlocks),
-			"asks for %d blocks per SM, but each needs %d bytes of shared memory with what the runtime keeps: an SM holds %d (fewer stages need less)",
-			t.WGMMA.MinBlocks, perBlock, smemPerSM))
+	if perBlock := p.SmemBytes + smemReservedPerBlock; minBlocks*perBlock > tg.SmemPerSM {
+		errs = append(errs, s.Errorf(p.field("min_blocks"), strconv.Itoa(t.WGMMA.MinBlocks),
+			"asks for %d blocks per SM, but each needs %d bytes of shared memory with what the runtime keeps: an SM of %s holds %d (fewer stages need less)",
+			minBlocks, perBlock, tg.Name, tg.SmemPerSM))
 	}
 	if len(errs) > 0 {
 		return errs

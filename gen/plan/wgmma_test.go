@@ -108,7 +108,7 @@ func TestWGMMALayout(t *testing.T) {
 			wgTile{spec.WGMMA{Slabs: 1, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true}, 64, 72},
 			[3]int{4, 1, 1}, 3},
 	} {
-		p, err := plan.New(c.conf.parse(t))
+		p, err := plan.New(c.conf.parse(t), plan.SM90)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestWGMMALayout(t *testing.T) {
 		if c.tile.opts.KWInN {
 			smem = max(smem, c.tile.bm*(c.tile.bn+3)*4) // the sums on their way out
 		}
-		if p.SmemBytes != smem || p.SmemBytes > plan.MaxDynamicSmemBytes || (p.DynamicSmem > 0) != (smem > plan.MaxSmemBytes) {
+		if p.SmemBytes != smem || p.SmemBytes > plan.SM90.SmemPerBlock || (p.DynamicSmem > 0) != (smem > plan.MaxSmemBytes) {
 			t.Errorf("%+v: %d bytes of shared memory for %d stages of %d floats", c.conf, p.SmemBytes, c.tile.opts.Stages, c.want.Stage)
 		}
 	}
@@ -141,7 +141,7 @@ func TestWGMMAColumnTiles(t *testing.T) {
 	} {
 		conf := config{batch: 1, cin: 8, cout: c.cout, groups: 1, k: [3]int{1, 1, 1}, in: [3]int{2, 2, 2}, s: [3]int{1, 1, 1}, d: [3]int{1, 1, 1},
 			precision: "3xtf32", tile: "{wgmma: true}"}
-		p, err := plan.New(conf.parse(t))
+		p, err := plan.New(conf.parse(t), plan.SM90)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +173,7 @@ func TestWGMMARelayoutChunks(t *testing.T) {
 	} {
 		conf := config{batch: c.batch, cin: c.cin, cout: 8 * c.groups, groups: c.groups, k: c.k, in: c.in, s: [3]int{1, 1, 1}, d: [3]int{1, 1, 1},
 			precision: "3xtf32", tile: "{wgmma: true}"}
-		p, err := plan.New(conf.parse(t))
+		p, err := plan.New(conf.parse(t), plan.SM90)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,13 +194,13 @@ func TestWGMMARelayoutChunks(t *testing.T) {
 func TestWGMMARelayoutChannelsOverSharedMemory(t *testing.T) {
 	one := [3]int{1, 1, 1}
 	c := config{batch: 1, cin: 12288, cout: 8, groups: 1, k: one, in: one, s: one, d: one, precision: "3xtf32", tile: "{wgmma: true}"}
-	_, err := plan.New(c.parse(t))
+	_, err := plan.New(c.parse(t), plan.SM90)
 	want := "gives 12288 channels a group, padded to 12288: the input re-layout would stage 49156 bytes of shared memory for one position; sm_80 allows 49152 of static shared memory (got 12288)"
 	if err == nil || !strings.HasSuffix(err.Error(), "problem.in_channels: "+want) {
 		t.Errorf("error:\n%v\nwant one at problem.in_channels ending\n%s", err, want)
 	}
 	c.cin = 12280
-	if _, err := plan.New(c.parse(t)); err != nil {
+	if _, err := plan.New(c.parse(t), plan.SM90); err != nil {
 		t.Errorf("12280 channels: %v", err)
 	}
 }
@@ -241,7 +241,7 @@ func TestWGMMASumsAndStages(t *testing.T) {
 	} {
 		conf := c58
 		conf.tile = c.tile
-		p, err := plan.New(conf.parse(t))
+		p, err := plan.New(conf.parse(t), plan.SM90)
 		if err != nil {
 			t.Fatalf("%s: %v", c.tile, err)
 		}
@@ -262,7 +262,7 @@ func TestWGMMASumsAndStages(t *testing.T) {
 
 	conf := c58
 	conf.tile = "{wgmma: true, kw_in_n: true, slabs: 1, stages: 6, min_blocks: 2}"
-	_, err := plan.New(conf.parse(t))
+	_, err := plan.New(conf.parse(t), plan.SM90)
 	for _, want := range []string{
 		"kernel.cuda.wgmma.stages: needs 172032 bytes of shared memory (28672 a step); a wgmma kernel opts in to at most 166912 (got 6)",
 		"kernel.cuda.wgmma.min_blocks: asks for 2 blocks per SM, but each needs 173056 bytes of shared memory with what the runtime keeps: an SM holds 233472 (fewer stages need less) (got 2)",
@@ -282,7 +282,7 @@ func TestWGMMARegisters(t *testing.T) {
 	one := [3]int{1, 1, 1}
 	c61 := config{batch: 1, cin: 48, cout: 48, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{4, 4, 8}, s: one, d: one, precision: "3xtf32",
 		tile: "{wgmma: true, kw_in_n: true, span: 16, stages: 3, min_blocks: 3}"}
-	_, err := plan.New(c61.parse(t))
+	_, err := plan.New(c61.parse(t), plan.SM90)
 	want := "kernel.cuda.wgmma.min_blocks: gives 128 threads, 170 registers each, but 2 slab(s) of 36 sums and running sums, A parts and inputs need about 181 (got 3)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error:\n%v\nwant it to hold:\n%s", err, want)
@@ -304,7 +304,7 @@ func TestWGMMARegisters(t *testing.T) {
 		conf  config
 		early bool
 	}{{c58, true}, {c77, false}, {c77early, true}, {c77wino, false}} {
-		p, err := plan.New(c.conf.parse(t))
+		p, err := plan.New(c.conf.parse(t), plan.SM90)
 		if err != nil {
 			t.Errorf("%s: %v", c.conf.tile, err)
 		} else if p.WGMMA.EarlyA != c.early {
@@ -323,7 +323,7 @@ func TestWGMMARegisters(t *testing.T) {
 func TestWGMMAKWInNStride(t *testing.T) {
 	conf := config{batch: 1, cin: 8, cout: 8, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 5}, s: [3]int{2, 2, 2}, p: [3]int{1, 1, 1},
 		d: [3]int{1, 1, 1}, precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true, slabs: 1}"}
-	p, err := plan.New(conf.parse(t))
+	p, err := plan.New(conf.parse(t), plan.SM90)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestWGMMAKWInNStride(t *testing.T) {
 	// one at a time from rows of 32 + 3.
 	for _, c := range []struct{ cout, row, vector int }{{8, 28, 4}, {10, 35, 1}} {
 		conf.cout = c.cout
-		p, err := plan.New(conf.parse(t))
+		p, err := plan.New(conf.parse(t), plan.SM90)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -378,7 +378,7 @@ func TestWGMMAWarpgroups(t *testing.T) {
 	} {
 		conf := base
 		conf.tile = c.tile
-		p, err := plan.New(conf.parse(t))
+		p, err := plan.New(conf.parse(t), plan.SM90)
 		if err != nil {
 			t.Fatalf("%s: %v", c.tile, err)
 		}
@@ -396,7 +396,7 @@ func TestWGMMAWarpgroups(t *testing.T) {
 	} {
 		conf := base
 		conf.tile = c.tile
-		_, err := plan.New(conf.parse(t))
+		_, err := plan.New(conf.parse(t), plan.SM90)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error:\n%v\nwant it to hold:\n%s", c.tile, err, c.want)
 		}

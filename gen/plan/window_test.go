@@ -30,7 +30,7 @@ func TestWindowBruteForce(t *testing.T) {
 		if empty {
 			continue
 		}
-		p, err := plan.New(c.parse(t))
+		p, err := plan.New(c.parse(t), plan.SM90)
 		if err != nil {
 			t.Fatalf("%+v: %v", c, err)
 		}
@@ -146,7 +146,7 @@ func TestWindowCheckerCatches(t *testing.T) {
 		s: [3]int{2, 1, 2}, p: [3]int{1, 0, 2}, op: [3]int{1, 0, 1}, d: [3]int{1, 2, 1},
 		tile: "{bm: 32, bn: 4, tw: 8, direct: true}"}
 	out, _ := c.out()
-	good, err := plan.New(c.parse(t))
+	good, err := plan.New(c.parse(t), plan.SM90)
 	if err != nil {
 		t.Fatal(err)
 	}

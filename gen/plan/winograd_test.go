@@ -130,7 +130,7 @@ func TestWinogradComputesTheConvolution(t *testing.T) {
 	}
 	for _, c := range confs {
 		c.precision, c.tile = "3xtf32", "{wgmma: true, winograd: true}"
-		p, err := plan.New(c.parse(t))
+		p, err := plan.New(c.parse(t), plan.SM90)
 		if err != nil {
 			t.Fatalf("%+v: %v", c, err)
 		}
@@ -165,7 +165,7 @@ func TestWinogradComputesTheConvolution(t *testing.T) {
 func TestWinogradNeedsThreeConsecutiveTaps(t *testing.T) {
 	base := config{batch: 1, cin: 8, cout: 8, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{4, 4, 4}, s: [3]int{1, 1, 2}, d: [3]int{1, 1, 2},
 		precision: "3xtf32", tile: "{wgmma: true, winograd: true}"}
-	if _, err := plan.New(base.parse(t)); err != nil {
+	if _, err := plan.New(base.parse(t), plan.SM90); err != nil {
 		t.Fatalf("stride_w = dilation_w = 2, kernel_w 3: %v", err)
 	}
 	for _, c := range []config{
@@ -173,7 +173,7 @@ func TestWinogradNeedsThreeConsecutiveTaps(t *testing.T) {
 		with(base, func(c *config) { c.d[2] = 1 }),
 		with(base, func(c *config) { c.s[2] = 1 }),
 	} {
-		_, err := plan.New(c.parse(t))
+		_, err := plan.New(c.parse(t), plan.SM90)
 		if err == nil || !strings.Contains(err.Error(), "plan_test.yaml:41:") || !strings.Contains(err.Error(), "kernel.cuda.wgmma.winograd: computes F(2,3) along W, which needs kernel_w 3 and stride_w = dilation_w") {
 			t.Errorf("kernel %v, stride %v, dilation %v: got %v", c.k, c.s, c.d, err)
 		}

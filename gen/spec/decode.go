@@ -487,11 +487,25 @@ func (d *decoder) param(n *yaml.Node, f string) Param {
 }
 
 func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
-	d.fields(n, f, map[string]func(*yaml.Node, string){
+	handlers := map[string]func(*yaml.Node, string){
 		"backends": func(n *yaml.Node, f string) { k.Backends = d.strList(n, f) },
 		"cuda":     func(n *yaml.Node, f string) { d.cuda(n, f, &k.CUDA) },
 		"triton":   func(n *yaml.Node, f string) { d.decodeOptions(n, f, &k.Triton) },
-	})
+	}
+	for _, name := range TargetNames {
+		handlers[name] = func(n *yaml.Node, f string) {
+			var t TargetKernel
+			d.fields(n, f, map[string]func(*yaml.Node, string){
+				"cuda":   func(n *yaml.Node, f string) { t.CUDA = &CUDA{}; d.cuda(n, f, t.CUDA) },
+				"triton": func(n *yaml.Node, f string) { t.Triton = &Triton{}; d.decodeOptions(n, f, t.Triton) },
+			})
+			if k.Targets == nil {
+				k.Targets = map[string]TargetKernel{}
+			}
+			k.Targets[name] = t
+		}
+	}
+	d.fields(n, f, handlers)
 }
 
 // Defaults applied when the kernel section omits them.

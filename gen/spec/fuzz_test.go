@@ -57,7 +57,7 @@ func FuzzParse(f *testing.F) {
 		}
 		checkValid(t, s)
 		if small(s) {
-			p, err := plan.New(s)
+			p, err := plan.New(s, plan.SM90)
 			if err != nil {
 				var errs spec.Errors
 				if !errors.As(err, &errs) {

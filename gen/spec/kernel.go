@@ -162,7 +162,7 @@ func ParseCUDA(flow string) (Family, error) {
 	d.cuda(n.Content[0], "kernel.cuda", &c)
 	d.decoding = false
 	if len(d.errs) == 0 {
-		d.checkFamily(c.Of())
+		d.checkFamily(c.Of(), Kernel{}.CUDAField)
 	}
 	if len(d.errs) > 0 {
 		return nil, d.errs

@@ -83,18 +83,69 @@ type Kernel struct {
 	Backends []string // cuda and/or triton
 	CUDA     CUDA     // the CUDA family; zero options are chosen by the plan
 	Triton   Triton   // Triton choices; zero fields are chosen by the generator
+	// Targets holds a target's own sections (kernel.sm80, kernel.sm90):
+	// each cuda or triton given there replaces the common one for that
+	// target's submissions.
+	Targets map[string]TargetKernel
+	// at is the section For took CUDA and Triton from ("kernel" or
+	// "kernel.sm80"), for errors that name their fields.
+	cudaAt, tritonAt string
+}
+
+// TargetKernel is one target's kernel section: its CUDA and Triton
+// choices where it gives them (nil: the common ones).
+type TargetKernel struct {
+	CUDA   *CUDA
+	Triton *Triton
+}
+
+// TargetNames are the keys of the per-target kernel sections.
+var TargetNames = []string{"sm80", "sm90"}
+
+// For is the kernel choices of one target: its own sections where it has
+// them, else the common ones. The per-target sections are dropped.
+func (k Kernel) For(target string) Kernel {
+	out := Kernel{Backends: k.Backends, CUDA: k.CUDA, Triton: k.Triton, cudaAt: "kernel", tritonAt: "kernel"}
+	if t, ok := k.Targets[target]; ok {
+		if t.CUDA != nil {
+			out.CUDA, out.cudaAt = *t.CUDA, "kernel."+target
+		}
+		if t.Triton != nil {
+			out.Triton, out.tritonAt = *t.Triton, "kernel."+target
+		}
+	}
+	return out
+}
+
+// CUDAField is the spec field of a CUDA option: "kernel.cuda.<key>", or
+// under the target's section where For took the CUDA choice from there.
+func (k Kernel) CUDAField(key string) string { return section(k.cudaAt) + ".cuda." + key }
+
+// TritonField is the spec field of a Triton option, like CUDAField.
+func (k Kernel) TritonField(key string) string { return section(k.tritonAt) + ".triton." + key }
+
+func section(at string) string {
+	if at == "" {
+		return "kernel"
+	}
+	return at
 }
 
 // PrecisionFor is the precision a backend's kernel computes in: the CUDA
 // family's, or the Triton section's (fp32 unless it sets one).
 func (k Kernel) PrecisionFor(backend string) string {
 	if backend == "triton" {
-		if k.Triton.Precision != "" {
-			return k.Triton.Precision
-		}
-		return DefaultPrecision
+		return k.Triton.precision()
 	}
 	return k.CUDA.Of().Precision()
+}
+
+// precision is the section's precision, fp32 where it sets none.
+func (t Triton) precision() string {
+	if t.Precision != "" {
+		return t.Precision
+	}
+	return DefaultPrecision
 }
 
 // Triton holds the Triton backend's choices: tl.dot's precision (empty:

@@ -343,11 +343,33 @@ func (d *decoder) validateKernel(k *Kernel) {
 		}
 		seen[b] = true
 	}
-	if k.Triton.Precision != "" {
-		d.precision("kernel.triton.precision", k.Triton.Precision)
+	d.validateTriton(k.Triton, k.TritonField)
+	d.checkFamily(k.CUDA.Of(), k.CUDAField)
+	for _, name := range TargetNames {
+		t, ok := k.Targets[name]
+		if !ok {
+			continue
+		}
+		at := k.For(name)
+		if t.Triton != nil {
+			d.validateTriton(at.Triton, at.TritonField)
+		}
+		if t.CUDA != nil {
+			d.checkFamily(at.CUDA.Of(), at.CUDAField)
+			if w, ok := at.CUDA.Of().(WGMMA); ok && name == "sm80" && w.BulkWeights {
+				d.failAt(at.CUDAField("wgmma.bulk_weights"), "true", "bulk copies (TMA) exist on sm90 only: an sm80 wgmma tile loads its weights by cp.async")
+			}
+		}
 	}
-	tt := k.Triton
-	d.sizes("kernel.triton.", tritonRule, []sizeCheck{
+}
+
+// validateTriton checks one Triton section; field names an option's spec
+// field (kernel.triton.<key> or a target's).
+func (d *decoder) validateTriton(tt Triton, field func(key string) string) {
+	if tt.Precision != "" {
+		d.precision(field("precision"), tt.Precision)
+	}
+	d.sizes(field(""), tritonRule, []sizeCheck{
 		{"block_m", tt.BlockM, pow2In(tt.BlockM, 16, 256)},
 		{"block_n", tt.BlockN, pow2In(tt.BlockN, 16, 256)},
 		{"block_k", tt.BlockK, pow2In(tt.BlockK, 16, 128)},
@@ -356,19 +378,17 @@ func (d *decoder) validateKernel(k *Kernel) {
 		{"fold_w", tt.FoldW, tt.FoldW >= 0 && tt.FoldW <= 8},
 	})
 	if tt.FoldW > 1 && !tt.FuseW {
-		d.failAt("kernel.triton.fold_w", strconv.Itoa(tt.FoldW), "folds outputs into the columns of fused W phases: only with fuse_w: true")
+		d.failAt(field("fold_w"), strconv.Itoa(tt.FoldW), "folds outputs into the columns of fused W phases: only with fuse_w: true")
 	}
-	if tt.SplitWeight && k.PrecisionFor("triton") != "3xtf32" {
-		d.failAt("kernel.triton.split_weight", "true", "splits operands into TF32 parts: only with precision 3xtf32 (the Triton precision is %s)", k.PrecisionFor("triton"))
+	if p := tt.precision(); tt.SplitWeight && p != "3xtf32" {
+		d.failAt(field("split_weight"), "true", "splits operands into TF32 parts: only with precision 3xtf32 (the Triton precision is %s)", p)
 	}
-	d.checkFamily(k.CUDA.Of())
 }
 
 // checkFamily reports what a CUDA family refuses of its own options, at
-// kernel.cuda.<family>.<option>.
-func (d *decoder) checkFamily(f Family) {
-	prefix := "kernel.cuda." + f.Key() + "."
-	f.check(func(key, got, format string, args ...any) { d.failAt(prefix+key, got, format, args...) })
+// the field field gives for <family>.<option>.
+func (d *decoder) checkFamily(f Family, field func(key string) string) {
+	f.check(func(key, got, format string, args ...any) { d.failAt(field(f.Key()+"."+key), got, format, args...) })
 }
 
 // checks reports every failed size check with its rule.

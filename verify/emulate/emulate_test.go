@@ -249,7 +249,7 @@ func emulateKernels(t *testing.T, seed int64, kernels []spec.Family, marker stri
 		s := *l.Plan.Spec
 		k := kernels[n%len(kernels)]
 		s.Kernel.CUDA = spec.CUDA{Family: k}
-		p, err := plan.New(&s)
+		p, err := plan.New(&s, plan.SM90)
 		if err != nil {
 			t.Fatalf("%s with %s: %v", s.Name, s.Kernel.CUDA, err)
 		}
@@ -426,7 +426,7 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := plan.New(s)
+		p, err := plan.New(s, plan.SM90)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -456,7 +456,7 @@ func TestDirectKernelStagesTapsInChunks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := plan.New(s)
+		p, err := plan.New(s, plan.SM90)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -503,7 +503,7 @@ func TestWindowKernelMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := plan.New(s)
+		p, err := plan.New(s, plan.SM90)
 		if err != nil {
 			t.Fatal(err)
 		}

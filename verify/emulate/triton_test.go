@@ -103,7 +103,7 @@ func TestTritonKernelsMatchReference(t *testing.T) {
 			s.Kernel.Triton.FuseW, s.Kernel.Triton.FoldW = true, fold
 		}
 		unpipelinedWhereRefused(&s)
-		p, err := plan.New(&s)
+		p, err := plan.New(&s, plan.SM90)
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
 		}
@@ -204,7 +204,7 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 			s.Kernel.Triton.FuseW, s.Kernel.Triton.FoldW = false, 0 // W fusion would replace the flat reduction
 		}
 		unpipelinedWhereRefused(&s)
-		p, err := plan.New(&s)
+		p, err := plan.New(&s, plan.SM90)
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
 		}

@@ -36,7 +36,7 @@ func TestTritonWriteCountsAndOrder(t *testing.T) {
 		Kernel: [3]int{2, 3, 2}, Stride: [3]int{1, 1, 1}, Padding: [3]int{0, 1, 1}, Dilation: [3]int{1, 2, 1}, Groups: 1, Bias: true})
 	s.Kernel = spec.Kernel{Backends: []string{"triton"}, Triton: spec.Triton{Precision: "3xtf32",
 		BlockM: 16, BlockN: 16, BlockK: 16, Warps: 4, Stages: 2, ChannelsLast: true, PadInput: true, SplitWeight: true}}
-	p, err := plan.New(s)
+	p, err := plan.New(s, plan.SM90)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func TestWriteCountsCatchDoubleAndMissingStores(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := plan.New(s)
+		p, err := plan.New(s, plan.SM90)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,6 +69,7 @@ func Items(o *Options, registry []verify.Kernel, work string) ([]Item, error) {
 	}
 	var renderer *gen.Renderer
 	render := func(p *plan.Plan) (string, error) {
+		want := gen.SubmissionFile("cuda", p.Target)
 		if renderer == nil {
 			r, err := gen.NewRenderer()
 			if err != nil {
@@ -76,7 +77,7 @@ func Items(o *Options, registry []verify.Kernel, work string) ([]Item, error) {
 			}
 			renderer = r
 		}
-		files, err := renderer.Render(p, p.Spec.Path)
+		files, err := renderer.Render([]*plan.Plan{p}, p.Spec.Path)
 		if err != nil {
 			return "", err
 		}
@@ -89,7 +90,7 @@ func Items(o *Options, registry []verify.Kernel, work string) ([]Item, error) {
 			if err := os.WriteFile(path, f.Data, 0o644); err != nil {
 				return "", err
 			}
-			if strings.HasSuffix(f.Path, "/cuda.py") {
+			if strings.HasSuffix(f.Path, "/"+want) {
 				cuda = path
 			}
 		}
@@ -97,7 +98,7 @@ func Items(o *Options, registry []verify.Kernel, work string) ([]Item, error) {
 	}
 	for _, name := range names {
 		if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
-			add(specFile(o.Root, name, render))
+			add(specFile(o.Root, name, o.SpecTarget(), render))
 			continue
 		}
 		found := false
@@ -118,7 +119,9 @@ func Items(o *Options, registry []verify.Kernel, work string) ([]Item, error) {
 			return nil, err
 		}
 		for _, l := range loaded {
-			add(planned(l.Plan, render))
+			for _, p := range l.Plans {
+				add(planned(p, render))
+			}
 		}
 	}
 	if o.Mutate {
@@ -137,7 +140,12 @@ func registered(root string, k verify.Kernel) Item {
 		it.Pre, it.Reason = InvalidSpec, oneLine(err)
 		return it
 	}
-	p, err := plan.New(s)
+	target, err := plan.TargetNamed(k.Target)
+	if err != nil {
+		it.Pre, it.Reason = Failed, oneLine(err)
+		return it
+	}
+	p, err := plan.New(s, target)
 	if err != nil {
 		it.Pre, it.Reason = InvalidSpec, oneLine(err)
 		return it
@@ -153,7 +161,7 @@ func registered(root string, k verify.Kernel) Item {
 
 // specFile is a spec file named on the command line: decoded, planned and
 // rendered afresh.
-func specFile(root, path string, render func(*plan.Plan) (string, error)) Item {
+func specFile(root, path string, target plan.Target, render func(*plan.Plan) (string, error)) Item {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && !filepath.IsAbs(path) {
 		path = filepath.Join(root, path) // relative to the root rather than the current folder
 	}
@@ -164,7 +172,7 @@ func specFile(root, path string, render func(*plan.Plan) (string, error)) Item {
 		return it
 	}
 	it.Kernel.Spec = s.Name
-	p, err := plan.New(s)
+	p, err := plan.New(s, target)
 	if err != nil {
 		it.Pre, it.Reason = InvalidSpec, oneLine(err)
 		return it
@@ -181,7 +189,7 @@ func planned(p *plan.Plan, render func(*plan.Plan) (string, error)) Item {
 	}
 	file, err := render(p)
 	if err == nil && file == "" {
-		err = errors.New("rendering gave no cuda.py")
+		err = errors.New("rendering gave no " + gen.SubmissionFile("cuda", p.Target))
 	}
 	if err != nil {
 		it.Pre, it.Reason = Failed, oneLine(err)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"convtgen/gen/plan"
 )
 
 // Options are the verify command's settings. They are registered as flags
@@ -165,4 +167,13 @@ func (o *Options) SpecList() []string {
 		}
 	}
 	return out
+}
+
+// SpecTarget is the target a spec file named on the command line is
+// planned for: sm90 where -arch is sm_90 or later, else sm80.
+func (o *Options) SpecTarget() plan.Target {
+	if major, _, err := ParseArch(o.Arch); err == nil && major >= 9 {
+		return plan.SM90
+	}
+	return plan.SM80
 }

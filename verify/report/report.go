@@ -202,7 +202,7 @@ func Build(root, dir string) (*Report, error) {
 	}
 	byName := map[string]info{}
 	for _, l := range specs {
-		byName[l.Plan.Spec.Name] = info{l.Plan.Conv, l.Plan.Spec.Kernel}
+		byName[l.Spec().Name] = info{l.Plans[0].Conv, l.Spec().Kernel}
 	}
 	commit, _ := os.ReadFile(filepath.Join(dir, "commit"))
 	r := &Report{GPU: e2e.GPU, Torch: e2e.Torch, CUDA: e2e.CUDA, CuDNN: e2e.CuDNN, Date: e2e.Date,

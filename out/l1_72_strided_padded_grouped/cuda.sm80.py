@@ -282,12 +282,19 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
 }
 """
 
+
+# Built for sm80 (A100, sm_80) with compute_80 PTX beside it, which later
+# GPUs compile when they load it; older ones cannot run it.
+if torch.cuda.get_device_capability() < (8, 0):
+    raise RuntimeError("this file is built for sm80 (compute capability 8.0 or later, A100); this GPU is %d.%d" % torch.cuda.get_device_capability())
+
 _ext = load_inline(
-    name="convtgen_l1_72_strided_padded_grouped",
+    name="convtgen_l1_72_strided_padded_grouped_sm80",
     cpp_sources="torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight);",
     cuda_sources=[KERNEL_SOURCE, HOST_SOURCE],
     functions=["conv_transpose3d_forward"],
-    extra_cuda_cflags=["-O3"],
+    # Built for the file's target alone (an arch flag here replaces torch's own).
+    extra_cuda_cflags=["-O3", "-gencode=arch=compute_80,code=[sm_80,compute_80]"],
     verbose=False,
 )
 
