@@ -19,7 +19,7 @@ var Kernels = []Kernel{{
 		Padding:       [3]int{0, 0, 0},
 		Stride:        [3]int{1, 1, 1},
 	},
-	DynamicSmem:    59408,
+	DynamicSmem:    59392,
 	FLOPs:          5.637144576e+10,
 	File:           "out/l1_58_asymmetric_input_asymmetric_kernel/cuda.sm80.py",
 	Fill:           "",
@@ -34,11 +34,12 @@ var Kernels = []Kernel{{
 	RelayoutBlocks: 12800,
 	Repack:         "l1_58_asymmetric_input_asymmetric_kernel_repack_weight",
 	RepackLen:      107520,
-	SmemBytes:      59408,
+	SmemBytes:      59392,
 	Spec:           "l1_58_asymmetric_input_asymmetric_kernel",
 	SpecPath:       "specs/level1/58_asymmetric_input_asymmetric_kernel.yaml",
+	Target:         "sm80",
 	Threads:        256,
-	Tile:           "{min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
+	Tile:           "{min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 2, wgmma: true, kw_in_n: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         16,
@@ -71,6 +72,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      59408,
 	Spec:           "l1_58_asymmetric_input_asymmetric_kernel",
 	SpecPath:       "specs/level1/58_asymmetric_input_asymmetric_kernel.yaml",
+	Target:         "sm90",
 	Threads:        256,
 	Tile:           "{min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
@@ -102,11 +104,12 @@ var Kernels = []Kernel{{
 	RelayoutBlocks: 36992,
 	Repack:         "l1_61_square_input_square_kernel_repack_weight",
 	RepackLen:      172032,
-	SmemBytes:      36880,
+	SmemBytes:      36864,
 	Spec:           "l1_61_square_input_square_kernel",
 	SpecPath:       "specs/level1/61_square_input_square_kernel.yaml",
+	Target:         "sm80",
 	Threads:        128,
-	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true, bulk_weights: true, winograd: true}",
+	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true, winograd: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         8,
@@ -139,6 +142,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      36880,
 	Spec:           "l1_61_square_input_square_kernel",
 	SpecPath:       "specs/level1/61_square_input_square_kernel.yaml",
+	Target:         "sm90",
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true, bulk_weights: true, winograd: true}",
 }, {
@@ -155,7 +159,7 @@ var Kernels = []Kernel{{
 		Padding:       [3]int{0, 0, 0},
 		Stride:        [3]int{1, 1, 1},
 	},
-	DynamicSmem:    65568,
+	DynamicSmem:    65536,
 	FLOPs:          1.2884901888e+12,
 	File:           "out/l1_68_square_input_asymmetric_kernel/cuda.sm80.py",
 	Fill:           "",
@@ -170,11 +174,12 @@ var Kernels = []Kernel{{
 	RelayoutBlocks: 78336,
 	Repack:         "l1_68_square_input_asymmetric_kernel_repack_weight",
 	RepackLen:      307200,
-	SmemBytes:      65568,
+	SmemBytes:      65536,
 	Spec:           "l1_68_square_input_asymmetric_kernel",
 	SpecPath:       "specs/level1/68_square_input_asymmetric_kernel.yaml",
+	Target:         "sm80",
 	Threads:        128,
-	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
+	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         16,
@@ -207,6 +212,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      65568,
 	Spec:           "l1_68_square_input_asymmetric_kernel",
 	SpecPath:       "specs/level1/68_square_input_asymmetric_kernel.yaml",
+	Target:         "sm90",
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
@@ -223,7 +229,7 @@ var Kernels = []Kernel{{
 		Padding:       [3]int{0, 0, 0},
 		Stride:        [3]int{1, 1, 1},
 	},
-	DynamicSmem:    73760,
+	DynamicSmem:    73728,
 	FLOPs:          4.40301256704e+11,
 	File:           "out/l1_70_asymmetric_input_square_kernel/cuda.sm80.py",
 	Fill:           "",
@@ -238,11 +244,12 @@ var Kernels = []Kernel{{
 	RelayoutBlocks: 80000,
 	Repack:         "l1_70_asymmetric_input_square_kernel_repack_weight",
 	RepackLen:      64512,
-	SmemBytes:      73760,
+	SmemBytes:      73728,
 	Spec:           "l1_70_asymmetric_input_square_kernel",
 	SpecPath:       "specs/level1/70_asymmetric_input_square_kernel.yaml",
+	Target:         "sm80",
 	Threads:        128,
-	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true, bulk_weights: true}",
+	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         8,
@@ -275,6 +282,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      73760,
 	Spec:           "l1_70_asymmetric_input_square_kernel",
 	SpecPath:       "specs/level1/70_asymmetric_input_square_kernel.yaml",
+	Target:         "sm90",
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
@@ -309,6 +317,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      5376,
 	Spec:           "l1_72_strided_padded_grouped",
 	SpecPath:       "specs/level1/72_strided_padded_grouped.yaml",
+	Target:         "sm80",
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1, direct: true}",
 }, {
@@ -343,6 +352,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      5376,
 	Spec:           "l1_72_strided_padded_grouped",
 	SpecPath:       "specs/level1/72_strided_padded_grouped.yaml",
+	Target:         "sm90",
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1, direct: true}",
 }, {
@@ -359,7 +369,7 @@ var Kernels = []Kernel{{
 		Padding:       [3]int{1, 1, 1},
 		Stride:        [3]int{2, 2, 2},
 	},
-	DynamicSmem:    49168,
+	DynamicSmem:    0,
 	FLOPs:          5.7982058496e+10,
 	File:           "out/l1_73_strided_padded_grouped/cuda.sm80.py",
 	Fill:           "",
@@ -374,11 +384,12 @@ var Kernels = []Kernel{{
 	RelayoutBlocks: 8192,
 	Repack:         "l1_73_strided_padded_grouped_repack_weight",
 	RepackLen:      55296,
-	SmemBytes:      49168,
+	SmemBytes:      49152,
 	Spec:           "l1_73_strided_padded_grouped",
 	SpecPath:       "specs/level1/73_strided_padded_grouped.yaml",
+	Target:         "sm80",
 	Threads:        128,
-	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
+	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         4,
@@ -411,6 +422,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      49168,
 	Spec:           "l1_73_strided_padded_grouped",
 	SpecPath:       "specs/level1/73_strided_padded_grouped.yaml",
+	Target:         "sm90",
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
@@ -445,6 +457,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      49152,
 	Spec:           "l1_77_padded_dilated_strided",
 	SpecPath:       "specs/level1/77_padded_dilated_strided.yaml",
+	Target:         "sm80",
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true, winograd: true, early_inputs: true}",
 }, {
@@ -479,6 +492,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      49152,
 	Spec:           "l1_77_padded_dilated_strided",
 	SpecPath:       "specs/level1/77_padded_dilated_strided.yaml",
+	Target:         "sm90",
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true, winograd: true, early_inputs: true}",
 }}

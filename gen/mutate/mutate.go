@@ -176,11 +176,11 @@ func RenderCUDA(r *gen.Renderer, p *plan.Plan, specPath string) ([]byte, error) 
 		return nil, err
 	}
 	for _, f := range files {
-		if strings.HasSuffix(f.Path, "/cuda.py") {
+		if strings.HasSuffix(f.Path, "/cuda."+p.Target.Name+".py") {
 			return f.Data, nil
 		}
 	}
-	return nil, errors.New("rendering gave no cuda.py")
+	return nil, errors.New("rendering gave no cuda file")
 }
 
 // For lists the mutations that apply to p.
