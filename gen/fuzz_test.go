@@ -136,23 +136,33 @@ func TestIssueSpecsRefused(t *testing.T) {
 
 // TestKernelErrorsBesideProblemErrors: a refused problem field does not
 // hide the plan's error about the tile (32 FFMA threads' worth of rows in
-// a block of 2 threads), and a tile error that depends on the refused
-// field is not made up from a stand-in.
+// a block of 2 threads), each target's at its own section and a shared
+// choice's once, and a tile error that depends on the refused field is
+// not made up from a stand-in.
 func TestKernelErrorsBesideProblemErrors(t *testing.T) {
 	base := readSpec(t, "72_strided_padded_grouped.yaml")
-	src := strings.Replace(base, "  batch: 8\n", "  batch: 0\n", 1)
-	src = cudaLine.ReplaceAllString(src, "  cuda: {ffma: {bm: 16, bn: 4, tm: 8, tn: 4}}")
-	_, errs := parseAndPlan("specs/x.yaml", []byte(src))
+	refused := replaceOnce(t, base, "  batch: 8\n", "  batch: 0\n")
+	const small = "{ffma: {bm: 16, bn: 4, tm: 8, tn: 4}}"
+	const threads = ".ffma.bm: gives (bm/tm)*(bn/tn) = 2 threads"
+	// The tile in both target sections: each section's error.
+	_, errs := parseAndPlan("specs/x.yaml", []byte(setCUDA(t, refused, small)))
 	got := errs.Error()
-	for _, w := range []string{"problem.batch: must be positive (got 0)", "kernel.cuda.ffma.bm: gives (bm/tm)*(bn/tn) = 2 threads"} {
+	for _, w := range []string{"problem.batch: must be positive (got 0)", "kernel.sm80.cuda" + threads, "kernel.sm90.cuda" + threads} {
 		if !strings.Contains(got, w) {
 			t.Errorf("errors:\n%s\nwant one with %q", got, w)
 		}
 	}
+	checkPositioned(t, errs)
+	// The tile in the section both targets share: one error, there.
+	shared := refused[:strings.Index(refused, "\nkernel:\n")] + "\nkernel:\n  backends: [cuda]\n  cuda: " + small + "\n"
+	_, errs = parseAndPlan("specs/x.yaml", []byte(shared))
+	if got := errs.Error(); strings.Count(got, "kernel.cuda"+threads) != 1 || strings.Contains(got, "kernel.sm") {
+		t.Errorf("errors:\n%s\nwant one with %q and none at a target's section", got, "kernel.cuda"+threads)
+	}
 	// Winograd needs kernel_w 3: with the kernel refused, whether it holds
 	// is unknown, and the stand-ins disagree.
-	src = strings.Replace(base, "  kernel: [3, 5, 7]", "  kernel: [3, 5, 0]", 1)
-	src = cudaLine.ReplaceAllString(src, "  cuda: {wgmma: {winograd: true}}")
+	src := replaceOnce(t, base, "  kernel: [3, 5, 7]", "  kernel: [3, 5, 0]")
+	src = setCUDA(t, src, "{wgmma: {winograd: true}}")
 	_, errs = parseAndPlan("specs/x.yaml", []byte(src))
 	if got := errs.Error(); strings.Contains(got, "winograd") || !strings.Contains(got, "problem.kernel: width must be positive") {
 		t.Errorf("errors:\n%s\nwant the kernel's error and none about winograd", got)
@@ -160,8 +170,29 @@ func TestKernelErrorsBesideProblemErrors(t *testing.T) {
 	checkPositioned(t, errs)
 }
 
-// cudaLine is the kernel section's CUDA choice of a level-1 spec.
-var cudaLine = regexp.MustCompile(`(?m)^  cuda: .*$`)
+// replaceOnce replaces old, which src must hold once, by new.
+func replaceOnce(t *testing.T, src, old, new string) string {
+	t.Helper()
+	if n := strings.Count(src, old); n != 1 {
+		t.Fatalf("%q found %d times, want once", old, n)
+	}
+	return strings.Replace(src, old, new, 1)
+}
+
+// cudaLine is a CUDA choice of a level-1 spec's kernel section: the
+// section's own (kernel.cuda) or a target's (kernel.sm90.cuda).
+var cudaLine = regexp.MustCompile(`(?m)^( +)cuda: .*$`)
+
+// setCUDA gives every CUDA choice of a level-1 spec's kernel section,
+// the target sections' included, the choice c (a flow mapping). A spec
+// without one fails the test, so no case passes on an unchanged spec.
+func setCUDA(t *testing.T, src, c string) string {
+	t.Helper()
+	if !cudaLine.MatchString(src) {
+		t.Fatalf("no CUDA choice in the spec to replace with %s", c)
+	}
+	return cudaLine.ReplaceAllString(src, "${1}cuda: "+c)
+}
 
 func checkPositioned(t *testing.T, errs spec.Errors) {
 	t.Helper()

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"convtgen/gen/plan"
 	"convtgen/gen/spec"
 )
 
@@ -159,16 +161,32 @@ func TestGenerateTree(t *testing.T) {
 		nameA = "l1_72_strided_padded_grouped"
 		nameB = "l1_61_square_input_square_kernel"
 	)
-	outA := []string{"out/" + nameA + "/cuda.sm80.py", "out/" + nameA + "/problem.py"}
-	outB := []string{"out/" + nameB + "/cuda.sm80.py", "out/" + nameB + "/problem.py"}
+	// Each spec's files: problem.py and a CUDA submission per target.
+	outFiles := func(name string) []string {
+		out := []string{"out/" + name + "/problem.py"}
+		for _, tg := range plan.Targets {
+			out = append(out, "out/"+name+"/cuda."+tg.Name+".py")
+		}
+		return sorted(out)
+	}
+	outA, outB := outFiles(nameA), outFiles(nameB)
+	if len(outA) != 3 {
+		t.Fatalf("files of A %v, want problem.py and cuda.sm80.py, cuda.sm90.py", outA)
+	}
+	writes := func(paths ...string) []string {
+		var out []string
+		for _, p := range paths {
+			out = append(out, "write  "+p)
+		}
+		return out
+	}
 
 	// 1. First run writes everything, and what it writes is what renders.
 	changes, err := Generate(root, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"write  " + outB[0], "write  " + outB[1], "write  " + outA[0], "write  " + outA[1], "write  " + RegistryFile}
-	sort.Strings(want)
+	want := sorted(writes(append(append([]string{RegistryFile}, outA...), outB...)...))
 	if got := changeList(changes); !reflect.DeepEqual(got, want) {
 		t.Fatalf("first run:\n%v\nwant\n%v", got, want)
 	}
@@ -223,7 +241,7 @@ func TestGenerateTree(t *testing.T) {
 		t.Fatal("spec 72 no longer has batch 8")
 	}
 	writeFile(t, filepath.Join(root, "specs/a/72.yaml"), strings.Replace(specA, "  batch: 8\n", "  batch: 4\n", 1))
-	if changes, err := Generate(root, true); err != nil || len(changes) != 3 {
+	if changes, err := Generate(root, true); err != nil || len(changes) != len(outA)+1 {
 		t.Fatalf("check after edit: %v, %v", changeList(changes), err)
 	}
 	if d := diffPaths(subtree(before, "out"), subtree(snapshot(t, root), "out")); len(d) != 0 {
@@ -233,8 +251,7 @@ func TestGenerateTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = []string{"write  " + outA[0], "write  " + outA[1], "write  " + RegistryFile}
-	sort.Strings(want)
+	want = sorted(writes(append([]string{RegistryFile}, outA...)...))
 	if got := changeList(changes); !reflect.DeepEqual(got, want) {
 		t.Errorf("after edit:\n%v\nwant\n%v", got, want)
 	}
@@ -242,8 +259,14 @@ func TestGenerateTree(t *testing.T) {
 	if d, w := diffPaths(before, after), append([]string{RegistryFile, "specs/a/72.yaml"}, outA...); !reflect.DeepEqual(d, sorted(w)) {
 		t.Errorf("after edit, changed files %v, want %v", d, sorted(w))
 	}
-	if !bytes.Contains(after[outA[1]], []byte("torch.rand(4, 32, 12, 24, 48)")) {
-		t.Errorf("%s does not have the new batch:\n%s", outA[1], after[outA[1]])
+	for _, p := range outA {
+		want := "Input (4, 32, 12, 24, 48)" // the submissions' docstring
+		if strings.HasSuffix(p, "/problem.py") {
+			want = "torch.rand(4, 32, 12, 24, 48)"
+		}
+		if !bytes.Contains(after[p], []byte(want)) {
+			t.Errorf("%s does not have the new batch:\n%s", p, after[p])
+		}
 	}
 	untouched(append([]string{"out/REPORT.md"}, outB...)...)
 
@@ -256,7 +279,10 @@ func TestGenerateTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = []string{"remove " + outB[0], "remove " + outB[1], "write  " + RegistryFile}
+	want = []string{"write  " + RegistryFile}
+	for _, p := range outB {
+		want = append(want, "remove "+p)
+	}
 	sort.Strings(want)
 	if got := changeList(changes); !reflect.DeepEqual(got, want) {
 		t.Errorf("after delete:\n%v\nwant\n%v", got, want)
@@ -297,9 +323,8 @@ func TestGenerateTree(t *testing.T) {
 	writeFile(t, filepath.Join(root, "specs/b/61.yaml"), specB) // good, new
 	// The kernel's CUDA choice, whatever tuning chose, becomes a family
 	// that does not exist.
-	badFamily := regexp.MustCompile(`(?m)^  cuda: .*$`)
-	writeFile(t, filepath.Join(root, "specs/c/bad1.yaml"), badFamily.ReplaceAllString(strings.NewReplacer(
-		"name: l1_72_strided_padded_grouped", "name: bad_one", "  batch: 8\n", "  batch: 0\n").Replace(specA), "  cuda: {fp16: {}}"))
+	writeFile(t, filepath.Join(root, "specs/c/bad1.yaml"), setCUDA(t, strings.NewReplacer(
+		"name: l1_72_strided_padded_grouped", "name: bad_one", "  batch: 8\n", "  batch: 0\n").Replace(specA), "{fp16: {}}"))
 	writeFile(t, filepath.Join(root, "specs/c/bad2.yaml"), "version: 2\nname: bad_two\n")
 	writeFile(t, filepath.Join(root, "specs/c/dup.yaml"), specA) // same name as A
 	_, err = Generate(root, false)
@@ -311,8 +336,9 @@ func TestGenerateTree(t *testing.T) {
 	for _, e := range errs {
 		files[e.File]++
 	}
-	// The duplicate name is both specs' problem, each told the other file.
-	if want := map[string]int{"specs/a/72.yaml": 1, "specs/c/bad1.yaml": 2, "specs/c/bad2.yaml": 2, "specs/c/dup.yaml": 1}; !reflect.DeepEqual(files, want) {
+	// The duplicate name is both specs' problem, each told the other file;
+	// bad1's family is refused in each target's section.
+	if want := map[string]int{"specs/a/72.yaml": 1, "specs/c/bad1.yaml": 1 + len(plan.Targets), "specs/c/bad2.yaml": 2, "specs/c/dup.yaml": 1}; !reflect.DeepEqual(files, want) {
 		t.Errorf("errors per file %v, want %v:\n%v", files, want, err)
 	}
 	for _, want := range []string{
@@ -523,7 +549,7 @@ func TestLaunchesHaveBlocks(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, f := range files {
-				if !strings.HasSuffix(f.Path, "/cuda.sm80.py") {
+				if !strings.HasPrefix(path.Base(f.Path), "cuda.") {
 					continue
 				}
 				for _, m := range launchRe.FindAllStringSubmatch(string(f.Data), -1) {

@@ -180,11 +180,13 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		"l1_73_strided_padded_grouped_sm90_t38 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 8, stages: 2, park_sums: true}}",
 		"l1_73_strided_padded_grouped_sm90_t39 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 4, stages: 3}}",
 		"l1_73_strided_padded_grouped_sm90_t40 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 8, stages: 3, park_sums: true}}",
-		// Two warpgroups a block sharing the weight stages; four (t42,
-		// t45) leave the sm_80 code too few registers, skipped.
+		// Two warpgroups a block sharing the weight stages, and four (t42,
+		// t45): sm90 builds sm_90a alone, where four fit.
 		"l1_73_strided_padded_grouped_sm90_t41 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 2, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_sm90_t42 3xtf32 {wgmma: {min_blocks: 1, slabs: 1, warpgroups: 4, span: 16, stages: 2, kw_in_n: true}}",
 		"l1_73_strided_padded_grouped_sm90_t43 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 3, kw_in_n: true}}",
 		"l1_73_strided_padded_grouped_sm90_t44 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 4, stages: 3}}",
+		"l1_73_strided_padded_grouped_sm90_t45 3xtf32 {wgmma: {min_blocks: 1, slabs: 1, warpgroups: 4, span: 4, stages: 3}}",
 		"l1_73_strided_padded_grouped_sm90_t46 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 4, stages: 4}}",
 		"l1_73_strided_padded_grouped_sm90_t47 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 3}}",
 		// Parked sums of 12 and 16 steps, four blocks an SM.
@@ -196,6 +198,33 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("73 candidates:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// sm80 has candidates of its own, planned for the A100: named for it,
+	// its own choice (sm80's section: no bulk copies) first, and no four
+	// warpgroups a block, whose mma.sync code would have too few registers.
+	l73 := specs[tuneSpec73]
+	p80 := l73.Plan(plan.SM80)
+	c80 := cudaCandidates(l73.Path, p80)
+	checkCandidates(t, l73, p80, c80)
+	if own := c80[0].CUDA.String(); own != "{wgmma: {min_blocks: 4, slabs: 1, span: 16, stages: 2, kw_in_n: true}}" {
+		t.Errorf("73's own sm80 choice %s", own)
+	}
+	for _, c := range c80 {
+		if c.Target != "sm80" || c.Label() == "t42" || c.Label() == "t45" {
+			t.Errorf("sm80 candidate %s (target %s) %s", c.Variant, c.Target, c.CUDA)
+		}
+	}
+	// Candidates lists both targets', each target's in a block.
+	all := Candidates(l73)
+	var targets []string
+	for _, c := range all {
+		if len(targets) == 0 || targets[len(targets)-1] != c.Target {
+			targets = append(targets, c.Target)
+		}
+	}
+	if !reflect.DeepEqual(targets, []string{"sm80", "sm90"}) || len(all) != len(c80)+len(c73)+len(TritonCandidates(l73.Path, p80))+len(tritonCands(l73)) {
+		t.Errorf("73: %d candidates of targets %v", len(all), targets)
 	}
 }
 
@@ -223,14 +252,14 @@ func TestTuneCandidatesRandom(t *testing.T) {
 func tuneFixtureCandidates() []Candidate {
 	var cs []Candidate
 	add := func(name string, variants int) {
-		cs = append(cs, Candidate{Current: true, Backend: "cuda", Variant: name, Spec: name, SpecPath: "specs/" + name + ".yaml",
+		cs = append(cs, Candidate{Current: true, Backend: "cuda", Target: "sm90", Variant: name, Spec: name, SpecPath: "specs/" + name + ".yaml",
 			Precision: "fp32", CUDA: spec.CUDA{Family: spec.FFMA{BM: 256, BN: 32, BK: 8, TM: 8, TN: 4}}})
 		for i := 1; i <= variants; i++ {
-			cs = append(cs, Candidate{Backend: "cuda", Variant: fmt.Sprintf("%s_t%d", name, i), Spec: name, SpecPath: "specs/" + name + ".yaml",
+			cs = append(cs, Candidate{Backend: "cuda", Target: "sm90", Variant: fmt.Sprintf("%s_sm90_t%d", name, i), Spec: name, SpecPath: "specs/" + name + ".yaml",
 				Precision: "3xtf32", CUDA: spec.CUDA{Family: spec.MMA{BM: 128 << (i % 2), BN: 32, BK: 16, WM: 32, WN: 32}}})
 		}
 	}
-	add("sa", 7) // picks sa_t4 of many unusable ones
+	add("sa", 7) // picks sa_sm90_t4 of many unusable ones
 	add("sb", 1) // t1 2% faster: the current choice stays
 	add("sc", 2) // t1 4% faster: replaces it
 	add("sd", 1) // current never timed
@@ -293,9 +322,9 @@ func TestTunePickWinners(t *testing.T) {
 		// without an error figure, t7 untimed, t5's faster triton time not
 		// cuda; t4 at exactly 5e-6 is the fastest usable (tried: current,
 		// t4, t5).
-		{"sa", "sa_t4", 8.0, 3},
+		{"sa", "sa_sm90_t4", 8.0, 3},
 		{"sb", "sb", 10.0, 2},
-		{"sc", "sc_t1", 9.6, 3},
+		{"sc", "sc_sm90_t1", 9.6, 3},
 		{"sg", "sg", 10.0, 1},
 	} {
 		w, ok := ws[c.spec]
@@ -340,7 +369,7 @@ func TestTunePickWinners(t *testing.T) {
 		}
 	}
 	if w := winnersBySpec(t, PickWinners(cands, runs[0]))["sa"]; w.Variant != "sa" {
-		// sa_t6 is timed in the harness run but over the error headroom.
+		// sa_sm90_t6 is timed in the harness run but over the error headroom.
 		t.Errorf("sa from the harness run alone: %s", w.Variant)
 	}
 }
@@ -367,8 +396,54 @@ func TestTunePickWinnersNonFinite(t *testing.T) {
 	if w := ws["sb"]; w.Variant != "sb" {
 		t.Errorf("sb: %s won with a NaN error", w.Variant)
 	}
-	if w := ws["sc"]; w.Variant != "sc_t2" {
-		t.Errorf("sc: %s won, want sc_t2 (sc_t1's error is +Inf)", w.Variant)
+	if w := ws["sc"]; w.Variant != "sc_sm90_t2" {
+		t.Errorf("sc: %s won, want sc_sm90_t2 (sc_sm90_t1's error is +Inf)", w.Variant)
+	}
+}
+
+// TestTunePickWinnersPerTarget: a spec's targets are tuned apart. Both
+// targets' current choices share the spec's name as their variant, so
+// only a timing's target tells them apart; a timing without one (or of
+// the other target) counts for neither.
+func TestTunePickWinnersPerTarget(t *testing.T) {
+	ffma := spec.CUDA{Family: spec.FFMA{BM: 256, BN: 32, BK: 8, TM: 8, TN: 4}}
+	mma := spec.CUDA{Family: spec.MMA{BM: 128, BN: 32, BK: 16, WM: 32, WN: 32}}
+	var cands []Candidate
+	for _, tg := range []string{"sm80", "sm90"} {
+		cands = append(cands,
+			Candidate{Current: true, Backend: "cuda", Target: tg, Variant: "s", Spec: "s", SpecPath: "specs/s.yaml", Precision: "fp32", CUDA: ffma},
+			Candidate{Backend: "cuda", Target: tg, Variant: "s_" + tg + "_t1", Spec: "s", SpecPath: "specs/s.yaml", Precision: "3xtf32", CUDA: mma})
+	}
+	timing := func(variant, target string, ms float64) Timing {
+		e := lenientFloat(1e-7)
+		tm := Timing{Spec: variant, Backend: "cuda", Target: target, Disposition: "passed", RelL2: &e}
+		tm.TimeMS = &struct {
+			Mean   float64 `json:"mean"`
+			Median float64 `json:"median"`
+		}{ms, ms}
+		return tm
+	}
+	run := HarnessResults{GPU: "G", Date: "2031-01-01", Items: []Timing{
+		timing("s", "sm80", 10), timing("s_sm80_t1", "sm80", 5), // sm80: t1 twice as fast
+		timing("s", "sm90", 10), timing("s_sm90_t1", "sm90", 9.9), // sm90: t1 within the noise
+		timing("s_sm90_t1", "sm80", 1), timing("s_sm80_t1", "", 1), // of no target's candidate
+	}}
+	ws := PickWinners(cands, run)
+	if len(ws) != 2 {
+		t.Fatalf("%d winners, want one a target: %+v", len(ws), ws)
+	}
+	for i, want := range []struct {
+		target, variant string
+		ms              float64
+	}{{"sm80", "s_sm80_t1", 5}, {"sm90", "s", 10}} {
+		if w := ws[i]; w.Target != want.target || w.Variant != want.variant || math.Abs(w.MeanMS-want.ms) > 1e-9 || w.Tried != 2 {
+			t.Errorf("winner %d: %s %s %.3f ms of %d, want %s %s %.3f ms of 2", i, w.Target, w.Variant, w.MeanMS, w.Tried, want.target, want.variant, want.ms)
+		}
+	}
+	// Without its own target's timing, a current choice has no winner.
+	run.Items = run.Items[1:]
+	if ws := PickWinners(cands, run); len(ws) != 1 || ws[0].Target != "sm90" {
+		t.Errorf("with sm80's current choice untimed: %+v", ws)
 	}
 }
 
@@ -446,9 +521,9 @@ func specFields(s *spec.Spec) any {
 	}{s.Name, s.Title, s.Problem, s.Reference, s.Kernel.Backends}
 }
 
-// TestTuneApplyChangesChoice writes a different choice into copies of two
-// specs with extra comments: only kernel.cuda and the
-// note above kernel change.
+// TestTuneApplyChangesChoice writes a different sm90 choice into copies
+// of two specs with extra comments: only kernel.sm90.cuda and the note
+// above it change; sm80's section is left as it was.
 func TestTuneApplyChangesChoice(t *testing.T) {
 	root := tuneCopy(t, tuneSpec58, tuneSpec73)
 	// Extra comments: on a value line, inside kernel, above a key.
@@ -491,8 +566,8 @@ func TestTuneApplyChangesChoice(t *testing.T) {
 	for _, w := range winners {
 		p := w.SpecPath
 		old, got := before[p], tuneRead(t, filepath.Join(root, p))
-		note := fmt.Sprintf("# cuda tuned on Tune GPU T1, 2031-02-03: %.3f ms mean (kernel), fastest of the %d candidates that passed with error <= 5e-6\n", w.MeanMS, w.Tried)
-		for _, s := range []string{note + "kernel:\n", "  cuda: " + w.CUDA.String() + "\n",
+		note := fmt.Sprintf("    # cuda tuned on Tune GPU T1, 2031-02-03: %.3f ms mean (kernel), fastest of the %d candidates that passed with error <= 5e-6\n", w.MeanMS, w.Tried)
+		for _, s := range []string{"  sm90:\n" + note + "    cuda: " + w.CUDA.String() + "\n",
 			"# channels in\n", "  backends: [cuda, triton] # both backends\n", "  # the constructor's arguments\n  conv:\n"} {
 			if !strings.Contains(got, s) {
 				t.Errorf("%s lacks %q:\n%s", p, s, got)
@@ -504,11 +579,13 @@ func TestTuneApplyChangesChoice(t *testing.T) {
 		if strings.Contains(got, "precision and tile") || strings.Contains(got, "  precision: ") || strings.Contains(got, "  tile: ") {
 			t.Errorf("%s: a version-1 key or note is left:\n%s", p, got)
 		}
-		// Every other line is kept, in order.
+		// Every other line is kept, in order: all but the note and the
+		// sm90 choice under it (sm80's choice has no note).
 		keep := func(s string) []string {
 			var out []string
-			for _, line := range strings.Split(s, "\n") {
-				if !strings.HasPrefix(line, "# cuda tuned on") && !strings.HasPrefix(line, "  cuda: ") {
+			lines := strings.Split(s, "\n")
+			for i, line := range lines {
+				if !strings.HasPrefix(line, "    # cuda tuned on") && (i == 0 || !strings.HasPrefix(lines[i-1], "    # cuda tuned on")) {
 					out = append(out, line)
 				}
 			}
@@ -527,29 +604,43 @@ func TestTuneApplyChangesChoice(t *testing.T) {
 		if !reflect.DeepEqual(specFields(pl.Spec), specFields(wasSpec)) {
 			t.Errorf("%s: spec changed:\n%+v\nwas\n%+v", p, specFields(pl.Spec), specFields(wasSpec))
 		}
-		if pl.Spec.Kernel.CUDA != w.CUDA || pl.Tile.Choice() != w.CUDA {
-			t.Errorf("%s: plans %s (spec %s), want %s", p, pl.Tile.Choice(), pl.Spec.Kernel.CUDA, w.CUDA)
+		if k := pl.Spec.Kernel.For("sm90"); k.CUDA != w.CUDA || pl.Tile.Choice() != w.CUDA {
+			t.Errorf("%s: plans %s (spec %s), want %s", p, pl.Tile.Choice(), k.CUDA, w.CUDA)
+		}
+		// (The plan's spec holds sm90's choices alone: read the file's.)
+		gotSpec, err := spec.Parse(p, []byte(got))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := gotSpec.Kernel.For("sm80").CUDA, wasSpec.Kernel.For("sm80").CUDA; a != b {
+			t.Errorf("%s: sm80's choice changed: %s -> %s", p, b, a)
 		}
 	}
-	// The tree still loads, and its own choices are now the winners.
+	// The tree still loads, and its own sm90 choices are now the winners;
+	// sm80 plans what it did.
 	after := tuneLoad(t, root)
 	for _, w := range winners {
 		if c := cudaCands(after[w.SpecPath])[0]; c.Precision != w.Precision || c.CUDA != w.CUDA {
 			t.Errorf("%s: own choice now %s %s, want %s %s", w.SpecPath, c.Precision, c.CUDA, w.Precision, w.CUDA)
 		}
+		if a, b := after[w.SpecPath].Plan(plan.SM80).Tile.Choice(), specs[w.SpecPath].Plan(plan.SM80).Tile.Choice(); a != b {
+			t.Errorf("%s: sm80 plans %s, was %s", w.SpecPath, a, b)
+		}
 	}
 }
 
 // TestTuneApplyAddsKernel: a spec without a kernel section gets one, at
-// the end, with the note.
+// the end, holding the winner's target section with the note; the other
+// target keeps the default choice.
 func TestTuneApplyAddsKernel(t *testing.T) {
 	root := tuneCopy(t, tuneSpec58)
 	path := filepath.Join(root, tuneSpec58)
 	src := tuneRead(t, path)
-	i := strings.Index(src, "# cuda tuned on")
+	i := strings.Index(src, "\nkernel:\n")
 	if i < 0 {
-		i = strings.Index(src, "kernel:\n")
+		t.Fatalf("%s has no kernel section", tuneSpec58)
 	}
+	i++
 	tuneWrite(t, path, src[:i])
 	l := tuneLoad(t, root)[tuneSpec58]
 	var c Candidate
@@ -563,14 +654,34 @@ func TestTuneApplyAddsKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := tuneRead(t, path)
-	want := src[:i] + "# cuda tuned on G, 2031-01-01: 1.000 ms mean (kernel), fastest of the 2 candidates that passed with error <= 5e-6\n" +
-		"kernel:\n  cuda: " + c.CUDA.String() + "\n"
+	want := src[:i] + "kernel:\n  sm90:\n    # cuda tuned on G, 2031-01-01: 1.000 ms mean (kernel), fastest of the 2 candidates that passed with error <= 5e-6\n" +
+		"    cuda: " + c.CUDA.String() + "\n"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	p := tunePlan(t, tuneSpec58, []byte(got))
 	if p.Tile.Choice() != c.CUDA || !reflect.DeepEqual(p.Spec.Kernel.Backends, spec.DefaultBackends) {
 		t.Errorf("plans %+v with backends %v", p.Tile, p.Spec.Kernel.Backends)
+	}
+	// sm80 plans what a spec without a kernel section does.
+	bare, err := spec.Parse(tuneSpec58, []byte(src[:i]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotSpec, err := spec.Parse(tuneSpec58, []byte(got))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p80, err := plan.New(gotSpec, plan.SM80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d80, err := plan.New(bare, plan.SM80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p80.Tile.Choice() != d80.Tile.Choice() || p80.Tile.Choice() == c.CUDA {
+		t.Errorf("sm80 plans %s, want the default %s (not the sm90 winner)", p80.Tile.Choice(), d80.Tile.Choice())
 	}
 }
 
@@ -600,8 +711,14 @@ func TestTuneWriteTuneOnly(t *testing.T) {
 	if n != len(manifest) || len(got) == 0 || slices.ContainsFunc(got, func(l string) bool { return l != "x2" && l != "t1" }) {
 		t.Errorf("%d candidates, labels %v", n, got)
 	}
-	if currents := n - len(got); currents != 4 { // two specs, two backends each
-		t.Errorf("%d current choices listed, want 4", currents)
+	// Two specs, two backends and two targets each.
+	if currents, want := n-len(got), 2*2*len(plan.Targets); currents != want {
+		t.Errorf("%d current choices listed, want %d", currents, want)
+	}
+	for _, tg := range plan.Targets {
+		if !slices.ContainsFunc(manifest, func(c Candidate) bool { return !c.Current && c.Target == tg.Name }) {
+			t.Errorf("no %s candidate listed", tg.Name)
+		}
 	}
 	if want := len(got) + 2; len(entries) != want { // their folders, specs/ and the manifest
 		t.Errorf("%d entries in the tuning folder, want %d", len(entries), want)
@@ -639,45 +756,61 @@ func TestTuneWriteTune(t *testing.T) {
 			}
 			continue
 		}
+		// A candidate renders for its own target alone: problem.py and its
+		// backend's submission for that target, nothing else.
+		files, _ := os.ReadDir(folder)
+		var names []string
+		for _, f := range files {
+			names = append(names, f.Name())
+		}
+		if want := sorted([]string{c.Backend + "." + c.Target + ".py", "problem.py"}); !reflect.DeepEqual(names, want) {
+			t.Errorf("%s: files %v, want %v", c.Variant, names, want)
+		}
 		if c.Backend == "triton" {
-			// A Triton candidate: its submission and problem only.
-			for f, want := range map[string]bool{"problem.py": true, "triton.sm90.py": true, "cuda.sm90.py": false} {
-				if _, err := os.Stat(filepath.Join(folder, f)); (err == nil) != want {
-					t.Errorf("%s: %s present %v, want %v", c.Variant, f, err == nil, want)
-				}
-			}
 			if _, err := os.Stat(specFile); err == nil {
 				t.Errorf("%s: a kernel-verifier spec for a Triton candidate", c.Variant)
 			}
 			continue
 		}
-		for _, f := range []string{"problem.py", "cuda.sm90.py"} {
-			if _, err := os.Stat(filepath.Join(folder, f)); err != nil {
-				t.Errorf("%s: %v", c.Variant, err)
-			}
+		cudaFile := "cuda." + c.Target + ".py"
+		if cuda := tuneRead(t, filepath.Join(folder, cudaFile)); !strings.Contains(cuda, "convtgen_"+c.Variant) {
+			t.Errorf("%s/%s does not build its own extension convtgen_%s", c.Variant, cudaFile, c.Variant)
 		}
-		if _, err := os.Stat(filepath.Join(folder, "triton.sm90.py")); err == nil {
-			t.Errorf("%s: a triton submission for a CUDA tuning candidate", c.Variant)
-		}
-		if cuda := tuneRead(t, filepath.Join(folder, "cuda.sm90.py")); !strings.Contains(cuda, "convtgen_"+c.Variant) {
-			t.Errorf("%s/cuda.sm90.py does not build its own extension convtgen_%s", c.Variant, c.Variant)
-		}
+		// Its spec file holds the choice in the candidate's target section
+		// and plans it there.
 		src := tuneRead(t, specFile)
-		if !strings.Contains(src, "# tuning candidate of "+c.SpecPath+"\nkernel:\n") {
-			t.Errorf("%s.yaml lacks its note:\n%s", c.Variant, src)
+		if !strings.Contains(src, "  "+c.Target+":\n    # tuning candidate of "+c.SpecPath+"\n    cuda: ") {
+			t.Errorf("%s.yaml lacks its note in kernel.%s:\n%s", c.Variant, c.Target, src)
 		}
-		p := tunePlan(t, specFile, []byte(src))
+		tg, err := plan.TargetNamed(c.Target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := spec.Parse(specFile, []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := plan.New(cs, tg)
+		if err != nil {
+			t.Fatalf("%s.yaml does not plan for %s: %v", c.Variant, c.Target, err)
+		}
 		if p.Spec.Name != c.Variant || p.Spec.Kernel.PrecisionFor("cuda") != c.Precision || p.Tile.Choice() != c.CUDA {
 			t.Errorf("%s.yaml plans %s %s %s, want %s %s %s", c.Variant, p.Spec.Name, p.Spec.Kernel.PrecisionFor("cuda"), p.Tile.Choice(), c.Variant, c.Precision, c.CUDA)
 		}
-		orig := sm90(specs[c.SpecPath])
+		orig := specs[c.SpecPath].Plan(tg)
 		if p.Conv != orig.Conv || !reflect.DeepEqual(p.Spec.Reference, orig.Spec.Reference) {
 			t.Errorf("%s.yaml is not the problem of %s", c.Variant, c.SpecPath)
 		}
 	}
 	// The candidates' specs form a valid spec tree of their own (unique
 	// names), as bin/verify -specs reads them.
-	if loaded, err := LoadAll(dir); err != nil || len(loaded) != len(cudaCands(specs[tuneSpec58]))+len(cudaCands(specs[tuneSpec73]))-2 {
+	cudaOthers := 0
+	for _, c := range want {
+		if c.Backend == "cuda" && !c.Current {
+			cudaOthers++
+		}
+	}
+	if loaded, err := LoadAll(dir); err != nil || len(loaded) != cudaOthers {
 		t.Errorf("LoadAll(tuning folder): %d specs, %v", len(loaded), err)
 	}
 }
@@ -726,8 +859,8 @@ func TestTuneTritonCandidates(t *testing.T) {
 	}
 }
 
-// TestTuneApplyTriton: a Triton winner goes into kernel.triton, with its
-// note, and leaves the CUDA choice alone.
+// TestTuneApplyTriton: an sm90 Triton winner goes into kernel.sm90.triton,
+// with its note, and leaves the CUDA choice and sm80's Triton choice alone.
 func TestTuneApplyTriton(t *testing.T) {
 	root := tuneCopy(t, tuneSpec58)
 	before := tuneLoad(t, root)[tuneSpec58]
@@ -736,7 +869,7 @@ func TestTuneApplyTriton(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := tuneRead(t, filepath.Join(root, tuneSpec58))
-	note := "  # triton tuned on G, 2031-01-01: 2.000 ms mean (end to end), fastest of the 5 candidates that passed with error <= 5e-6\n  triton: " + w.Triton.String() + "\n"
+	note := "    # triton tuned on G, 2031-01-01: 2.000 ms mean (end to end), fastest of the 5 candidates that passed with error <= 5e-6\n    triton: " + w.Triton.String() + "\n"
 	if !strings.Contains(src, note) {
 		t.Errorf("spec lacks\n%s\ngot\n%s", note, src)
 	}
@@ -746,6 +879,13 @@ func TestTuneApplyTriton(t *testing.T) {
 	}
 	if a, b := cudaCands(after)[0], cudaCands(before)[0]; a.Precision != b.Precision || a.CUDA != b.CUDA {
 		t.Errorf("CUDA choice changed: %s -> %s", b.Choice(), a.Choice())
+	}
+	if !strings.Contains(src, "  sm90:\n") || strings.Index(src, note) < strings.Index(src, "  sm90:\n") {
+		t.Errorf("the note is not in sm90's section:\n%s", src)
+	}
+	a80, b80 := TritonCandidates(after.Path, after.Plan(plan.SM80))[0], TritonCandidates(before.Path, before.Plan(plan.SM80))[0]
+	if a80.Triton != b80.Triton || a80.Triton == w.Triton {
+		t.Errorf("sm80's Triton choice %s, was %s (the sm90 winner is %s)", a80.Triton, b80.Triton, w.Triton)
 	}
 }
 

@@ -419,6 +419,12 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 	// limits (spec.MaxExtent, spec.MaxCount) keep them below 2^24.
 	switch f := s.Kernel.CUDA.Of().(type) {
 	case spec.WGMMA:
+		if !target.WGMMA {
+			// Without bulk copies the weights load by cp.async either way:
+			// the tile is the one kernel.sm80 may name (it refuses
+			// bulk_weights), with no barriers' shared memory.
+			f.BulkWeights = false
+		}
 		p.Tile = chooseWGMMATile(f, p.CoutG, c.Kernel[2])
 		if reach := kwSpan(c); p.Tile.KWInN() && reach >= p.Tile.BM()/2 {
 			return nil, spec.Errors{s.Errorf(p.field("kw_in_n"), "true",

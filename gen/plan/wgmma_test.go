@@ -261,6 +261,26 @@ func TestWGMMASumsAndStages(t *testing.T) {
 		}
 	}
 
+	// A shared choice of bulk copies planned for sm80, which has none: the
+	// tile sm80 runs (cp.async weights), written as kernel.sm80 may write
+	// it, with no barriers' shared memory; sm90 keeps the copies.
+	bulk := c58
+	bulk.tile = "{wgmma: true, kw_in_n: true, park_sums: true, stages: 3, bulk_weights: true}"
+	p80, err := plan.New(bulk.parse(t), plan.SM80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p90, err := plan.New(bulk.parse(t), plan.SM90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p80.Tile.WGMMA.BulkWeights || strings.Contains(p80.Tile.Choice().String(), "bulk_weights") || p80.WGMMA.BarriersAt != 0 || p80.SmemBytes != 3*14336+4*128*56 {
+		t.Errorf("sm80 plans %s with barriers at %d, %d bytes; want no bulk copies, %d bytes", p80.Tile.Choice(), p80.WGMMA.BarriersAt, p80.SmemBytes, 3*14336+4*128*56)
+	}
+	if !p90.Tile.WGMMA.BulkWeights {
+		t.Errorf("sm90 plans %s: bulk copies lost", p90.Tile.Choice())
+	}
+
 	// Each target's limits: sm80 opts a block in to 163 KiB (and asks one
 	// block an SM), sm90 to 227 KiB of the 228 an SM holds.
 	conf := c58
