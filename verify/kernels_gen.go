@@ -37,6 +37,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      59408,
 	Spec:           "l1_58_asymmetric_input_asymmetric_kernel",
 	SpecPath:       "specs/level1/58_asymmetric_input_asymmetric_kernel.yaml",
+	Target:         "sm80",
 	Threads:        256,
 	Tile:           "{min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
@@ -71,6 +72,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      59408,
 	Spec:           "l1_58_asymmetric_input_asymmetric_kernel",
 	SpecPath:       "specs/level1/58_asymmetric_input_asymmetric_kernel.yaml",
+	Target:         "sm90",
 	Threads:        256,
 	Tile:           "{min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
@@ -105,6 +107,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      36880,
 	Spec:           "l1_61_square_input_square_kernel",
 	SpecPath:       "specs/level1/61_square_input_square_kernel.yaml",
+	Target:         "sm80",
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true, bulk_weights: true, winograd: true}",
 }, {
@@ -139,6 +142,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      36880,
 	Spec:           "l1_61_square_input_square_kernel",
 	SpecPath:       "specs/level1/61_square_input_square_kernel.yaml",
+	Target:         "sm90",
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true, bulk_weights: true, winograd: true}",
 }, {
@@ -173,6 +177,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      65568,
 	Spec:           "l1_68_square_input_asymmetric_kernel",
 	SpecPath:       "specs/level1/68_square_input_asymmetric_kernel.yaml",
+	Target:         "sm80",
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
@@ -207,6 +212,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      65568,
 	Spec:           "l1_68_square_input_asymmetric_kernel",
 	SpecPath:       "specs/level1/68_square_input_asymmetric_kernel.yaml",
+	Target:         "sm90",
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
@@ -241,6 +247,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      73760,
 	Spec:           "l1_70_asymmetric_input_square_kernel",
 	SpecPath:       "specs/level1/70_asymmetric_input_square_kernel.yaml",
+	Target:         "sm80",
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
@@ -275,6 +282,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      73760,
 	Spec:           "l1_70_asymmetric_input_square_kernel",
 	SpecPath:       "specs/level1/70_asymmetric_input_square_kernel.yaml",
+	Target:         "sm90",
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
@@ -309,6 +317,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      5376,
 	Spec:           "l1_72_strided_padded_grouped",
 	SpecPath:       "specs/level1/72_strided_padded_grouped.yaml",
+	Target:         "sm80",
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1, direct: true}",
 }, {
@@ -343,6 +352,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      5376,
 	Spec:           "l1_72_strided_padded_grouped",
 	SpecPath:       "specs/level1/72_strided_padded_grouped.yaml",
+	Target:         "sm90",
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1, direct: true}",
 }, {
@@ -377,6 +387,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      49168,
 	Spec:           "l1_73_strided_padded_grouped",
 	SpecPath:       "specs/level1/73_strided_padded_grouped.yaml",
+	Target:         "sm80",
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
@@ -411,6 +422,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      49168,
 	Spec:           "l1_73_strided_padded_grouped",
 	SpecPath:       "specs/level1/73_strided_padded_grouped.yaml",
+	Target:         "sm90",
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
@@ -445,6 +457,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      49152,
 	Spec:           "l1_77_padded_dilated_strided",
 	SpecPath:       "specs/level1/77_padded_dilated_strided.yaml",
+	Target:         "sm80",
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true, winograd: true, early_inputs: true}",
 }, {
@@ -479,6 +492,7 @@ var Kernels = []Kernel{{
 	SmemBytes:      49152,
 	Spec:           "l1_77_padded_dilated_strided",
 	SpecPath:       "specs/level1/77_padded_dilated_strided.yaml",
+	Target:         "sm90",
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true, winograd: true, early_inputs: true}",
 }}
