@@ -31,9 +31,9 @@ func tritonCases(t *testing.T, n int, seed int64) []*spec.Spec {
 	}
 	var out []*spec.Spec
 	for _, l := range all {
-		c := l.Plan.Conv
+		c := l.Plans[0].Conv
 		if c.OutputLen() <= 2000 && c.InputLen() <= 2000 && c.Taps() <= 27 && len(out) < n {
-			out = append(out, l.Plan.Spec)
+			out = append(out, l.Spec())
 		}
 	}
 	for i, c := range []geom.Conv{
@@ -151,16 +151,17 @@ var tritonFlags = []string{"CHANNELS_LAST=True", "FUSE_W=True", "W_FOLD=2,", "W_
 
 func renderTriton(t *testing.T, r *gen.Renderer, p *plan.Plan) string {
 	t.Helper()
-	files, err := r.Render(p, "specs/"+p.Spec.Name+".yaml")
+	files, err := r.Render([]*plan.Plan{p}, "specs/"+p.Spec.Name+".yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := gen.SubmissionFile("triton", p.Target)
 	for _, f := range files {
-		if strings.HasSuffix(f.Path, "/triton.py") {
+		if strings.HasSuffix(f.Path, "/"+want) {
 			return string(f.Data)
 		}
 	}
-	t.Fatal("no triton.py rendered")
+	t.Fatal("no " + want + " rendered")
 	return ""
 }
 
