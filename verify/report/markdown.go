@@ -162,7 +162,11 @@ func Markdown(r *Report) string {
 			if !x.OK {
 				result = "failed: " + firstLine(x.Error)
 			}
-			p("| %s | %s | %d | %t | %t | %d | %d | %.1e | %s |\n", x.Spec, x.Backend, x.OutputElements, x.Poisoned, x.NaNFree, x.Samples, x.Bad, x.MaxErr, result)
+			backend := x.Backend
+			if x.Target != "" {
+				backend += " " + x.Target
+			}
+			p("| %s | %s | %d | %t | %t | %d | %d | %.1e | %s |\n", x.Spec, backend, x.OutputElements, x.Poisoned, x.NaNFree, x.Samples, x.Bad, x.MaxErr, result)
 		}
 	}
 	if m := r.Mutation; m != nil {

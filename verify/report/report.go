@@ -142,6 +142,7 @@ type BigRun struct {
 type BigResult struct {
 	Spec           string  `json:"spec"`
 	Backend        string  `json:"backend"`
+	Target         string  `json:"target,omitempty"` // "" in runs before the per-target files
 	OutputElements int64   `json:"output_elements"`
 	Poisoned       bool    `json:"poisoned"` // the output took the NaN-filled block
 	NaNFree        bool    `json:"nan_free"` // no output stayed NaN
