@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"convtgen/gen/plan"
 )
 
 // biasAdds are the epilogues' bias terms, one per kernel form: FFMA,
@@ -39,7 +41,7 @@ func TestEpilogueFromPlan(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, l := range specs {
-		p := l.Plan
+		p := l.Plans[0]
 		if !p.Conv.Bias || !p.Epilogue.Bias {
 			if p.Conv.Bias != p.Epilogue.Bias {
 				t.Errorf("%s: bias %v, epilogue bias %v", p.Spec.Name, p.Conv.Bias, p.Epilogue.Bias)
@@ -56,17 +58,17 @@ func TestEpilogueFromPlan(t *testing.T) {
 		seen[form], seen["triton"] = true, true
 		without := *p
 		without.Epilogue.Bias = false
-		with, err := r.Render(p, l.Path)
+		with, err := r.Render([]*plan.Plan{p}, l.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		bare, err := r.Render(&without, l.Path)
+		bare, err := r.Render([]*plan.Plan{&without}, l.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, f := range with {
 			name := filepath.Base(f.Path)
-			if name != "cuda.py" && name != "triton.py" {
+			if name != SubmissionFile("cuda", p.Target) && name != SubmissionFile("triton", p.Target) {
 				continue
 			}
 			if !addsBias(string(f.Data)) {

@@ -133,12 +133,12 @@ func TestGenerateNeverWritesThroughLinks(t *testing.T) {
 		{"symlinked generated file", func(t *testing.T, root string) {
 			writeFile(t, filepath.Join(root, "elsewhere/x"), Marker+"\n")
 			mkdir(t, filepath.Join(root, "out", name72))
-			symlink(t, "../../elsewhere/x", filepath.Join(root, "out", name72, "cuda.py"))
-		}, "out/" + name72 + "/cuda.py: is a symbolic link: convtgen replaces only its own regular files (remove it)"},
+			symlink(t, "../../elsewhere/x", filepath.Join(root, "out", name72, "cuda.sm80.py"))
+		}, "out/" + name72 + "/cuda.sm80.py: is a symbolic link: convtgen replaces only its own regular files (remove it)"},
 		{"hand-written file", func(t *testing.T, root string) {
-			writeFile(t, filepath.Join(root, "out", name72, "cuda.py"), "# my own kernel\n")
+			writeFile(t, filepath.Join(root, "out", name72, "cuda.sm80.py"), "# my own kernel\n")
 			writeFile(t, filepath.Join(root, RegistryFile), "package verify\n")
-		}, "out/" + name72 + "/cuda.py: has no convtgen marker on its first line, so it is not the generator's: it is left as it is (move it away to generate here)\n" +
+		}, "out/" + name72 + "/cuda.sm80.py: has no convtgen marker on its first line, so it is not the generator's: it is left as it is (move it away to generate here)\n" +
 			"verify/kernels_gen.go: has no convtgen marker on its first line, so it is not the generator's: it is left as it is (move it away to generate here)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,7 +186,7 @@ func TestGenerateClearsStaleStage(t *testing.T) {
 	}
 	want := snapshot(t, root)
 	stale := "out/" + safeio.StagePrefix + "123"
-	writeFile(t, filepath.Join(root, stale, "new/out", name72, "cuda.py"), Marker+" half\n")
+	writeFile(t, filepath.Join(root, stale, "new/out", name72, "cuda.sm80.py"), Marker+" half\n")
 	if _, err := Generate(root, true); err == nil || !strings.Contains(err.Error(), stale+": left by an interrupted run") {
 		t.Errorf("check with a stale stage: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"convtgen/gen/plan"
 	"convtgen/gen/spec"
 )
 
@@ -73,9 +74,9 @@ func FuzzPipeline(f *testing.F) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		start := time.Now()
-		p, errs := parseAndPlan("specs/fuzz.yaml", data)
+		ps, errs := parseAndPlan("specs/fuzz.yaml", data)
 		if errs != nil {
-			if p != nil {
+			if ps != nil {
 				t.Errorf("a plan along with errors")
 			}
 			for _, e := range errs {
@@ -84,12 +85,12 @@ func FuzzPipeline(f *testing.F) {
 				}
 			}
 		} else {
-			files, err := r.Render(p, "specs/fuzz.yaml")
+			files, err := r.Render(ps, "specs/fuzz.yaml")
 			if err != nil {
 				t.Fatalf("accepted spec does not render: %v", err)
 			}
-			if len(files) < 1+len(p.Spec.Kernel.Backends) {
-				t.Errorf("rendered %d files for backends %v", len(files), p.Spec.Kernel.Backends)
+			if want := 1 + len(ps)*len(ps[0].Spec.Kernel.Backends); len(ps) != len(plan.Targets) || len(files) != want {
+				t.Errorf("rendered %d files for %d targets and backends %v, want %d", len(files), len(ps), ps[0].Spec.Kernel.Backends, want)
 			}
 		}
 		elapsed := time.Since(start)

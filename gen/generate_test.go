@@ -159,8 +159,8 @@ func TestGenerateTree(t *testing.T) {
 		nameA = "l1_72_strided_padded_grouped"
 		nameB = "l1_61_square_input_square_kernel"
 	)
-	outA := []string{"out/" + nameA + "/cuda.py", "out/" + nameA + "/problem.py"}
-	outB := []string{"out/" + nameB + "/cuda.py", "out/" + nameB + "/problem.py"}
+	outA := []string{"out/" + nameA + "/cuda.sm80.py", "out/" + nameA + "/problem.py"}
+	outB := []string{"out/" + nameB + "/cuda.sm80.py", "out/" + nameB + "/problem.py"}
 
 	// 1. First run writes everything, and what it writes is what renders.
 	changes, err := Generate(root, false)
@@ -471,7 +471,7 @@ func TestPythonCompilesOddSpecs(t *testing.T) {
 				t.Fatalf("%q not found once in spec 72", tc.old)
 			}
 			src := strings.Replace(base, tc.old, tc.new, 1)
-			p, errs := parseAndPlan("specs/odd.yaml", []byte(src))
+			ps, errs := parseAndPlan("specs/odd.yaml", []byte(src))
 			if errs != nil {
 				// Refusing the spec is a fine answer too; accepting it and
 				// emitting broken Python is not.
@@ -482,7 +482,7 @@ func TestPythonCompilesOddSpecs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			files, err := r.Render(p, "specs/odd.yaml")
+			files, err := r.Render(ps, "specs/odd.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -523,7 +523,7 @@ func TestLaunchesHaveBlocks(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, f := range files {
-				if !strings.HasSuffix(f.Path, "/cuda.py") {
+				if !strings.HasSuffix(f.Path, "/cuda.sm80.py") {
 					continue
 				}
 				for _, m := range launchRe.FindAllStringSubmatch(string(f.Data), -1) {

@@ -87,24 +87,26 @@ func TestRenderNastyText(t *testing.T) {
 	var jobs []job
 	render := func(label, src, path string, title *string) {
 		t.Helper()
-		p, errs := parseAndPlan("specs/base.yaml", []byte(src))
+		ps, errs := parseAndPlan("specs/base.yaml", []byte(src))
 		if errs != nil {
 			t.Fatalf("%s: %v", label, errs)
 		}
-		if title != nil {
-			p.Spec.Title = *title
+		for _, p := range ps {
+			if title != nil {
+				p.Spec.Title = *title
+			}
 		}
-		files, err := r.Render(p, path)
+		files, err := r.Render(ps, path)
 		if err != nil {
 			t.Fatalf("%s: %v", label, err)
 		}
-		if len(files) != 3 {
-			t.Fatalf("%s: %d files, want problem, cuda and triton", label, len(files))
+		if len(files) != 5 {
+			t.Fatalf("%s: %d files, want problem, and cuda and triton for two targets", label, len(files))
 		}
 		for _, f := range files {
 			file := filepath.Join(dir, label, f.Path)
 			writeFile(t, file, string(f.Data))
-			jobs = append(jobs, job{File: file, Base: filepath.Join(dir, "base", f.Path), Title: p.Spec.Title,
+			jobs = append(jobs, job{File: file, Base: filepath.Join(dir, "base", f.Path), Title: ps[0].Spec.Title,
 				BaseTitle: "58_conv_transposed_3D__asymmetric_input__asymmetric_kernel", Path: path})
 		}
 	}
@@ -187,12 +189,14 @@ func TestRenderRefusesNonIdentifiers(t *testing.T) {
 		{"reference.attr", func(p *spec.Spec) { p.Reference.Attr = "conv; __import__('os')" }},
 		{"problem.input_dist", func(p *spec.Spec) { p.Problem.InputDist = "randn; __import__('os')" }},
 	} {
-		p, errs := parseAndPlan("specs/x.yaml", []byte(raw))
+		ps, errs := parseAndPlan("specs/x.yaml", []byte(raw))
 		if errs != nil {
 			t.Fatal(errs)
 		}
-		tc.set(p.Spec)
-		_, err := r.Render(p, "specs/x.yaml")
+		for _, p := range ps {
+			tc.set(p.Spec)
+		}
+		_, err := r.Render(ps, "specs/x.yaml")
 		if err == nil || !strings.Contains(err.Error(), tc.field+" ") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: want a one-line refusal naming it, got %v", tc.field, err)
 		}

@@ -19,7 +19,7 @@ func TestRandomCoversTheSpace(t *testing.T) {
 	}
 	count := map[string]int{}
 	for _, l := range specs {
-		p := l.Plan
+		p := l.Plans[0]
 		c, k := p.Conv, p.Spec.Kernel
 		has := func(label string, ok bool) {
 			if ok {

@@ -18,11 +18,11 @@ import (
 func tritonSpec(t *testing.T, c geom.Conv, precision string) *plan.Plan {
 	t.Helper()
 	yaml := spec.Generic("triton_case", "triton case", c, "rand", spec.Kernel{Backends: []string{"triton"}, Triton: spec.Triton{Precision: precision}})
-	p, errs := parseAndPlan("specs/triton_case.yaml", []byte(yaml))
+	ps, errs := parseAndPlan("specs/triton_case.yaml", []byte(yaml))
 	if errs != nil {
 		t.Fatalf("spec: %v", errs)
 	}
-	return p
+	return ps[0]
 }
 
 // l1_72 and l1_77 are KernelBench level-1 geometries: grouped with
@@ -101,7 +101,7 @@ func TestTritonPhasesMatchPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range random {
-		plans = append(plans, l.Plan)
+		plans = append(plans, l.Plans...)
 	}
 	for _, p := range plans {
 		if p.Tile.TW() > 0 || p.Tile.KWInN() {
@@ -246,13 +246,13 @@ func TestTritonRender(t *testing.T) {
 			Stride: [3]int{3, 1, 2}, Padding: [3]int{1, 0, 0}, Dilation: [3]int{2, 1, 3}, Groups: 3, Bias: true}, "fp32", `input_precision="ieee"`},
 	} {
 		p := tritonSpec(t, c.conv, c.precision)
-		files, err := r.Render(p, "specs/triton_case.yaml")
+		files, err := r.Render([]*plan.Plan{p}, "specs/triton_case.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
 		var src string
 		for _, f := range files {
-			if f.Path == "triton_case/triton.py" {
+			if f.Path == "triton_case/"+SubmissionFile("triton", p.Target) {
 				src = string(f.Data)
 			}
 		}
@@ -336,7 +336,7 @@ func TestFusedWAndPads(t *testing.T) {
 	}
 	fused, padded := 0, 0
 	for _, l := range random {
-		s := *l.Plan.Spec
+		s := *l.Spec()
 		s.Kernel.Backends = []string{"triton"}
 		s.Kernel.Triton.FuseW, s.Kernel.Triton.PadInput = true, true
 		p, err := plan.New(&s, plan.SM90)
@@ -445,17 +445,17 @@ func TestTritonOptionsRender(t *testing.T) {
 		for combo := range 16 {
 			fuse, pad, split, flat := combo&1 != 0, combo&2 != 0, combo&4 != 0, combo&8 != 0
 			k := spec.Kernel{Backends: []string{"triton"}, Triton: spec.Triton{Precision: "3xtf32", ChannelsLast: true, BlockK: 32, FuseW: fuse, PadInput: pad, SplitWeight: split, FlatK: flat}}
-			p, errs := parseAndPlan("specs/triton_case.yaml", []byte(spec.Generic("triton_case", "triton case", c, "rand", k)))
+			ps, errs := parseAndPlan("specs/triton_case.yaml", []byte(spec.Generic("triton_case", "triton case", c, "rand", k)))
 			if errs != nil {
 				t.Fatalf("spec: %v", errs)
 			}
-			out, err := r.Render(p, "specs/triton_case.yaml")
+			out, err := r.Render(ps[:1], "specs/triton_case.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
 			var src string
 			for _, f := range out {
-				if f.Path == "triton_case/triton.py" {
+				if f.Path == "triton_case/"+SubmissionFile("triton", ps[0].Target) {
 					src = string(f.Data)
 				}
 			}

@@ -57,15 +57,15 @@ func tunePlan(t *testing.T, name string, data []byte) *plan.Plan {
 }
 
 // checkCandidates checks the invariants of one spec's candidate list.
-func checkCandidates(t *testing.T, l Loaded, cs []Candidate) {
+func checkCandidates(t *testing.T, l Loaded, p *plan.Plan, cs []Candidate) {
 	t.Helper()
-	own := l.Plan.Spec
+	own := p.Spec
 	if len(cs) == 0 {
 		t.Fatalf("%s: no candidates", l.Path)
 	}
 	first := cs[0]
-	want := Candidate{Current: true, Backend: "cuda", Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
-		Precision: own.Kernel.PrecisionFor("cuda"), CUDA: l.Plan.Tile.Choice()}
+	want := Candidate{Current: true, Backend: "cuda", Target: p.Target.Name, Variant: own.Name, Spec: own.Name, SpecPath: l.Path,
+		Precision: own.Kernel.PrecisionFor("cuda"), CUDA: p.Tile.Choice()}
 	if first != want {
 		t.Errorf("%s: first candidate %+v, want the spec's own choice %+v", l.Path, first, want)
 	}
@@ -77,8 +77,8 @@ func checkCandidates(t *testing.T, l Loaded, cs []Candidate) {
 	labelBefore := 0
 	for i, c := range cs {
 		// Labels count the candidate list, skipped choices too: rising.
-		label, _ := strconv.Atoi(strings.TrimPrefix(c.Variant, own.Name+"_t"))
-		if i > 0 && (c.Current || !strings.HasPrefix(c.Variant, own.Name+"_t") || label < i || i > 1 && label <= labelBefore ||
+		label, _ := strconv.Atoi(strings.TrimPrefix(c.Variant, own.Name+"_"+p.Target.Name+"_t"))
+		if i > 0 && (c.Current || !strings.HasPrefix(c.Variant, own.Name+"_"+p.Target.Name+"_t") || label < i || i > 1 && label <= labelBefore ||
 			c.Spec != own.Name || c.SpecPath != l.Path) {
 			t.Errorf("%s: candidate %d = %+v", l.Path, i, c)
 		}
@@ -95,15 +95,15 @@ func checkCandidates(t *testing.T, l Loaded, cs []Candidate) {
 		// gives the same family and options, in the family's precision.
 		s := *own
 		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, CUDA: c.CUDA}
-		p, err := plan.New(&s, plan.SM90)
+		q, err := plan.New(&s, p.Target)
 		if err != nil {
 			t.Errorf("%s: %s is infeasible: %v", l.Path, c.Variant, err)
 			continue
 		}
-		if got := p.Tile.Choice(); got != c.CUDA {
+		if got := q.Tile.Choice(); got != c.CUDA {
 			t.Errorf("%s: %s plans to %s, not its choice %s", l.Path, c.Variant, got, c.CUDA)
 		}
-		if tc := p.Tile.MMA != nil || p.Tile.WGMMA != nil; tc != (c.Precision == "3xtf32") || c.CUDA.Of().Precision() != c.Precision {
+		if tc := q.Tile.MMA != nil || q.Tile.WGMMA != nil; tc != (c.Precision == "3xtf32") || c.CUDA.Of().Precision() != c.Precision {
 			t.Errorf("%s: %s precision %s, choice %s", l.Path, c.Variant, c.Precision, c.CUDA)
 		}
 	}
@@ -112,11 +112,11 @@ func checkCandidates(t *testing.T, l Loaded, cs []Candidate) {
 func TestTuneCandidatesCommitted(t *testing.T) {
 	specs := tuneLoad(t, tuneRoot)
 	for _, l := range specs {
-		checkCandidates(t, l, cudaCandidates(l))
+		checkCandidates(t, l, sm90(l), cudaCands(l))
 	}
 
 	// 58's own choice is the one-slab wgmma candidate: skipped.
-	c58 := cudaCandidates(specs[tuneSpec58])
+	c58 := cudaCands(specs[tuneSpec58])
 	if most := len(candidateKernels()) + 1 + len(windowKernels(1)) + len(wgmmaKernels()); len(c58) > most {
 		t.Errorf("58: %d candidates, want at most %d (its own choice is one of them, its cp.async variant one more, then the W-window and wgmma kernels)", len(c58), most)
 	}
@@ -131,68 +131,68 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 	// the labels after it stay put. The same tile with cp.async weights
 	// is t35, so the last candidate (the own tile's weights the other
 	// way, t48) repeats it and is skipped.
-	c73 := cudaCandidates(specs[tuneSpec73])
+	c73 := cudaCands(specs[tuneSpec73])
 	var got []string
 	for _, c := range c73 {
 		got = append(got, c.Variant+" "+c.Precision+" "+c.CUDA.String())
 	}
 	want := []string{
 		"l1_73_strided_padded_grouped 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 16, stages: 2, kw_in_n: true, bulk_weights: true}}",
-		"l1_73_strided_padded_grouped_t1 fp32 {ffma: {bm: 256, bn: 32, bk: 8, tm: 8, tn: 4, min_blocks: 1}}",
-		"l1_73_strided_padded_grouped_t2 3xtf32 {mma: {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}}",
-		"l1_73_strided_padded_grouped_t3 3xtf32 {mma: {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1}}",
-		"l1_73_strided_padded_grouped_t4 3xtf32 {mma: {bm: 128, bn: 32, bk: 32, wm: 32, wn: 32, min_blocks: 1}}",
-		"l1_73_strided_padded_grouped_t5 3xtf32 {mma: {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1, presplit: true}}",
-		"l1_73_strided_padded_grouped_t7 3xtf32 {mma: {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1, cp_async: true}}",
+		"l1_73_strided_padded_grouped_sm90_t1 fp32 {ffma: {bm: 256, bn: 32, bk: 8, tm: 8, tn: 4, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_sm90_t2 3xtf32 {mma: {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_sm90_t3 3xtf32 {mma: {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_sm90_t4 3xtf32 {mma: {bm: 128, bn: 32, bk: 32, wm: 32, wn: 32, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_sm90_t5 3xtf32 {mma: {bm: 128, bn: 32, bk: 16, wm: 32, wn: 32, min_blocks: 1, presplit: true}}",
+		"l1_73_strided_padded_grouped_sm90_t7 3xtf32 {mma: {bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1, cp_async: true}}",
 		// Direct: two rows per thread with 16 channels; eight rows (128
 		// accumulators) do not fit, so t10 is skipped.
-		"l1_73_strided_padded_grouped_t8 fp32 {direct: {bm: 256, bn: 16, bk: 8, tm: 2, min_blocks: 1}}",
-		"l1_73_strided_padded_grouped_t11 fp32 {direct: {bm: 256, bn: 16, bk: 8, tm: 1, min_blocks: 1}}",
-		"l1_73_strided_padded_grouped_t12 fp32 {direct: {bm: 256, bn: 16, bk: 4, tm: 2, min_blocks: 1}}",
-		"l1_73_strided_padded_grouped_t13 fp32 {direct: {bm: 512, bn: 16, bk: 8, tm: 2, min_blocks: 1}}",
-		"l1_73_strided_padded_grouped_t14 fp32 {direct: {bm: 512, bn: 16, bk: 4, tm: 4, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_sm90_t8 fp32 {direct: {bm: 256, bn: 16, bk: 8, tm: 2, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_sm90_t11 fp32 {direct: {bm: 256, bn: 16, bk: 8, tm: 1, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_sm90_t12 fp32 {direct: {bm: 256, bn: 16, bk: 4, tm: 2, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_sm90_t13 fp32 {direct: {bm: 512, bn: 16, bk: 8, tm: 2, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_sm90_t14 fp32 {direct: {bm: 512, bn: 16, bk: 4, tm: 4, min_blocks: 1}}",
 		// W-window direct kernels, tw a multiple of the stride (2).
-		"l1_73_strided_padded_grouped_t16 fp32 {direct: {bm: 128, bn: 8, bk: 2, tw: 8, min_blocks: 1}}",
-		"l1_73_strided_padded_grouped_t17 fp32 {direct: {bm: 256, bn: 8, bk: 2, tw: 8, min_blocks: 1}}",
-		"l1_73_strided_padded_grouped_t18 fp32 {direct: {bm: 64, bn: 8, bk: 2, tw: 8, min_blocks: 1}}",
-		"l1_73_strided_padded_grouped_t19 fp32 {direct: {bm: 128, bn: 8, bk: 1, tw: 8, min_blocks: 1}}",
-		"l1_73_strided_padded_grouped_t20 fp32 {direct: {bm: 128, bn: 16, bk: 2, tw: 4, min_blocks: 1}}",
-		"l1_73_strided_padded_grouped_t21 fp32 {direct: {bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_sm90_t16 fp32 {direct: {bm: 128, bn: 8, bk: 2, tw: 8, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_sm90_t17 fp32 {direct: {bm: 256, bn: 8, bk: 2, tw: 8, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_sm90_t18 fp32 {direct: {bm: 64, bn: 8, bk: 2, tw: 8, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_sm90_t19 fp32 {direct: {bm: 128, bn: 8, bk: 1, tw: 8, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_sm90_t20 fp32 {direct: {bm: 128, bn: 16, bk: 2, tw: 4, min_blocks: 1}}",
+		"l1_73_strided_padded_grouped_sm90_t21 fp32 {direct: {bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1}}",
 		// wgmma: the default, one slab, spans of 2 and 8, W taps as
 		// columns with two slabs and one, the input staged by cp.async.
-		"l1_73_strided_padded_grouped_t22 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 4, stages: 4}}",
-		"l1_73_strided_padded_grouped_t23 3xtf32 {wgmma: {min_blocks: 1, slabs: 1, span: 4, stages: 4}}",
-		"l1_73_strided_padded_grouped_t24 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 2, stages: 4}}",
-		"l1_73_strided_padded_grouped_t25 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 8, stages: 4}}",
-		"l1_73_strided_padded_grouped_t26 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 4, stages: 4, kw_in_n: true}}",
-		"l1_73_strided_padded_grouped_t27 3xtf32 {wgmma: {min_blocks: 1, slabs: 1, span: 4, stages: 4, kw_in_n: true}}",
-		"l1_73_strided_padded_grouped_t28 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 4, stages: 4, cp_async: true}}",
-		"l1_73_strided_padded_grouped_t29 3xtf32 {wgmma: {min_blocks: 1, slabs: 1, span: 4, stages: 4, cp_async: true}}",
-		"l1_73_strided_padded_grouped_t30 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 4, stages: 3, cp_async: true, kw_in_n: true}}",
-		"l1_73_strided_padded_grouped_t31 3xtf32 {wgmma: {min_blocks: 1, slabs: 1, span: 4, stages: 3, cp_async: true, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_sm90_t22 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 4, stages: 4}}",
+		"l1_73_strided_padded_grouped_sm90_t23 3xtf32 {wgmma: {min_blocks: 1, slabs: 1, span: 4, stages: 4}}",
+		"l1_73_strided_padded_grouped_sm90_t24 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 2, stages: 4}}",
+		"l1_73_strided_padded_grouped_sm90_t25 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 8, stages: 4}}",
+		"l1_73_strided_padded_grouped_sm90_t26 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 4, stages: 4, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_sm90_t27 3xtf32 {wgmma: {min_blocks: 1, slabs: 1, span: 4, stages: 4, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_sm90_t28 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 4, stages: 4, cp_async: true}}",
+		"l1_73_strided_padded_grouped_sm90_t29 3xtf32 {wgmma: {min_blocks: 1, slabs: 1, span: 4, stages: 4, cp_async: true}}",
+		"l1_73_strided_padded_grouped_sm90_t30 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 4, stages: 3, cp_async: true, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_sm90_t31 3xtf32 {wgmma: {min_blocks: 1, slabs: 1, span: 4, stages: 3, cp_async: true, kw_in_n: true}}",
 		// Sums of 16 steps, set stages and blocks per SM, parked sums.
-		"l1_73_strided_padded_grouped_t32 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 16, stages: 4, kw_in_n: true}}",
-		"l1_73_strided_padded_grouped_t33 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 16, stages: 5, kw_in_n: true}}",
-		"l1_73_strided_padded_grouped_t34 3xtf32 {wgmma: {min_blocks: 3, slabs: 2, span: 16, stages: 4, kw_in_n: true}}",
-		"l1_73_strided_padded_grouped_t35 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 16, stages: 2, kw_in_n: true}}",
-		"l1_73_strided_padded_grouped_t36 3xtf32 {wgmma: {min_blocks: 3, slabs: 2, span: 8, stages: 3, kw_in_n: true, park_sums: true}}",
-		"l1_73_strided_padded_grouped_t37 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 4, stages: 2, park_sums: true}}",
-		"l1_73_strided_padded_grouped_t38 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 8, stages: 2, park_sums: true}}",
-		"l1_73_strided_padded_grouped_t39 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 4, stages: 3}}",
-		"l1_73_strided_padded_grouped_t40 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 8, stages: 3, park_sums: true}}",
+		"l1_73_strided_padded_grouped_sm90_t32 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 16, stages: 4, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_sm90_t33 3xtf32 {wgmma: {min_blocks: 1, slabs: 2, span: 16, stages: 5, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_sm90_t34 3xtf32 {wgmma: {min_blocks: 3, slabs: 2, span: 16, stages: 4, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_sm90_t35 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 16, stages: 2, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_sm90_t36 3xtf32 {wgmma: {min_blocks: 3, slabs: 2, span: 8, stages: 3, kw_in_n: true, park_sums: true}}",
+		"l1_73_strided_padded_grouped_sm90_t37 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 4, stages: 2, park_sums: true}}",
+		"l1_73_strided_padded_grouped_sm90_t38 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 8, stages: 2, park_sums: true}}",
+		"l1_73_strided_padded_grouped_sm90_t39 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 4, stages: 3}}",
+		"l1_73_strided_padded_grouped_sm90_t40 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 8, stages: 3, park_sums: true}}",
 		// Two warpgroups a block sharing the weight stages; four (t42,
 		// t45) leave the sm_80 code too few registers, skipped.
-		"l1_73_strided_padded_grouped_t41 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 2, kw_in_n: true}}",
-		"l1_73_strided_padded_grouped_t43 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 3, kw_in_n: true}}",
-		"l1_73_strided_padded_grouped_t44 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 4, stages: 3}}",
-		"l1_73_strided_padded_grouped_t46 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 4, stages: 4}}",
-		"l1_73_strided_padded_grouped_t47 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 3}}",
+		"l1_73_strided_padded_grouped_sm90_t41 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 2, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_sm90_t43 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 3, kw_in_n: true}}",
+		"l1_73_strided_padded_grouped_sm90_t44 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 4, stages: 3}}",
+		"l1_73_strided_padded_grouped_sm90_t46 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 4, stages: 4}}",
+		"l1_73_strided_padded_grouped_sm90_t47 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 3}}",
 		// Parked sums of 12 and 16 steps, four blocks an SM.
-		"l1_73_strided_padded_grouped_t48 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 12, stages: 2, park_sums: true}}",
-		"l1_73_strided_padded_grouped_t49 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 16, stages: 2, park_sums: true}}",
+		"l1_73_strided_padded_grouped_sm90_t48 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 12, stages: 2, park_sums: true}}",
+		"l1_73_strided_padded_grouped_sm90_t49 3xtf32 {wgmma: {min_blocks: 4, slabs: 1, span: 16, stages: 2, park_sums: true}}",
 		// The same sums in blocks of two warpgroups.
-		"l1_73_strided_padded_grouped_t50 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 3, park_sums: true}}",
-		"l1_73_strided_padded_grouped_t51 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 4, park_sums: true}}",
+		"l1_73_strided_padded_grouped_sm90_t50 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 3, park_sums: true}}",
+		"l1_73_strided_padded_grouped_sm90_t51 3xtf32 {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 4, park_sums: true}}",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("73 candidates:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -209,11 +209,12 @@ func TestTuneCandidatesRandom(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range specs {
-		cs := cudaCandidates(l)
+		p := l.Plans[0] // a random target
+		cs := cudaCandidates(l.Path, p)
 		if len(cs) < 2 || len(cs) > 2+len(candidateKernels())+len(windowKernels(1))+len(wgmmaKernels()) {
-			t.Errorf("%s: %d candidates", l.Plan.Spec.Name, len(cs))
+			t.Errorf("%s: %d candidates", p.Spec.Name, len(cs))
 		}
-		checkCandidates(t, l, cs)
+		checkCandidates(t, l, p, cs)
 	}
 }
 
@@ -404,7 +405,7 @@ func tuneRead(t *testing.T, path string) string {
 	return string(data)
 }
 
-var tunedNote = regexp.MustCompile(`(?m)^# cuda tuned on (.+), (\d{4}-\d\d-\d\d): ([0-9.]+) ms mean \(kernel\), fastest of the (\d+) candidates that passed with error <= ([0-9.e-]+)\n`)
+var tunedNote = regexp.MustCompile(`(?m)^ *# cuda tuned on (.+), (\d{4}-\d\d-\d\d): ([0-9.]+) ms mean \(kernel\), fastest of the (\d+) candidates that passed with error <= ([0-9.e-]+)\n`)
 
 // TestTuneApplyReproducesCommitted: writing each committed spec's own
 // choice back with the note it carries gives the file byte for byte, so
@@ -425,7 +426,7 @@ func TestTuneApplyReproducesCommitted(t *testing.T) {
 		}
 		ms, _ := strconv.ParseFloat(m[3], 64)
 		tried, _ := strconv.Atoi(m[4])
-		w := Winner{Candidate: cudaCandidates(specs[p])[0], MeanMS: ms, Tried: tried}
+		w := Winner{Candidate: cudaCands(specs[p])[0], MeanMS: ms, Tried: tried}
 		if err := ApplyTune(root, []Winner{w}, m[1], m[2]); err != nil {
 			t.Fatal(err)
 		}
@@ -472,7 +473,7 @@ func TestTuneApplyChangesChoice(t *testing.T) {
 		before[p] = tuneRead(t, filepath.Join(root, p))
 	}
 	pick := func(p, precision string) Candidate {
-		for _, c := range cudaCandidates(specs[p])[1:] {
+		for _, c := range cudaCands(specs[p])[1:] {
 			if c.Precision == precision {
 				return c
 			}
@@ -533,7 +534,7 @@ func TestTuneApplyChangesChoice(t *testing.T) {
 	// The tree still loads, and its own choices are now the winners.
 	after := tuneLoad(t, root)
 	for _, w := range winners {
-		if c := cudaCandidates(after[w.SpecPath])[0]; c.Precision != w.Precision || c.CUDA != w.CUDA {
+		if c := cudaCands(after[w.SpecPath])[0]; c.Precision != w.Precision || c.CUDA != w.CUDA {
 			t.Errorf("%s: own choice now %s %s, want %s %s", w.SpecPath, c.Precision, c.CUDA, w.Precision, w.CUDA)
 		}
 	}
@@ -552,7 +553,7 @@ func TestTuneApplyAddsKernel(t *testing.T) {
 	tuneWrite(t, path, src[:i])
 	l := tuneLoad(t, root)[tuneSpec58]
 	var c Candidate
-	for _, cand := range cudaCandidates(l) {
+	for _, cand := range cudaCands(l) {
 		if cand.Precision == "3xtf32" {
 			c = cand
 			break
@@ -640,7 +641,7 @@ func TestTuneWriteTune(t *testing.T) {
 		}
 		if c.Backend == "triton" {
 			// A Triton candidate: its submission and problem only.
-			for f, want := range map[string]bool{"problem.py": true, "triton.py": true, "cuda.py": false} {
+			for f, want := range map[string]bool{"problem.py": true, "triton.sm90.py": true, "cuda.sm90.py": false} {
 				if _, err := os.Stat(filepath.Join(folder, f)); (err == nil) != want {
 					t.Errorf("%s: %s present %v, want %v", c.Variant, f, err == nil, want)
 				}
@@ -650,16 +651,16 @@ func TestTuneWriteTune(t *testing.T) {
 			}
 			continue
 		}
-		for _, f := range []string{"problem.py", "cuda.py"} {
+		for _, f := range []string{"problem.py", "cuda.sm90.py"} {
 			if _, err := os.Stat(filepath.Join(folder, f)); err != nil {
 				t.Errorf("%s: %v", c.Variant, err)
 			}
 		}
-		if _, err := os.Stat(filepath.Join(folder, "triton.py")); err == nil {
+		if _, err := os.Stat(filepath.Join(folder, "triton.sm90.py")); err == nil {
 			t.Errorf("%s: a triton submission for a CUDA tuning candidate", c.Variant)
 		}
-		if cuda := tuneRead(t, filepath.Join(folder, "cuda.py")); !strings.Contains(cuda, "convtgen_"+c.Variant) {
-			t.Errorf("%s/cuda.py does not build its own extension convtgen_%s", c.Variant, c.Variant)
+		if cuda := tuneRead(t, filepath.Join(folder, "cuda.sm90.py")); !strings.Contains(cuda, "convtgen_"+c.Variant) {
+			t.Errorf("%s/cuda.sm90.py does not build its own extension convtgen_%s", c.Variant, c.Variant)
 		}
 		src := tuneRead(t, specFile)
 		if !strings.Contains(src, "# tuning candidate of "+c.SpecPath+"\nkernel:\n") {
@@ -669,14 +670,14 @@ func TestTuneWriteTune(t *testing.T) {
 		if p.Spec.Name != c.Variant || p.Spec.Kernel.PrecisionFor("cuda") != c.Precision || p.Tile.Choice() != c.CUDA {
 			t.Errorf("%s.yaml plans %s %s %s, want %s %s %s", c.Variant, p.Spec.Name, p.Spec.Kernel.PrecisionFor("cuda"), p.Tile.Choice(), c.Variant, c.Precision, c.CUDA)
 		}
-		orig := specs[c.SpecPath].Plan
+		orig := sm90(specs[c.SpecPath])
 		if p.Conv != orig.Conv || !reflect.DeepEqual(p.Spec.Reference, orig.Spec.Reference) {
 			t.Errorf("%s.yaml is not the problem of %s", c.Variant, c.SpecPath)
 		}
 	}
 	// The candidates' specs form a valid spec tree of their own (unique
 	// names), as bin/verify -specs reads them.
-	if loaded, err := LoadAll(dir); err != nil || len(loaded) != len(cudaCandidates(specs[tuneSpec58]))+len(cudaCandidates(specs[tuneSpec73]))-2 {
+	if loaded, err := LoadAll(dir); err != nil || len(loaded) != len(cudaCands(specs[tuneSpec58]))+len(cudaCands(specs[tuneSpec73]))-2 {
 		t.Errorf("LoadAll(tuning folder): %d specs, %v", len(loaded), err)
 	}
 }
@@ -697,21 +698,21 @@ func TestTuneReadManifestErrors(t *testing.T) {
 // candidate's choice gives that choice back).
 func TestTuneTritonCandidates(t *testing.T) {
 	for _, l := range tuneLoad(t, tuneRoot) {
-		cs := TritonCandidates(l)
-		if len(cs) < 2 || !cs[0].Current || cs[0].Backend != "triton" || cs[0].Variant != l.Plan.Spec.Name {
+		cs := tritonCands(l)
+		if len(cs) < 2 || !cs[0].Current || cs[0].Backend != "triton" || cs[0].Variant != sm90(l).Spec.Name {
 			t.Errorf("%s: candidates %+v", l.Path, cs)
 			continue
 		}
 		seen := map[spec.Triton]string{}
 		for i, c := range cs {
-			if i > 0 && (c.Current || c.Backend != "triton" || !strings.HasPrefix(c.Variant, l.Plan.Spec.Name+"_x")) {
+			if i > 0 && (c.Current || c.Backend != "triton" || !strings.HasPrefix(c.Variant, sm90(l).Spec.Name+"_sm90_x")) {
 				t.Errorf("%s: candidate %d = %+v", l.Path, i, c)
 			}
 			if other, dup := seen[c.Triton]; dup {
 				t.Errorf("%s: %s repeats %s", l.Path, c.Variant, other)
 			}
 			seen[c.Triton] = c.Variant
-			s := *l.Plan.Spec
+			s := *sm90(l).Spec
 			s.Kernel = c.kernel()
 			p, err := plan.New(&s, plan.SM90)
 			if err != nil {
@@ -730,7 +731,7 @@ func TestTuneTritonCandidates(t *testing.T) {
 func TestTuneApplyTriton(t *testing.T) {
 	root := tuneCopy(t, tuneSpec58)
 	before := tuneLoad(t, root)[tuneSpec58]
-	w := TritonCandidates(before)[2]
+	w := tritonCands(before)[2]
 	if err := ApplyTune(root, []Winner{{Candidate: w, MeanMS: 2, Tried: 5}}, "G", "2031-01-01"); err != nil {
 		t.Fatal(err)
 	}
@@ -740,10 +741,17 @@ func TestTuneApplyTriton(t *testing.T) {
 		t.Errorf("spec lacks\n%s\ngot\n%s", note, src)
 	}
 	after := tuneLoad(t, root)[tuneSpec58]
-	if got := TritonCandidates(after)[0].Triton; got != w.Triton {
+	if got := tritonCands(after)[0].Triton; got != w.Triton {
 		t.Errorf("Triton choice after applying: %s, want %s", got, w.Triton)
 	}
-	if a, b := cudaCandidates(after)[0], cudaCandidates(before)[0]; a.Precision != b.Precision || a.CUDA != b.CUDA {
+	if a, b := cudaCands(after)[0], cudaCands(before)[0]; a.Precision != b.Precision || a.CUDA != b.CUDA {
 		t.Errorf("CUDA choice changed: %s -> %s", b.Choice(), a.Choice())
 	}
 }
+
+// sm90 is a loaded spec's sm90 plan, the target the tuning tests follow.
+func sm90(l Loaded) *plan.Plan { return l.Plan(plan.SM90) }
+
+// cudaCands and tritonCands are a spec's candidates for sm90.
+func cudaCands(l Loaded) []Candidate   { return cudaCandidates(l.Path, sm90(l)) }
+func tritonCands(l Loaded) []Candidate { return TritonCandidates(l.Path, sm90(l)) }

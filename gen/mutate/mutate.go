@@ -162,7 +162,7 @@ func All() []Mutation {
 	}
 }
 
-// RenderCUDA renders the CUDA file of a (mutated) plan through the normal
+// RenderCUDA renders the cuda.py of a (mutated) plan through the normal
 // renderer and templates, for the cuda backend alone: a mutant breaks
 // invariants that other backends' views check (the Triton view derives the
 // weight tap from the kernel indices and refuses a Flat that disagrees).
@@ -175,13 +175,12 @@ func RenderCUDA(r *gen.Renderer, p *plan.Plan, specPath string) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	want := gen.SubmissionFile("cuda", p.Target)
 	for _, f := range files {
-		if strings.HasSuffix(f.Path, "/"+want) {
+		if strings.HasSuffix(f.Path, "/cuda."+p.Target.Name+".py") {
 			return f.Data, nil
 		}
 	}
-	return nil, errors.New("rendering gave no " + want)
+	return nil, errors.New("rendering gave no cuda file")
 }
 
 // For lists the mutations that apply to p.

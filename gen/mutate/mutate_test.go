@@ -464,10 +464,11 @@ func TestRegisteredSpecs(t *testing.T) {
 	}
 	applied := map[string]int{}
 	for _, l := range loaded {
-		p := l.Plan
-		for _, m := range mutate.For(p) {
-			applied[m.Name]++
-			checkRanges(t, m.Name, p, m.On(p))
+		for _, p := range l.Plans {
+			for _, m := range mutate.For(p) {
+				applied[m.Name]++
+				checkRanges(t, m.Name, p, m.On(p))
+			}
 		}
 	}
 	t.Logf("applied to %d registered specs: %v", len(loaded), applied)

@@ -414,9 +414,6 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 	p := &Plan{Spec: s, Target: target, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup(), Epilogue: Epilogue{Bias: c.Bias}}
 	// Extents, channels and batch fit the kernels' 32-bit ints: the spec's
 	// limits (spec.MaxExtent, spec.MaxCount) keep them below 2^24.
-	if err := checkTritonPipelining(s); err != nil {
-		return nil, err
-	}
 	switch f := s.Kernel.CUDA.Of().(type) {
 	case spec.WGMMA:
 		p.Tile = chooseWGMMATile(f, p.CoutG, c.Kernel[2])
@@ -535,30 +532,6 @@ func indexType(lengths ...int) string {
 
 // maxInt32 is the largest value the kernels' int arithmetic holds.
 const maxInt32 = 1<<31 - 1
-
-// checkTritonPipelining refuses the Triton choices that Triton 3.6
-// miscompiles: input channels last, the W phases one a program, and loads
-// software-pipelined (stages other than 1; 0 takes the default 3) on a
-// problem with a stride phase no tap reaches. Every such configuration
-// comes out wrong (sums of the tapped phases, not the bias-only ones);
-// each of the three changes alone gives the right result.
-func checkTritonPipelining(s *spec.Spec) error {
-	t := s.Kernel.Triton
-	if !slices.Contains(s.Kernel.Backends, "triton") || !t.ChannelsLast || t.FuseW || t.Stages == 1 {
-		return nil
-	}
-	axis := TaplessAxis(s.Problem.Conv)
-	if axis < 0 {
-		return nil
-	}
-	stages := "the default 3"
-	if t.Stages > 1 {
-		stages = strconv.Itoa(t.Stages)
-	}
-	return spec.Errors{s.Errorf(s.Kernel.TritonField("channels_last"), "true",
-		"with loads pipelined over %s stages, and W phases one a program, is miscompiled by Triton 3.6 where a stride phase has no tap (here along %s): set stages: 1, fuse_w: true or channels_last: false",
-		stages, [3]string{"depth", "height", "width"}[axis])}
-}
 
 // TaplessAxis is the first axis (0 depth, 1 height, 2 width) with an output
 // residue mod stride that no tap reaches (dimTaps), or -1.

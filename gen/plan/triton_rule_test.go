@@ -1,51 +1,11 @@
 package plan_test
 
 import (
-	"os"
-	"strings"
 	"testing"
 
 	"convtgen/gen/geom"
 	"convtgen/gen/plan"
-	"convtgen/gen/spec"
 )
-
-// TestTritonPipeliningRefused holds the case that came out wrong on the
-// H200 (Triton 3.6, relative L2 0.47): channels-last input, W phases one a
-// program and three stages of pipelined loads on a problem where 26 of 27
-// stride phases have no tap. It is refused at kernel.triton.channels_last;
-// each of the three ways out its error names is planned.
-func TestTritonPipeliningRefused(t *testing.T) {
-	data, err := os.ReadFile("../../specs/regress/triton_tapless_phases.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pinned := strings.Replace(string(data), "stages: 1", "stages: 3", 1)
-	if pinned == string(data) {
-		t.Fatal("the regression spec no longer pins stages: 1")
-	}
-	for _, c := range []struct {
-		name, src, want string
-	}{
-		{"as it came out wrong", pinned, "kernel.triton.channels_last: with loads pipelined over 3 stages, and W phases one a program, is miscompiled by Triton 3.6 where a stride phase has no tap (here along depth)"},
-		{"default stages", strings.Replace(pinned, ", stages: 3", "", 1), "pipelined over the default 3 stages"},
-		{"one stage", string(data), ""},
-		{"fused W phases", strings.Replace(pinned, "stages: 3", "stages: 3, fuse_w: true", 1), ""},
-		{"channels first", strings.Replace(pinned, "channels_last: true", "channels_last: false", 1), ""},
-	} {
-		s, err := spec.Parse("regress.yaml", []byte(c.src))
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		_, err = plan.New(s, plan.SM90)
-		switch {
-		case c.want == "" && err != nil:
-			t.Errorf("%s: %v", c.name, err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
-		}
-	}
-}
 
 // TestTaplessAxis: an axis has a residue no tap reaches where stride and
 // dilation share a factor, or where the kernel is shorter than the stride.

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -260,15 +261,23 @@ func TestWGMMASumsAndStages(t *testing.T) {
 		}
 	}
 
+	// Each target's limits: sm80 opts a block in to 163 KiB (and asks one
+	// block an SM), sm90 to 227 KiB of the 228 an SM holds.
 	conf := c58
 	conf.tile = "{wgmma: true, kw_in_n: true, slabs: 1, stages: 6, min_blocks: 2}"
-	_, err := plan.New(conf.parse(t), plan.SM90)
-	for _, want := range []string{
-		"kernel.cuda.wgmma.stages: needs 172032 bytes of shared memory (28672 a step); a wgmma kernel opts in to at most 166912 (got 6)",
-		"kernel.cuda.wgmma.min_blocks: asks for 2 blocks per SM, but each needs 173056 bytes of shared memory with what the runtime keeps: an SM holds 233472 (fewer stages need less) (got 2)",
+	for target, wants := range map[plan.Target][]string{
+		plan.SM80: {"kernel.cuda.wgmma.stages: needs 172032 bytes of shared memory (28672 a step); a block on sm80 opts in to at most 166912 (got 6)",
+			"kernel.cuda.wgmma.min_blocks: asks for 1 blocks per SM, but each needs 173056 bytes of shared memory with what the runtime keeps: an SM of sm80 holds 167936 (fewer stages need less) (got 2)"},
+		plan.SM90: {"kernel.cuda.wgmma.min_blocks: asks for 2 blocks per SM, but each needs 173056 bytes of shared memory with what the runtime keeps: an SM of sm90 holds 233472 (fewer stages need less) (got 2)"},
 	} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("error:\n%v\nwant it to hold:\n%s", err, want)
+		_, err := plan.New(conf.parse(t), target)
+		for _, want := range wants {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error:\n%v\nwant it to hold:\n%s", target.Name, err, want)
+			}
+		}
+		if target == plan.SM90 && strings.Contains(fmt.Sprint(err), "kernel.cuda.wgmma.stages") {
+			t.Errorf("sm90: stages refused within its 227 KiB: %v", err)
 		}
 	}
 }
@@ -388,15 +397,19 @@ func TestWGMMAWarpgroups(t *testing.T) {
 			t.Errorf("%s: threads, rows, written rows, shared memory, dynamic, registers a thread:\ngot  %v\nwant %v", c.tile, got, want)
 		}
 	}
-	for _, c := range []struct{ tile, want string }{
-		{"{wgmma: true, kw_in_n: true, slabs: 1, warpgroups: 4, span: 16, stages: 2}",
-			"kernel.cuda.wgmma.warpgroups: gives 512 threads, 128 registers each on sm_80, but its mma.sync code needs about 154 (fewer warpgroups or sums) (got 4)"},
-		{"{wgmma: true, slabs: 1, warpgroups: 4, span: 16, stages: 3, min_blocks: 2}",
+	for _, c := range []struct {
+		tile   string
+		target plan.Target
+		want   string
+	}{
+		{"{wgmma: true, kw_in_n: true, slabs: 1, warpgroups: 4, span: 16, stages: 2}", plan.SM80,
+			"kernel.cuda.wgmma.warpgroups: gives 512 threads, 128 registers each on sm80, but its mma.sync code needs about 154 (fewer warpgroups or sums) (got 4)"},
+		{"{wgmma: true, slabs: 1, warpgroups: 4, span: 16, stages: 3, min_blocks: 2}", plan.SM90,
 			"kernel.cuda.wgmma.min_blocks: gives 512 threads, 64 registers each, but 1 slab(s) of 16 sums and running sums, A parts and inputs need about 77 (got 2)"},
 	} {
 		conf := base
 		conf.tile = c.tile
-		_, err := plan.New(conf.parse(t), plan.SM90)
+		_, err := plan.New(conf.parse(t), c.target)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error:\n%v\nwant it to hold:\n%s", c.tile, err, c.want)
 		}

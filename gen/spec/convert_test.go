@@ -103,7 +103,7 @@ func TestFamilyOptionsStayInTheirFamily(t *testing.T) {
 	}
 	// Version 1's kernel.precision and kernel.tile are no keys of version 2.
 	src := strings.Replace(string(base), "  backends: [cuda]", "  backends: [cuda]\n  precision: fp32", 1)
-	if _, err := spec.Parse("base.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), "kernel.precision: unknown key; known: backends, cuda, triton") {
+	if _, err := spec.Parse("base.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), "kernel.precision: unknown key; known: backends, cuda, sm80, sm90, triton") {
 		t.Errorf("kernel.precision: %v", err)
 	}
 }

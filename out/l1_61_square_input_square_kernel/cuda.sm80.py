@@ -69,12 +69,8 @@ static constexpr bool kOneSpan = false;
 static constexpr bool kParkSums = true;
 static constexpr int kParkedAt = 6144;
 static constexpr int kStages = 2;  // weight-image steps in shared memory
-// On Hopper one thread fills a weight stage by a bulk copy (the TMA unit),
-// whose bytes complete the stage's barrier (8 bytes each from float
-// kBarriersAt of the shared memory on), instead of every thread's cp.async
-// copies.
 static constexpr bool kBulkWeights = false;
-static constexpr int kBarriersAt = 9216;
+static constexpr int kBarriersAt = 0;
 static constexpr bool kKWInN = false;
 static constexpr int kKW = 3, kDilW = 1, kCoT = kNP;  // a column is an output channel; kKW: a (d, h) tap's W taps
 // Winograd's F(2,3) along W: a GEMM row is a pair of neighbouring outputs
@@ -407,7 +403,7 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
     // The weight stages; with kw taps as columns also the block's sums on
     // their way out (kRows x kSumsRow floats), once the phase's copies are
     // done; then the parked sums, if any.
-    __shared__ __align__(128) float b_stage[36880 / 4];
+    __shared__ __align__(128) float b_stage[36864 / 4];
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores
     // share cache sectors and meet in L2, and the weight image streams

@@ -66,12 +66,8 @@ static constexpr bool kOneSpan = false;
 static constexpr bool kParkSums = false;
 static constexpr int kParkedAt = 0;
 static constexpr int kStages = 4;  // weight-image steps in shared memory
-// On Hopper one thread fills a weight stage by a bulk copy (the TMA unit),
-// whose bytes complete the stage's barrier (8 bytes each from float
-// kBarriersAt of the shared memory on), instead of every thread's cp.async
-// copies.
 static constexpr bool kBulkWeights = false;
-static constexpr int kBarriersAt = 16384;
+static constexpr int kBarriersAt = 0;
 static constexpr bool kKWInN = false;
 static constexpr int kKW = 1, kDilW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr bool kWinograd = false;
@@ -438,7 +434,7 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
     // The weight stages; with kw taps as columns also the block's sums on
     // their way out (kRows x kSumsRow floats), once the phase's copies are
     // done; then the parked sums, if any.
-    extern __shared__ __align__(128) float b_stage[];  // 65568 bytes, past the static 48 KiB
+    extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores
     // share cache sectors and meet in L2, and the weight image streams
@@ -749,9 +745,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     l1_68_square_input_asymmetric_kernel_relayout_input<<<78336, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("l1_68_square_input_asymmetric_kernel_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_68_square_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65568);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_68_square_input_asymmetric_kernel_igemm needs 65568 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l1_68_square_input_asymmetric_kernel_igemm<<<dim3(38148, 1, 1), 128, 65568>>>(
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_68_square_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_68_square_input_asymmetric_kernel_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    l1_68_square_input_asymmetric_kernel_igemm<<<dim3(38148, 1, 1), 128, 65536>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("l1_68_square_input_asymmetric_kernel_igemm");

@@ -69,12 +69,8 @@ static constexpr bool kOneSpan = false;
 static constexpr bool kParkSums = false;
 static constexpr int kParkedAt = 0;
 static constexpr int kStages = 4;  // weight-image steps in shared memory
-// On Hopper one thread fills a weight stage by a bulk copy (the TMA unit),
-// whose bytes complete the stage's barrier (8 bytes each from float
-// kBarriersAt of the shared memory on), instead of every thread's cp.async
-// copies.
 static constexpr bool kBulkWeights = false;
-static constexpr int kBarriersAt = 18432;
+static constexpr int kBarriersAt = 0;
 // The kernel's W taps are columns: column kw*kCoT + c is tap kw of output
 // channel c of the tile; a GEMM row is an input position along W, every W
 // residue's at once. Row q of a line anchors the outputs w = kAnchorW0 +
@@ -412,7 +408,7 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
     // The weight stages; with kw taps as columns also the block's sums on
     // their way out (kRows x kSumsRow floats), once the phase's copies are
     // done; then the parked sums, if any.
-    extern __shared__ __align__(128) float b_stage[];  // 73760 bytes, past the static 48 KiB
+    extern __shared__ __align__(128) float b_stage[];  // 73728 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores
     // share cache sectors and meet in L2, and the weight image streams
@@ -770,9 +766,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     l1_70_asymmetric_input_square_kernel_relayout_input<<<80000, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("l1_70_asymmetric_input_square_kernel_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_70_asymmetric_input_square_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 73760);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_70_asymmetric_input_square_kernel_igemm needs 73760 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l1_70_asymmetric_input_square_kernel_igemm<<<dim3(60978, 1, 1), 128, 73760>>>(
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_70_asymmetric_input_square_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 73728);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_70_asymmetric_input_square_kernel_igemm needs 73728 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    l1_70_asymmetric_input_square_kernel_igemm<<<dim3(60978, 1, 1), 128, 73728>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("l1_70_asymmetric_input_square_kernel_igemm");

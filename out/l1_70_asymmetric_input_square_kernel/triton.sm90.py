@@ -329,15 +329,18 @@ def l1_70_asymmetric_input_square_kernel_phase_igemm(
         off_h = off0_h - th * OFF_STEP_H
         off_w = off0_w - tw * OFF_STEP_W
         # A, [BLOCK_M, BLOCK_K]: each column its own tap and channel.
-        a_ptrs = x_ptr + x_row[:, None] + (((off_d * X_H + off_h) * X_W + off_w) * X_POS + ci * X_CH)[None, :]
+        a_offs = x_row[:, None] + (((off_d * X_H + off_h) * X_W + off_w) * X_POS + ci * X_CH)[None, :]
         if PAD_INPUT:
             # Every read is inside the border; only the last step's tail masks.
-            a = tl.load(a_ptrs, mask=ci_ok[None, :], other=0.0)
+            a = tl.load(x_ptr + a_offs, mask=ci_ok[None, :], other=0.0)
         else:
             inside = (m_ok[:, None] & (qd[:, None] + off_d[None, :] >= 0) & (qd[:, None] + off_d[None, :] < IN_D)
                       & (qh[:, None] + off_h[None, :] >= 0) & (qh[:, None] + off_h[None, :] < IN_H)
                       & (iw[:, None] + off_w[None, :] >= 0) & (iw[:, None] + off_w[None, :] < IN_W))  # outside reads zero
-            a = tl.load(a_ptrs, mask=inside & ci_ok[None, :], other=0.0)
+            # Reads outside the input go to element 0 (in bounds) and are
+            # zeroed after the load, not masked in it (see the per-tap form).
+            a = tl.load(x_ptr + tl.where(inside, a_offs, 0), mask=ci_ok[None, :], other=0.0)
+            a = tl.where(inside, a, 0.0)
         # B, [BLOCK_K, BLOCK_N]: row kk is its tap's weight for channel kk.
         flat = ((k0_d + td * K_STEP_D) * K_H + k0_h + th * K_STEP_H) * K_W + k0_w + tw * K_STEP_W  # [BLOCK_K]
         w_row = (g * (K_D * K_H * K_W) + flat) * (C_IN_G * C_OUT_G) + ci * (1 if CHANNELS_LAST else C_OUT_G)

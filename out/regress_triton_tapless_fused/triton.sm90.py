@@ -353,14 +353,21 @@ def regress_triton_tapless_fused_phase_igemm(
         off_h = off0_h - th * OFF_STEP_H
         off_w = off0_w - tw * W_OFF_STEP
         # A, [BLOCK_M, BLOCK_K] of the input at this tap.
-        a_ptrs = x_ptr + (x_row + ((off_d * X_H + off_h) * X_W + off_w) * X_POS)[:, None] + (ci * X_CH)[None, :]
+        a_row = x_row + ((off_d * X_H + off_h) * X_W + off_w) * X_POS  # [BLOCK_M]
         if PAD_INPUT:
             # Every read is inside the border and every chunk is whole: no mask.
-            a = tl.load(a_ptrs)
+            a = tl.load(x_ptr + a_row[:, None] + (ci * X_CH)[None, :])
         else:
             inside = (m_ok & (qd + off_d >= 0) & (qd + off_d < IN_D) & (qh + off_h >= 0) & (qh + off_h < IN_H)
                       & (iw + off_w >= 0) & (iw + off_w < IN_W))  # [BLOCK_M]; outside reads zero
-            a = tl.load(a_ptrs, mask=inside[:, None] & ci_ok[None, :], other=0.0)
+            # A row outside the input reads from element 0 (in bounds) and is
+            # zeroed after the load: with the rows in the load's mask,
+            # Triton 3.6's pipelined loads (channels last, 2+ stages) summed
+            # wrong inputs where the program's stride phase comes from its
+            # id and some phases have no tap (specs/regress/); the channel
+            # mask alone stays in the load.
+            a = tl.load(x_ptr + tl.where(inside, a_row, 0)[:, None] + (ci * X_CH)[None, :], mask=ci_ok[None, :], other=0.0)
+            a = tl.where(inside[:, None], a, 0.0)
         # B, [BLOCK_K, BLOCK_N] of the weight at this tap: per column when
         # fused (column rw's tap at offset off_w, zero where it has none).
         if FUSE_W:

@@ -174,7 +174,7 @@ func TestGenerateAndCheckFromASubfolder(t *testing.T) {
 	if r.code != exitOK || r.stderr != "" {
 		t.Fatalf("generate: exit %d, stderr %q", r.code, r.stderr)
 	}
-	cuda := filepath.Join(root, "out", name61, "cuda.py")
+	cuda := filepath.Join(root, "out", name61, "cuda.sm80.py")
 	if !exists(cuda) || !exists(filepath.Join(root, "verify", "kernels_gen.go")) || exists(filepath.Join(sub, "out")) {
 		t.Fatal("generate from specs/level1 did not write the root's out/ and registry")
 	}
@@ -192,7 +192,7 @@ func TestGenerateAndCheckFromASubfolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = runIn(sub, "check")
-	want := "stale  out/" + name61 + "/cuda.py\nstale  out/" + name77 + "/problem.py\n"
+	want := "stale  out/" + name61 + "/cuda.sm80.py\nstale  out/" + name77 + "/problem.py\n"
 	if r.code != exitProblem || r.stdout != want {
 		t.Errorf("check: exit %d, stdout %q; want 1 and %q", r.code, r.stdout, want)
 	}
@@ -209,7 +209,7 @@ func TestGenerateOneSpec(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	if !exists(filepath.Join(root, "out", name77, "cuda.py")) || exists(filepath.Join(root, "out", name61)) {
+	if !exists(filepath.Join(root, "out", name77, "cuda.sm80.py")) || exists(filepath.Join(root, "out", name61)) {
 		t.Error("generate of one spec: want only its folder under out/")
 	}
 	// check of that spec passes, of all of them fails (the other is missing).
@@ -313,7 +313,7 @@ func TestBinaryExitStatus(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d (stderr %q)", tc.args, code, tc.code, stderr.String())
 		}
 	}
-	if err := os.Remove(filepath.Join(root, "out", name61, "cuda.py")); err != nil {
+	if err := os.Remove(filepath.Join(root, "out", name61, "cuda.sm80.py")); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "check")
