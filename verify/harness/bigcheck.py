@@ -132,7 +132,7 @@ def load_module(path):
 
 
 def prebuild(paths, jobs):
-    """Imports every cuda.py in parallel processes, so that load_inline's
+    """Imports every CUDA file in parallel processes, so that load_inline's
     builds (tens of seconds each) overlap; the checks then load them from
     torch's extension cache."""
     def one(path):

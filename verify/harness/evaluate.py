@@ -99,7 +99,7 @@ def parse_args(argv):
         prog="evaluate.py",
         description="Judge ConvTranspose3d submissions the way the KernelBench evaluator does.")
     parser.add_argument("dirs", nargs="*", metavar="DIR",
-                        help="a spec directory (problem.py + cuda.py/triton.py) or a parent of some")
+                        help="a spec directory (problem.py + <backend>.<target>.py files) or a parent of some")
     parser.add_argument("--time", action="store_true",
                         help="also time submissions and references the evaluator's way")
     parser.add_argument("--sweep", action="store_true",
