@@ -229,7 +229,7 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 			func(c geom.Conv) bool { return c.Padding[2]%2 == 1 }}, // the last column's residue wraps
 		{"tap offset the wrong way", "", "off_w = off0_w - tw * W_OFF_STEP", "off_w = off0_w + tw * W_OFF_STEP",
 			func(c geom.Conv) bool { return c.Kernel[2] > 1 }},
-		{"padded load off by one", "PAD_INPUT=True", "a = tl.load(a_ptrs", "a = tl.load(1 + a_ptrs", always},
+		{"padded load off by one", "PAD_INPUT=True", "a = tl.load(x_ptr + a_", "a = tl.load(x_ptr + 1 + a_", always},
 		{"unmasked store", "", "tl.store(y_ptrs, acc, mask=y_ok)", "tl.store(y_ptrs, acc)", always},
 		{"folded rows read unfolded input", "W_FOLD=2,", "iw = qw * W_FOLD", "iw = qw",
 			func(c geom.Conv) bool { return c.Out()[2] > 2*c.Stride[2] }}, // a row past the first
