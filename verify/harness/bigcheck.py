@@ -259,7 +259,7 @@ def main(argv=None):
     cc = tuple(torch.cuda.get_device_capability())
     subs = []
     for path in submissions(args.root):
-        why = evaluate.not_this_gpu(evaluate.target_of(path), cc)
+        why = evaluate.not_this_gpu(path, cc)
         if why:
             print(f"skipped {path}: {why}", flush=True)
         else:

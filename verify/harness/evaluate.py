@@ -7,10 +7,10 @@ Usage: evaluate.py [--time] [--trials 5] [--timed 100] [--tol 1e-5] [--jobs N]
 A DIR is a spec directory (problem.py plus submissions named <backend>.<target>.py:
 cuda.sm80.py, cuda.sm90.py, triton.sm80.py, triton.sm90.py) or a parent of such directories
 (one level down). A file whose target this GPU cannot run (an sm90 CUDA file anywhere but on
-compute capability 9.0, an sm80 one below 8.0) is skipped, with the reason, not failed. An sm80
-CUDA file on a later GPU runs its compute_80 PTX, compiled by the driver; Triton compiles for the
-GPU it runs on, so a Triton sm80 file on an H200 is not the A100's code (the result's "ran" says
-so). For every other submission file:
+compute capability 9.0, an sm80 one below 8.0) is skipped, with the reason, not failed. An
+sm80 CUDA file on a later GPU runs its compute_80 PTX, compiled by the driver. Triton files of
+both targets run on any GPU: Triton compiles for the GPU it runs on, so a Triton sm80 file on
+an H200 is not the A100's code (the result's "ran" says so). For every other submission file:
 
 1. Build: all submissions are imported in parallel worker processes first, only so that
    their load_inline builds land in torch's extension cache; the later imports are fast.
@@ -213,21 +213,21 @@ def target_of(path):
     return parts[1] if len(parts) == 3 else ""
 
 
-def not_this_gpu(target, cc):
-    """Why a file of target cannot run on compute capability cc (a tuple), or None.
+def not_this_gpu(path, cc):
+    """Why a submission file cannot run on compute capability cc (a tuple), or None.
 
     An sm90 CUDA file is built for sm_90a, which runs on 9.0 alone; an sm80 one embeds
-    compute_80 PTX, which runs on 8.0 and every later GPU. Triton files compile for the GPU
-    they run on; only a GPU below the target's capability is refused (as the file itself
-    refuses it)."""
-    t = TARGETS.get(target)
-    if t is None or cc is None:
+    compute_80 PTX, which runs on 8.0 and every later GPU. A Triton file of either target
+    runs on whatever GPU is present: Triton compiles for it."""
+    t = TARGETS.get(target_of(path))
+    if t is None or cc is None or backend_of(path) != "cuda":
         return None
+    target = target_of(path)
     if t["exact"] and tuple(cc) != t["cc"]:
-        return (f"not this GPU: an {target} file ({t['gpu']}) needs compute capability "
+        return (f"not this GPU: an {target} CUDA file ({t['gpu']}) needs compute capability "
                 f"{t['cc'][0]}.{t['cc'][1]} exactly; this GPU is {cc[0]}.{cc[1]}")
     if tuple(cc) < t["cc"]:
-        return (f"not this GPU: an {target} file ({t['gpu']}) needs compute capability "
+        return (f"not this GPU: an {target} CUDA file ({t['gpu']}) needs compute capability "
                 f"{t['cc'][0]}.{t['cc'][1]} or later; this GPU is {cc[0]}.{cc[1]}")
     return None
 
@@ -651,7 +651,7 @@ def run_all(args):
     skipped = {}
     for spec in specs:
         for path in spec.submissions:
-            why = not_this_gpu(target_of(path), cc)
+            why = not_this_gpu(path, cc)
             if why:
                 skipped[path] = new_result(path, "skipped", why)
         spec.submissions = [p for p in spec.submissions if p not in skipped]

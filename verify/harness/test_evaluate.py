@@ -128,16 +128,19 @@ class DiscoveryTest(unittest.TestCase):
 
 class TargetTest(unittest.TestCase):
     def test_not_this_gpu(self):
-        # An sm90 file runs on 9.0 alone, an sm80 file on 8.0 and later (its PTX).
-        for target, cc, runs in [("sm80", (8, 0), True), ("sm80", (8, 6), True), ("sm80", (9, 0), True),
-                                 ("sm80", (7, 5), False), ("sm90", (9, 0), True), ("sm90", (8, 0), False),
-                                 ("sm90", (10, 0), False)]:
-            with self.subTest(target=target, cc=cc):
-                why = evaluate.not_this_gpu(target, cc)
+        # An sm90 CUDA file runs on 9.0 alone, an sm80 one on 8.0 and later (its PTX);
+        # Triton files of both targets run anywhere.
+        for name, cc, runs in [("cuda.sm80.py", (8, 0), True), ("cuda.sm80.py", (8, 6), True),
+                               ("cuda.sm80.py", (9, 0), True), ("cuda.sm80.py", (7, 5), False),
+                               ("cuda.sm90.py", (9, 0), True), ("cuda.sm90.py", (8, 0), False),
+                               ("cuda.sm90.py", (10, 0), False), ("triton.sm90.py", (8, 0), True),
+                               ("triton.sm80.py", (9, 0), True)]:
+            with self.subTest(name=name, cc=cc):
+                why = evaluate.not_this_gpu("/o/58/" + name, cc)
                 self.assertEqual(why is None, runs, why)
                 if why:
                     self.assertIn("not this GPU", why)
-        self.assertIsNone(evaluate.not_this_gpu("sm90", None))  # no GPU known: the file fails itself
+        self.assertIsNone(evaluate.not_this_gpu("/o/58/cuda.sm90.py", None))  # no GPU known: the file fails itself
 
     def test_ran_note(self):
         self.assertIsNone(evaluate.ran_note("/o/58/cuda.sm80.py", (8, 0)))
