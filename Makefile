@@ -36,8 +36,10 @@ quietly = echo "== $(1)"; log=$$(mktemp); if $(2) >$$log 2>&1; then \
 # inputs, not durations: Go 1.26's fuzzing coordinator can fail a duration
 # run at its deadline with no failing input, golang/go#75804), then every
 # Go test. With nvcc on PATH the tests also compile every emitted kernel
-# for sm_80 and sm_90 and fail on spills; without it those tests skip, and
-# so do the CPU emulation tier's without g++: the last step says so.
+# for its target (sm80: sm_80 and compute_80; sm90: sm_90a, which needs
+# CUDA 12.0 or later) and fail on spills; without it those tests skip, and
+# so do the CPU emulation tier's (the sm80 files) without g++: the last
+# step says so.
 test:
 	@echo "== harness unit tests (python3)"
 	@python3 verify/harness/run_tests.py
@@ -45,7 +47,7 @@ test:
 	@$(call quietly,fuzz the spec parser (300000 inputs),$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=300000x ./gen/spec)
 	@$(call quietly,fuzz the pipeline (20000 inputs),$(GO) test -run='^$$' -fuzz=FuzzPipeline -fuzztime=20000x ./gen)
 	@echo "== go test ./..."
-	@command -v nvcc >/dev/null || echo "   skipped: compiling every kernel for sm_80/sm_90 (verify, verify/gpu, verify/cmd/verify): no nvcc on PATH (.ci/install-nvcc installs it)"
+	@command -v nvcc >/dev/null || echo "   skipped: compiling every kernel for its target (verify, verify/gpu, verify/cmd/verify): no nvcc on PATH (.ci/install-nvcc installs it)"
 	@command -v g++ >/dev/null || echo "   skipped: the CPU emulation tier of the CUDA kernels (verify/emulate): no g++ on PATH"
 	@$(GO) test ./...
 
@@ -77,8 +79,8 @@ tune: $(CONVTGEN)
 	rm -rf build/tune
 	$(CONVTGEN) tune -out build/tune $(if $(ONLY),-only $(ONLY))
 
-# Write the fastest correct candidate of each spec and backend back into the
-# spec and regenerate (RESULTS: results with the current choices' and the
+# Write the fastest correct candidate of each spec, backend and target back
+# into the spec's kernel.<target> section and regenerate (RESULTS: results with the current choices' and the
 # candidates' times, comma-separated: gpu-check's tune stage writes the CUDA
 # ones to tune-kernels.json, the Triton ones to tune-triton.json).
 RESULTS ?= build/gpu/kernels.json,build/gpu/tune-kernels.json,build/gpu/tune-triton.json

@@ -1,7 +1,8 @@
 package verify
 
-// The compile tier: the kernel source cut out of an emitted cuda.py, built
-// alone with nvcc -cubin, and ptxas's resource report parsed.
+// The compile tier: the kernel source cut out of an emitted CUDA file
+// (cuda.<target>.py), built alone with nvcc -cubin, and ptxas's resource
+// report parsed.
 
 import (
 	"bufio"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -230,6 +232,40 @@ func CompileKernel(ctx context.Context, nvcc, source, arch, outPath string) (inf
 		return info, log, fmt.Errorf("nvcc -arch=%s: ptxas serializes the wgmma products: %s", arch, strings.Join(serial, "; "))
 	}
 	return info, log, nil
+}
+
+// CompilePTX compiles CUDA source alone to PTX for a virtual architecture
+// (compute_80): nvcc -ptx -arch=<arch> -O3 -o outPath. That is the PTX an
+// sm80 file embeds beside its cubin, which a later GPU's driver compiles
+// as it loads it.
+func CompilePTX(ctx context.Context, nvcc, source, arch, outPath string) error {
+	dir, err := os.MkdirTemp("", "convtgen-nvcc-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cu := filepath.Join(dir, "kernel.cu")
+	if err := os.WriteFile(cu, []byte(source), 0o644); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, nvcc, "-ptx", "-arch="+arch, "-O3", "-o", outPath, cu)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("nvcc -ptx -arch=%s: %w\n%s", arch, err, tail(string(out), 4000))
+	}
+	return nil
+}
+
+// NVCCKnows reports whether nvcc can build for arch (sm_90a and its
+// wgmma need CUDA 12.0 or later): tests skip, with the reason, what the
+// installed nvcc cannot build.
+func NVCCKnows(nvcc, arch string) bool {
+	flag := "--list-gpu-code"
+	if strings.HasPrefix(arch, "compute_") {
+		flag = "--list-gpu-arch"
+	}
+	out, err := exec.Command(nvcc, flag).Output()
+	return err == nil && slices.Contains(strings.Fields(string(out)), arch)
 }
 
 func tail(s string, n int) string {

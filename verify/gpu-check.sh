@@ -2,8 +2,12 @@
 # The GPU host's half of verification (python3 with torch there; no Go).
 # Usage: verify/gpu-check.sh [STAGE ...]   (default: kernels tune e2e random)
 #   kernels  the kernel verifier (bin/verify, built here by `make verifier`):
-#            every registered kernel and RANDOM_N random configurations
-#            (seed SEED); GPUS=N shards them over N GPUs (one child each);
+#            every registered kernel of both targets and RANDOM_N random
+#            configurations (seed SEED), each compiled for its own target:
+#            sm80 kernels run as sm_80 cubins on an A100 and as compute_80
+#            PTX (the driver's JIT) on later GPUs, sm90 kernels (sm_90a)
+#            only on compute capability 9.0 (elsewhere: not_supported);
+#            GPUS=N shards them over N GPUs (one child each);
 #   tune     the tuning candidates of build/tune (`make tune`): CUDA ones
 #            through the kernel verifier, Triton ones (and the specs' own
 #            Triton choices in out/) through the harness, timed (with
@@ -18,8 +22,6 @@
 #            verifier's);
 #   big      the submissions of build/big (`make big`: tensors of 2^31+
 #            elements) through verify/harness/bigcheck.py.
-# SWEEP=1 makes the kernels stage compile only the architecture that runs
-# (half the compiles of a long random sweep; no sm_80 registers).
 # Results land in $OUT (default build/gpu); copy that folder back and run
 # `make report` (and `make apply-tune` after a tuning run). Each stage's
 # failure is reported in the exit status; the later stages still run.
@@ -61,12 +63,13 @@ run_sharded() {
   python3 "$harness" --merge --json "$json" "${parts[@]}" || status=1
 }
 
-# spec_dirs FILE ROOT...: the folders right under each ROOT that hold FILE.
+# spec_dirs PATTERN ROOT...: the folders right under each ROOT that hold a
+# file matching PATTERN (problem.py, triton.*.py).
 spec_dirs() {
-  local file=$1 root d
+  local pattern=$1 root d
   shift
   for root in "$@"; do
-    for d in "$root"/*/; do [ -f "$d$file" ] && echo "${d%/}"; done
+    for d in "$root"/*/; do compgen -G "$d$pattern" >/dev/null && echo "${d%/}"; done
   done
 }
 
@@ -76,14 +79,17 @@ need_verify() {
   return 1
 }
 
-# The cubins the kernel verifier runs: the GPU's own architecture, with
-# Hopper's arch-specific features (sm_90a), which wgmma tiles need, on
-# compute capability 9.0 (ARCH overrides).
-if [ -z "${ARCH:-}" ]; then
-  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
-  ARCH=sm_${cc:-90}
-  [ "$ARCH" = sm_90 ] && ARCH=sm_90a
-fi
+# tune_cuda_specs: the CUDA tuning candidates of build/tune as -specs
+# entries, each spec file for the target it was made for (FILE@TARGET),
+# from the manifest that lists them.
+tune_cuda_specs() {
+  python3 - build/tune/manifest.json <<'PY'
+import json, sys
+cands = json.load(open(sys.argv[1]))
+print(",".join(f"build/tune/specs/{c['Variant']}.yaml@{c['Target']}"
+               for c in cands if c["Backend"] == "cuda" and not c["Current"]))
+PY
+}
 
 stages=${*:-kernels tune e2e random}
 for s in $stages; do
@@ -91,17 +97,17 @@ for s in $stages; do
   case $s in
   kernels)
     need_verify "kernel tier" &&
-      { bin/verify -root . -arch "$ARCH" -time -random "${RANDOM_N:-60}" -seed "${SEED:-1}" -gpus "${GPUS:-0}" \
-        -run-arch-only="$( [ -n "${SWEEP:-}" ] && echo true || echo false)" -json "$out/kernels.json" || status=1; } ;;
+      { bin/verify -root . -time -random "${RANDOM_N:-60}" -seed "${SEED:-1}" -gpus "${GPUS:-0}" \
+        -json "$out/kernels.json" || status=1; } ;;
   tune)
     tune=${TUNE:-cuda triton}
     if [[ $tune == *cuda* ]] && [ -d build/tune/specs ] && need_verify "CUDA tuning"; then
-      bin/verify -root . -arch "$ARCH" -time -specs "$(ls build/tune/specs/*.yaml | paste -sd, -)" -json "$out/tune-kernels.json" || status=1
+      bin/verify -root . -time -specs "$(tune_cuda_specs)" -json "$out/tune-kernels.json" || status=1
     fi
     if [[ $tune == *triton* ]] && [ -d build/tune ]; then
       # Fewer trials than the evaluator's: this ranks candidates; the
       # winners are measured the evaluator's way afterwards (e2e).
-      mapfile -t dirs < <(spec_dirs triton.py out build/tune)
+      mapfile -t dirs < <(spec_dirs 'triton.*.py' out build/tune)
       run_sharded "$out/tune-triton.json" --time --no-ref-time --trials 2 --timed 30 --timeout 300 --backends triton -- "${dirs[@]}"
     fi ;;
   e2e)

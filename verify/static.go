@@ -35,6 +35,7 @@ import (
 	"strings"
 
 	"convtgen/gen"
+	"convtgen/gen/plan"
 	"convtgen/gen/spec"
 )
 
@@ -84,6 +85,7 @@ var Rules = []Rule{
 	{"init-conv", "Model.__init__ creates self.<attr> = nn.ConvTranspose3d(...) exactly as the reference does"},
 	{"cuda-sources", "CUDA: the kernel and the host wrapper are the separate raw strings KERNEL_SOURCE and HOST_SOURCE, KERNEL_SOURCE free of host/torch code"},
 	{"cuda-kernel", "CUDA: extern \"C\" __global__ kernels in KERNEL_SOURCE, each launched with <<<>>> in HOST_SOURCE, and forward calls the bound host function"},
+	{"target", "CUDA: only the file's target's code (no #if on __CUDA_ARCH*, no _ARCH names), load_inline builds exactly the target's -gencode (sm80: arch=compute_80,code=[sm_80,compute_80]; sm90: arch=compute_90a,code=sm_90a), and before load_inline the file raises on a compute capability its target does not run on"},
 	{"launch-check", "CUDA: every <<<>>> launch in HOST_SOURCE is followed, before the next launch or return, by a check of cudaGetLastError (C10_CUDA_KERNEL_LAUNCH_CHECK(), TORCH_CHECK(cudaGetLastError() == cudaSuccess, ...), or a HOST_SOURCE function doing that), so a refused launch raises"},
 	{"triton-kernel", "Triton: @triton.jit kernels using tl.program_id and tl.load/tl.store, launched from forward"},
 	{"precision-mode", "the kernel's arithmetic matches the spec's precision (fp32: no TF32; Triton tl.dot with explicit input_precision)"},
@@ -92,13 +94,10 @@ var Rules = []Rule{
 var importTritonRe = regexp.MustCompile(`(?m)^\s*(import|from)\s+triton\b`)
 
 // Backend tells which backend a submission is written for: by its file name
-// (cuda.py, triton.py), else by whether it imports triton.
+// (cuda.<target>.py, triton.<target>.py), else by whether it imports triton.
 func Backend(path string, src []byte) string {
-	switch filepath.Base(path) {
-	case "cuda.py":
-		return "cuda"
-	case "triton.py":
-		return "triton"
+	if b, _, ok := SubmissionOf(path); ok {
+		return b
 	}
 	if importTritonRe.Match(src) {
 		return "triton"
@@ -106,12 +105,34 @@ func Backend(path string, src []byte) string {
 	return "cuda"
 }
 
-// CheckFile runs every static rule on one emitted submission. want is the
-// spec it was generated from; with want nil the rules that compare with the
-// spec (init-signature, init-conv, the header's spec path, precision-mode)
-// check only what they can without it.
+// SubmissionOf reads a submission's backend and target from its file name,
+// <backend>.<target>.py (gen.SubmissionFile); ok is false for any other.
+func SubmissionOf(path string) (backend string, target plan.Target, ok bool) {
+	b, tg, found := strings.Cut(strings.TrimSuffix(filepath.Base(path), ".py"), ".")
+	if !found || !strings.HasSuffix(path, ".py") || (b != "cuda" && b != "triton") {
+		return "", plan.Target{}, false
+	}
+	t, err := plan.TargetNamed(tg)
+	return b, t, err == nil
+}
+
+// CheckFile runs every static rule on one emitted submission, of the
+// backend and target its name gives (a name that gives none is a finding).
+// want is the spec it was generated from; with want nil the rules that
+// compare with the spec (init-signature, init-conv, the header's spec
+// path, precision-mode) check only what they can without it.
 func CheckFile(path string, src []byte, want *spec.Spec) []Finding {
-	c := &checker{f: scanPython(src), backend: Backend(path, src), want: want, seen: map[string]bool{}}
+	backend, target, ok := SubmissionOf(path)
+	if !ok {
+		return []Finding{{Rule: "target", Line: 1, Message: fmt.Sprintf("%s: a submission is named <backend>.<target>.py (cuda.sm80.py, triton.sm90.py)", filepath.Base(path))}}
+	}
+	return CheckSubmission(src, want, backend, target)
+}
+
+// CheckSubmission runs every static rule on a submission of the given
+// backend and target.
+func CheckSubmission(src []byte, want *spec.Spec, backend string, target plan.Target) []Finding {
+	c := &checker{f: scanPython(src), backend: backend, target: target, want: want, seen: map[string]bool{}}
 	c.run()
 	sort.SliceStable(c.out, func(i, j int) bool {
 		if c.out[i].Line != c.out[j].Line {
@@ -125,6 +146,7 @@ func CheckFile(path string, src []byte, want *spec.Spec) []Finding {
 type checker struct {
 	f       *pyFile
 	backend string
+	target  plan.Target
 	want    *spec.Spec
 	out     []Finding
 	seen    map[string]bool // rule+line, one finding per rule and line
@@ -304,6 +326,7 @@ func (c *checker) run() {
 		c.cudaSources()
 		c.cudaKernel()
 		c.launchChecks()
+		c.targetChecks()
 	case "triton":
 		c.tritonKernel()
 	}
@@ -716,6 +739,54 @@ func (c *checker) cudaKernel() {
 		if !call.Match(f.code[c.forward.start:c.forward.end]) {
 			c.add("cuda-kernel", c.forward.start, "forward never calls the bound host function %s", q[1])
 		}
+	}
+}
+
+var (
+	archIfPats   = pats("no architecture conditionals: a file holds its target's code only", `(?m)^[ \t]*#[ \t]*(if|ifdef|ifndef|elif)\b[^\n]*__CUDA_ARCH`)
+	archNamePats = pats("no _ARCH names: a file holds its target's code only, with no switch on the architecture", `\w*_ARCH\w*`)
+	gencodeRe    = regexp.MustCompile(`-gencode[= ]?(arch=[^\s"']+)`)
+	archFlagRe   = regexp.MustCompile(`(?:^|[\s"'])(?:-arch|--gpu-architecture|-code|--gpu-code)[= ]`)
+	ccCheckRe    = regexp.MustCompile(`(?m)^if[ \t]+torch\.cuda\.get_device_capability\(\)[ \t]*(<|!=)[ \t]*\((\d+),[ \t]*(\d+)\)[ \t]*:[ \t]*\n[ \t]+raise\b`)
+	loadInlineRe = regexp.MustCompile(`\bload_inline\s*\(`)
+)
+
+// targetChecks checks that a CUDA file is its target's alone: no code for
+// another architecture, the target's -gencode and nothing else, and a
+// compute capability check that raises before anything is compiled (a
+// file must refuse a GPU it does not run on, not fall back).
+func (c *checker) targetChecks() {
+	f, t := c.f, c.target
+	c.forbid("target", f.sources, span{}, archIfPats...)
+	c.forbid("target", f.sources, span{}, archNamePats...)
+	c.forbid("target", f.code, span{}, archNamePats...)
+	var codes []string
+	for _, m := range gencodeRe.FindAllSubmatch(f.sources, -1) {
+		codes = append(codes, string(m[1]))
+	}
+	if len(codes) != 1 || codes[0] != t.Gencode {
+		c.add("target", c.afterHeader(), "load_inline must build -gencode=%s alone for %s (got %v)", t.Gencode, t.Name, codes)
+	}
+	if m := archFlagRe.FindIndex(f.sources); m != nil {
+		c.add("target", m[0], "no -arch or -code flags besides the target's -gencode")
+	}
+	load := loadInlineRe.FindIndex(f.code)
+	if load == nil {
+		return // cuda-kernel reports it
+	}
+	cmp, want := "<", [2]int{t.Major, t.Minor}
+	if t.Exact() {
+		cmp = "!="
+	}
+	m := ccCheckRe.FindSubmatchIndex(f.code[:load[0]])
+	if m == nil {
+		c.add("target", load[0], "before load_inline the file must raise when torch.cuda.get_device_capability() %s (%d, %d) (%s)", cmp, want[0], want[1], t.Name)
+		return
+	}
+	got := [2]int{atoi(string(f.code[m[4]:m[5]])), atoi(string(f.code[m[6]:m[7]]))}
+	if string(f.code[m[2]:m[3]]) != cmp || got != want {
+		c.add("target", m[0], "the compute capability check must raise when get_device_capability() %s (%d, %d) for %s (got %s (%d, %d))",
+			cmp, want[0], want[1], t.Name, f.code[m[2]:m[3]], got[0], got[1])
 	}
 }
 

@@ -6,16 +6,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"convtgen/gen"
+	"convtgen/gen/plan"
 	"convtgen/gen/spec"
 )
 
 // fixtureSpec is the spec the fixtures were derived from: every fixture is
-// out/<it>/cuda.py (or a Triton submission for its signature) with one
-// violation planted.
+// its FFMA CUDA submission for sm80 (or a Triton submission for its
+// signature) with one violation planted; they are checked as sm80 files.
 const fixtureSpec = "l1_61_square_input_square_kernel"
 
 // fixtureSpecOf is that spec as the fixtures were derived from it: with
@@ -40,13 +43,13 @@ func loadSpecs(t *testing.T) map[string]*spec.Spec {
 	}
 	specs := map[string]*spec.Spec{}
 	for _, l := range loaded {
-		specs[l.Plan.Spec.Name] = l.Plan.Spec
+		specs[l.Spec().Name] = l.Spec()
 	}
 	return specs
 }
 
 // emittedFiles lists every committed submission under ../out (any depth):
-// the files named <backend>.py.
+// the files named <backend>.<target>.py.
 func emittedFiles(t *testing.T, backends ...string) []string {
 	t.Helper()
 	if len(backends) == 0 {
@@ -57,10 +60,8 @@ func emittedFiles(t *testing.T, backends ...string) []string {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		for _, b := range backends {
-			if d.Name() == b+".py" {
-				files = append(files, path)
-			}
+		if b, _, ok := SubmissionOf(path); ok && slices.Contains(backends, b) {
+			files = append(files, path)
 		}
 		return nil
 	})
@@ -101,7 +102,7 @@ func TestFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatalf("every rule needs a failing fixture: %v", err)
 			}
-			got := CheckFile(path, src, s)
+			got := CheckSubmission(src, s, Backend(path, src), plan.SM80)
 			fired := false
 			for _, f := range got {
 				if f.Rule == r.Name {
@@ -126,9 +127,63 @@ func TestFixtures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range CheckFile(path, src, s) {
+		for _, f := range CheckSubmission(src, s, Backend(path, src), plan.SM80) {
 			t.Errorf("%s:%s", path, f)
 		}
+	}
+}
+
+// The target rule on an emitted file of each target: each planted change
+// (another target's gencode, an extra -arch, no compute capability check,
+// the sm80 check in an sm90 file, the check after load_inline, an
+// architecture switch) fires it, and only it.
+func TestTargetRule(t *testing.T) {
+	specs := loadSpecs(t)
+	for _, tg := range plan.Targets {
+		path := filepath.Join("..", gen.OutDir, fixtureSpec, gen.SubmissionFile("cuda", tg))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := string(data)
+		other := plan.SM90
+		if tg.Exact() {
+			other = plan.SM80
+		}
+		check := regexp.MustCompile(`(?m)^if torch\.cuda\.get_device_capability\(\).*\n.*\n`).FindString(src)
+		if check == "" {
+			t.Fatalf("%s: no compute capability check", path)
+		}
+		cmp := map[bool]string{true: "!= (9, 0)", false: "< (8, 0)"}
+		cases := map[string]string{
+			"other gencode":   strings.Replace(src, tg.Gencode, other.Gencode, 1),
+			"extra -arch":     strings.Replace(src, `"-O3",`, `"-O3", "-arch=sm_80",`, 1),
+			"no check":        strings.Replace(src, check, "", 1),
+			"wrong check":     strings.Replace(src, cmp[tg.Exact()], cmp[!tg.Exact()], 1),
+			"check too late":  strings.Replace(strings.Replace(src, check, "", 1), "\nclass Model", "\n"+check+"\nclass Model", 1),
+			"arch switch":     strings.Replace(src, "extern \"C\" __global__", "#ifdef __CUDA_ARCH_FEAT_SM90_ALL\n#endif\nextern \"C\" __global__", 1),
+			"python arch var": strings.Replace(src, "\n_ext = load_inline(", "\n_ARCH = 80\n_ext = load_inline(", 1),
+		}
+		for _, f := range CheckFile(path, data, specs[fixtureSpec]) {
+			t.Errorf("%s as emitted: %s", path, f)
+		}
+		for name, planted := range cases {
+			if planted == src {
+				t.Fatalf("%s/%s: nothing planted", tg.Name, name)
+			}
+			got := CheckFile(path, []byte(planted), specs[fixtureSpec])
+			if len(got) == 0 {
+				t.Errorf("%s/%s: the target rule did not fire", tg.Name, name)
+			}
+			for _, f := range got {
+				if f.Rule != "target" {
+					t.Errorf("%s/%s: other rule fired: %s", tg.Name, name, f)
+				}
+			}
+		}
+	}
+	if got := CheckFile("cuda.py", []byte("x = 1\n"), nil); len(got) != 1 || got[0].Rule != "target" {
+		t.Errorf("a file named cuda.py: %v", got)
 	}
 }
 
@@ -266,7 +321,7 @@ func TestTritonDotPrecision(t *testing.T) {
 		}
 		s.Kernel.Triton.Precision = tc.precision
 		fired := false
-		for _, f := range CheckFile("triton.py", []byte(src), &s) {
+		for _, f := range CheckSubmission([]byte(src), &s, "triton", plan.SM80) {
 			if f.Rule == "precision-mode" {
 				fired = true
 			} else if f.Rule != "tf32-flag" {
@@ -299,7 +354,7 @@ func TestProseIsNotCode(t *testing.T) {
 		}
 		src = strings.Replace(src, r[0], r[1], 1)
 	}
-	for _, f := range CheckFile("cuda.py", []byte(src), s) {
+	for _, f := range CheckSubmission([]byte(src), s, "cuda", plan.SM80) {
 		t.Errorf("%s", f)
 	}
 }
@@ -316,7 +371,7 @@ func TestRandomFilesPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range specs {
-		files, err := r.Render(l.Plan, l.Path)
+		files, err := r.Render(l.Plans, l.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -324,7 +379,7 @@ func TestRandomFilesPass(t *testing.T) {
 			if filepath.Base(f.Path) == "problem.py" {
 				continue
 			}
-			for _, finding := range CheckFile(f.Path, f.Data, l.Plan.Spec) {
+			for _, finding := range CheckFile(f.Path, f.Data, l.Spec()) {
 				t.Errorf("%s:%s", f.Path, finding)
 			}
 		}
@@ -363,7 +418,7 @@ func TestLaunchCheckForms(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src := strings.Replace(string(base), main, tc.replace, 1)
 			fired := false
-			for _, f := range CheckFile("cuda.py", []byte(src), s) {
+			for _, f := range CheckSubmission([]byte(src), s, "cuda", plan.SM80) {
 				if f.Rule != "launch-check" {
 					t.Errorf("other rule fired: %s", f)
 					continue

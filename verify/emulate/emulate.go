@@ -3,7 +3,11 @@
 // CUDA features it uses (shim.h), launched with the plan's grid. It is for
 // tiny configurations in CI, where there is no GPU: the indexing, phases,
 // tiles, barriers and fragment layouts run exactly as written, so a wrong
-// index shows up as a wrong output. RunTriton does the same for an emitted
+// index shows up as a wrong output. It runs the sm80 files (mma.sync
+// products) and the sm90 files of the families without wgmma; an sm90
+// wgmma file's warpgroup products and bulk copies exist on sm_90a only,
+// and are checked on the GPU (bin/verify) alone: Build refuses them with
+// ErrGPUOnly. RunTriton does the same for an emitted
 // Triton kernel, in Python under stand-ins for torch and triton
 // (triton_emu.py).
 package emulate
@@ -44,8 +48,9 @@ var ptxHelpers = []struct{ signature, body string }{
 	{"__device__ __forceinline__ void cp_async_wait_all()",
 		"{\n}"},
 	// The wgmma tile's: 16-byte copies, their groups, and Hopper's
-	// warpgroup products, which only an sm_90a build calls (the CPU build
-	// runs the same fragments through mma_tf32).
+	// warpgroup products, which only an sm90 file calls (its sm80 file
+	// runs the same fragments through mma_tf32); a kernel that calls the
+	// products is refused up front (ErrGPUOnly).
 	{"__device__ __forceinline__ void cp_async_16(float* dst, const float* src)",
 		"{\n    std::memcpy(dst, src, 16);\n}"},
 	{"__device__ __forceinline__ void cp_async_commit()", "{\n}"},
@@ -68,11 +73,34 @@ var ptxHelpers = []struct{ signature, body string }{
 // on the host it is a static array of the launch's size.
 const dynamicStage = "extern __shared__ __align__(128) float b_stage[];"
 
+// ErrGPUOnly is Build's answer to a kernel that calls Hopper's warpgroup
+// products (an sm90 wgmma file): the CPU has no stand-in for them; the
+// GPU tier checks them.
+var ErrGPUOnly = errors.New("emulate: the kernel calls wgmma products (an sm90 file, sm_90a only): covered on the GPU only (bin/verify); the CPU emulates the sm80 file's mma.sync")
+
+// wgmmaProduct is the helper whose calls make a kernel GPU-only. The
+// other sm_90a helpers abort when reached: in an sm80 file they sit only
+// in branches its constants never take.
+const wgmmaProduct = "wgmma_tf32("
+
+// gpuOnly reports whether kernel calls the warpgroup product (beyond
+// defining it).
+func gpuOnly(kernel string) bool {
+	calls := strings.Count(kernel, wgmmaProduct)
+	if strings.Contains(kernel, "void "+wgmmaProduct) {
+		calls--
+	}
+	return calls > 0
+}
+
 // hostSource replaces the inline-PTX helpers of a kernel source with their
 // stand-ins, and a dynamic shared array with a static one of
 // dynamicSmem bytes; any other inline PTX is an error, as the CPU cannot
-// run it.
+// run it, and so is a call of the warpgroup product (ErrGPUOnly).
 func hostSource(kernel string, dynamicSmem int) (string, error) {
+	if gpuOnly(kernel) {
+		return "", ErrGPUOnly
+	}
 	if dynamicSmem > 0 {
 		if !strings.Contains(kernel, dynamicStage) {
 			return "", errors.New("emulate: the launch has dynamic shared memory the kernel does not declare as the emulator expects")
@@ -293,7 +321,7 @@ func countStores(kernel string) (string, error) {
 	return outDerived.ReplaceAllString(kernel, "OutFloat* $1 = y +"), nil
 }
 
-// Build compiles kernel (the KERNEL_SOURCE of an emitted cuda.py) with its
+// Build compiles kernel (the KERNEL_SOURCE of an emitted cuda.<target>.py) with its
 // launch record into a host program under dir; cxx is the C++20 compiler.
 func Build(ctx context.Context, cxx, dir, kernel string, l plan.Launch) (*Program, error) {
 	host, err := hostSource(kernel, l.DynamicSmem)

@@ -2,9 +2,12 @@ package emulate_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -31,7 +34,10 @@ func small(t *testing.T, n int, seed int64) []gen.Loaded {
 	}
 	var out []gen.Loaded
 	for _, l := range all {
-		p := l.Plan
+		p := l.Plans[0] // a draw is planned for one target
+		if p.Target.WGMMA && p.Tile.WGMMA != nil {
+			continue // an sm90 wgmma kernel: the GPU's (TestSM90WGMMAIsGPUOnly)
+		}
 		steps := 0
 		for _, ph := range p.Phases {
 			steps = max(steps, ph.TapCount*p.CIChunks())
@@ -155,9 +161,9 @@ func TestKernelsMatchReference(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for _, l := range small(t, n, 11) {
-		t.Run(l.Plan.Spec.Name, func(t *testing.T) {
-			t.Log(l.Plan)
-			runCUDA(t, r, dir, l.Plan, l.Plan, l.Path).check(t, l.Plan)
+		t.Run(l.Spec().Name, func(t *testing.T) {
+			t.Log(l.Plans[0])
+			runCUDA(t, r, dir, l.Plans[0], l.Plans[0], l.Path).check(t, l.Plans[0])
 		})
 	}
 }
@@ -177,16 +183,16 @@ func TestMutantsAreCaught(t *testing.T) {
 		perMutation = 1
 	}
 	for _, l := range small(t, 10, 12) {
-		for _, m := range mutate.For(l.Plan) {
+		for _, m := range mutate.For(l.Plans[0]) {
 			if tried[m.Name] >= perMutation {
 				continue
 			}
 			tried[m.Name]++
-			t.Run(l.Plan.Spec.Name+"~"+m.Name, func(t *testing.T) {
-				run := runCUDA(t, r, dir, m.On(l.Plan), l.Plan, l.Path)
+			t.Run(l.Spec().Name+"~"+m.Name, func(t *testing.T) {
+				run := runCUDA(t, r, dir, m.On(l.Plans[0]), l.Plans[0], l.Path)
 				how := run.caught()
 				if how == "" {
-					t.Fatalf("mutant %s of %s gives relative error %.2e with every output written once: not caught", m.Name, l.Plan, ref.RelL2(run.y, run.want))
+					t.Fatalf("mutant %s of %s gives relative error %.2e with every output written once: not caught", m.Name, l.Plans[0], ref.RelL2(run.y, run.want))
 				}
 				t.Logf("caught: %s", how)
 			})
@@ -246,10 +252,10 @@ func emulateKernels(t *testing.T, seed int64, kernels []spec.Family, marker stri
 		if n == 2*len(kernels) {
 			break
 		}
-		s := *l.Plan.Spec
+		s := *l.Spec()
 		k := kernels[n%len(kernels)]
 		s.Kernel.CUDA = spec.CUDA{Family: k}
-		p, err := plan.New(&s, plan.SM90)
+		p, err := plan.New(&s, plan.SM80)
 		if err != nil {
 			t.Fatalf("%s with %s: %v", s.Name, s.Kernel.CUDA, err)
 		}
@@ -268,8 +274,8 @@ func emulateKernels(t *testing.T, seed int64, kernels []spec.Family, marker stri
 	}
 }
 
-// TestWGMMAKernelMatchesReference runs wgmma tiles (stride 1) on the CPU,
-// where their fragments go through mma.sync: a reduction whose last step is
+// TestWGMMAKernelMatchesReference runs wgmma tiles (stride 1) of the sm80
+// files on the CPU, whose fragments go through mma.sync: a reduction whose last step is
 // partial, channels that are no multiple of 8 (padded in the re-laid input
 // and the weight image), groups, padding and dilation (a border on one
 // side, none on the other), several N tiles, one and two slabs, spans of
@@ -426,7 +432,7 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := plan.New(s, plan.SM90)
+		p, err := plan.New(s, plan.SM80)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -456,7 +462,7 @@ func TestDirectKernelStagesTapsInChunks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := plan.New(s, plan.SM90)
+		p, err := plan.New(s, plan.SM80)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -503,7 +509,7 @@ func TestWindowKernelMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := plan.New(s, plan.SM90)
+		p, err := plan.New(s, plan.SM80)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -527,5 +533,44 @@ func TestWindowKernelMatchesReference(t *testing.T) {
 				t.Errorf("mutant %s of %s gives relative error %.2e with every output written once: not caught", m.Name, p, ref.RelL2(run.y, run.want))
 			}
 		}
+	}
+}
+
+// TestSM90WGMMAIsGPUOnly: an emitted sm90 wgmma kernel calls warpgroup
+// products, which the CPU cannot run: Build refuses it with ErrGPUOnly
+// (the GPU tier covers it), while the same spec's sm80 file builds.
+func TestSM90WGMMAIsGPUOnly(t *testing.T) {
+	c := cxx(t)
+	n := 0
+	for _, k := range verify.Kernels {
+		if k.Relayout == "" { // the wgmma tiles re-lay their input
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join("..", "..", k.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kernel, err := verify.KernelSource(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = emulate.Build(context.Background(), c, t.TempDir(), kernel, k)
+		switch k.Target {
+		case plan.SM90.Name:
+			n++
+			if !errors.Is(err, emulate.ErrGPUOnly) {
+				t.Errorf("%s: Build gave %v, want ErrGPUOnly", k.File, err)
+			}
+		default:
+			if err != nil {
+				t.Errorf("%s: %v", k.File, err)
+			}
+		}
+		if n > 0 {
+			break // one spec's pair (sm80 first) is enough
+		}
+	}
+	if n == 0 {
+		t.Fatal("no sm90 wgmma kernel registered")
 	}
 }

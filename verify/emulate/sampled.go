@@ -241,7 +241,7 @@ type Sampled struct {
 	MaxErr  float64 // their largest error relative to 1 + |direct sum|
 }
 
-// RunSampled builds kernel (a cuda.py's KERNEL_SOURCE) with its launch
+// RunSampled builds kernel (a CUDA file's KERNEL_SOURCE) with its launch
 // record under UBSan (any signed overflow or other undefined behaviour
 // aborts) and runs, for every launch, its first and last blocks and
 // samples drawn ones with seed, on sparse tensors. With check, every

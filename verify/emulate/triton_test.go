@@ -31,9 +31,9 @@ func tritonCases(t *testing.T, n int, seed int64) []*spec.Spec {
 	}
 	var out []*spec.Spec
 	for _, l := range all {
-		c := l.Plan.Conv
+		c := l.Plans[0].Conv
 		if c.OutputLen() <= 2000 && c.InputLen() <= 2000 && c.Taps() <= 27 && len(out) < n {
-			out = append(out, l.Plan.Spec)
+			out = append(out, l.Spec())
 		}
 	}
 	for i, c := range []geom.Conv{
@@ -151,16 +151,17 @@ var tritonFlags = []string{"CHANNELS_LAST=True", "FUSE_W=True", "W_FOLD=2,", "W_
 
 func renderTriton(t *testing.T, r *gen.Renderer, p *plan.Plan) string {
 	t.Helper()
-	files, err := r.Render(p, "specs/"+p.Spec.Name+".yaml")
+	files, err := r.Render([]*plan.Plan{p}, "specs/"+p.Spec.Name+".yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := gen.SubmissionFile("triton", p.Target)
 	for _, f := range files {
-		if strings.HasSuffix(f.Path, "/triton.py") {
+		if strings.HasSuffix(f.Path, "/"+want) {
 			return string(f.Data)
 		}
 	}
-	t.Fatal("no triton.py rendered")
+	t.Fatal("no " + want + " rendered")
 	return ""
 }
 
@@ -228,7 +229,7 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 			func(c geom.Conv) bool { return c.Padding[2]%2 == 1 }}, // the last column's residue wraps
 		{"tap offset the wrong way", "", "off_w = off0_w - tw * W_OFF_STEP", "off_w = off0_w + tw * W_OFF_STEP",
 			func(c geom.Conv) bool { return c.Kernel[2] > 1 }},
-		{"padded load off by one", "PAD_INPUT=True", "a = tl.load(a_ptrs", "a = tl.load(1 + a_ptrs", always},
+		{"padded load off by one", "PAD_INPUT=True", "a = tl.load(x_ptr + a_", "a = tl.load(x_ptr + 1 + a_", always},
 		{"unmasked store", "", "tl.store(y_ptrs, acc, mask=y_ok)", "tl.store(y_ptrs, acc)", always},
 		{"folded rows read unfolded input", "W_FOLD=2,", "iw = qw * W_FOLD", "iw = qw",
 			func(c geom.Conv) bool { return c.Out()[2] > 2*c.Stride[2] }}, // a row past the first

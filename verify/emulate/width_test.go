@@ -80,7 +80,7 @@ func TestWideIndexing(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				p, err := plan.New(s, plan.SM90)
+				p, err := plan.New(s, plan.SM80)
 				if err != nil {
 					t.Skipf("not planned: %v", err) // e.g. a window tile the shape does not allow
 				}
@@ -121,7 +121,7 @@ func TestWideIndexingCatchesIntProducts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.New(s, plan.SM90)
+	p, err := plan.New(s, plan.SM80)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestFoldedGrid(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				p, err := plan.New(s, plan.SM90)
+				p, err := plan.New(s, plan.SM80)
 				if err != nil {
 					t.Skipf("not planned: %v", err)
 				}

@@ -10,10 +10,14 @@ import (
 
 // compileKernel is Runner.Compile's real hook: verify.CompileKernel (nvcc
 // -cubin, ptxas report, an error on spills) into out, reduced to the
-// numbers the report keeps. The numbers come back with a spill error too.
+// numbers the report keeps, or for a compute_XY arch verify.CompilePTX
+// (no report). The numbers come back with a spill error too.
 func compileKernel(ctx context.Context, nvcc, source, arch, out string, k verify.Kernel) (ArchInfo, error) {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return ArchInfo{}, err
+	}
+	if IsPTX(arch) {
+		return ArchInfo{}, verify.CompilePTX(ctx, nvcc, source, arch, out)
 	}
 	infos, _, err := verify.CompileKernel(ctx, nvcc, source, arch, out)
 	return ArchInfoOf(infos, arch, k), err

@@ -42,7 +42,8 @@ func DeviceInfo() (name, cc string, driver int, err error) {
 	return name, fmt.Sprintf("%d.%d", major, minor), cu.Version(), nil
 }
 
-// Execute runs one job on device 0: inputs drawn on the host, the output
+// Execute runs one job on device 0, from the build of the kernel's target
+// that the device runs (Load; none: not_supported): inputs drawn on the host, the output
 // poisoned, weight repack and main kernel launched with the plan's grid,
 // the output copied back and compared with the float64 reference; with
 // timing, the forward is then timed with events. It must run on the
@@ -62,14 +63,26 @@ func Execute(j *Job) (out RunOutput) {
 		out.Error = err.Error()
 		return out
 	}
-	if reason := archMismatch(j.Arch, out.CC); reason != "" {
-		out.NotSupported = reason
+	target, err := plan.TargetNamed(j.Kernel.Target)
+	if err != nil {
+		out.Error = err.Error()
 		return out
 	}
+	arch, why := Load(target, out.CC)
+	if arch == "" {
+		out.NotSupported = why
+		return out
+	}
+	module := j.Builds[arch]
+	if module == "" {
+		out.Error = fmt.Sprintf("the job has no %s build", arch)
+		return out
+	}
+	out.Loaded = arch
 	in := MakeInputs(c, j.InputDist, j.Seed)
-	y, yLast, t, err := run(j, in)
+	y, yLast, t, err := run(j, module, in)
 	if errors.Is(err, cu.NoBinaryForGpu) {
-		out.NotSupported = fmt.Sprintf("loading %s on %s (compute capability %s): %v", j.Arch, out.Device, out.CC, err)
+		out.NotSupported = fmt.Sprintf("loading %s on %s (compute capability %s): %v", LoadedAs(arch), out.Device, out.CC, err)
 		return out
 	}
 	if err != nil {
@@ -95,9 +108,10 @@ func Execute(j *Job) (out RunOutput) {
 	return out
 }
 
-// run does the device part of Execute and returns the checked output, the
+// run does the device part of Execute with module (a cubin, or PTX that the
+// driver JIT-compiles as it loads it) and returns the checked output, the
 // output after the last timed forward (nil without timing) and the timing.
-func run(j *Job, in Inputs) (y, yLast []float32, t *Timing, err error) {
+func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err error) {
 	k, c := j.Kernel, j.Kernel.Conv
 	dev, err := cu.GetDevice(0)
 	if err != nil {
@@ -115,9 +129,9 @@ func run(j *Job, in Inputs) (y, yLast []float32, t *Timing, err error) {
 		return nil, nil, nil, fmt.Errorf("making the context current: %w", err)
 	}
 
-	mod, err := cu.Load(j.Cubin)
+	mod, err := cu.Load(module)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("loading %s: %w", j.Cubin, err)
+		return nil, nil, nil, fmt.Errorf("loading %s: %w", module, err)
 	}
 	defer mod.Unload()
 	mainFn, err := mod.Function(k.Function)

@@ -15,7 +15,7 @@ import (
 	"convtgen/verify"
 )
 
-// Item is one (spec, backend) to verify.
+// Item is one (spec, backend, target) to verify.
 type Item struct {
 	Index     int
 	Kernel    verify.Kernel // Kernel.File is relative to the root, or absolute (rendered into the work folder)
@@ -35,7 +35,7 @@ type Item struct {
 func (it *Item) Result() Result {
 	k := it.Kernel
 	return Result{
-		Index: it.Index, Spec: k.Spec, SpecPath: k.SpecPath, File: k.File, Backend: "cuda",
+		Index: it.Index, Spec: k.Spec, SpecPath: k.SpecPath, File: k.File, Backend: "cuda", Target: k.Target,
 		Disposition: it.Pre, Reason: it.Reason, Mutation: it.Mutation,
 		FLOPs: k.FLOPs, MinBytes: k.MinBytes, Precision: k.Precision, Tile: k.Tile, Grid: k.Grid, Threads: k.Threads,
 	}
@@ -51,8 +51,9 @@ func (it *Item) Seed(runSeed int64) uint64 {
 }
 
 // Items lists what a run verifies, in a fixed order (the sharding depends on
-// it): the -specs entries (default every registered kernel, in registry
-// order), then the -random configurations. Spec files and random
+// it): the -specs entries (NAME or NAME@TARGET, a registered kernel or a
+// spec file; default every registered kernel of every target, in registry
+// order), then the -random configurations (one target each, drawn). Spec files and random
 // configurations are rendered into work. An error here is a usage error
 // (an unknown spec name); a bad spec becomes an invalid_spec item.
 func Items(o *Options, registry []verify.Kernel, work string) ([]Item, error) {
@@ -96,21 +97,26 @@ func Items(o *Options, registry []verify.Kernel, work string) ([]Item, error) {
 		}
 		return cuda, nil
 	}
-	for _, name := range names {
+	for _, entry := range names {
+		name, targets, err := splitTarget(entry)
+		if err != nil {
+			return nil, err
+		}
 		if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
-			add(specFile(o.Root, name, o.SpecTarget(), render))
+			for _, t := range targets {
+				add(specFile(o.Root, name, t, render))
+			}
 			continue
 		}
 		found := false
 		for _, k := range registry {
-			if k.Spec == name {
+			if k.Spec == name && slices.ContainsFunc(targets, func(t plan.Target) bool { return t.Name == k.Target }) {
 				add(registered(o.Root, k))
 				found = true
-				break
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("-specs: no registered CUDA kernel named %q (names are the folders under out/; a spec file must end in .yaml)", name)
+			return nil, fmt.Errorf("-specs: no registered CUDA kernel named %q (names are the folders under out/; a spec file must end in .yaml)", entry)
 		}
 	}
 	if o.Random > 0 {
@@ -128,6 +134,20 @@ func Items(o *Options, registry []verify.Kernel, work string) ([]Item, error) {
 		return withMutations(items, work)
 	}
 	return items, nil
+}
+
+// splitTarget reads a -specs entry, NAME or NAME@TARGET: the spec and the
+// targets it is verified for (every target without one).
+func splitTarget(entry string) (string, []plan.Target, error) {
+	name, tg, ok := strings.Cut(entry, "@")
+	if !ok {
+		return name, plan.Targets, nil
+	}
+	t, err := plan.TargetNamed(tg)
+	if err != nil {
+		return "", nil, fmt.Errorf("-specs %s: %w", entry, err)
+	}
+	return name, []plan.Target{t}, nil
 }
 
 // registered is a registry entry, checked against its spec: the spec gives
@@ -159,13 +179,13 @@ func registered(root string, k verify.Kernel) Item {
 	return it
 }
 
-// specFile is a spec file named on the command line: decoded, planned and
-// rendered afresh.
+// specFile is a spec file named on the command line: decoded, planned for
+// target and rendered afresh.
 func specFile(root, path string, target plan.Target, render func(*plan.Plan) (string, error)) Item {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && !filepath.IsAbs(path) {
 		path = filepath.Join(root, path) // relative to the root rather than the current folder
 	}
-	it := Item{Kernel: verify.Kernel{Spec: strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), SpecPath: path}}
+	it := Item{Kernel: verify.Kernel{Spec: strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), SpecPath: path, Target: target.Name}}
 	s, err := spec.Load(path)
 	if err != nil {
 		it.Pre, it.Reason = InvalidSpec, oneLine(err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"convtgen/gen/plan"
 	"convtgen/verify"
 )
 
@@ -50,32 +51,42 @@ func TestItemsSelectAndRandom(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("version: 2\nname: broken\nproblem: {batch: -1}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The last spec by name (both targets), the broken file (planned for
+	// each target), the last spec's file for its last kernel's target only.
 	last := verify.Kernels[len(verify.Kernels)-1]
-	o := &Options{Root: root, Specs: last.Spec + ", " + bad + "," + last.SpecPath, Random: 3, Seed: 5}
+	o := &Options{Root: root, Specs: last.Spec + ", " + bad + "," + last.SpecPath + "@" + last.Target, Random: 3, Seed: 5}
 	items, err := Items(o, verify.Kernels, work)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(items) != 6 {
-		t.Fatalf("%d items, want 3 selected + 3 random", len(items))
+	if len(items) != 8 {
+		t.Fatalf("%d items, want 2 by name + 2 invalid + 1 spec file + 3 random", len(items))
 	}
-	if items[0].Kernel != last || items[0].Pre != "" {
-		t.Errorf("by name: %+v", items[0])
+	for i, tg := range plan.Targets {
+		if k := items[i].Kernel; k.Spec != last.Spec || k.Target != tg.Name || items[i].Pre != "" || !strings.HasSuffix(k.File, "/cuda."+tg.Name+".py") {
+			t.Errorf("by name, %s: %+v", tg.Name, items[i])
+		}
 	}
-	if items[1].Pre != InvalidSpec || items[1].Reason == "" {
-		t.Errorf("invalid spec file: %s %q", items[1].Pre, items[1].Reason)
+	if items[1].Kernel != last {
+		t.Errorf("by name: %+v", items[1])
+	}
+	for _, it := range items[2:4] {
+		if it.Pre != InvalidSpec || it.Reason == "" {
+			t.Errorf("invalid spec file: %s %q", it.Pre, it.Reason)
+		}
 	}
 	// A spec file is planned and rendered afresh: same launch as the registry's, own file.
-	fresh := items[2].Kernel
-	if items[2].Pre != "" || fresh.Function != last.Function || fresh.Grid != last.Grid || !filepath.IsAbs(fresh.File) {
-		t.Errorf("spec file: %+v %s %q", fresh, items[2].Pre, items[2].Reason)
+	fresh := items[4].Kernel
+	if items[4].Pre != "" || fresh.Target != last.Target || fresh.Function != last.Function || fresh.Grid != last.Grid ||
+		!filepath.IsAbs(fresh.File) || filepath.Base(fresh.File) != filepath.Base(last.File) {
+		t.Errorf("spec file: %+v %s %q", fresh, items[4].Pre, items[4].Reason)
 	}
-	for i, it := range items[3:] {
-		if it.Index != 3+i || it.Pre != "" || !strings.HasPrefix(it.Kernel.Spec, "rand_5_") {
+	for i, it := range items[5:] {
+		if it.Index != 5+i || it.Pre != "" || !strings.HasPrefix(it.Kernel.Spec, "rand_5_") {
 			t.Errorf("random item %d: %+v", i, it)
 		}
-		if _, err := os.Stat(it.Kernel.File); err != nil {
-			t.Errorf("random item %d not rendered: %v", i, err)
+		if _, err := os.Stat(it.Kernel.File); err != nil || filepath.Base(it.Kernel.File) != "cuda."+it.Kernel.Target+".py" {
+			t.Errorf("random item %d not rendered for its target %q: %v", i, it.Kernel.Target, err)
 		}
 	}
 	// Same options, same list: shards of separate processes agree.
@@ -89,7 +100,9 @@ func TestItemsSelectAndRandom(t *testing.T) {
 		}
 	}
 
-	if _, err := Items(&Options{Root: root, Specs: "no_such_kernel"}, verify.Kernels, work); err == nil {
-		t.Error("unknown spec name accepted")
+	for _, bad := range []string{"no_such_kernel", last.Spec + "@sm70"} {
+		if _, err := Items(&Options{Root: root, Specs: bad}, verify.Kernels, work); err == nil {
+			t.Errorf("-specs %s accepted", bad)
+		}
 	}
 }

@@ -13,11 +13,12 @@ import (
 type Job struct {
 	Kernel    verify.Kernel `json:"kernel"`
 	InputDist string        `json:"input_dist"` // "rand" or "randn"
-	Cubin     string        `json:"cubin"`      // compiled for Arch
-	Arch      string        `json:"arch"`       // e.g. "sm_90"
-	Seed      uint64        `json:"seed"`       // inputs' seed
-	Compare   CompareConfig `json:"compare"`
-	Timing    *TimingConfig `json:"timing,omitempty"` // nil: no timing
+	// Builds are the compiled files of the kernel's target, by -arch
+	// (Builds): the child loads the one its GPU runs (Load).
+	Builds  map[string]string `json:"builds"`
+	Seed    uint64            `json:"seed"` // inputs' seed
+	Compare CompareConfig     `json:"compare"`
+	Timing  *TimingConfig     `json:"timing,omitempty"` // nil: no timing
 }
 
 // TimingConfig is how a kernel is timed: Warmup untimed forwards, then
@@ -43,8 +44,8 @@ func DecodeJob(s string) (*Job, error) {
 	if err := json.Unmarshal([]byte(s), &j); err != nil {
 		return nil, fmt.Errorf("decoding job: %w", err)
 	}
-	if j.Kernel.Function == "" || j.Kernel.Repack == "" || j.Cubin == "" {
-		return nil, errors.New("decoding job: kernel names and cubin are required")
+	if j.Kernel.Function == "" || j.Kernel.Repack == "" || len(j.Builds) == 0 {
+		return nil, errors.New("decoding job: kernel names and builds are required")
 	}
 	if j.Timing != nil && (j.Timing.Runs < 1 || j.Timing.Warmup < 0 || j.Timing.FlushBytes < 0) {
 		return nil, fmt.Errorf("decoding job: bad timing %+v", *j.Timing)
@@ -56,7 +57,8 @@ func DecodeJob(s string) (*Job, error) {
 // its parent: the measurements, not yet judged.
 type RunOutput struct {
 	Error        string    `json:"error,omitempty"`         // the run did not complete
-	NotSupported string    `json:"not_supported,omitempty"` // the GPU cannot run this cubin
+	NotSupported string    `json:"not_supported,omitempty"` // the GPU runs none of the target's builds
+	Loaded       string    `json:"loaded,omitempty"`        // the build that ran (an -arch value)
 	NaN          int       `json:"nan"`
 	Unwritten    int       `json:"unwritten"`
 	RelL2        Float     `json:"rel_l2"`
@@ -74,6 +76,9 @@ type RunOutput struct {
 
 // Apply judges a child's output into the item's result.
 func (r *Result) Apply(out RunOutput, tol float64) {
+	if out.Loaded != "" {
+		r.Loaded = LoadedAs(out.Loaded)
+	}
 	if out.NotSupported != "" {
 		r.Disposition, r.Reason = NotSupported, out.NotSupported
 		return

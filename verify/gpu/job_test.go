@@ -20,7 +20,7 @@ func TestJobRoundTrip(t *testing.T) {
 	}
 	for _, timing := range []*TimingConfig{nil, &DefaultTiming} {
 		j := &Job{
-			Kernel: verify.Kernels[len(verify.Kernels)-1], InputDist: "randn", Cubin: "/tmp/x/sm_90.cubin", Arch: "sm_90",
+			Kernel: verify.Kernels[len(verify.Kernels)-1], InputDist: "randn", Builds: map[string]string{"sm_80": "/tmp/x/sm_80.cubin", "compute_80": "/tmp/x/compute_80.ptx"},
 			Seed: math.MaxUint64 - 5, Compare: DefaultCompare, Timing: timing,
 		}
 		enc, err := j.Encode()
@@ -38,7 +38,7 @@ func TestJobRoundTrip(t *testing.T) {
 			t.Errorf("round trip:\n%+v\n%+v", back, j)
 		}
 	}
-	for _, bad := range []string{"", "{", `{"kernel":{}}`, `{"kernel":{"Function":"f","Repack":"r"},"cubin":"c","timing":{"runs":0}}`} {
+	for _, bad := range []string{"", "{", `{"kernel":{}}`, `{"kernel":{"Function":"f","Repack":"r"}}`, `{"kernel":{"Function":"f","Repack":"r"},"builds":{"sm_80":"c"},"timing":{"runs":0}}`} {
 		if _, err := DecodeJob(bad); err == nil {
 			t.Errorf("DecodeJob(%q) accepted", bad)
 		}
@@ -70,7 +70,7 @@ func TestExecChild(t *testing.T) {
 		}
 		return p
 	}
-	j := &Job{Kernel: verify.Kernel{Function: "f", Repack: "r"}, Cubin: "c"}
+	j := &Job{Kernel: verify.Kernel{Function: "f", Repack: "r"}, Builds: map[string]string{"sm_90a": "c"}}
 	ctx := context.Background()
 
 	good := script("good", `[ "$1" = -run-one ] || exit 3; echo noise; echo '{"rel_l2":1e-7,"compared":{"count":5,"mode":"all"},"outputs":5}'`)
@@ -103,7 +103,7 @@ func TestOptionsArgsRoundTrip(t *testing.T) {
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	o.Register(fs)
 	if err := fs.Parse([]string{"-specs", "a,b", "-random", "12", "-seed", "-4", "-time", "-json", "x.json",
-		"-jobs", "16", "-timeout", "90s", "-tol", "2e-5", "-arch", "sm_90a", "-commit", "c0ffee"}); err != nil {
+		"-jobs", "16", "-timeout", "90s", "-tol", "2e-5", "-commit", "c0ffee"}); err != nil {
 		t.Fatal(err)
 	}
 	child := o.ShardOptions(2, 4, "/w/shard2.json", "/w/shard2")
@@ -122,8 +122,9 @@ func TestOptionsArgsRoundTrip(t *testing.T) {
 	if err := back.Check(); err != nil {
 		t.Error(err)
 	}
-	if !reflect.DeepEqual(o.Archs(), []string{"sm_80", "sm_90a"}) {
-		t.Errorf("archs %v", o.Archs())
+	o.Specs = "a@sm70"
+	if err := o.Check(); err == nil || !strings.Contains(err.Error(), "sm70") {
+		t.Errorf("-specs with an unknown target: %v", err)
 	}
 }
 

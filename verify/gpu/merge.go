@@ -18,7 +18,7 @@ func Merge(reports []*Report) (*Report, error) {
 		return nil, fmt.Errorf("merge: no reports")
 	}
 	out := &Report{Seed: reports[0].Seed, Random: reports[0].Random, Driver: reports[0].Driver, Timed: true}
-	var gpus, ccs, dates, commits, hosts, archs []string
+	var gpus, ccs, dates, commits, hosts []string
 	seen := map[string]int{}    // item key -> report it came from
 	byIndex := map[int]string{} // index -> item key
 	for i, r := range reports {
@@ -27,7 +27,7 @@ func Merge(reports []*Report) (*Report, error) {
 				i, r.Seed, r.Random, out.Seed, out.Random)
 		}
 		gpus, ccs, dates = addUnique(gpus, r.GPU), addUnique(ccs, r.CC), addUnique(dates, r.Date)
-		commits, hosts, archs = addUnique(commits, r.Commit), addUnique(hosts, r.Host), addUnique(archs, r.Arch)
+		commits, hosts = addUnique(commits, r.Commit), addUnique(hosts, r.Host)
 		if r.Driver > out.Driver {
 			out.Driver = r.Driver
 		}
@@ -52,7 +52,7 @@ func Merge(reports []*Report) (*Report, error) {
 	}
 	sort.Strings(dates)
 	out.GPU, out.CC, out.Commit = strings.Join(gpus, ", "), strings.Join(ccs, ", "), strings.Join(commits, ", ")
-	out.Host, out.Arch = strings.Join(hosts, ", "), strings.Join(archs, ", ")
+	out.Host = strings.Join(hosts, ", ")
 	if len(dates) > 0 {
 		out.Date = dates[0] // the earliest shard's start
 	}

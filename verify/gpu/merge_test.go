@@ -9,7 +9,7 @@ import (
 )
 
 func shardReport(shard Shard, n int, gpu string) *Report {
-	r := &Report{GPU: gpu, Driver: 13000, Date: "2026-01-02T00:00:0" + shard.String()[:1] + "Z", Commit: "abc", Host: "h", Arch: "sm_90", Seed: 1, Shard: shard.String(), Timed: true}
+	r := &Report{GPU: gpu, Driver: 13000, Date: "2026-01-02T00:00:0" + shard.String()[:1] + "Z", Commit: "abc", Host: "h", Seed: 1, Shard: shard.String(), Timed: true}
 	for _, k := range shard.Indices(n) {
 		rel := Float(1e-7)
 		r.Results = append(r.Results, Result{Index: k, Spec: "spec" + string(rune('a'+k)), Backend: "cuda", Disposition: Passed, RelL2: &rel})
@@ -80,7 +80,7 @@ func TestReportFileRoundTrip(t *testing.T) {
 	inf := Float(math.Inf(1))
 	r.Results[1].RelL2 = &inf
 	r.Results[1].Disposition = Incorrect
-	r.Results[2].Arch = map[string]ArchInfo{"sm_80": {Registers: 96}, "sm_90": {Registers: 90, SmemBytes: 4096}}
+	r.Results[2].Arch = map[string]ArchInfo{"sm_90a": {Registers: 90, SmemBytes: 4096}}
 	r.Results[2].SetTiming(Timing{MeanMS: 1, MedianMS: 0.9, Runs: 100})
 	path := filepath.Join(t.TempDir(), "r.json")
 	if err := WriteReport(path, r); err != nil {

@@ -48,7 +48,7 @@ func withMutations(base []Item, work string) ([]Item, error) {
 }
 
 // mutant is base's kernel with m planted, rendered into
-// work/mutants/<spec>~<mutation>/cuda.py. The problem (shapes, bias,
+// work/mutants/<spec>~<mutation>/cuda.<target>.py. The problem (shapes, bias,
 // inputs, reference, FLOPs) stays the original's: a mutation is a bug in
 // the kernel, not a different problem. The launch (names, grid, threads)
 // is the mutant's own.
@@ -62,7 +62,7 @@ func mutant(base Item, m mutate.Mutation, r *gen.Renderer, work string) Item {
 	it := Item{Kernel: k, InputDist: base.InputDist, Mutation: m.Name}
 	data, err := mutate.RenderCUDA(r, mp, base.Kernel.SpecPath)
 	if err == nil {
-		path := filepath.Join(work, "mutants", name, "cuda.py")
+		path := filepath.Join(work, "mutants", name, gen.SubmissionFile("cuda", mp.Target))
 		if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
 			err = os.WriteFile(path, data, 0o644)
 		}

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"convtgen/gen/plan"
 )
 
 // Options are the verify command's settings. They are registered as flags
@@ -20,7 +18,6 @@ type Options struct {
 	Random      int
 	Seed        int64
 	NVCC        string
-	Arch        string
 	Time        bool
 	JSON        string
 	Shard       string
@@ -37,19 +34,15 @@ type Options struct {
 	CompileOnly bool
 	Commit      string
 	Mutate      bool
-	// RunArchOnly compiles only the architecture that runs (sm_80 is left
-	// out of the report's registers): for long random sweeps.
-	RunArchOnly bool
 }
 
 // Register defines the flags on fs, with their defaults.
 func (o *Options) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.Root, "root", ".", "repository root (out/, specs/)")
-	fs.StringVar(&o.Specs, "specs", "", "comma-separated spec names from the registry, or spec files (*.yaml, rendered fresh); default: every registered CUDA kernel")
+	fs.StringVar(&o.Specs, "specs", "", "comma-separated spec names from the registry, or spec files (*.yaml, rendered fresh), each for every target or NAME@sm80 / NAME@sm90 for one; default: every registered CUDA kernel")
 	fs.IntVar(&o.Random, "random", 0, "also verify this many random configurations (gen.Random)")
 	fs.Int64Var(&o.Seed, "seed", 1, "seed of -random and of the kernels' inputs")
 	fs.StringVar(&o.NVCC, "nvcc", "nvcc", "nvcc to compile the kernels with")
-	fs.StringVar(&o.Arch, "arch", "sm_90", "architecture whose cubin is run (sm_80 is always compiled too, for the report)")
 	fs.BoolVar(&o.Time, "time", false, "time every kernel (CUDA events, L2 flushed before each run)")
 	fs.StringVar(&o.JSON, "json", "", "write the report as JSON to this file")
 	fs.StringVar(&o.Shard, "shard", "0/1", "verify only shard i/n of the items (item k is in shard k mod n)")
@@ -65,8 +58,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.IntVar(&o.Warmup, "warmup", DefaultTiming.Warmup, "untimed warm-up runs with -time")
 	fs.BoolVar(&o.CompileOnly, "compile-only", false, "compile (and report registers and spills) but run nothing: kernels are not_run")
 	fs.StringVar(&o.Commit, "commit", "", "commit to report (default: the commit the binary was built from, else git rev-parse HEAD in -root)")
-	fs.BoolVar(&o.RunArchOnly, "run-arch-only", false, "compile only -arch, not sm_80 too (random sweeps: half the compiles; the report's sm_80 registers are left out)")
-	fs.BoolVar(&o.Mutate, "mutate", false, "mutation check: after each kernel, its planted-bug mutants (gen/mutate), items <spec>~<mutation> that must come out incorrect; compiles -arch only; exit 1 if a mutant passes or fails")
+	fs.BoolVar(&o.Mutate, "mutate", false, "mutation check: after each kernel, its planted-bug mutants (gen/mutate), items <spec>~<mutation> that must come out incorrect; exit 1 if a mutant passes or fails")
 }
 
 // Check validates option values that flag parsing cannot.
@@ -74,8 +66,10 @@ func (o *Options) Check() error {
 	if _, err := ParseShard(o.Shard); err != nil {
 		return err
 	}
-	if _, _, err := ParseArch(o.Arch); err != nil {
-		return err
+	for _, s := range o.SpecList() {
+		if _, _, err := splitTarget(s); err != nil {
+			return err
+		}
 	}
 	switch {
 	case o.Random < 0:
@@ -94,15 +88,6 @@ func (o *Options) Check() error {
 	return nil
 }
 
-// Archs are the architectures compiled: sm_80 (the target, for the report)
-// and the one that runs; only the one that runs with -mutate.
-func (o *Options) Archs() []string {
-	if o.Arch == "sm_80" || o.Mutate || o.RunArchOnly {
-		return []string{o.Arch}
-	}
-	return []string{"sm_80", o.Arch}
-}
-
 // Args is o as a command line (every flag explicit, -gpus left out), for a
 // child that runs one shard.
 func (o *Options) Args() []string {
@@ -112,7 +97,6 @@ func (o *Options) Args() []string {
 		"-random", strconv.Itoa(o.Random),
 		"-seed", strconv.FormatInt(o.Seed, 10),
 		"-nvcc", o.NVCC,
-		"-arch", o.Arch,
 		"-time=" + strconv.FormatBool(o.Time),
 		"-json", o.JSON,
 		"-shard", o.Shard,
@@ -126,7 +110,6 @@ func (o *Options) Args() []string {
 		"-runs", strconv.Itoa(o.Runs),
 		"-warmup", strconv.Itoa(o.Warmup),
 		"-compile-only=" + strconv.FormatBool(o.CompileOnly),
-		"-run-arch-only=" + strconv.FormatBool(o.RunArchOnly),
 		"-commit", o.Commit,
 		"-mutate=" + strconv.FormatBool(o.Mutate),
 	}
@@ -167,13 +150,4 @@ func (o *Options) SpecList() []string {
 		}
 	}
 	return out
-}
-
-// SpecTarget is the target a spec file named on the command line is
-// planned for: sm90 where -arch is sm_90 or later, else sm80.
-func (o *Options) SpecTarget() plan.Target {
-	if major, _, err := ParseArch(o.Arch); err == nil && major >= 9 {
-		return plan.SM90
-	}
-	return plan.SM80
 }

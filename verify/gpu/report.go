@@ -1,7 +1,9 @@
 // Package gpu is the verifier's GPU tier: it compiles every emitted CUDA
-// kernel (sm_80 and sm_90, with ptxas register and spill counts), runs each
-// one in its own child process on the GPU, checks it against the float64
-// reference and times it. Everything here except device_cuda.go is pure Go
+// kernel for its own target (sm80: an sm_80 cubin, with ptxas's register
+// and spill counts, and compute_80 PTX; sm90: an sm_90a cubin), runs each
+// one in its own child process on the GPU (an sm80 file on a later GPU
+// through its PTX, an sm90 file only on compute capability 9.0), checks it
+// against the float64 reference and times it. Everything here except device_cuda.go is pure Go
 // and builds without CUDA: planning, sharding, input generation, the
 // comparison, dispositions and merging of shard reports. device_cuda.go
 // (build tag "cuda") is the only code that touches the driver, through
@@ -25,7 +27,7 @@ const (
 	Incorrect    Disposition = "incorrect"     // ran, but wrong or incomplete output
 	Failed       Disposition = "failed"        // an error: compile, spills, launch, fault, crash, timeout
 	NotRun       Disposition = "not_run"       // skipped: no GPU support in this build, or -compile-only
-	NotSupported Disposition = "not_supported" // no cuda backend, or no binary for this GPU
+	NotSupported Disposition = "not_supported" // no cuda backend, or its target is not this GPU
 	InvalidSpec  Disposition = "invalid_spec"  // the spec does not decode, validate or plan
 )
 
@@ -105,6 +107,8 @@ type Result struct {
 	SpecPath    string              `json:"spec_path,omitempty"`
 	File        string              `json:"file,omitempty"`
 	Backend     string              `json:"backend"`
+	Target      string              `json:"target"`           // the file's target (plan.Target.Name)
+	Loaded      string              `json:"loaded,omitempty"` // the build that ran: "sm_80 cubin", "compute_80 PTX (JIT)"
 	Disposition Disposition         `json:"disposition"`
 	Reason      string              `json:"reason,omitempty"`
 	Mutation    string              `json:"mutation,omitempty"` // the planted bug of a -mutate item: it should be incorrect
@@ -126,8 +130,9 @@ type Result struct {
 	Seconds     float64             `json:"seconds"` // wall time of the kernel's run (child process)
 }
 
-// Key identifies an item across shards: a spec has one result per backend.
-func (r Result) Key() string { return r.Spec + "/" + r.Backend }
+// Key identifies an item across shards: a spec has one result per backend
+// and target.
+func (r Result) Key() string { return r.Spec + "/" + r.Backend + "." + r.Target }
 
 // Report is the whole run (or one shard of it).
 type Report struct {
@@ -137,7 +142,6 @@ type Report struct {
 	Date    string   `json:"date"` // UTC, RFC 3339
 	Commit  string   `json:"commit"`
 	Host    string   `json:"host"`
-	Arch    string   `json:"arch"` // the architecture whose cubin was run
 	Seed    int64    `json:"seed"`
 	Random  int      `json:"random,omitempty"`
 	Shard   string   `json:"shard,omitempty"`  // "i/n" for one shard's report

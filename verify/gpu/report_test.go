@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
 	"convtgen/gen/geom"
+	"convtgen/gen/plan"
 )
 
 func TestDecide(t *testing.T) {
@@ -116,22 +118,48 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestArch(t *testing.T) {
-	for arch, want := range map[string][2]int{"sm_80": {8, 0}, "sm_90": {9, 0}, "sm_90a": {9, 0}, "sm_86": {8, 6}, "sm_100": {10, 0}} {
+	for arch, want := range map[string][2]int{"sm_80": {8, 0}, "sm_90": {9, 0}, "sm_90a": {9, 0}, "sm_86": {8, 6}, "sm_100": {10, 0}, "compute_80": {8, 0}} {
 		if ma, mi, err := ParseArch(arch); err != nil || [2]int{ma, mi} != want {
 			t.Errorf("ParseArch(%s) = %d.%d %v", arch, ma, mi, err)
 		}
 	}
-	for _, bad := range []string{"", "90", "sm_", "compute_90", "sm_x"} {
+	for _, bad := range []string{"", "90", "sm_", "compute_", "sm_x"} {
 		if _, _, err := ParseArch(bad); err == nil {
 			t.Errorf("ParseArch(%q) accepted", bad)
 		}
 	}
+	if b := Builds(plan.SM80); !reflect.DeepEqual(b, []string{"sm_80", "compute_80"}) {
+		t.Errorf("sm80 builds %v", b)
+	}
+	if b := Builds(plan.SM90); !reflect.DeepEqual(b, []string{"sm_90a"}) {
+		t.Errorf("sm90 builds %v", b)
+	}
+}
+
+// Which build a GPU loads: an sm80 file its cubin on the A100 and its
+// family, its PTX through the JIT on later GPUs; an sm90 file only on 9.0.
+func TestLoad(t *testing.T) {
 	for _, c := range []struct {
-		arch, cc string
-		ok       bool
-	}{{"sm_90", "9.0", true}, {"sm_80", "8.6", true}, {"sm_86", "8.0", false}, {"sm_90", "8.0", false}, {"sm_80", "9.0", false}, {"sm_90", "10.0", false}} {
-		if got := archMismatch(c.arch, c.cc) == ""; got != c.ok {
-			t.Errorf("archMismatch(%s, %s) ok = %v, want %v", c.arch, c.cc, got, c.ok)
+		target plan.Target
+		cc     string
+		want   string // "": not this GPU
+	}{
+		{plan.SM80, "8.0", "sm_80"}, {plan.SM80, "8.6", "sm_80"}, {plan.SM80, "9.0", "compute_80"},
+		{plan.SM80, "10.0", "compute_80"}, {plan.SM80, "7.5", ""},
+		{plan.SM90, "9.0", "sm_90a"}, {plan.SM90, "8.0", ""}, {plan.SM90, "10.0", ""}, {plan.SM90, "9.1", ""},
+	} {
+		arch, why := Load(c.target, c.cc)
+		if arch != c.want || (arch == "") != (why != "") {
+			t.Errorf("Load(%s, %s) = %q %q, want %q", c.target.Name, c.cc, arch, why, c.want)
 		}
+		if arch == "" && !strings.Contains(why, "not this GPU") {
+			t.Errorf("Load(%s, %s): reason %q", c.target.Name, c.cc, why)
+		}
+	}
+	if arch, why := Load(plan.SM80, "bogus"); arch != "" || why == "" {
+		t.Errorf("bad compute capability: %q %q", arch, why)
+	}
+	if LoadedAs("compute_80") != "compute_80 PTX (JIT)" || LoadedAs("sm_90a") != "sm_90a cubin" {
+		t.Error(LoadedAs("compute_80"), LoadedAs("sm_90a"))
 	}
 }

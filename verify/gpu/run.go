@@ -10,10 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"convtgen/gen/plan"
 	"convtgen/verify"
 )
 
@@ -28,8 +30,9 @@ type Runner struct {
 
 	// Source extracts the kernel-only CUDA source from a submission.
 	Source func(src []byte) (string, error)
-	// Compile compiles source for arch into out and reports the kernels'
-	// registers, spills and shared memory.
+	// Compile compiles source for arch into out (a cubin, or PTX for a
+	// compute_XY arch) and reports the kernels' registers, spills and
+	// shared memory (a cubin's; PTX has none).
 	Compile func(ctx context.Context, nvcc, source, arch, out string, k verify.Kernel) (ArchInfo, error)
 	// Exec runs one job and returns the child's measurements.
 	Exec func(ctx context.Context, j *Job) (RunOutput, error)
@@ -83,8 +86,8 @@ func (r *Runner) Run(ctx context.Context, items []Item) []Result {
 	return results
 }
 
-// compileAll compiles every item still undecided for every architecture,
-// o.Jobs compiles at a time; a failure decides the item.
+// compileAll compiles every item still undecided for its target's builds
+// (Builds), o.Jobs compiles at a time; a failure decides the item.
 func (r *Runner) compileAll(ctx context.Context, owned []*Item, results []Result) {
 	o := r.Opts
 	type task struct {
@@ -92,9 +95,15 @@ func (r *Runner) compileAll(ctx context.Context, owned []*Item, results []Result
 		arch string
 	}
 	var tasks []task
+	kernels := 0
 	sources := make([]string, len(owned))
 	for i, it := range owned {
 		if results[i].Disposition != "" {
+			continue
+		}
+		t, err := plan.TargetNamed(it.Kernel.Target)
+		if err != nil {
+			results[i].Disposition, results[i].Reason = Failed, err.Error()
 			continue
 		}
 		src, err := r.readSource(it)
@@ -102,9 +111,9 @@ func (r *Runner) compileAll(ctx context.Context, owned []*Item, results []Result
 			results[i].Disposition, results[i].Reason = Failed, err.Error()
 			continue
 		}
-		sources[i] = src
+		sources[i], kernels = src, kernels+1
 		results[i].Arch = map[string]ArchInfo{}
-		for _, arch := range o.Archs() {
+		for _, arch := range Builds(t) {
 			tasks = append(tasks, task{i, arch})
 		}
 	}
@@ -112,7 +121,7 @@ func (r *Runner) compileAll(ctx context.Context, owned []*Item, results []Result
 		return
 	}
 	start := time.Now()
-	fmt.Fprintf(r.Stderr, "compiling %d kernels for %s (%d at a time)\n", len(tasks)/len(o.Archs()), strings.Join(o.Archs(), ", "), max(1, o.Jobs))
+	fmt.Fprintf(r.Stderr, "compiling %d builds of %d kernels, each for its target (%d at a time)\n", len(tasks), kernels, max(1, o.Jobs))
 	defer func() { fmt.Fprintf(r.Stderr, "compiled in %.1fs\n", time.Since(start).Seconds()) }()
 	var mu sync.Mutex
 	errs := make(map[int][]string)
@@ -124,7 +133,7 @@ func (r *Runner) compileAll(ctx context.Context, owned []*Item, results []Result
 			defer wg.Done()
 			for t := range work {
 				it := owned[t.item]
-				info, err := r.Compile(ctx, o.NVCC, sources[t.item], t.arch, r.cubin(it, t.arch), it.Kernel)
+				info, err := r.Compile(ctx, o.NVCC, sources[t.item], t.arch, r.build(it, t.arch), it.Kernel)
 				mu.Lock()
 				if err != nil {
 					errs[t.item] = append(errs[t.item], t.arch+": "+oneLine(err))
@@ -142,6 +151,7 @@ func (r *Runner) compileAll(ctx context.Context, owned []*Item, results []Result
 	close(work)
 	wg.Wait()
 	for i, e := range errs {
+		slices.Sort(e)
 		results[i].Disposition, results[i].Reason = Failed, "compile "+strings.Join(e, "; ")
 	}
 }
@@ -162,8 +172,13 @@ func (r *Runner) readSource(it *Item) (string, error) {
 	return src, nil
 }
 
-func (r *Runner) cubin(it *Item, arch string) string {
-	return filepath.Join(r.Work, "cubin", fmt.Sprintf("%03d_%s", it.Index, it.Kernel.Spec), arch+".cubin")
+// build is where the item's build for arch goes: a cubin, or PTX.
+func (r *Runner) build(it *Item, arch string) string {
+	ext := ".cubin"
+	if IsPTX(arch) {
+		ext = ".ptx"
+	}
+	return filepath.Join(r.Work, "cubin", fmt.Sprintf("%03d_%s_%s", it.Index, it.Kernel.Spec, it.Kernel.Target), arch+ext)
 }
 
 // runOne runs a compiled item and judges it.
@@ -177,8 +192,13 @@ func (r *Runner) runOne(ctx context.Context, it *Item, res *Result) {
 		res.Disposition, res.Reason = NotRun, ErrNoGPU.Error()
 		return
 	}
+	t, _ := plan.TargetNamed(it.Kernel.Target) // compileAll decided an item without one
+	builds := map[string]string{}
+	for _, arch := range Builds(t) {
+		builds[arch] = r.build(it, arch)
+	}
 	j := &Job{
-		Kernel: it.Kernel, InputDist: it.InputDist, Cubin: r.cubin(it, o.Arch), Arch: o.Arch,
+		Kernel: it.Kernel, InputDist: it.InputDist, Builds: builds,
 		Seed: it.Seed(o.Seed),
 		Compare: CompareConfig{
 			Tol: o.Tol, FullMax: o.FullMax, FullMACs: DefaultCompare.FullMACs, Samples: o.Samples,
@@ -263,7 +283,10 @@ func tail(s string, n int) string {
 // Progress is an item's one-line status.
 func Progress(r *Result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-13s %s", r.Disposition, r.Spec)
+	fmt.Fprintf(&b, "%-13s %s %s", r.Disposition, r.Spec, r.Target)
+	if r.Loaded != "" {
+		fmt.Fprintf(&b, " (%s)", r.Loaded)
+	}
 	if r.RelL2 != nil {
 		fmt.Fprintf(&b, "  rel_l2 %.2g", float64(*r.RelL2))
 	}

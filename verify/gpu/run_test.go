@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"convtgen/gen/geom"
+	"convtgen/gen/plan"
 	"convtgen/verify"
 )
 
 // fakeRunner has every hook faked: the items' "files" hold the source
-// text, compiling fails for sources that say so, and Exec answers per spec.
+// text, compiling fails for sources that say so (a cubin reports
+// registers, PTX nothing, as the real hook), and Exec answers per spec.
 func fakeRunner(t *testing.T, o *Options, answers map[string]RunOutput) (*Runner, *[]string, *bytes.Buffer) {
 	var mu sync.Mutex
 	var ran []string
@@ -30,6 +32,9 @@ func fakeRunner(t *testing.T, o *Options, answers map[string]RunOutput) (*Runner
 			return string(src), nil
 		},
 		Compile: func(ctx context.Context, nvcc, source, arch, out string, k verify.Kernel) (ArchInfo, error) {
+			if IsPTX(arch) {
+				return ArchInfo{}, nil
+			}
 			if strings.Contains(source, "spills") {
 				return ArchInfo{Registers: 255, SpillBytes: 64}, errors.New("registers spill to local memory")
 			}
@@ -39,8 +44,17 @@ func fakeRunner(t *testing.T, o *Options, answers map[string]RunOutput) (*Runner
 			mu.Lock()
 			ran = append(ran, j.Kernel.Spec)
 			mu.Unlock()
-			if !strings.HasSuffix(j.Cubin, o.Arch+".cubin") || j.Arch != o.Arch {
-				t.Errorf("%s: cubin %s for arch %s", j.Kernel.Spec, j.Cubin, j.Arch)
+			// Every build of the kernel's target, and only those.
+			tg, _ := plan.TargetNamed(j.Kernel.Target)
+			want := Builds(tg)
+			for _, arch := range want {
+				ext := map[bool]string{true: ".ptx", false: ".cubin"}[IsPTX(arch)]
+				if !strings.HasSuffix(j.Builds[arch], "_"+tg.Name+"/"+arch+ext) {
+					t.Errorf("%s: builds %v, no %s", j.Kernel.Spec, j.Builds, arch)
+				}
+			}
+			if len(j.Builds) != len(want) {
+				t.Errorf("%s: builds %v, want %v", j.Kernel.Spec, j.Builds, want)
 			}
 			if (j.Timing != nil) != o.Time {
 				t.Errorf("%s: timing %v with -time=%v", j.Kernel.Spec, j.Timing, o.Time)
@@ -55,6 +69,7 @@ func fakeRunner(t *testing.T, o *Options, answers map[string]RunOutput) (*Runner
 	return r, &ran, &log
 }
 
+// fakeItems are the named items, of the targets in turn (sm80, sm90, ...).
 func fakeItems(t *testing.T, root string, sources map[string]string, order []string) []Item {
 	var items []Item
 	for i, name := range order {
@@ -63,7 +78,7 @@ func fakeItems(t *testing.T, root string, sources map[string]string, order []str
 			t.Fatal(err)
 		}
 		items = append(items, Item{Index: i, InputDist: "rand", Kernel: verify.Kernel{
-			Spec: name, File: name + ".py", Function: name + "_igemm", Repack: name + "_repack_weight",
+			Spec: name, Target: plan.Targets[i%len(plan.Targets)].Name, File: name + ".py", Function: name + "_igemm", Repack: name + "_repack_weight",
 			Conv: geom.Conv{Batch: 1}, FLOPs: 1e9, MinBytes: 1e6,
 		}})
 	}
@@ -79,7 +94,7 @@ func TestRunnerDispositions(t *testing.T) {
 	os.Remove(filepath.Join(root, "nofile.py"))
 	items[5].Pre, items[5].Reason = InvalidSpec, "problem.batch: must be positive"
 	items[6].Pre, items[6].Reason = NotSupported, "the spec has no cuda backend"
-	o := &Options{Root: root, Arch: "sm_90", Shard: "0/1", Jobs: 3, Timeout: time.Minute, Tol: Tolerance, Samples: 10, FullMax: 10, Runs: 100, Time: true}
+	o := &Options{Root: root, Shard: "0/1", Jobs: 3, Timeout: time.Minute, Tol: Tolerance, Samples: 10, FullMax: 10, Runs: 100, Time: true}
 	r, ran, log := fakeRunner(t, o, map[string]RunOutput{
 		"good":  {RelL2: 2e-7, Compared: &Compared{10, "all"}, Outputs: 10, Time: &Timing{MeanMS: 1.1, MedianMS: 1, Runs: 100}},
 		"wrong": {RelL2: 0.3, Compared: &Compared{10, "all"}, Outputs: 10},
@@ -95,11 +110,18 @@ func TestRunnerDispositions(t *testing.T) {
 		!strings.Contains(res[4].Reason, "KERNEL_SOURCE") {
 		t.Errorf("reasons: %q / %q / %q", res[2].Reason, res[3].Reason, res[4].Reason)
 	}
-	if got := res[0].Arch; len(got) != 2 || got["sm_80"].Registers != 100 || got["sm_90"].Registers != 100 {
-		t.Errorf("arch info: %+v", got)
+	// Each item's own target's cubin only: good is sm80, wrong and spills sm90.
+	if got := res[0].Arch; len(got) != 1 || got["sm_80"].Registers != 100 {
+		t.Errorf("sm80 arch info: %+v", got)
 	}
-	if res[3].Arch["sm_90"].SpillBytes != 64 {
-		t.Errorf("spill numbers lost: %+v", res[3].Arch)
+	if got := res[1].Arch; len(got) != 1 || got["sm_90a"].Registers != 100 {
+		t.Errorf("sm90 arch info: %+v", got)
+	}
+	if res[3].Arch["sm_90a"].SpillBytes != 64 || !strings.Contains(res[3].Reason, "compile sm_90a:") {
+		t.Errorf("spill numbers lost: %+v %q", res[3].Arch, res[3].Reason)
+	}
+	if res[0].Target != "sm80" || res[1].Target != "sm90" {
+		t.Errorf("targets %q %q", res[0].Target, res[1].Target)
 	}
 	if res[0].Time == nil || res[0].GFLOPS != 1000 {
 		t.Errorf("timing: %+v %v", res[0].Time, res[0].GFLOPS)
@@ -107,7 +129,7 @@ func TestRunnerDispositions(t *testing.T) {
 	if strings.Join(*ran, ",") != "good,wrong,crash" {
 		t.Errorf("ran %v: only compiled, undecided items run, in order", *ran)
 	}
-	if lines := strings.Count(log.String(), "\n["); lines != len(items) || !strings.HasPrefix(log.String(), "compiling 4 kernels") {
+	if lines := strings.Count(log.String(), "\n["); lines != len(items) || !strings.HasPrefix(log.String(), "compiling 6 builds of 4 kernels") {
 		t.Errorf("%d progress lines for %d items:\n%s", lines, len(items), log)
 	}
 	rep := &Report{Results: res}
@@ -125,7 +147,7 @@ func TestRunnerShardAndNoGPU(t *testing.T) {
 	root := t.TempDir()
 	order := []string{"a", "b", "c", "d", "e"}
 	items := fakeItems(t, root, map[string]string{"a": "ok", "b": "ok", "c": "ok", "d": "ok", "e": "ok"}, order)
-	o := &Options{Root: root, Arch: "sm_80", Shard: "1/2", Jobs: 1, Timeout: time.Minute, Tol: Tolerance, Runs: 1}
+	o := &Options{Root: root, Shard: "1/2", Jobs: 1, Timeout: time.Minute, Tol: Tolerance, Runs: 1}
 	r, ran, _ := fakeRunner(t, o, nil)
 	r.Enabled = false
 	res := r.Run(context.Background(), items)
@@ -133,7 +155,7 @@ func TestRunnerShardAndNoGPU(t *testing.T) {
 		t.Fatalf("shard 1/2 of 5: %+v", res)
 	}
 	for _, x := range res {
-		if x.Disposition != NotRun || !strings.Contains(x.Reason, "without GPU support") || len(x.Arch) != 1 {
+		if x.Disposition != NotRun || !strings.Contains(x.Reason, "without GPU support") || len(x.Arch) != 1 || x.Arch["sm_90a"].Registers != 100 {
 			t.Errorf("%s: %s %q %v", x.Spec, x.Disposition, x.Reason, x.Arch)
 		}
 	}

@@ -17,7 +17,6 @@ func NewReport(o *Options, root, knownCommit string) *Report {
 	r := &Report{
 		Date:   time.Now().UTC().Format(time.RFC3339),
 		Commit: commit(root, knownCommit),
-		Arch:   o.Arch,
 		Seed:   o.Seed,
 		Random: o.Random,
 		Timed:  o.Time,
@@ -82,9 +81,12 @@ func WriteSummary(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "GPU %s (cc %s), driver %s, %s, commit %.12s, host %s\n",
 		r.GPU, r.CC, DriverString(r.Driver), r.Date, r.Commit, r.Host)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tspec\tresult\trel_l2\tcompared\tregs sm_80/"+strings.TrimPrefix(r.Arch, "sm_")+"\tspills\tmedian ms\tmean ms\tGFLOP/s\tfloor\treason")
+	fmt.Fprintln(tw, "#\tspec\ttarget\tresult\tran\trel_l2\tcompared\tregs\tspills\tmedian ms\tmean ms\tGFLOP/s\tfloor\treason")
 	for _, res := range r.Results {
-		rel, cmp, regs, spills, med, mean, gf, floor := "-", "-", "-", "-", "-", "-", "-", "-"
+		ran, rel, cmp, regs, spills, med, mean, gf, floor := "-", "-", "-", "-", "-", "-", "-", "-", "-"
+		if res.Loaded != "" {
+			ran = res.Loaded
+		}
 		if res.RelL2 != nil {
 			rel = fmt.Sprintf("%.2g", float64(*res.RelL2))
 		}
@@ -103,8 +105,8 @@ func WriteSummary(w io.Writer, r *Report) {
 			med, mean = fmt.Sprintf("%.4f", res.Time.MedianMS), fmt.Sprintf("%.4f", res.Time.MeanMS)
 			gf, floor = fmt.Sprintf("%.0f", res.GFLOPS), fmt.Sprintf("%.1f%%", 100*res.FloorFrac)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", res.Index, res.Spec, res.Disposition,
-			rel, cmp, regs, spills, med, mean, gf, floor, tail(res.Reason, 80))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", res.Index, res.Spec, res.Target, res.Disposition,
+			ran, rel, cmp, regs, spills, med, mean, gf, floor, tail(res.Reason, 80))
 	}
 	tw.Flush()
 	c := r.Counts()

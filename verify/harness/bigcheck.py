@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks the big configurations (tensors of 2^31+ elements) on a GPU.
 
-For every submission that `make big` rendered into build/big (cuda.py and
-triton.py beside each problem.py): builds Model with the reference's
+For every submission that `make big` rendered into build/big (<backend>.<target>.py
+beside each problem.py; a file whose target this GPU cannot run, an sm90 CUDA file
+off compute capability 9.0, is skipped and said so): builds Model with the reference's
 seeded initialisation, NaN-poisons the memory the output will take (a
 tensor of the output's size is filled with NaN and freed, so that the
 caching allocator hands its block to the forward's torch.empty; the
@@ -12,7 +13,7 @@ every stride phase, the rest drawn) with a float64 direct sum of the
 transposed-convolution definition on the GPU. Writes a JSON summary.
 
 Usage: python3 verify/harness/bigcheck.py [--json build/gpu/big.json] [build/big]
-Needs python3 with torch (and triton for triton.py) and a GPU; no Go.
+Needs python3 with torch (and triton for the Triton files) and a GPU; no Go.
 """
 import argparse
 import concurrent.futures
@@ -24,6 +25,9 @@ import random
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import evaluate  # noqa: E402  (the submission names and target rules, one copy)
 
 
 # ---------------------------------------------------------------- pure helpers (tested on the CPU)
@@ -128,7 +132,7 @@ def load_module(path):
 
 
 def prebuild(paths, jobs):
-    """Imports every cuda.py in parallel processes, so that load_inline's
+    """Imports every CUDA file in parallel processes, so that load_inline's
     builds (tens of seconds each) overlap; the checks then load them from
     torch's extension cache."""
     def one(path):
@@ -176,9 +180,20 @@ def gpu_direct_sum(torch, x, w, bias, conv, flat, shape):
     return ref, mag
 
 
+def submissions(root):
+    """Every submission file under root's problem folders, <backend>.<target>.py."""
+    out = []
+    for d in sorted(os.listdir(root)):
+        folder = os.path.join(root, d)
+        if os.path.isfile(os.path.join(folder, "problem.py")):
+            out += [os.path.join(folder, n) for n in evaluate.submission_names() if os.path.isfile(os.path.join(folder, n))]
+    return out
+
+
 def check_one(torch, problem, path, samples, seed):
     t0 = time.time()
-    r = {"spec": os.path.basename(os.path.dirname(path)), "backend": os.path.basename(path)[:-3]}
+    r = {"spec": os.path.basename(os.path.dirname(path)), "backend": evaluate.backend_of(path),
+         "target": evaluate.target_of(path)}
     mod = load_module(path)
     torch.manual_seed(seed)
     init = problem.get_init_inputs()
@@ -241,24 +256,27 @@ def main(argv=None):
     args = ap.parse_args(argv)
     import torch
 
+    cc = tuple(torch.cuda.get_device_capability())
     subs = []
-    for d in sorted(os.listdir(args.root)):
-        folder = os.path.join(args.root, d)
-        if os.path.isfile(os.path.join(folder, "problem.py")):
-            subs += [os.path.join(folder, b) for b in ("cuda.py", "triton.py") if os.path.isfile(os.path.join(folder, b))]
-    built = prebuild([p for p in subs if p.endswith("cuda.py")], args.jobs)
+    for path in submissions(args.root):
+        why = evaluate.not_this_gpu(path, cc)
+        if why:
+            print(f"skipped {path}: {why}", flush=True)
+        else:
+            subs.append(path)
+    built = prebuild([p for p in subs if evaluate.backend_of(p) == "cuda"], args.jobs)
     results = []
     for path in subs:
         if path in built and built[path][0] != 0:
-            results.append({"spec": os.path.basename(os.path.dirname(path)), "backend": "cuda", "ok": False,
-                            "error": "build failed: " + built[path][1]})
+            results.append({"spec": os.path.basename(os.path.dirname(path)), "backend": "cuda",
+                            "target": evaluate.target_of(path), "ok": False, "error": "build failed: " + built[path][1]})
             continue
         try:
             problem = load_module(os.path.join(os.path.dirname(path), "problem.py"))
             results.append(check_one(torch, problem, path, args.samples, args.seed))
         except Exception as e:  # a failed launch raises: record it and go on
-            results.append({"spec": os.path.basename(os.path.dirname(path)), "backend": os.path.basename(path)[:-3],
-                            "ok": False, "error": f"{type(e).__name__}: {e}"[:2000]})
+            results.append({"spec": os.path.basename(os.path.dirname(path)), "backend": evaluate.backend_of(path),
+                            "target": evaluate.target_of(path), "ok": False, "error": f"{type(e).__name__}: {e}"[:2000]})
             torch.cuda.empty_cache()
         print(json.dumps(results[-1]), flush=True)
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)

@@ -4,8 +4,13 @@
 Usage: evaluate.py [--time] [--trials 5] [--timed 100] [--tol 1e-5] [--jobs N]
                    [--timeout S] [--json OUT.json] DIR [DIR ...]
 
-A DIR is a spec directory (problem.py plus cuda.py and/or triton.py) or a parent of such
-directories (one level down). For every submission file:
+A DIR is a spec directory (problem.py plus submissions named <backend>.<target>.py:
+cuda.sm80.py, cuda.sm90.py, triton.sm80.py, triton.sm90.py) or a parent of such directories
+(one level down). A file whose target this GPU cannot run (an sm90 CUDA file anywhere but on
+compute capability 9.0, an sm80 one below 8.0) is skipped, with the reason, not failed. An
+sm80 CUDA file on a later GPU runs its compute_80 PTX, compiled by the driver. Triton files of
+both targets run on any GPU: Triton compiles for the GPU it runs on, so a Triton sm80 file on
+an H200 is not the A100's code (the result's "ran" says so). For every other submission file:
 
 1. Build: all submissions are imported in parallel worker processes first, only so that
    their load_inline builds land in torch's extension cache; the later imports are fast.
@@ -22,8 +27,8 @@ directories (one level down). For every submission file:
 3. Report: a progress line per item, a table at the end, optionally a JSON document.
 
 Dispositions: passed (every trial within --tol of float64, no NaN, shapes match, inputs
-unmodified), incorrect (with the reason), failed (build or runtime error).
-Exit status 0 if everything passed, 1 otherwise, 2 for a usage error.
+unmodified), incorrect (with the reason), failed (build or runtime error), skipped (its target
+is not this GPU). Exit status 0 if everything run passed, 1 otherwise, 2 for a usage error.
 
 This file is self-contained (standard library + torch) and must run from a file on disk:
 it re-runs itself in child processes, and the spawn start method re-imports it.
@@ -56,12 +61,19 @@ except ImportError:  # the pure parts are unit-tested on machines without torch
 
 SCRIPT = os.path.abspath(__file__)
 SEED = 42  # the evaluator's seed for weights, timing inputs and the trial seeds
-BACKENDS = ("cuda", "triton")  # submission file stems, in report order
+BACKENDS = ("cuda", "triton")  # submission backends, in report order
+# The targets (gen/plan/target.go is their source): the compute capability a CUDA file is
+# built for, whether it runs only there (sm_90a) or also on later GPUs (through its PTX),
+# and the GPU it stands for.
+TARGETS = {
+    "sm80": {"cc": (8, 0), "exact": False, "gpu": "A100"},
+    "sm90": {"cc": (9, 0), "exact": True, "gpu": "H100/H200"},
+}
 WARMUP = 3
 FLUSH_FLOATS = 64 * 1024 * 1024  # 256 MB written before each timed trial, as the evaluator does
 TAIL_CHARS = 4000  # enough of a compiler log or traceback to show the first error
 RESULT_KEYS = (
-    "spec", "backend", "disposition", "reason", "max_rel_l2", "ref_default_rel_l2",
+    "spec", "backend", "target", "ran", "disposition", "reason", "max_rel_l2", "ref_default_rel_l2",
     "allclose_1e2", "allclose_1e4", "nan_outputs", "trials",
     "time_ms", "ref_default_ms", "ref_strict_ms", "sha256",
 )
@@ -87,7 +99,7 @@ def parse_args(argv):
         prog="evaluate.py",
         description="Judge ConvTranspose3d submissions the way the KernelBench evaluator does.")
     parser.add_argument("dirs", nargs="*", metavar="DIR",
-                        help="a spec directory (problem.py + cuda.py/triton.py) or a parent of some")
+                        help="a spec directory (problem.py + <backend>.<target>.py files) or a parent of some")
     parser.add_argument("--time", action="store_true",
                         help="also time submissions and references the evaluator's way")
     parser.add_argument("--sweep", action="store_true",
@@ -95,6 +107,8 @@ def parse_args(argv):
                              "evaluate the files in-process (no per-file child, no build phase)")
     parser.add_argument("--backends", default=",".join(BACKENDS),
                         help="comma-separated submission backends to evaluate (default: all)")
+    parser.add_argument("--targets", default=",".join(TARGETS),
+                        help="comma-separated targets whose files to evaluate (default: all)")
     parser.add_argument("--no-ref-time", action="store_true",
                         help="with --time, skip timing the references (tuning candidates share one problem)")
     parser.add_argument("--trials", type=positive_int, default=5, help="correctness trials (default 5)")
@@ -124,6 +138,9 @@ def parse_args(argv):
     args.backends = [b.strip() for b in args.backends.split(",")]
     if not args.backends or any(b not in BACKENDS for b in args.backends):
         parser.error(f"--backends: choose from {', '.join(BACKENDS)}")
+    args.targets = [t.strip() for t in args.targets.split(",")]
+    if not args.targets or any(t not in TARGETS for t in args.targets):
+        parser.error(f"--targets: choose from {', '.join(TARGETS)}")
     if child_mode and not args.result:
         parser.error("--item and --ref-timing need --result")
     return args
@@ -144,7 +161,7 @@ def child_command(mode, target, result_path, args):
 class Spec:
     name: str
     path: str
-    submissions: list  # paths of the submission files present, in BACKENDS order
+    submissions: list  # paths of the submission files present, by backend then target
 
 
 def is_spec_dir(path):
@@ -163,7 +180,12 @@ def spec_dirs(root):
     return found
 
 
-def discover_specs(roots, backends=BACKENDS):
+def submission_names(backends=BACKENDS, targets=tuple(TARGETS)):
+    """The submission file names, <backend>.<target>.py, by backend then target."""
+    return [f"{b}.{t}.py" for b in BACKENDS if b in backends for t in TARGETS if t in targets]
+
+
+def discover_specs(roots, backends=BACKENDS, targets=tuple(TARGETS)):
     specs, seen = [], set()
     for root in roots:
         for path in spec_dirs(root):
@@ -171,18 +193,54 @@ def discover_specs(roots, backends=BACKENDS):
             if real in seen:
                 continue
             seen.add(real)
-            files = [os.path.join(real, b + ".py") for b in BACKENDS if b in backends]
+            files = [os.path.join(real, name) for name in submission_names(backends, targets)]
             specs.append(Spec(os.path.basename(real), real, [f for f in files if os.path.isfile(f)]))
     return specs
 
 
 def label(path):
-    """spec/backend for a submission path."""
-    return f"{os.path.basename(os.path.dirname(os.path.abspath(path)))}/{backend_of(path)}"
+    """spec/backend.target for a submission path."""
+    return f"{os.path.basename(os.path.dirname(os.path.abspath(path)))}/{backend_of(path)}.{target_of(path)}"
 
 
 def backend_of(path):
-    return os.path.splitext(os.path.basename(path))[0]
+    return os.path.basename(path).split(".")[0]
+
+
+def target_of(path):
+    """The target a submission file names (cuda.sm80.py: sm80), "" for none."""
+    parts = os.path.basename(path).split(".")
+    return parts[1] if len(parts) == 3 else ""
+
+
+def not_this_gpu(path, cc):
+    """Why a submission file cannot run on compute capability cc (a tuple), or None.
+
+    An sm90 CUDA file is built for sm_90a, which runs on 9.0 alone; an sm80 one embeds
+    compute_80 PTX, which runs on 8.0 and every later GPU. A Triton file of either target
+    runs on whatever GPU is present: Triton compiles for it."""
+    t = TARGETS.get(target_of(path))
+    if t is None or cc is None or backend_of(path) != "cuda":
+        return None
+    target = target_of(path)
+    if t["exact"] and tuple(cc) != t["cc"]:
+        return (f"not this GPU: an {target} CUDA file ({t['gpu']}) needs compute capability "
+                f"{t['cc'][0]}.{t['cc'][1]} exactly; this GPU is {cc[0]}.{cc[1]}")
+    if tuple(cc) < t["cc"]:
+        return (f"not this GPU: an {target} CUDA file ({t['gpu']}) needs compute capability "
+                f"{t['cc'][0]}.{t['cc'][1]} or later; this GPU is {cc[0]}.{cc[1]}")
+    return None
+
+
+def ran_note(path, cc):
+    """How a file runs on compute capability cc where that is not its target's own code."""
+    t = TARGETS.get(target_of(path))
+    if t is None or cc is None or tuple(cc)[0] == t["cc"][0]:
+        return None
+    if backend_of(path) == "triton":
+        return (f"Triton compiled for this GPU ({cc[0]}.{cc[1]}): the {target_of(path)} file's "
+                f"choices, not the {t['gpu']}'s code")
+    return f"compute_{t['cc'][0]}{t['cc'][1]} PTX, JIT-compiled for {cc[0]}.{cc[1]}"
 
 
 # ---------------------------------------------------------------- results
@@ -191,7 +249,7 @@ def new_result(path, disposition="failed", reason=""):
     """A result with every JSON key; null means not measured."""
     result = dict.fromkeys(RESULT_KEYS)
     result.update(spec=os.path.basename(os.path.dirname(os.path.abspath(path))),
-                  backend=backend_of(path), disposition=disposition, reason=reason,
+                  backend=backend_of(path), target=target_of(path), disposition=disposition, reason=reason,
                   sha256=code_sha256(path))
     return result
 
@@ -293,7 +351,7 @@ ENV_KEYS = ("gpu", "torch", "cuda", "cudnn", "driver")
 
 
 def merge_documents(docs):
-    """One document of several runs' results, sorted by spec and backend: the
+    """One document of several runs' results, sorted by spec, backend and target: the
     runs must share the machine's environment and not repeat a result. The
     date is the earliest run's."""
     if not docs:
@@ -307,12 +365,12 @@ def merge_documents(docs):
     seen, results = set(), []
     for doc in docs:
         for r in doc["results"]:
-            key = (r["spec"], r["backend"])
+            key = (r["spec"], r["backend"], r.get("target") or "")
             if key in seen:
-                raise ValueError(f"{key[0]}/{key[1]} is in more than one run")
+                raise ValueError(f"{key[0]}/{key[1]}.{key[2]} is in more than one run")
             seen.add(key)
             results.append(r)
-    merged["results"] = sorted(results, key=lambda r: (r["spec"], r["backend"]))
+    merged["results"] = sorted(results, key=lambda r: (r["spec"], r["backend"], r.get("target") or ""))
     return merged
 
 
@@ -370,22 +428,24 @@ def first_line(text, limit=160):
 
 
 def item_line(index, total, result):
-    parts = [f"[{index}/{total}] {result['spec']}/{result['backend']}: {result['disposition']}",
+    parts = [f"[{index}/{total}] {result['spec']}/{result['backend']}.{result['target']}: {result['disposition']}",
              f"max rel L2 {fmt_err(result['max_rel_l2'])}"]
     if result["time_ms"]:
         parts.append(f"{fmt_ms(result['time_ms'])} ms")
+    if result.get("ran"):
+        parts.append(f"({result['ran']})")
     if result["reason"]:
         parts.append(first_line(result["reason"]))
     return "  ".join(parts)
 
 
-TABLE_HEADER = ["spec", "backend", "disposition", "max rel L2", "allclose 1e-2/1e-4",
+TABLE_HEADER = ["spec", "backend", "target", "disposition", "max rel L2", "allclose 1e-2/1e-4",
                 "ms mean/median", "ref tf32 ms", "ref ieee ms", "speedup tf32/ieee"]
 
 
 def table_row(r):
     return [
-        r["spec"], r["backend"], r["disposition"], fmt_err(r["max_rel_l2"]),
+        r["spec"], r["backend"], r["target"] or "-", r["disposition"], fmt_err(r["max_rel_l2"]),
         f"{fmt_flag(r['allclose_1e2'])}/{fmt_flag(r['allclose_1e4'])}",
         fmt_ms(r["time_ms"]), fmt_ms(r["ref_default_ms"]), fmt_ms(r["ref_strict_ms"]),
         f"{fmt_speedup(speedup(r['ref_default_ms'], r['time_ms']))}/"
@@ -398,17 +458,19 @@ def format_table(results):
     widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_HEADER))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    reasons = [f"{r['spec']}/{r['backend']}: {first_line(r['reason'])}"
+    reasons = [f"{r['spec']}/{r['backend']}.{r['target']}: {first_line(r['reason'])}"
                for r in results if r["disposition"] != "passed"]
-    return "\n".join(lines + ([""] + reasons if reasons else []))
+    notes = sorted({r["ran"] for r in results if r.get("ran")})
+    return "\n".join(lines + ([""] + reasons if reasons else []) + ([""] + notes if notes else []))
 
 
 # ---------------------------------------------------------------- build phase (worker processes)
 
 def load_module(path):
-    """Import a file under a name unique to its path (every spec has a problem.py and a cuda.py)."""
+    """Import a file under a name unique to its path (every spec has a problem.py and several
+    submissions)."""
     digest = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:12]
-    name = f"evaluated_{backend_of(path)}_{digest}"
+    name = f"evaluated_{backend_of(path)}_{target_of(path) or 'x'}_{digest}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # triton and dataclasses look a function's module up by name
@@ -575,27 +637,54 @@ def environment():
 
 def run_all(args):
     try:
-        specs = discover_specs(args.dirs, args.backends)
+        specs = discover_specs(args.dirs, args.backends, args.targets)
     except ValueError as exc:
         print(f"evaluate.py: {exc}", file=sys.stderr)
         return 2
     for spec in specs:
         if not spec.submissions:
-            progress(f"warning: {spec.path} has no {' or '.join(b + '.py' for b in BACKENDS)}")
+            progress(f"warning: {spec.path} has no {' or '.join(submission_names(args.backends, args.targets))}")
     # The evaluator compiles with device-side assertions on and keeps the variable set;
     # children inherit it, so builds and cache lookups see the same flags.
     os.environ["TORCH_USE_CUDA_DSA"] = "1"
+    cc = device_capability()
+    skipped = {}
+    for spec in specs:
+        for path in spec.submissions:
+            why = not_this_gpu(path, cc)
+            if why:
+                skipped[path] = new_result(path, "skipped", why)
+        spec.submissions = [p for p in spec.submissions if p not in skipped]
+    for result in skipped.values():
+        progress(f"[skipped] {result['spec']}/{result['backend']}.{result['target']}: {result['reason']}")
     paths = [p for s in specs for p in s.submissions]
     if args.sweep:
         results = sweep_all(paths, args)
     else:
         build_errors = build_all(paths, args.jobs)
         results = evaluate_all(specs, build_errors, args)
+    for result in results:
+        result["ran"] = ran_note(os.path.join(result["spec"], f"{result['backend']}.{result['target']}.py"), cc)
+    results = sorted(results + list(skipped.values()), key=lambda r: (r["spec"], r["backend"], r["target"]))
     print()
     print(format_table(results), flush=True)
     if args.json:
         write_json(args.json, json_document(environment(), results), allow_nan=False)
-    return 0 if results and all(r["disposition"] == "passed" for r in results) else 1
+    return 0 if run_passed(results) else 1
+
+
+def run_passed(results):
+    """Whether a run passed: something ran, and everything that ran passed."""
+    ran = [r for r in results if r["disposition"] != "skipped"]
+    return bool(ran) and all(r["disposition"] == "passed" for r in ran)
+
+
+def device_capability():
+    """This GPU's compute capability, or None without torch or a GPU (nothing is skipped:
+    the files fail on their own)."""
+    if torch is None or not torch.cuda.is_available():
+        return None
+    return tuple(torch.cuda.get_device_capability())
 
 
 # ---------------------------------------------------------------- child side (GPU work)

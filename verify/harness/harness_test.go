@@ -3,11 +3,35 @@ package harness
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"convtgen/gen/plan"
 )
+
+// The harness's TARGETS table states what gen/plan/target.go decides:
+// every target, its compute capability, whether its CUDA file runs there
+// alone, and its GPU.
+func TestTargetsMatchPlan(t *testing.T) {
+	re := regexp.MustCompile(`(?m)^    "(\w+)": \{"cc": \((\d+), (\d+)\), "exact": (True|False), "gpu": "([^"]+)"\},$`)
+	got := map[string]string{}
+	for _, m := range re.FindAllStringSubmatch(string(script), -1) {
+		got[m[1]] = fmt.Sprintf("%s.%s exact=%s %s", m[2], m[3], m[4], m[5])
+	}
+	if len(got) != len(plan.Targets) {
+		t.Errorf("evaluate.py's TARGETS has %d entries %v, plan.Targets %d", len(got), got, len(plan.Targets))
+	}
+	for _, tg := range plan.Targets {
+		want := fmt.Sprintf("%d.%d exact=%s %s", tg.Major, tg.Minor, map[bool]string{true: "True", false: "False"}[tg.Exact()], tg.GPU)
+		if got[tg.Name] != want {
+			t.Errorf("evaluate.py's TARGETS[%q] = %q, want %q", tg.Name, got[tg.Name], want)
+		}
+	}
+}
 
 func TestEmbeddedScriptIsTheFile(t *testing.T) {
 	disk, err := os.ReadFile("evaluate.py")

@@ -77,3 +77,16 @@ class Helpers(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Discovery(unittest.TestCase):
+    def test_submissions(self):
+        import tempfile
+        root = tempfile.mkdtemp()
+        for name in ("a/problem.py", "a/cuda.sm80.py", "a/cuda.sm90.py", "a/triton.sm90.py", "a/cuda.py", "b/cuda.sm80.py"):
+            os.makedirs(os.path.join(root, os.path.dirname(name)), exist_ok=True)
+            open(os.path.join(root, name), "w").close()
+        got = [os.path.relpath(p, root) for p in bigcheck.submissions(root)]
+        # b has no problem.py; a's cuda.py names no target.
+        self.assertEqual(got, ["a/cuda.sm80.py", "a/cuda.sm90.py", "a/triton.sm90.py"])
+

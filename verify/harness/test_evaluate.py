@@ -53,17 +53,17 @@ class ParseArgsTest(unittest.TestCase):
         self.assertEqual(evaluate.parse_args(["d"]).backends, list(evaluate.BACKENDS))
 
     def test_usage_errors(self):
-        for argv in ([], ["--trials", "0", "a"], ["--jobs", "x", "a"], ["--item", "x/cuda.py"],
-                     ["--sweep", "--time", "a"], ["--backends", "opencl", "a"]):
+        for argv in ([], ["--trials", "0", "a"], ["--jobs", "x", "a"], ["--item", "x/cuda.sm80.py"],
+                     ["--sweep", "--time", "a"], ["--backends", "opencl", "a"], ["--targets", "sm70", "a"]):
             with self.subTest(argv=argv), mock.patch("sys.stderr"), self.assertRaises(SystemExit):
                 evaluate.parse_args(argv)
 
     def test_child_command_round_trips(self):
         args = evaluate.parse_args(["--time", "--trials", "2", "--tol", "3e-6", "--timed", "7", "d"])
-        command = evaluate.child_command("--item", "/s/58/cuda.py", "/tmp/r.json", args)
+        command = evaluate.child_command("--item", "/s/58/cuda.sm80.py", "/tmp/r.json", args)
         self.assertEqual(command[:2], [sys.executable, evaluate.SCRIPT])
         child = evaluate.parse_args(command[2:])
-        self.assertEqual(child.item, "/s/58/cuda.py")
+        self.assertEqual(child.item, "/s/58/cuda.sm80.py")
         self.assertEqual(child.result, "/tmp/r.json")
         self.assertEqual((child.trials, child.tol, child.timed, child.time), (2, 3e-6, 7, True))
         untimed = evaluate.parse_args(evaluate.child_command(
@@ -76,10 +76,12 @@ class DiscoveryTest(unittest.TestCase):
     def setUp(self):
         self.root = tempfile.mkdtemp()
         write(os.path.join(self.root, "out", "58", "problem.py"))
-        write(os.path.join(self.root, "out", "58", "triton.py"))
-        write(os.path.join(self.root, "out", "58", "cuda.py"))
+        write(os.path.join(self.root, "out", "58", "triton.sm90.py"))
+        write(os.path.join(self.root, "out", "58", "cuda.sm90.py"))
+        write(os.path.join(self.root, "out", "58", "cuda.py"))  # no target: not a submission
+        write(os.path.join(self.root, "out", "58", "cuda.sm80.py"))
         write(os.path.join(self.root, "out", "61", "problem.py"))
-        write(os.path.join(self.root, "out", "61", "cuda.py"))
+        write(os.path.join(self.root, "out", "61", "cuda.sm80.py"))
         write(os.path.join(self.root, "out", "61", "notes.py"))
         write(os.path.join(self.root, "out", "README.md"))
         os.makedirs(os.path.join(self.root, "out", "empty"))
@@ -91,12 +93,18 @@ class DiscoveryTest(unittest.TestCase):
         specs = evaluate.discover_specs([os.path.join(self.root, "out")])
         self.assertEqual([s.name for s in specs], ["58", "61"])
         self.assertEqual(specs[0].submissions,
-                         [self.path("out", "58", "cuda.py"), self.path("out", "58", "triton.py")])
-        self.assertEqual(specs[1].submissions, [self.path("out", "61", "cuda.py")])
+                         [self.path("out", "58", "cuda.sm80.py"), self.path("out", "58", "cuda.sm90.py"),
+                          self.path("out", "58", "triton.sm90.py")])
+        self.assertEqual(specs[1].submissions, [self.path("out", "61", "cuda.sm80.py")])
 
     def test_backend_filter(self):
         specs = evaluate.discover_specs([os.path.join(self.root, "out")], ["triton"])
-        self.assertEqual([s.submissions for s in specs], [[self.path("out", "58", "triton.py")], []])
+        self.assertEqual([s.submissions for s in specs], [[self.path("out", "58", "triton.sm90.py")], []])
+
+    def test_target_filter(self):
+        specs = evaluate.discover_specs([os.path.join(self.root, "out")], evaluate.BACKENDS, ["sm90"])
+        self.assertEqual([s.submissions for s in specs],
+                         [[self.path("out", "58", "cuda.sm90.py"), self.path("out", "58", "triton.sm90.py")], []])
 
     def test_spec_directory_and_duplicates(self):
         spec = os.path.join(self.root, "out", "61")
@@ -109,13 +117,44 @@ class DiscoveryTest(unittest.TestCase):
                 evaluate.discover_specs([bad])
 
     def test_label_and_result(self):
-        path = self.path("out", "58", "triton.py")
-        self.assertEqual(evaluate.label(path), "58/triton")
+        path = self.path("out", "58", "triton.sm90.py")
+        self.assertEqual(evaluate.label(path), "58/triton.sm90")
         result = evaluate.new_result(path, reason="boom")
         self.assertEqual(tuple(result), evaluate.RESULT_KEYS)
-        self.assertEqual((result["spec"], result["backend"], result["disposition"], result["reason"]),
-                         ("58", "triton", "failed", "boom"))
+        self.assertEqual((result["spec"], result["backend"], result["target"], result["disposition"], result["reason"]),
+                         ("58", "triton", "sm90", "failed", "boom"))
         self.assertIsNone(result["time_ms"])
+
+
+class TargetTest(unittest.TestCase):
+    def test_not_this_gpu(self):
+        # An sm90 CUDA file runs on 9.0 alone, an sm80 one on 8.0 and later (its PTX);
+        # Triton files of both targets run anywhere.
+        for name, cc, runs in [("cuda.sm80.py", (8, 0), True), ("cuda.sm80.py", (8, 6), True),
+                               ("cuda.sm80.py", (9, 0), True), ("cuda.sm80.py", (7, 5), False),
+                               ("cuda.sm90.py", (9, 0), True), ("cuda.sm90.py", (8, 0), False),
+                               ("cuda.sm90.py", (10, 0), False), ("triton.sm90.py", (8, 0), True),
+                               ("triton.sm80.py", (9, 0), True)]:
+            with self.subTest(name=name, cc=cc):
+                why = evaluate.not_this_gpu("/o/58/" + name, cc)
+                self.assertEqual(why is None, runs, why)
+                if why:
+                    self.assertIn("not this GPU", why)
+        self.assertIsNone(evaluate.not_this_gpu("/o/58/cuda.sm90.py", None))  # no GPU known: the file fails itself
+
+    def test_ran_note(self):
+        self.assertIsNone(evaluate.ran_note("/o/58/cuda.sm80.py", (8, 0)))
+        self.assertIsNone(evaluate.ran_note("/o/58/cuda.sm90.py", (9, 0)))
+        self.assertEqual(evaluate.ran_note("/o/58/cuda.sm80.py", (9, 0)), "compute_80 PTX, JIT-compiled for 9.0")
+        self.assertIn("not the A100's code", evaluate.ran_note("/o/58/triton.sm80.py", (9, 0)))
+
+    def test_run_passed(self):
+        ok = evaluate.new_result("/o/58/cuda.sm80.py", "passed")
+        skip = evaluate.new_result("/o/58/cuda.sm90.py", "skipped", "not this GPU")
+        bad = evaluate.new_result("/o/58/triton.sm80.py", "failed", "boom")
+        self.assertTrue(evaluate.run_passed([ok, skip]))
+        self.assertFalse(evaluate.run_passed([ok, skip, bad]))
+        self.assertFalse(evaluate.run_passed([skip]))  # nothing ran
 
 
 class SummaryTest(unittest.TestCase):
@@ -170,13 +209,13 @@ class SummaryTest(unittest.TestCase):
 
 class OutputTest(unittest.TestCase):
     def results(self):
-        passed = evaluate.new_result("/o/58/cuda.py", disposition="passed")
+        passed = evaluate.new_result("/o/58/cuda.sm80.py", disposition="passed")
         passed.update(max_rel_l2=1.5e-7, ref_default_rel_l2=3e-4, allclose_1e2=True,
                       allclose_1e4=False, nan_outputs=0, trials=5,
                       time_ms={"mean": 2.0, "median": 1.9},
                       ref_default_ms={"mean": 8.0, "median": 7.9},
                       ref_strict_ms={"mean": 16.0, "median": 15.0})
-        broken = evaluate.new_result("/o/58/triton.py", disposition="incorrect",
+        broken = evaluate.new_result("/o/58/triton.sm90.py", disposition="incorrect",
                                      reason="trial 0: relative L2 error nan > 1e-05\nmore")
         broken.update(max_rel_l2=math.nan, trials=5)
         return [passed, broken]
@@ -208,12 +247,12 @@ class OutputTest(unittest.TestCase):
         self.assertIn("2.000/1.900", lines[2])
         self.assertIn("4.00x/8.00x", lines[2])
         self.assertIn("nan", lines[3])
-        self.assertEqual(lines[-1], "58/triton: trial 0: relative L2 error nan > 1e-05")
+        self.assertEqual(lines[-1], "58/triton.sm90: trial 0: relative L2 error nan > 1e-05")
 
     def test_item_line(self):
         passed, broken = self.results()
         self.assertEqual(evaluate.item_line(1, 2, passed),
-                         "[1/2] 58/cuda: passed  max rel L2 1.50e-07  2.000/1.900 ms")
+                         "[1/2] 58/cuda.sm80: passed  max rel L2 1.50e-07  2.000/1.900 ms")
         self.assertTrue(evaluate.item_line(2, 2, broken).endswith("error nan > 1e-05"))
 
     def test_utc_now(self):
@@ -241,19 +280,19 @@ class DigestTest(unittest.TestCase):
 
 class RecheckTest(unittest.TestCase):
     def test_failures_judged_alone(self):
-        sweep = [evaluate.new_result("a/triton.py", "passed"),
-                 evaluate.new_result("b/triton.py", "failed", "CUDA error: an illegal memory access\nmore"),
-                 evaluate.new_result("c/triton.py", "incorrect", "trial 0: relative L2 error 1.4")]
-        alone = {"b/triton.py": evaluate.new_result("b/triton.py", "passed"),
-                 "c/triton.py": evaluate.new_result("c/triton.py", "incorrect", "trial 0: relative L2 error 1.4")}
+        sweep = [evaluate.new_result("a/triton.sm90.py", "passed"),
+                 evaluate.new_result("b/triton.sm90.py", "failed", "CUDA error: an illegal memory access\nmore"),
+                 evaluate.new_result("c/triton.sm90.py", "incorrect", "trial 0: relative L2 error 1.4")]
+        alone = {"b/triton.sm90.py": evaluate.new_result("b/triton.sm90.py", "passed"),
+                 "c/triton.sm90.py": evaluate.new_result("c/triton.sm90.py", "incorrect", "trial 0: relative L2 error 1.4")}
         seen = []
 
         def evaluate_alone(path):
             seen.append(path)
             return dict(alone[path])
         with mock.patch.object(evaluate, "progress"):
-            got = evaluate.recheck_alone(["a/triton.py", "b/triton.py", "c/triton.py"], sweep, None, evaluate_alone)
-        self.assertEqual(seen, ["b/triton.py", "c/triton.py"])  # the passed file is not run again
+            got = evaluate.recheck_alone(["a/triton.sm90.py", "b/triton.sm90.py", "c/triton.sm90.py"], sweep, None, evaluate_alone)
+        self.assertEqual(seen, ["b/triton.sm90.py", "c/triton.sm90.py"])  # the passed file is not run again
         self.assertEqual([r["disposition"] for r in got], ["passed", "passed", "incorrect"])
         self.assertEqual(got[1]["reason"], "passed alone; in the sweep: CUDA error: an illegal memory access")
 
@@ -267,7 +306,7 @@ class SweepTest(unittest.TestCase):
     def test_more_files_than_workers_hold(self):
         # Five rounds of files for two workers: a pool recycling its workers by
         # max_tasks_per_child stops after the first round on Python 3.11/3.12.
-        paths = [f"d{i}/triton.py" for i in range(5 * 2 * evaluate.SWEEP_TASKS_PER_WORKER)]
+        paths = [f"d{i}/triton.sm90.py" for i in range(5 * 2 * evaluate.SWEEP_TASKS_PER_WORKER)]
         args = evaluate.parse_args(["--sweep", "--jobs", "2", "x"])
         got = []
         worker = threading.Thread(target=lambda: got.extend(evaluate.sweep_all(paths, args, passing_evaluate)),
@@ -284,20 +323,21 @@ class MergeTest(unittest.TestCase):
     ENV = {"gpu": "G", "torch": "t", "cuda": "c", "cudnn": "d", "driver": "v"}
 
     def doc(self, date, *keys, **env):
-        return dict(self.ENV, **env, date=date, results=[{"spec": s, "backend": b} for s, b in keys])
+        return dict(self.ENV, **env, date=date,
+                    results=[{"spec": k[0], "backend": k[1], "target": k[2] if len(k) > 2 else "sm90"} for k in keys])
 
     def test_sorted_union_earliest_date(self):
         m = evaluate.merge_documents([self.doc("2030-01-02", ("b", "triton"), ("a", "triton")),
-                                      self.doc("2030-01-01", ("a", "cuda"))])
-        self.assertEqual([(r["spec"], r["backend"]) for r in m["results"]],
-                         [("a", "cuda"), ("a", "triton"), ("b", "triton")])
+                                      self.doc("2030-01-01", ("a", "cuda"), ("a", "cuda", "sm80"))])
+        self.assertEqual([(r["spec"], r["backend"], r["target"]) for r in m["results"]],
+                         [("a", "cuda", "sm80"), ("a", "cuda", "sm90"), ("a", "triton", "sm90"), ("b", "triton", "sm90")])
         self.assertEqual(m["date"], "2030-01-01")
         self.assertEqual(m["gpu"], "G")
 
     def test_refusals(self):
         with self.assertRaisesRegex(ValueError, "differ in gpu"):
             evaluate.merge_documents([self.doc("x", ("a", "cuda")), self.doc("x", ("a", "triton"), gpu="H")])
-        with self.assertRaisesRegex(ValueError, "a/cuda is in more than one run"):
+        with self.assertRaisesRegex(ValueError, "a/cuda.sm90 is in more than one run"):
             evaluate.merge_documents([self.doc("x", ("a", "cuda")), self.doc("x", ("a", "cuda"))])
 
     def test_main_writes_json(self):
@@ -333,12 +373,12 @@ class IsolationTest(unittest.TestCase):
     def test_child_result_is_read(self):
         code = "import json, sys; json.dump({'disposition': 'passed'}, open(sys.argv[1], 'w'))"
         with self.fake_child(code):
-            result, _ = evaluate.run_child("--item", "/o/58/cuda.py", self.args())
+            result, _ = evaluate.run_child("--item", "/o/58/cuda.sm80.py", self.args())
         self.assertEqual(result, {"disposition": "passed"})
 
     def test_dead_child_is_a_failure(self):
         with self.fake_child("import sys; print('illegal memory access'); sys.exit(3)"):
-            result = evaluate.evaluate_file("/o/58/cuda.py", None, self.args())
+            result = evaluate.evaluate_file("/o/58/cuda.sm80.py", None, self.args())
         self.assertEqual(result["disposition"], "failed")
         self.assertIn("exit status 3", result["reason"])
         self.assertIn("illegal memory access", result["reason"])
@@ -347,19 +387,19 @@ class IsolationTest(unittest.TestCase):
         with self.fake_child("import time; print('hung', flush=True); time.sleep(30)"):
             args = self.args()
             args.timeout = 1
-            result = evaluate.evaluate_file("/o/58/cuda.py", None, args)
+            result = evaluate.evaluate_file("/o/58/cuda.sm80.py", None, args)
         self.assertEqual(result["disposition"], "failed")
         self.assertIn("timed out after 1 s", result["reason"])
 
     def test_build_failure_skips_evaluation(self):
         with self.fake_child("raise SystemExit('must not run')"):
-            result = evaluate.evaluate_file("/o/58/cuda.py", "nvcc error", self.args())
+            result = evaluate.evaluate_file("/o/58/cuda.sm80.py", "nvcc error", self.args())
         self.assertEqual((result["disposition"], result["reason"]),
                          ("failed", "build failed: nvcc error"))
 
     def test_build_all(self):
         root = tempfile.mkdtemp()
-        good, bad = os.path.join(root, "58", "cuda.py"), os.path.join(root, "61", "cuda.py")
+        good, bad = os.path.join(root, "58", "cuda.sm80.py"), os.path.join(root, "61", "cuda.sm80.py")
         write(good, "print('building')\nVALUE = 1\n")
         write(bad, "raise RuntimeError('Error building extension conv_58')\n")
         with mock.patch("sys.stdout"):

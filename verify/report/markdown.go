@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"convtgen/gen/plan"
 	"convtgen/verify/gpu"
 )
 
@@ -73,14 +74,23 @@ func Markdown(r *Report) string {
 	p("Measured on **%s** (driver %s), torch %s, CUDA %s, cuDNN %s, on %s, commit `%s`.\n", r.GPU, r.Driver, r.Torch, r.CUDA, r.CuDNN, r.Date, r.Commit)
 	p("Method: the KernelBench evaluator's (seeded init, 5 trials of fresh inputs, CUDA events, 3 warm-ups,\n")
 	p("100 timed runs after an L2 flush, mean reported; median shown too). Error is the relative L2 error\n")
-	p("against float64 (gate 1e-5); allclose is against PyTorch's default (TF32) reference. The kernels target\n")
-	p("sm_80 (A100); these numbers are from the GPU named above. Floors: max(FLOPs / peak, bytes / 4.3 TB/s),\n")
-	p("peak 67 TFLOP/s for fp32 FFMA and 495/3 TFLOP/s for 3xTF32; \"floor\" is floor time / our time.\n\n")
+	p("against float64 (gate 1e-5); allclose is against PyTorch's default (TF32) reference. Every problem has a\n")
+	p("CUDA and a Triton file per target: sm80 (A100) and sm90 (H100/H200); these numbers are from the GPU named\n")
+	p("above. An sm80 CUDA file runs there as compute_80 PTX that the driver compiles (the sm_80 code path, not\n")
+	p("the A100's timing); Triton compiles for the GPU it runs on, so a Triton sm80 row on an H200 is not the\n")
+	p("A100's code, only the sm80 file's choices. Results that name no target predate the per-target files: they\n")
+	p("are the sm90 rows (the CUDA files ran their sm_90a code on the H200), and the sm80 rows are not yet measured.\n")
+	p("Floors: max(FLOPs / peak, bytes / 4.3 TB/s), peak 67 TFLOP/s for fp32 FFMA and 495/3 TFLOP/s for 3xTF32;\n")
+	p("\"floor\" is floor time / our time.\n\n")
 	p("![speedup over PyTorch default and fraction of floor](%s)\n\n", PlotFile)
-	p("## Per problem and backend\n\n")
-	p("| problem | backend | precision | result | rel L2 vs fp64 | allclose 1e-2 / 1e-4 | ms mean / median | PyTorch default ms | PyTorch strict fp32 ms | vs default | vs strict | floor ms | floor | kernel-only ms | registers sm_80/sm_90 (sm_90a where run), spill bytes |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("## Per problem, backend and target\n\n")
+	p("| problem | backend | target | precision | result | rel L2 vs fp64 | allclose 1e-2 / 1e-4 | ms mean / median | PyTorch default ms | PyTorch strict fp32 ms | vs default | vs strict | floor ms | floor | kernel-only ms | registers, spill bytes (the target's cubin) |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
+		if row.Disposition == NotMeasured {
+			p("| %s | %s | %s | %s | %s | – | – / – | – | – | – | – | – | %.3f | – | – | – |\n", row.Spec, row.Backend, row.Target, row.Precision, NotMeasured, row.FloorMS)
+			continue
+		}
 		frac, kernel, regs := "–", "–", "–"
 		if row.FloorFraction > 0 {
 			frac = fmt.Sprintf("%.0f%%", 100*row.FloorFraction)
@@ -88,16 +98,18 @@ func Markdown(r *Report) string {
 		if row.KernelMS > 0 {
 			kernel = fmt.Sprintf("%.3f", row.KernelMS)
 		}
-		if row.Arch != nil {
-			a, b := row.Arch["sm_80"], hopper(row.Arch)
-			regs = fmt.Sprintf("%d/%d, %d/%d", a.Registers, b.Registers, a.SpillBytes, b.SpillBytes)
+		if a, ok := targetArch(row.Arch, row.Target); ok {
+			regs = fmt.Sprintf("%d, %d", a.Registers, a.SpillBytes)
 		}
 		status := row.Disposition
+		if row.Ran != "" {
+			status += " (" + row.Ran + ")"
+		}
 		if row.OlderFile {
 			status += " (older file)"
 		}
-		p("| %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %.3f | %s | %s | %s |\n",
-			row.Spec, row.Backend, row.Precision, status, sci(row.MaxRelL2), yes(row.Allclose1e2), yes(row.Allclose1e4),
+		p("| %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %.3f | %s | %s | %s |\n",
+			row.Spec, row.Backend, row.Target, row.Precision, status, sci(row.MaxRelL2), yes(row.Allclose1e2), yes(row.Allclose1e4),
 			ms(row.TimeMS), ms(row.RefDefaultMS), ms(row.RefStrictMS), ratio(row.SpeedupTF32), ratio(row.SpeedupStrict), row.FloorMS, frac, kernel, regs)
 	}
 	p("\n")
@@ -107,13 +119,13 @@ func Markdown(r *Report) string {
 	for _, backend := range sortedKeys(r.GeoMean) {
 		p("Geometric-mean speedup over PyTorch default, %s: **%.2fx**.\n", backend, r.GeoMean[backend])
 	}
-	if len(r.Best) > 0 {
-		p("Best backend per problem: geometric mean **%.2fx** over the default.\n", r.BestGeoMean)
+	for _, t := range sortedKeys(r.BestGeoMean) {
+		p("Best backend per problem, %s: geometric mean **%.2fx** over the default.\n", t, r.BestGeoMean[t])
 	}
 	var failed []string
 	for _, row := range r.Rows {
-		if row.Disposition != "passed" {
-			failed = append(failed, fmt.Sprintf("- %s (%s): %s — %s", row.Spec, row.Backend, row.Disposition, firstLine(row.Reason)))
+		if row.Disposition != "passed" && row.Disposition != NotMeasured {
+			failed = append(failed, fmt.Sprintf("- %s (%s %s): %s — %s", row.Spec, row.Backend, row.Target, row.Disposition, firstLine(row.Reason)))
 		}
 	}
 	if len(failed) > 0 {
@@ -123,8 +135,9 @@ func Markdown(r *Report) string {
 		p("\n## Random configurations\n\n")
 		p("Random valid configurations (gen.RandomSpec: stride 1-5, dilation 1-3, strides sharing a factor with the\n")
 		p("dilation, kernel 1-5, padding, output_padding, groups and depthwise, bias, odd and prime sizes, random tiles,\n")
-		p("precisions and Triton options), rendered, compiled (for sm_80 and sm_90, or with `-run-arch-only` for the one\n")
-		p("that runs; a spill fails), run and checked against float64 by the kernel verifier (`bin/verify -random N`);\n")
+		p("precisions and Triton options, a target each), rendered, compiled for their target (a spill fails; runs before\n")
+		p("the per-target files compiled every kernel for sm_80 and sm_90), run and checked against float64 by the kernel\n")
+		p("verifier (`bin/verify -random N`);\n")
 		p("\"end to end\" rows: the same kind of configurations run as submissions by the harness (`--sweep`).\n\n")
 		if len(r.SweepRuns) > 0 {
 			p("Runs:\n\n- %s\n\n", strings.Join(r.SweepRuns, "\n- "))
@@ -149,7 +162,11 @@ func Markdown(r *Report) string {
 			if !x.OK {
 				result = "failed: " + firstLine(x.Error)
 			}
-			p("| %s | %s | %d | %t | %t | %d | %d | %.1e | %s |\n", x.Spec, x.Backend, x.OutputElements, x.Poisoned, x.NaNFree, x.Samples, x.Bad, x.MaxErr, result)
+			backend := x.Backend
+			if x.Target != "" {
+				backend += " " + x.Target
+			}
+			p("| %s | %s | %d | %t | %t | %d | %d | %.1e | %s |\n", x.Spec, backend, x.OutputElements, x.Poisoned, x.NaNFree, x.Samples, x.Bad, x.MaxErr, result)
 		}
 	}
 	if m := r.Mutation; m != nil {
@@ -167,7 +184,7 @@ func Markdown(r *Report) string {
 	if len(r.Tuning) > 0 {
 		p("\n## Tuning candidates (kernel verifier, kernel-only times)\n\n")
 		p("From the runs of %s. A candidate's kernel is what its tile rendered at that commit (the tile as the verifier recorded it; – for runs that did not record it).\n\n", strings.Join(r.TuningRuns, " and "))
-		p("| candidate | precision | tile | threads | result | rel L2 | ms mean / median | registers sm_90 |\n|---|---|---|---|---|---|---|---|\n")
+		p("| candidate | target | precision | tile | threads | result | rel L2 | ms mean / median | registers |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, t := range r.Tuning {
 			rel, time := "–", "–"
 			if t.RelL2 != nil {
@@ -180,13 +197,15 @@ func Markdown(r *Report) string {
 			if tile == "" {
 				tile = "–"
 			}
-			p("| %s | %s | %s | %d | %s | %s | %s | %d |\n", t.Spec, t.Precision, tile, t.Threads, t.Disposition, rel, time, hopper(t.Arch).Registers)
+			target := targetOf(t.Target)
+			a, _ := targetArch(t.Arch, target)
+			p("| %s | %s | %s | %s | %d | %s | %s | %s | %d |\n", t.Spec, target, t.Precision, tile, t.Threads, t.Disposition, rel, time, a.Registers)
 		}
 	}
 	return b.String()
 }
 
-// Plot draws, per problem, the best backend's speedup over the PyTorch
+// Plot draws, per problem and target, the best backend's speedup over the PyTorch
 // default (log scale bars) and its fraction of the floor, as SVG.
 func Plot(r *Report) string {
 	const w, rowH, left = 820, 28, 330
@@ -194,7 +213,7 @@ func Plot(r *Report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w, h)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
-	fmt.Fprintf(&b, `<text x="10" y="18" font-size="14">Best backend per problem: speedup over PyTorch default (bar, log scale; line at 1x) and fraction of floor</text>`+"\n")
+	fmt.Fprintf(&b, `<text x="10" y="18" font-size="14">Best backend per problem and target: speedup over PyTorch default (log bars, line at 1x), fraction of floor</text>`+"\n")
 	const perDoubling = 60.0              // px per doubling of the speedup
 	zero := float64(left) + 2*perDoubling // bars reach down to 0.25x
 	// Bars reach up to where their label still fits inside the picture.
@@ -210,7 +229,7 @@ func Plot(r *Report) string {
 		if row.SpeedupTF32 < 1 {
 			color = "#e76f51"
 		}
-		fmt.Fprintf(&b, `<text x="10" y="%d">%s (%s)</text>`+"\n", y+14, row.Spec, row.Backend)
+		fmt.Fprintf(&b, `<text x="10" y="%d">%s (%s %s)</text>`+"\n", y+14, row.Spec, row.Backend, row.Target)
 		fmt.Fprintf(&b, `<rect x="%.0f" y="%d" width="%.0f" height="18" fill="%s"/>`+"\n", x, y, wd, color)
 		fmt.Fprintf(&b, `<text x="%.0f" y="%d">%.2fx, %.0f%% of floor</text>`+"\n", zero+math.Max(0, scale(row.SpeedupTF32))+6, y+14, row.SpeedupTF32, 100*row.FloorFraction)
 	}
@@ -236,11 +255,18 @@ func sortedKeys(m map[string]float64) []string {
 	return keys
 }
 
-// hopper is a kernel's sm_90 compile: sm_90a where the run used Hopper's
-// arch-specific target (which wgmma tiles need), else plain sm_90.
-func hopper(arch map[string]gpu.ArchInfo) gpu.ArchInfo {
-	if a, ok := arch["sm_90a"]; ok {
-		return a
+// targetArch is a kernel's compile for its target: sm_80 for sm80; for
+// sm90 sm_90a, or plain sm_90 in runs that built that (before the
+// per-target files).
+func targetArch(arch map[string]gpu.ArchInfo, target string) (gpu.ArchInfo, bool) {
+	names := []string{plan.SM90.Arch, "sm_90"}
+	if target == plan.SM80.Name {
+		names = []string{plan.SM80.Arch}
 	}
-	return arch["sm_90"]
+	for _, n := range names {
+		if a, ok := arch[n]; ok {
+			return a, true
+		}
+	}
+	return gpu.ArchInfo{}, false
 }

@@ -1,7 +1,7 @@
 // Package report turns the GPU host's JSON results into out/REPORT.md,
-// out/report.json and a plot: per problem and backend the disposition,
-// error against float64, times, speedups over PyTorch and the fraction of
-// the problem's floor reached.
+// out/report.json and a plot: per problem, backend and target the
+// disposition, error against float64, times, speedups over PyTorch and the
+// fraction of the problem's floor reached.
 package report
 
 import (
@@ -21,6 +21,7 @@ import (
 
 	"convtgen/gen"
 	"convtgen/gen/geom"
+	"convtgen/gen/plan"
 	"convtgen/gen/spec"
 	"convtgen/verify/gpu"
 )
@@ -31,10 +32,12 @@ type Times struct {
 	Median float64 `json:"median"`
 }
 
-// HarnessResult is one (spec, backend) of the evaluator harness.
+// HarnessResult is one (spec, backend, target) of the evaluator harness.
 type HarnessResult struct {
 	Spec            string   `json:"spec"`
 	Backend         string   `json:"backend"`
+	Target          string   `json:"target"`        // "" in runs before the per-target files: read as LegacyTarget
+	Ran             string   `json:"ran,omitempty"` // how the file ran where that is not its target's own code
 	Disposition     string   `json:"disposition"`
 	Reason          string   `json:"reason"`
 	MaxRelL2        *float64 `json:"max_rel_l2"`
@@ -60,7 +63,22 @@ type HarnessRun struct {
 	Results []HarnessResult `json:"results"`
 }
 
-// Row is one (problem, backend) line of the report.
+// LegacyTarget is the target of results that name none: they come from
+// runs before every spec had a file per target, on the H200, whose CUDA
+// files ran their sm_90a code, the sm90 files' now.
+const LegacyTarget = "sm90"
+
+// NotMeasured is the disposition of a row with no result yet.
+const NotMeasured = "not yet measured"
+
+func targetOf(t string) string {
+	if t == "" {
+		return LegacyTarget
+	}
+	return t
+}
+
+// Row is one (problem, backend, target) line of the report.
 type Row struct {
 	HarnessResult
 	Precision     string  `json:"precision"`
@@ -70,7 +88,7 @@ type Row struct {
 	SpeedupStrict float64 `json:"speedup_vs_strict,omitempty"`
 	GFLOPs        float64 `json:"gflop"`
 	// From the kernel verifier (CUDA rows): registers and spill bytes per
-	// architecture, and the kernel-only mean time.
+	// architecture compiled, and the kernel-only mean time.
 	Arch     map[string]gpu.ArchInfo `json:"arch,omitempty"`
 	KernelMS float64                 `json:"kernel_ms,omitempty"`
 	// OlderFile: the code measured is not the one in out/ now (the spec
@@ -98,9 +116,9 @@ type Report struct {
 	Date        string             `json:"date"`
 	Commit      string             `json:"commit"`
 	Rows        []Row              `json:"rows"`
-	GeoMean     map[string]float64 `json:"geomean_speedup_vs_default"` // per backend
-	Best        []Row              `json:"best"`                       // fastest passed backend per problem
-	BestGeoMean float64            `json:"best_geomean_speedup_vs_default"`
+	GeoMean     map[string]float64 `json:"geomean_speedup_vs_default"`      // per "<backend> <target>"
+	Best        []Row              `json:"best"`                            // fastest passed backend per problem and target
+	BestGeoMean map[string]float64 `json:"best_geomean_speedup_vs_default"` // per target
 	Sweeps      []Sweep            `json:"random_sweep"`
 	Tuning      []gpu.Result       `json:"tuning,omitempty"`
 	TuningRuns  []string           `json:"tuning_runs,omitempty"` // date and commit of each run the candidates come from
@@ -124,6 +142,7 @@ type BigRun struct {
 type BigResult struct {
 	Spec           string  `json:"spec"`
 	Backend        string  `json:"backend"`
+	Target         string  `json:"target,omitempty"` // "" in runs before the per-target files
 	OutputElements int64   `json:"output_elements"`
 	Poisoned       bool    `json:"poisoned"` // the output took the NaN-filled block
 	NaNFree        bool    `json:"nan_free"` // no output stayed NaN
@@ -206,7 +225,7 @@ func Build(root, dir string) (*Report, error) {
 	}
 	commit, _ := os.ReadFile(filepath.Join(dir, "commit"))
 	r := &Report{GPU: e2e.GPU, Torch: e2e.Torch, CUDA: e2e.CUDA, CuDNN: e2e.CuDNN, Date: e2e.Date,
-		Commit: strings.TrimSpace(string(commit)), GeoMean: map[string]float64{}}
+		Commit: strings.TrimSpace(string(commit)), GeoMean: map[string]float64{}, BestGeoMean: map[string]float64{}}
 	if e2e.Driver != nil {
 		r.Driver = *e2e.Driver
 	}
@@ -228,7 +247,7 @@ func Build(root, dir string) (*Report, error) {
 		case strings.Contains(k.SpecPath, "tune/specs/"):
 			tuned = append(tuned, k)
 		default:
-			byKernel[k.Spec] = k
+			byKernel[k.Spec+"/"+targetOf(k.Target)] = k
 		}
 	}
 	tuningRun(kernels, tuned)
@@ -286,17 +305,20 @@ func Build(root, dir string) (*Report, error) {
 	}
 	r.Sweeps = append(r.Sweeps, harnessSweeps(swept)...)
 	logSum, count := map[string]float64{}, map[string]int{}
-	best := map[string]Row{}
+	best := map[string]Row{} // by spec and target
+	measured := map[string]bool{}
 	for _, h := range e2e.Results {
 		in, ok := byName[h.Spec]
 		if !ok {
 			continue // a spec removed since the run
 		}
-		precision := in.kernel.PrecisionFor(h.Backend)
+		h.Target = targetOf(h.Target)
+		measured[h.Spec+"/"+h.Backend+"/"+h.Target] = true
+		precision := in.kernel.For(h.Target).PrecisionFor(h.Backend)
 		row := Row{HarnessResult: h, Precision: precision, GFLOPs: in.conv.FLOPs() / 1e9}
 		row.FloorMS = in.conv.FloorMS(precision)
-		row.OlderFile = h.SHA256 != "" && h.SHA256 != codeSHA256(filepath.Join(root, "out", h.Spec, h.Backend+".py"))
-		if k, ok := byKernel[h.Spec]; ok && h.Backend == "cuda" {
+		row.OlderFile = h.SHA256 != "" && h.SHA256 != codeSHA256(filepath.Join(root, "out", h.Spec, h.Backend+"."+h.Target+".py"))
+		if k, ok := byKernel[h.Spec+"/"+h.Target]; ok && h.Backend == "cuda" {
 			row.Arch = k.Arch
 			if k.Time != nil {
 				row.KernelMS = k.Time.MeanMS
@@ -313,13 +335,42 @@ func Build(root, dir string) (*Report, error) {
 		}
 		r.Rows = append(r.Rows, row)
 		if h.Disposition == "passed" && row.SpeedupTF32 > 0 {
-			logSum[h.Backend] += math.Log(row.SpeedupTF32)
-			count[h.Backend]++
-			if b, ok := best[h.Spec]; !ok || row.TimeMS.Mean < b.TimeMS.Mean {
-				best[h.Spec] = row
+			key := h.Backend + " " + h.Target
+			logSum[key] += math.Log(row.SpeedupTF32)
+			count[key]++
+			if b, ok := best[h.Spec+"/"+h.Target]; !ok || row.TimeMS.Mean < b.TimeMS.Mean {
+				best[h.Spec+"/"+h.Target] = row
 			}
 		}
 	}
+	// Every file of every spec has a row: one the results lack is marked
+	// as not yet measured.
+	for _, l := range specs {
+		s := l.Spec()
+		for _, backend := range s.Kernel.Backends {
+			for _, t := range plan.Targets {
+				if measured[s.Name+"/"+backend+"/"+t.Name] {
+					continue
+				}
+				precision := s.Kernel.For(t.Name).PrecisionFor(backend)
+				in := byName[s.Name]
+				r.Rows = append(r.Rows, Row{
+					HarnessResult: HarnessResult{Spec: s.Name, Backend: backend, Target: t.Name, Disposition: NotMeasured},
+					Precision:     precision, FloorMS: in.conv.FloorMS(precision), GFLOPs: in.conv.FLOPs() / 1e9,
+				})
+			}
+		}
+	}
+	sort.SliceStable(r.Rows, func(i, j int) bool {
+		a, b := r.Rows[i], r.Rows[j]
+		if a.Spec != b.Spec {
+			return a.Spec < b.Spec
+		}
+		if a.Backend != b.Backend {
+			return a.Backend < b.Backend
+		}
+		return a.Target < b.Target
+	})
 	for b, s := range logSum {
 		r.GeoMean[b] = math.Exp(s / float64(count[b]))
 	}
@@ -328,13 +379,19 @@ func Build(root, dir string) (*Report, error) {
 	}
 	// Summed in spec order: a map's order would change the last digits
 	// from one rendering to the next.
-	sort.Slice(r.Best, func(i, j int) bool { return r.Best[i].Spec < r.Best[j].Spec })
-	var bestLog float64
+	sort.Slice(r.Best, func(i, j int) bool {
+		if r.Best[i].Target != r.Best[j].Target {
+			return r.Best[i].Target < r.Best[j].Target
+		}
+		return r.Best[i].Spec < r.Best[j].Spec
+	})
+	bestLog, bestN := map[string]float64{}, map[string]int{}
 	for _, row := range r.Best {
-		bestLog += math.Log(row.SpeedupTF32)
+		bestLog[row.Target] += math.Log(row.SpeedupTF32)
+		bestN[row.Target]++
 	}
-	if len(r.Best) > 0 {
-		r.BestGeoMean = math.Exp(bestLog / float64(len(r.Best)))
+	for t, s := range bestLog {
+		r.BestGeoMean[t] = math.Exp(s / float64(bestN[t]))
 	}
 	return r, nil
 }
@@ -457,7 +514,11 @@ func kernelSweeps(items []gpu.Result) []Sweep {
 			e := float64(*k.RelL2)
 			err = &e
 		}
-		t.add(k.Backend+" "+k.Precision, k.Spec, k.Disposition == gpu.Passed, string(k.Disposition), k.Reason, err)
+		key := k.Backend + " " + k.Precision
+		if k.Target != "" {
+			key = k.Backend + " " + k.Target + " " + k.Precision
+		}
+		t.add(key, k.Spec, k.Disposition == gpu.Passed, string(k.Disposition), k.Reason, err)
 	}
 	return t.sweeps()
 }

@@ -21,8 +21,9 @@ import (
 // The fixture tree: testdata/specs holds three small specs (rp_a fp32 and
 // compute-bound, rp_b 3xtf32 and compute-bound, rp_c fp32 and
 // memory-bound); testdata/gpu holds a harness run (e2e.json: every spec on
-// both backends, one incorrect row, one failed row with null times, and a
-// row of a spec that no longer exists), a kernel-verifier run (kernels.json:
+// both backends with no target, read as sm90's, one incorrect row, one
+// failed row with null times, and a row of a spec that no longer exists;
+// rp_a's CUDA file for sm80 run through its PTX), a kernel-verifier run (kernels.json:
 // a registered kernel, two random configurations of which one failed, one
 // tuning candidate) and the commit.
 const (
@@ -80,27 +81,34 @@ func TestBuildFixture(t *testing.T) {
 	}
 
 	type want struct {
-		spec, backend, precision, disposition string
-		speedup, strict                       float64 // 0: none
-		mean                                  float64 // 0: no time
-		kernelMS                              float64
+		spec, backend, target, precision, disposition string
+		speedup, strict                               float64 // 0: none
+		mean                                          float64 // 0: no time
+		kernelMS                                      float64
 	}
+	const nm = NotMeasured
 	wants := []want{
-		{"rp_a", "cuda", "fp32", "passed", 2, 4, 0.010, 0.0097},
-		{"rp_a", "triton", "fp32", "passed", 4, 8, 0.005, 0},
-		{"rp_b", "cuda", "3xtf32", "passed", 2, 6, 0.003, 0},
-		{"rp_b", "triton", "3xtf32", "incorrect", 6, 18, 0.001, 0},
-		{"rp_c", "cuda", "fp32", "failed", 0, 0, 0, 0},
-		{"rp_c", "triton", "fp32", "passed", 0.5, 0.5, 0.008, 0},
+		{"rp_a", "cuda", "sm80", "fp32", "passed", 2, 4, 0.010, 0},
+		{"rp_a", "cuda", "sm90", "fp32", "passed", 2, 4, 0.010, 0.0097},
+		{"rp_a", "triton", "sm80", "fp32", nm, 0, 0, 0, 0},
+		{"rp_a", "triton", "sm90", "fp32", "passed", 4, 8, 0.005, 0},
+		{"rp_b", "cuda", "sm80", "3xtf32", nm, 0, 0, 0, 0},
+		{"rp_b", "cuda", "sm90", "3xtf32", "passed", 2, 6, 0.003, 0},
+		{"rp_b", "triton", "sm80", "3xtf32", nm, 0, 0, 0, 0},
+		{"rp_b", "triton", "sm90", "3xtf32", "incorrect", 6, 18, 0.001, 0},
+		{"rp_c", "cuda", "sm80", "fp32", nm, 0, 0, 0, 0},
+		{"rp_c", "cuda", "sm90", "fp32", "failed", 0, 0, 0, 0},
+		{"rp_c", "triton", "sm80", "fp32", nm, 0, 0, 0, 0},
+		{"rp_c", "triton", "sm90", "fp32", "passed", 0.5, 0.5, 0.008, 0},
 	}
 	if len(r.Rows) != len(wants) {
 		t.Fatalf("%d rows, want %d (the removed spec's row left out): %+v", len(r.Rows), len(wants), r.Rows)
 	}
 	for i, w := range wants {
 		row := r.Rows[i]
-		name := w.spec + "/" + w.backend
-		if row.Spec != w.spec || row.Backend != w.backend || row.Precision != w.precision || row.Disposition != w.disposition {
-			t.Errorf("row %d = %s/%s %s %s, want %s %s %s", i, row.Spec, row.Backend, row.Precision, row.Disposition, name, w.precision, w.disposition)
+		name := w.spec + "/" + w.backend + "." + w.target
+		if row.Spec != w.spec || row.Backend != w.backend || row.Target != w.target || row.Precision != w.precision || row.Disposition != w.disposition {
+			t.Errorf("row %d = %s/%s.%s %s %s, want %s %s %s", i, row.Spec, row.Backend, row.Target, row.Precision, row.Disposition, name, w.precision, w.disposition)
 			continue
 		}
 		if !near(row.SpeedupTF32, w.speedup) || !near(row.SpeedupStrict, w.strict) {
@@ -123,12 +131,16 @@ func TestBuildFixture(t *testing.T) {
 		if !near(row.KernelMS, w.kernelMS) {
 			t.Errorf("%s: kernel-only %v ms, want %v", name, row.KernelMS, w.kernelMS)
 		}
-		// Registers come from the verifier's item of the same spec, CUDA only.
-		if hasArch := row.Arch != nil; hasArch != (name == "rp_a/cuda") {
+		// Registers come from the verifier's item of the same spec and
+		// target (its item names none: sm90's), CUDA only.
+		if hasArch := row.Arch != nil; hasArch != (name == "rp_a/cuda.sm90") {
 			t.Errorf("%s: arch %+v", name, row.Arch)
 		}
 	}
-	if a := r.Rows[0].Arch; a["sm_80"].Registers != 100 || a["sm_90"].Registers != 96 || a["sm_90"].SpillBytes != 8 {
+	if r.Rows[0].Ran != "compute_80 PTX (JIT)" {
+		t.Errorf("rp_a/cuda.sm80 ran %q", r.Rows[0].Ran)
+	}
+	if a := r.Rows[1].Arch; a["sm_80"].Registers != 100 || a["sm_90"].Registers != 96 || a["sm_90"].SpillBytes != 8 {
 		t.Errorf("rp_a/cuda arch = %+v", a)
 	}
 
@@ -137,28 +149,30 @@ func TestBuildFixture(t *testing.T) {
 	if f := r.Rows[0].FloorMS; !near(f, 1e3*fixtureCost["rp_a"].flops/67e12) {
 		t.Errorf("rp_a floor %v: want FLOPs at 67 TFLOP/s", f)
 	}
-	if f := r.Rows[2].FloorMS; !near(f, 1e3*fixtureCost["rp_b"].flops/(495e12/3)) {
+	if f := r.Rows[5].FloorMS; !near(f, 1e3*fixtureCost["rp_b"].flops/(495e12/3)) {
 		t.Errorf("rp_b floor %v: want FLOPs at 495/3 TFLOP/s", f)
 	}
-	if f := r.Rows[4].FloorMS; !near(f, 1e3*fixtureCost["rp_c"].bytes/4.3e12) {
+	if f := r.Rows[9].FloorMS; !near(f, 1e3*fixtureCost["rp_c"].bytes/4.3e12) {
 		t.Errorf("rp_c floor %v: want bytes at 4.3 TB/s", f)
 	}
 
-	// Geometric means over passed rows only: cuda 2 and 2, triton 4 and 0.5.
-	if len(r.GeoMean) != 2 || !near(r.GeoMean["cuda"], 2) || !near(r.GeoMean["triton"], math.Sqrt2) {
-		t.Errorf("geometric means %v, want cuda 2, triton %v", r.GeoMean, math.Sqrt2)
+	// Geometric means over passed rows only, per backend and target: cuda
+	// sm90 2 and 2, triton sm90 4 and 0.5, cuda sm80 2.
+	if len(r.GeoMean) != 3 || !near(r.GeoMean["cuda sm90"], 2) || !near(r.GeoMean["triton sm90"], math.Sqrt2) || !near(r.GeoMean["cuda sm80"], 2) {
+		t.Errorf("geometric means %v, want cuda sm90 2, triton sm90 %v, cuda sm80 2", r.GeoMean, math.Sqrt2)
 	}
-	// Best per problem: rp_a triton (faster of two passed), rp_b cuda (the
-	// faster triton row is incorrect), rp_c triton (cuda failed).
+	// Best per problem and target: rp_a cuda on sm80 (the only one); on
+	// sm90 rp_a triton (faster of two passed), rp_b cuda (the faster
+	// triton row is incorrect), rp_c triton (cuda failed).
 	var best []string
 	for _, b := range r.Best {
-		best = append(best, b.Spec+"/"+b.Backend)
+		best = append(best, b.Spec+"/"+b.Backend+"."+b.Target)
 	}
-	if got, want := strings.Join(best, " "), "rp_a/triton rp_b/cuda rp_c/triton"; got != want {
+	if got, want := strings.Join(best, " "), "rp_a/cuda.sm80 rp_a/triton.sm90 rp_b/cuda.sm90 rp_c/triton.sm90"; got != want {
 		t.Errorf("best = %s, want %s", got, want)
 	}
-	if want := math.Cbrt(4 * 2 * 0.5); !near(r.BestGeoMean, want) {
-		t.Errorf("best geometric mean %v, want %v", r.BestGeoMean, want)
+	if want := math.Cbrt(4 * 2 * 0.5); len(r.BestGeoMean) != 2 || !near(r.BestGeoMean["sm90"], want) || !near(r.BestGeoMean["sm80"], 2) {
+		t.Errorf("best geometric means %v, want sm90 %v, sm80 2", r.BestGeoMean, want)
 	}
 
 	// Random sweeps per backend and precision; tuning candidates apart.
@@ -184,20 +198,23 @@ func TestMarkdownFixture(t *testing.T) {
 		"Measured on **Fixture GPU X100** (driver 999.1.2), torch 9.9.0+test, CUDA 99.1, cuDNN 99100, on 2030-01-02T03:04:05Z, commit `0123456789abcdef0123456789abcdef01234567`.",
 		"![speedup over PyTorch default and fraction of floor](speedup.svg)",
 		// Every row; floors 0.003380, 0.000686 and 0.003902 ms.
-		"| rp_a | cuda | fp32 | passed | 1.2e-07 | yes / no | 0.010 / 0.010 | 0.020 / 0.019 | 0.040 / 0.039 | 2.00x | 4.00x | 0.003 | 34% | 0.010 | 100/96, 0/8 |\n",
-		"| rp_a | triton | fp32 | passed | 1.5e-07 | yes / yes | 0.005 / 0.005 | 0.020 / 0.019 | 0.040 / 0.039 | 4.00x | 8.00x | 0.003 | 68% | – | – |\n",
-		"| rp_b | cuda | 3xtf32 | passed | 2.0e-07 | yes / no | 0.003 / 0.003 | 0.006 / 0.006 | 0.018 / 0.018 | 2.00x | 6.00x | 0.001 | 23% | – | – |\n",
-		"| rp_b | triton | 3xtf32 | incorrect | 3.0e-04 | yes / no | 0.001 / 0.001 | 0.006 / 0.006 | 0.018 / 0.018 | 6.00x | 18.00x | 0.001 | 69% | – | – |\n",
-		"| rp_c | cuda | fp32 | failed | – | – / – | – | – | – | – | – | 0.004 | – | – | – |\n",
-		"| rp_c | triton | fp32 | passed | 5.0e-08 | yes / yes | 0.008 / 0.008 | 0.004 / 0.004 | 0.004 / 0.004 | 0.50x | 0.50x | 0.004 | 49% | – | – |\n",
-		"Geometric-mean speedup over PyTorch default, cuda: **2.00x**.\n",
-		"Geometric-mean speedup over PyTorch default, triton: **1.41x**.\n",
-		"Best backend per problem: geometric mean **1.59x** over the default.\n",
+		"| rp_a | cuda | sm80 | fp32 | passed (compute_80 PTX (JIT)) | 1.2e-07 | yes / no | 0.010 / 0.010 | 0.020 / 0.019 | 0.040 / 0.039 | 2.00x | 4.00x | 0.003 | 34% | – | – |\n",
+		"| rp_a | cuda | sm90 | fp32 | passed | 1.2e-07 | yes / no | 0.010 / 0.010 | 0.020 / 0.019 | 0.040 / 0.039 | 2.00x | 4.00x | 0.003 | 34% | 0.010 | 96, 8 |\n",
+		"| rp_a | triton | sm80 | fp32 | not yet measured | – | – / – | – | – | – | – | – | 0.003 | – | – | – |\n",
+		"| rp_a | triton | sm90 | fp32 | passed | 1.5e-07 | yes / yes | 0.005 / 0.005 | 0.020 / 0.019 | 0.040 / 0.039 | 4.00x | 8.00x | 0.003 | 68% | – | – |\n",
+		"| rp_b | cuda | sm90 | 3xtf32 | passed | 2.0e-07 | yes / no | 0.003 / 0.003 | 0.006 / 0.006 | 0.018 / 0.018 | 2.00x | 6.00x | 0.001 | 23% | – | – |\n",
+		"| rp_b | triton | sm90 | 3xtf32 | incorrect | 3.0e-04 | yes / no | 0.001 / 0.001 | 0.006 / 0.006 | 0.018 / 0.018 | 6.00x | 18.00x | 0.001 | 69% | – | – |\n",
+		"| rp_c | cuda | sm90 | fp32 | failed | – | – / – | – | – | – | – | – | 0.004 | – | – | – |\n",
+		"| rp_c | triton | sm90 | fp32 | passed | 5.0e-08 | yes / yes | 0.008 / 0.008 | 0.004 / 0.004 | 0.004 / 0.004 | 0.50x | 0.50x | 0.004 | 49% | – | – |\n",
+		"Geometric-mean speedup over PyTorch default, cuda sm80: **2.00x**.\n",
+		"Geometric-mean speedup over PyTorch default, cuda sm90: **2.00x**.\n",
+		"Geometric-mean speedup over PyTorch default, triton sm90: **1.41x**.\n",
+		"Best backend per problem, sm90: geometric mean **1.59x** over the default.\n",
 		// The not-passed list, first line of each reason.
-		"\nNot passed:\n- rp_b (triton): incorrect — trial 0: relative L2 error 3.000e-04 > 1e-05\n- rp_c (cuda): failed — compile error: ptxas fatal\n",
+		"\nNot passed:\n- rp_b (triton sm90): incorrect — trial 0: relative L2 error 3.000e-04 > 1e-05\n- rp_c (cuda sm90): failed — compile error: ptxas fatal\n",
 		"| cuda 3xtf32 | 1 | 1 | 9.0e-08 |\n| cuda fp32 | 1 | 0 | 0.0e+00 |\n",
 		"- rand_3_001: failed compile sm_80: registers spill to local memory\n",
-		"| rp_a_t1 | 3xtf32 | {bm: 128, bn: 64, bk: 16, wm: 64, wn: 32} | 128 | passed | 3.0e-07 | 0.008 / 0.008 | 120 |\n",
+		"| rp_a_t1 | sm90 | 3xtf32 | {bm: 128, bn: 64, bk: 16, wm: 64, wn: 32} | 128 | passed | 3.0e-07 | 0.008 / 0.008 | 120 |\n",
 	} {
 		if !strings.Contains(md, s) {
 			t.Errorf("REPORT.md lacks %q", s)
@@ -209,8 +226,8 @@ func TestMarkdownFixture(t *testing.T) {
 		}
 	}
 	// Exactly one table line per row.
-	if n := len(regexp.MustCompile(`(?m)^\| rp_[abc] \| (cuda|triton) \|`).FindAllString(md, -1)); n != 6 {
-		t.Errorf("%d problem rows, want 6", n)
+	if n := len(regexp.MustCompile(`(?m)^\| rp_[abc] \| (cuda|triton) \| sm[89]0 \|`).FindAllString(md, -1)); n != 12 {
+		t.Errorf("%d problem rows, want 12", n)
 	}
 }
 
@@ -322,7 +339,7 @@ func TestPlotFixture(t *testing.T) {
 	if rects != 1+len(r.Best) || texts != 1+2*len(r.Best) {
 		t.Errorf("%d rects and %d texts for %d best rows", rects, texts, len(r.Best))
 	}
-	for _, s := range []string{"rp_a (triton)", "4.00x, 68% of floor", "rp_b (cuda)", "2.00x, 23% of floor", "rp_c (triton)", "0.50x, 49% of floor"} {
+	for _, s := range []string{"rp_a (cuda sm80)", "rp_a (triton sm90)", "4.00x, 68% of floor", "rp_b (cuda sm90)", "2.00x, 23% of floor", "rp_c (triton sm90)", "0.50x, 49% of floor"} {
 		if !strings.Contains(svg, s) {
 			t.Errorf("plot lacks %q", s)
 		}
@@ -557,8 +574,9 @@ func TestOlderFileRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	current := []byte("# the rp_a submission now\n")
+	// The fixture's results without a target are the sm90 files'.
 	for _, backend := range []string{"cuda", "triton"} {
-		writeFileT(t, filepath.Join(root, "out", "rp_a", backend+".py"), current)
+		writeFileT(t, filepath.Join(root, "out", "rp_a", backend+".sm90.py"), current)
 	}
 	data, err := os.ReadFile(filepath.Join(fixtureGPU, "e2e.json"))
 	if err != nil {
@@ -570,11 +588,14 @@ func TestOlderFileRows(t *testing.T) {
 	}
 	for _, res := range run["results"].([]any) {
 		res := res.(map[string]any)
+		if res["target"] != nil {
+			continue
+		}
 		switch res["spec"].(string) + "/" + res["backend"].(string) {
 		case "rp_a/cuda":
 			res["sha256"] = codeSHA256(filepath.Join(fixtureGPU, "e2e.json")) // some other file's
 		case "rp_a/triton":
-			res["sha256"] = codeSHA256(filepath.Join(root, "out", "rp_a", "triton.py"))
+			res["sha256"] = codeSHA256(filepath.Join(root, "out", "rp_a", "triton.sm90.py"))
 		}
 	}
 	dir := fixtureCopy(t, "commit", "kernels.json")
@@ -588,8 +609,8 @@ func TestOlderFileRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, row := range r.Rows {
-		if want := row.Spec+"/"+row.Backend == "rp_a/cuda"; row.OlderFile != want {
-			t.Errorf("%s/%s: older file %v, want %v", row.Spec, row.Backend, row.OlderFile, want)
+		if want := row.Spec+"/"+row.Backend+"."+row.Target == "rp_a/cuda.sm90"; row.OlderFile != want {
+			t.Errorf("%s/%s.%s: older file %v, want %v", row.Spec, row.Backend, row.Target, row.OlderFile, want)
 		}
 	}
 	if n := strings.Count(Markdown(r), "| passed (older file) |"); n != 1 {

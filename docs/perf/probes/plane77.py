@@ -373,7 +373,7 @@ def main():
     for name in names:
         out = os.path.join(root, "plane77." + name)
         os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "cuda.py"), "w") as f:
+        with open(os.path.join(out, "cuda.sm90.py"), "w") as f:
             f.write(render(name))
         shutil.copy(os.path.join(folder, "problem.py"), out)
         print(out)

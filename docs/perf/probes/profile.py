@@ -4,7 +4,9 @@ with problem.py and a submission file). Not the evaluator's timing (no L2
 flush between runs): a split of the forward, to see which kernel moved.
 
   python3 docs/perf/probes/profile.py out/l1_61_square_input_square_kernel
-  BACKEND=triton RUNS=20 python3 docs/perf/probes/profile.py out/l1_6*
+  BACKEND=triton TARGET=sm80 RUNS=20 python3 docs/perf/probes/profile.py out/l1_6*
+
+It runs <BACKEND>.<TARGET>.py (default cuda.sm90.py, the H200's own file).
 
 Prints, per folder, each kernel's mean time per forward in ms, largest first.
 """
@@ -16,6 +18,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 BACKEND = os.environ.get("BACKEND", "cuda")
+TARGET = os.environ.get("TARGET", "sm90")
 RUNS = int(os.environ.get("RUNS", "10"))
 
 
@@ -29,7 +32,7 @@ def load(path, name):
 for folder in sys.argv[1:]:
     tag = os.path.basename(os.path.normpath(folder))
     problem = load(os.path.join(folder, "problem.py"), "problem_" + tag)
-    submission = load(os.path.join(folder, BACKEND + ".py"), "submission_" + tag)
+    submission = load(os.path.join(folder, f"{BACKEND}.{TARGET}.py"), "submission_" + tag)
     torch.manual_seed(42)
     model = submission.Model(*problem.get_init_inputs()).cuda()
     inputs = [t.cuda() for t in problem.get_inputs()]

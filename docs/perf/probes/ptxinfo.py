@@ -1,11 +1,11 @@
 # Probe: registers and spills of the GEMM kernel ("igemm") of each folder's
-# cuda.py on sm_90a (ptxas -v), e.g. for variants.py's folders:
+# cuda.sm90.py on sm_90a (ptxas -v), e.g. for variants.py's folders:
 #   python3 docs/perf/probes/ptxinfo.py /tmp/var/*
 # KERNEL=name picks another kernel (plane77.py's is gemm77).
 import os, re, subprocess, sys, tempfile
 name = os.environ.get("KERNEL", "igemm")
 for folder in sys.argv[1:]:
-    src = open(os.path.join(folder, "cuda.py")).read()
+    src = open(os.path.join(folder, "cuda.sm90.py")).read()
     kernel = re.search(r'KERNEL_SOURCE = r"""(.*?)"""', src, re.S).group(1)
     with tempfile.TemporaryDirectory() as d:
         cu = os.path.join(d, "k.cu")

@@ -19,7 +19,7 @@ import torch
 
 folder = sys.argv[1]
 outdir = sys.argv[2] if len(sys.argv) > 2 else None
-src = open(os.path.join(folder, "triton.py")).read()
+src = open(os.path.join(folder, "triton." + os.environ.get("TARGET", "sm90") + ".py")).read()
 
 LOOP = "    for step in range(steps):\n"
 DECODE = """        tap = step // CI_CHUNKS

@@ -7,9 +7,9 @@ before the change goes into a template.
   python3 docs/perf/probes/variants.py out/l1_77_padded_dilated_strided /tmp/var base prologue
   python3 docs/perf/probes/profile.py /tmp/var/*
 
-writes one folder per named variant (its cuda.py edited, its extension
-renamed, problem.py beside it); a name joined by + applies each edit in
-turn. A variant whose edit finds nothing to replace is an error: a stale
+writes one folder per named variant (its cuda.sm90.py edited: the edits
+target the sm_90a code; its extension renamed, problem.py beside it); a
+name joined by + applies each edit in turn. A variant whose edit finds nothing to replace is an error: a stale
 edit must not pass for a measurement.
 """
 import os
@@ -370,7 +370,7 @@ def main():
     if len(sys.argv) < 4:
         raise SystemExit(__doc__)
     folder, root, names = sys.argv[1], sys.argv[2], sys.argv[3:]
-    with open(os.path.join(folder, "cuda.py")) as f:
+    with open(os.path.join(folder, "cuda.sm90.py")) as f:
         src = f.read()
     tag = os.path.basename(os.path.normpath(folder))
     for name in names:
@@ -392,7 +392,7 @@ def main():
         os.makedirs(out, exist_ok=True)
         suffix = name.replace("+", "_")
         text = re.sub(r'name="([^"]+)"', lambda m: f'name="{m.group(1)}_{suffix}"', text, count=1)
-        with open(os.path.join(out, "cuda.py"), "w") as f:
+        with open(os.path.join(out, "cuda.sm90.py"), "w") as f:
             f.write(text)
         shutil.copy(os.path.join(folder, "problem.py"), out)
         print(out)

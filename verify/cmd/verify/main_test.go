@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"convtgen/gen/plan"
 	"convtgen/verify"
 	"convtgen/verify/gpu"
 )
@@ -60,8 +61,9 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-// With nvcc on PATH: the real compile path on one registered kernel, run
-// with -compile-only (no GPU needed).
+// With nvcc on PATH: the real compile path on the registered kernels of
+// one spec, each for its own target, run with -compile-only (no GPU
+// needed); an sm90 kernel only where nvcc builds sm_90a (CUDA 12.0+).
 func TestCompileOnly(t *testing.T) {
 	if _, err := exec.LookPath("nvcc"); err != nil {
 		t.Skip("no nvcc")
@@ -70,18 +72,28 @@ func TestCompileOnly(t *testing.T) {
 		t.Skip("no registered kernels")
 	}
 	k := verify.Kernels[len(verify.Kernels)-1]
+	var specs []string
+	for _, tg := range plan.Targets {
+		if verify.NVCCKnows("nvcc", tg.Arch) {
+			specs = append(specs, k.Spec+"@"+tg.Name)
+		} else {
+			t.Logf("%s left out: nvcc cannot build %s", tg.Name, tg.Arch)
+		}
+	}
 	out := filepath.Join(t.TempDir(), "r.json")
 	var stdout, stderr bytes.Buffer
-	if rc := run([]string{"-root", "../../..", "-specs", k.Spec, "-compile-only", "-json", out}, &stdout, &stderr); rc != 0 {
+	if rc := run([]string{"-root", "../../..", "-specs", strings.Join(specs, ","), "-compile-only", "-json", out}, &stdout, &stderr); rc != 0 {
 		t.Fatalf("rc %d\n%s\n%s", rc, stdout.String(), stderr.String())
 	}
 	r, err := gpu.ReadReport(out)
-	if err != nil || len(r.Results) != 1 {
+	if err != nil || len(r.Results) != len(specs) {
 		t.Fatalf("%v %+v", err, r)
 	}
-	res := r.Results[0]
-	if res.Disposition != gpu.NotRun || res.Arch["sm_80"].Registers == 0 || res.Arch["sm_90"].Registers == 0 || res.Arch["sm_90"].SmemBytes == 0 {
-		t.Errorf("%+v", res)
+	for _, res := range r.Results {
+		tg, _ := plan.TargetNamed(res.Target)
+		if a := res.Arch[tg.Arch]; res.Disposition != gpu.NotRun || len(res.Arch) != 1 || a.Registers == 0 || a.SmemBytes == 0 {
+			t.Errorf("%+v", res)
+		}
 	}
 }
 

@@ -284,12 +284,15 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
 }
 """
 
+if torch.cuda.get_device_capability() < (8, 0):
+    raise RuntimeError("this file is built for sm80 (compute capability 8.0 or later, A100); this GPU is %d.%d" % torch.cuda.get_device_capability())
+
 _ext = load_inline(
     name="convtgen_l1_61_square_input_square_kernel",
     cpp_sources="torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight);",
     cuda_sources=[KERNEL_SOURCE, HOST_SOURCE],
     functions=["conv_transpose3d_forward"],
-    extra_cuda_cflags=["-O3"],
+    extra_cuda_cflags=["-O3", "-gencode=arch=compute_80,code=[sm_80,compute_80]"],
     verbose=False,
 )
 
