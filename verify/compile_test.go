@@ -3,10 +3,12 @@ package verify
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -193,13 +195,87 @@ func TestCompileKernelFails(t *testing.T) {
 	}
 }
 
+// zooCompileSample is how many of the zoo's kernels (out/zoo_*)
+// TestEmittedKernelsCompile builds: each takes nvcc seconds for two
+// architectures, and the zoo's count would multiply the package's time.
+// The sample is seeded, so a run is repeatable; CONVTGEN_COMPILE_ALL=1
+// builds every one.
+const (
+	zooCompileSample = 8
+	zooCompileSeed   = 27
+)
+
+// compileSample keeps every emitted file outside the zoo and a seeded
+// sample of n of the zoo's (all of them where all is set or there are no
+// more than n), in the order given.
+func compileSample(files []string, n int, seed uint64, all bool) []string {
+	var zoo []string
+	for _, f := range files {
+		if strings.HasPrefix(filepath.Base(filepath.Dir(f)), "zoo_") {
+			zoo = append(zoo, f)
+		}
+	}
+	if all || len(zoo) <= n {
+		return files
+	}
+	zoo = slices.Sorted(slices.Values(zoo))
+	rand.New(rand.NewPCG(seed, 0)).Shuffle(len(zoo), func(i, j int) { zoo[i], zoo[j] = zoo[j], zoo[i] })
+	keep := map[string]bool{}
+	for _, f := range zoo[:n] {
+		keep[f] = true
+	}
+	var out []string
+	for _, f := range files {
+		if !strings.HasPrefix(filepath.Base(filepath.Dir(f)), "zoo_") || keep[f] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func TestCompileSample(t *testing.T) {
+	files := []string{"../out/l1_58/cuda.sm80.py", "../out/zoo_a/cuda.sm80.py", "../out/zoo_b/cuda.sm90.py",
+		"../out/regress_x/cuda.sm80.py", "../out/zoo_c/cuda.sm90.py", "../out/zoo_d/cuda.sm80.py"}
+	got := compileSample(files, 2, 1, false)
+	var zoo int
+	for _, f := range got {
+		if strings.Contains(f, "/zoo_") {
+			zoo++
+		}
+	}
+	if zoo != 2 || len(got) != 4 || got[0] != files[0] || !slices.Contains(got, files[3]) {
+		t.Errorf("compileSample kept %v: want l1_58, regress_x and 2 of the zoo's 4", got)
+	}
+	reversed := slices.Clone(files)
+	slices.Reverse(reversed)
+	again := compileSample(reversed, 2, 1, false)
+	slices.Reverse(again)
+	if !slices.Equal(got, again) {
+		t.Errorf("the sample depends on the listing's order: %v, then %v", got, again)
+	}
+	seen := map[string]bool{}
+	for seed := range uint64(20) {
+		for _, f := range compileSample(files, 2, seed, false) {
+			seen[f] = true
+		}
+	}
+	if len(seen) != len(files) {
+		t.Errorf("20 seeds sampled only %d of the %d files", len(seen), len(files))
+	}
+	if all := compileSample(files, 2, 1, true); !slices.Equal(all, files) {
+		t.Errorf("with all set, kept %v", all)
+	}
+}
+
 // TestEmittedKernelsCompile builds every emitted kernel alone for its
 // file's target, as the verifier does (sm80: the sm_80 cubin and the
 // compute_80 PTX; sm90: the sm_90a cubin, where nvcc has it): no compile
 // error, no spill, and the shared memory ptxas reports is the plan's.
+// Every kernel but the zoo's, and a seeded sample of the zoo's
+// (compileSample).
 func TestEmittedKernelsCompile(t *testing.T) {
 	nvcc := nvccOrSkip(t)
-	files := emittedFiles(t, "cuda")
+	files := compileSample(emittedFiles(t, "cuda"), zooCompileSample, zooCompileSeed, os.Getenv("CONVTGEN_COMPILE_ALL") == "1")
 	registry := map[string]Kernel{}
 	for _, k := range Kernels {
 		registry[k.File] = k
