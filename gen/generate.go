@@ -42,16 +42,6 @@ type Loaded struct {
 // only in their kernel choices).
 func (l Loaded) Spec() *spec.Spec { return l.Plans[0].Spec }
 
-// Plan is the plan for target t.
-func (l Loaded) Plan(t plan.Target) *plan.Plan {
-	for _, p := range l.Plans {
-		if p.Target.Name == t.Name {
-			return p
-		}
-	}
-	return nil
-}
-
 // specPathRe is the set of spec paths the generator reads: ASCII letters,
 // digits, '.', '_' and '-' in each folder and file name. The path is
 // printed into generated files and diagnostics, so nothing that could end

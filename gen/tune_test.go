@@ -895,3 +895,13 @@ func sm90(l Loaded) *plan.Plan { return l.Plan(plan.SM90) }
 // cudaCands and tritonCands are a spec's candidates for sm90.
 func cudaCands(l Loaded) []Candidate   { return cudaCandidates(l.Path, sm90(l)) }
 func tritonCands(l Loaded) []Candidate { return TritonCandidates(l.Path, sm90(l)) }
+
+// Plan is the loaded spec's plan for target t.
+func (l Loaded) Plan(t plan.Target) *plan.Plan {
+	for _, p := range l.Plans {
+		if p.Target.Name == t.Name {
+			return p
+		}
+	}
+	return nil
+}

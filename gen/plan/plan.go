@@ -552,11 +552,8 @@ const maxInt32 = 1<<31 - 1
 // phases are still decoded at run time); one stage or channels first do.
 func checkTritonPipelining(s *spec.Spec) error {
 	t := s.Kernel.Triton
-	if !slices.Contains(s.Kernel.Backends, "triton") || !t.ChannelsLast || t.Stages == 1 {
-		return nil
-	}
-	axis := TaplessAxis(s.Problem.Conv)
-	if axis < 0 {
+	axis := TritonMiscompiledAxis(t, s.Problem.Conv)
+	if !slices.Contains(s.Kernel.Backends, "triton") || axis < 0 {
 		return nil
 	}
 	stages := "the default 3"
@@ -566,6 +563,16 @@ func checkTritonPipelining(s *spec.Spec) error {
 	return spec.Errors{s.Errorf(s.Kernel.TritonField("channels_last"), "true",
 		"with loads pipelined over %s stages is miscompiled by Triton 3.6 where a stride phase has no tap (here along %s): set stages: 1 or channels_last: false",
 		stages, [3]string{"depth", "height", "width"}[axis])}
+}
+
+// TritonMiscompiledAxis is the axis with a tap-less stride phase on which
+// Triton choices t would be miscompiled (checkTritonPipelining: channels
+// last, loads pipelined), or -1.
+func TritonMiscompiledAxis(t spec.Triton, c geom.Conv) int {
+	if !t.ChannelsLast || t.Stages == 1 {
+		return -1
+	}
+	return TaplessAxis(c)
 }
 
 // TaplessAxis is the first axis (0 depth, 1 height, 2 width) with an output

@@ -16,11 +16,9 @@ type Target struct {
 	Gencode string
 	// Arch is the verifier's nvcc -arch for the same code.
 	Arch string
-	SMs  int
 	// SmemPerSM is the shared memory an SM holds; SmemPerBlock what one
 	// block may opt in to.
 	SmemPerSM, SmemPerBlock int
-	L2Bytes                 int
 	// WGMMA: warpgroup products (wgmma.mma_async) and bulk copies
 	// (cp.async.bulk). Without them a wgmma tile computes its products by
 	// mma.sync from the same fragments and loads its weights by cp.async.
@@ -28,17 +26,16 @@ type Target struct {
 }
 
 var (
-	// SM80 is the A100 (the seed's GPU): 108 SMs, 164 KiB of shared memory
-	// an SM and 163 KiB a block, 40 MiB of L2, no wgmma or TMA.
+	// SM80 is the A100 (the seed's GPU): 164 KiB of shared memory an SM
+	// and 163 KiB a block, no wgmma or TMA.
 	SM80 = Target{Name: "sm80", GPU: "A100", Major: 8, Minor: 0,
 		Gencode: "arch=compute_80,code=[sm_80,compute_80]", Arch: "sm_80",
-		SMs: 108, SmemPerSM: 164 * 1024, SmemPerBlock: 163 * 1024, L2Bytes: 40 << 20}
-	// SM90 is the H100/H200: 132 SMs, 228 KiB of shared memory an SM and
-	// 227 KiB a block, 50 MiB of L2 (H100; the H200's 60 MiB is not
-	// counted on), wgmma and TMA.
+		SmemPerSM: 164 * 1024, SmemPerBlock: 163 * 1024}
+	// SM90 is the H100/H200: 228 KiB of shared memory an SM and 227 KiB a
+	// block, wgmma and TMA.
 	SM90 = Target{Name: "sm90", GPU: "H100/H200", Major: 9, Minor: 0,
 		Gencode: "arch=compute_90a,code=sm_90a", Arch: "sm_90a",
-		SMs: 132, SmemPerSM: 228 * 1024, SmemPerBlock: 227 * 1024, L2Bytes: 50 << 20, WGMMA: true}
+		SmemPerSM: 228 * 1024, SmemPerBlock: 227 * 1024, WGMMA: true}
 )
 
 // Targets are every target a spec renders for, in file order.

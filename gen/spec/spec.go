@@ -87,8 +87,9 @@ type Kernel struct {
 	// each cuda or triton given there replaces the common one for that
 	// target's submissions.
 	Targets map[string]TargetKernel
-	// at is the section For took CUDA and Triton from ("kernel" or
-	// "kernel.sm80"), for errors that name their fields.
+	// cudaAt and tritonAt are the sections For took CUDA and Triton from
+	// ("kernel.sm80"; empty: the common one), for errors that name their
+	// fields.
 	cudaAt, tritonAt string
 }
 
@@ -105,7 +106,7 @@ var TargetNames = []string{"sm80", "sm90"}
 // For is the kernel choices of one target: its own sections where it has
 // them, else the common ones. The per-target sections are dropped.
 func (k Kernel) For(target string) Kernel {
-	out := Kernel{Backends: k.Backends, CUDA: k.CUDA, Triton: k.Triton, cudaAt: "kernel", tritonAt: "kernel"}
+	out := Kernel{Backends: k.Backends, CUDA: k.CUDA, Triton: k.Triton}
 	if t, ok := k.Targets[target]; ok {
 		if t.CUDA != nil {
 			out.CUDA, out.cudaAt = *t.CUDA, "kernel."+target

@@ -772,7 +772,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
 """
 
 
-# Built for sm90 (H100/H200, sm_90a): its wgmma products and bulk copies
+# Built for sm90 (H100/H200, sm_90a): its wgmma products
 # exist on no other GPU. cuda.sm80.py is the file for the others.
 if torch.cuda.get_device_capability() != (9, 0):
     raise RuntimeError("this file is built for sm90 (compute capability 9.0, H100/H200); this GPU is %d.%d: use cuda.sm80.py" % torch.cuda.get_device_capability())

@@ -281,10 +281,11 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 }
 
 // unpipelinedWhereRefused takes one stage where the plan refuses pipelined
-// channels-last loads (plan.TaplessAxis: Triton 3.6 miscompiles them on the
-// GPU); the emulator runs the same emitted code at any stage count.
+// channels-last loads (plan.TritonMiscompiledAxis: Triton 3.6 miscompiles
+// them on the GPU); the emulator runs the same emitted code at any stage
+// count.
 func unpipelinedWhereRefused(s *spec.Spec) {
-	if t := &s.Kernel.Triton; t.ChannelsLast && plan.TaplessAxis(s.Problem.Conv) >= 0 {
+	if t := &s.Kernel.Triton; plan.TritonMiscompiledAxis(*t, s.Problem.Conv) >= 0 {
 		t.Stages = 1
 	}
 }
