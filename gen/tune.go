@@ -596,6 +596,10 @@ func ApplyTune(root string, winners []Winner, gpu, date string) error {
 		if w.GPU != "" && w.Date != "" {
 			where, when = w.GPU, w.Date[:min(10, len(w.Date))]
 		}
+		if w.Target == plan.SM80.Name {
+			// Off an A100 the sm80 file runs its compute_80 PTX (the sm_80 code path).
+			how += ", compute_80 PTX"
+		}
 		out, err := setKernel(data, w.Candidate, "", fmt.Sprintf("%s tuned on %s, %s: %.3f ms mean (%s), fastest of the %d candidates that passed with error <= %s",
 			what, where, when, w.MeanMS, how, w.Tried, tuneMaxRelL2Text))
 		if err != nil {

@@ -11,19 +11,19 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-The kernel's W taps are GEMM columns too: N = kernel_w x 16 output
+The kernel's W taps are GEMM columns too: N = kernel_w x 8 output
 channels, K = the (d, h) taps x input channels, and a row is an input
 position along W; output q of a line adds the sums of column kw of row
-q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is 2 warpgroups
-(4 warps each, sharing the weight stages) computing 128 rows of each phase in turn by 112 columns and
+q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
+(4 warps) computing 128 rows of each phase in turn by 56 columns and
 writing the outputs of its first 122. The input is re-laid channels last
 inside a zero border, so each thread loads its tensor-core fragments
 straight from global memory (no bounds checks, 16 bytes at a time); the
 weight is re-laid as the TF32 parts in the tensor cores' shared-memory
-layout and staged 2 steps deep with cp.async. Products are 3xTF32
+layout and staged 4 steps deep with cp.async. Products are 3xTF32
 (each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
 wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
-The tensor cores do not add in exact fp32, so their sums cover 16 steps
+The tensor cores do not add in exact fp32, so their sums cover 4 steps
 of 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
 """
@@ -58,17 +58,17 @@ static constexpr int kRelayoutPos = 76, kRelayoutChunks = 1;  // the re-layout's
 // over (tap, channel) pairs in steps of 32. A block is kWarpgroups
 // warpgroups (4 warps each), each computing kSlabs slabs of 64 rows of one
 // phase by kNP columns from the same weight stages.
-static constexpr int kTotalSteps = 15, kNTiles = 1;
-static constexpr int kNP = 112, kNCM = kNP / 8, kND = 56;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 1, kRows = 128;
-static constexpr int kWarpgroups = 2, kThreads = 128 * kWarpgroups;
-static constexpr int kSpan = 16;  // steps per tensor-core sum
+static constexpr int kTotalSteps = 15, kNTiles = 2;
+static constexpr int kNP = 56, kNCM = kNP / 8, kND = 28;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kSlabs = 2, kRows = 128;
+static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
+static constexpr int kSpan = 4;  // steps per tensor-core sum
 // Every phase's steps in one tensor-core sum: its result, with no fp32
 // running sums beside it (a slab's sums in half the registers).
-static constexpr bool kOneSpan = true;
+static constexpr bool kOneSpan = false;
 static constexpr bool kParkSums = false;
 static constexpr int kParkedAt = 0;
-static constexpr int kStages = 2;  // weight-image steps in shared memory
+static constexpr int kStages = 4;  // weight-image steps in shared memory
 static constexpr bool kBulkWeights = false;
 static constexpr int kBarriersAt = 0;
 // The kernel's W taps are columns: column kw*kCoT + c is tap kw of output
@@ -80,17 +80,17 @@ static constexpr int kBarriersAt = 0;
 // output q). A block computes kRows rows and writes the outputs anchored
 // at its first kOutRows.
 static constexpr bool kKWInN = true;
-static constexpr int kKW = 7, kDilW = 1, kCoT = 16;
+static constexpr int kKW = 7, kDilW = 1, kCoT = 8;
 static constexpr int kAnchorW0 = 0;
 // A row's sums on the way out take kSumsRow floats of shared memory, and
 // a thread reads kVec of its channels at once.
 // kSumsRow is 4 past a multiple of 8: a warp's float4 reads (consecutive
 // rows) meet no bank twice in a wavefront, and its writes (8 rows by 4
 // column pairs) two to a bank at most (four at kNP + 1).
-static constexpr int kSumsRow = 116, kVec = 4;
+static constexpr int kSumsRow = 60, kVec = 4;
 // On the way out: a block's kOutSlots outputs a channel, kSlotsPerPass
 // of them at a time, kChannelLanes threads each.
-static constexpr int kOutSlots = 122 * kStrideW, kChannelLanes = 2;
+static constexpr int kOutSlots = 122 * kStrideW, kChannelLanes = 1;
 static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
 static constexpr bool kWinograd = false;
 static constexpr int kOuts = 1;  // outputs a row
@@ -406,7 +406,7 @@ __device__ __forceinline__ void cp_async_commit()
 // have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    asm volatile("cp.async.wait_group 2;" ::: "memory");
 }
 
 // Waits for every copy this thread issued.
@@ -416,7 +416,7 @@ __device__ __forceinline__ void cp_async_wait_all()
 }
 
 // Hopper's warpgroup products (sm_90a only; never called elsewhere): the
-// m64n112k8 TF32 product with A from registers and B from shared
+// m64n56k8 TF32 product with A from registers and B from shared
 // memory by descriptor, added to d, or (add 0) replacing it: a fresh sum
 // starts without zeroing its registers first.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
@@ -486,7 +486,7 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
     // The weight stages; with kw taps as columns also the block's sums on
     // their way out (kRows x kSumsRow floats), once the phase's copies are
     // done; then the parked sums, if any.
-    extern __shared__ __align__(128) float b_stage[];  // 59392 bytes, past the static 48 KiB
+    extern __shared__ __align__(128) float b_stage[];  // 57344 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores
     // share cache sectors and meet in L2, and the weight image streams
@@ -844,9 +844,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     l1_58_asymmetric_input_asymmetric_kernel_relayout_input<<<12800, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("l1_58_asymmetric_input_asymmetric_kernel_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_58_asymmetric_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 59392);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_58_asymmetric_input_asymmetric_kernel_igemm needs 59392 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l1_58_asymmetric_input_asymmetric_kernel_igemm<<<dim3(6459, 1, 1), 256, 59392>>>(
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_58_asymmetric_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 57344);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_58_asymmetric_input_asymmetric_kernel_igemm needs 57344 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    l1_58_asymmetric_input_asymmetric_kernel_igemm<<<dim3(6459, 2, 1), 128, 57344>>>(
         (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("l1_58_asymmetric_input_asymmetric_kernel_igemm");
