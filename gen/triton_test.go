@@ -496,3 +496,133 @@ func pyBool(b bool) string {
 	}
 	return "False"
 }
+
+// TestTritonPhaseRows holds the kernel's phase table against the phases
+// it stands for: one row per program phase, W fastest; unfused, each row
+// is its stride phase's residue, extents and taps; fused, a (D, H) row's
+// W entries span every W shift, its extent the rows' W grid. The table is
+// loaded (of the index width) exactly when there is more than one phase.
+func TestTritonPhaseRows(t *testing.T) {
+	random, err := Random(300, 13)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := []*plan.Plan{tritonSpec(t, l1_72, "fp32"), tritonSpec(t, l1_77, "3xtf32")}
+	for _, l := range random {
+		plans = append(plans, l.Plans...)
+	}
+	fused := 0
+	for _, p := range plans {
+		v := newTritonView(p)
+		c := p.Conv
+		if len(v.Rows) != v.NumPhases || v.PhaseTable != (v.NumPhases > 1) || v.PhaseFields != TritonPhaseFields {
+			t.Fatalf("%s: %d rows of %d phases, table %v, %d fields", p.Spec.Name, len(v.Rows), v.NumPhases, v.PhaseTable, v.PhaseFields)
+		}
+		if want := map[bool]string{false: "int32", true: "int64"}[v.Int64]; v.PhaseDType != want {
+			t.Errorf("%s: table of %s, Int64 %v", p.Spec.Name, v.PhaseDType, v.Int64)
+		}
+		perRow := c.Stride[2] / (c.Stride[0] * c.Stride[1] * c.Stride[2] / v.NumPhases) // 1 fused, else stride_w
+		for i, row := range v.Rows {
+			name := fmt.Sprintf("%s row %d", p.Spec.Name, i)
+			if n := len(strings.Split(row.Tuple(), ", ")); n != TritonPhaseFields {
+				t.Fatalf("%s: %d entries, want %d", name, n, TritonPhaseFields)
+			}
+			// The stride phase of the row's first W residue (phases list W fastest).
+			tp := v.Phases[(i/perRow)*c.Stride[2]+i%perRow]
+			if row.R != tp.R {
+				t.Fatalf("%s: residue %v, phase %v", name, row.R, tp.R)
+			}
+			dims := 3
+			if v.FuseW {
+				dims = 2
+				if row.Q[2] != divUp(p.Out[2], v.WStep) || row.K0[2] != 0 || row.Taps[2] != v.WShifts || row.Off0[2] != v.WOffMax {
+					t.Errorf("%s: W entries Q %d k0 %d taps %d off0 %d; want %d, 0, %d, %d", name, row.Q[2], row.K0[2],
+						row.Taps[2], row.Off0[2], divUp(p.Out[2], v.WStep), v.WShifts, v.WOffMax)
+				}
+			}
+			for d := range dims {
+				if row.Q[d] != tp.Q[d] || row.K0[d] != tp.K0[d] || row.Taps[d] != tp.Count[d] || row.Off0[d] != tp.Off0[d] {
+					t.Errorf("%s dim %d: Q %d k0 %d taps %d off0 %d; phase %d %d %d %d", name, d, row.Q[d], row.K0[d],
+						row.Taps[d], row.Off0[d], tp.Q[d], tp.K0[d], tp.Count[d], tp.Off0[d])
+				}
+			}
+		}
+		if v.FuseW {
+			fused++
+		}
+	}
+	if fused == 0 || fused == len(plans) {
+		t.Errorf("%d of %d plans fused: want both kinds", fused, len(plans))
+	}
+}
+
+// TestTritonPhaseNotFromProgramID: in a kernel of several phases nothing
+// is computed from the phase index but the table row's address, and every
+// per-phase number is a load from it (values the compiler derived from the
+// program id, it narrowed to 8 bits, which Triton 3.6 then miscompiled
+// under pipelined loads); with one phase there is no table at all.
+func TestTritonPhaseNotFromProgramID(t *testing.T) {
+	r, err := NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := l1_72
+	one.Stride, one.OutputPadding = [3]int{1, 1, 1}, [3]int{}
+	usesPhase := regexp.MustCompile(`\bphase\b`)
+	load := regexp.MustCompile(`^\s+(\w+), (\w+), (\w+) = tl\.load\(row \+ (\d+)\), tl\.load\(row \+ (\d+)\), tl\.load\(row \+ (\d+)\)`)
+	for _, c := range []geom.Conv{l1_72, l1_77, one} {
+		p := tritonSpec(t, c, "3xtf32")
+		v := newTritonView(p)
+		files, err := r.Render([]*plan.Plan{p}, "specs/triton_case.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var src string
+		for _, f := range files {
+			if f.Path == "triton_case/"+SubmissionFile("triton", p.Target) {
+				src = string(f.Data)
+			}
+		}
+		kernel := src[strings.Index(src, "def "+v.Kernel+"("):strings.Index(src, "def "+v.Wrapper+"(")]
+		var uses []string
+		loaded := map[string]int{}
+		for _, line := range strings.Split(kernel, "\n") {
+			code, _, _ := strings.Cut(line, "#")
+			if code = strings.TrimSpace(code); usesPhase.MatchString(code) {
+				uses = append(uses, code)
+			}
+			if m := load.FindStringSubmatch(line); m != nil {
+				for i := 1; i <= 3; i++ {
+					loaded[m[i]] = atoi(t, m[i+3])
+				}
+			}
+		}
+		if !v.PhaseTable {
+			if strings.Contains(src, "PHASE_TABLE") || strings.Contains(src, "phases_ptr") || len(loaded) != 0 {
+				t.Errorf("stride %v: one phase, but a phase table", c.Stride)
+			}
+			continue
+		}
+		if want := []string{"phase = pid % NUM_PHASES", "row = phases_ptr + phase * PHASE_FIELDS"}; strings.Join(uses, "\n") != strings.Join(want, "\n") {
+			t.Errorf("stride %v: the phase index used in\n%s\nwant only\n%s", c.Stride, strings.Join(uses, "\n"), strings.Join(want, "\n"))
+		}
+		names := []string{"r_d", "r_h", "r_w", "q_d", "q_h", "q_w", "k0_d", "k0_h", "k0_w", "taps_d", "taps_h", "taps_w", "off0_d", "off0_h", "off0_w"}
+		for i, n := range names {
+			if col, ok := loaded[n]; !ok || col != i {
+				t.Errorf("stride %v: %s loaded from column %d (found %v), want %d", c.Stride, n, col, ok, i)
+			}
+		}
+		if got := strings.Count(src[strings.Index(src, "PHASE_TABLE = ("):], "\n    ("); got != v.NumPhases {
+			t.Errorf("stride %v: %d table rows, want %d", c.Stride, got, v.NumPhases)
+		}
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

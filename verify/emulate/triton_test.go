@@ -229,6 +229,8 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 			func(c geom.Conv) bool { return c.Padding[2]%2 == 1 }}, // the last column's residue wraps
 		{"tap offset the wrong way", "", "off_w = off0_w - tw * W_OFF_STEP", "off_w = off0_w + tw * W_OFF_STEP",
 			func(c geom.Conv) bool { return c.Kernel[2] > 1 }},
+		{"phase table's D and H offsets swapped", "PHASE_TABLE = (", "off0_d, off0_h, off0_w = tl.load(row + 12), tl.load(row + 13)",
+			"off0_d, off0_h, off0_w = tl.load(row + 13), tl.load(row + 12)", always},
 		{"padded load off by one", "PAD_INPUT=True", "a = tl.load(a_ptrs", "a = tl.load(1 + a_ptrs", always},
 		{"unmasked store", "", "tl.store(y_ptrs, acc, mask=y_ok)", "tl.store(y_ptrs, acc)", always},
 		{"folded rows read unfolded input", "W_FOLD=2,", "iw = qw * W_FOLD", "iw = qw",
