@@ -94,7 +94,7 @@ TILING = dict(
 )
 PROGRAMS = 135  # NUM_PHASES * M_TILES * N_TILES * groups
 NUM_WARPS = 4
-NUM_STAGES = 1  # loads kept in flight ahead of the tl.dot
+NUM_STAGES = 3  # loads kept in flight ahead of the tl.dot
 
 # The re-layout kernel's constants: X_ROWS programs copy an input row each
 # (none when the GEMM reads the module's input as it is), then WEIGHT_PROGRAMS

@@ -102,7 +102,6 @@ func TestTritonKernelsMatchReference(t *testing.T) {
 		if fuse || strings.HasPrefix(s.Name, "unit_stride") || strings.HasPrefix(s.Name, "shared_factor") {
 			s.Kernel.Triton.FuseW, s.Kernel.Triton.FoldW = true, fold
 		}
-		unpipelinedWhereRefused(&s)
 		p, err := plan.New(&s, plan.SM90)
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
@@ -204,7 +203,6 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 		if s.Name == "flat_k" {
 			s.Kernel.Triton.FuseW, s.Kernel.Triton.FoldW = false, 0 // W fusion would replace the flat reduction
 		}
-		unpipelinedWhereRefused(&s)
 		p, err := plan.New(&s, plan.SM90)
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
@@ -279,15 +277,5 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 			}
 			t.Fatalf("no case where the mutant applies")
 		})
-	}
-}
-
-// unpipelinedWhereRefused takes one stage where the plan refuses pipelined
-// channels-last loads (plan.TritonMiscompiledAxis: Triton 3.6 miscompiles
-// them on the GPU); the emulator runs the same emitted code at any stage
-// count.
-func unpipelinedWhereRefused(s *spec.Spec) {
-	if t := &s.Kernel.Triton; plan.TritonMiscompiledAxis(*t, s.Problem.Conv) >= 0 {
-		t.Stages = 1
 	}
 }
