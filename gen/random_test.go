@@ -52,9 +52,12 @@ func TestRandomCoversTheSpace(t *testing.T) {
 		has("triton flat_k", tt.FlatK)
 		has("triton split_weight", tt.SplitWeight)
 		has("triton channels_last on a tap-less problem", tt.ChannelsLast && plan.TaplessAxis(c) >= 0)
+		has("triton channels_last pipelined on a tap-less problem", tt.ChannelsLast && tt.Stages != 1 && plan.TaplessAxis(c) >= 0)
 	}
 	least := map[string]float64{"tap-less residue": 0.10, "depthwise": 0.05, "kernel 1": 0.03, "stride 4 or 5": 0.10,
-		"channels a group off multiples of 4": 0.30}
+		"channels a group off multiples of 4": 0.30,
+		// The class the plan refused while Triton 3.6 miscompiled it (docs/perf/PERF.md v35, v36).
+		"triton channels_last pipelined on a tap-less problem": 0.05}
 	for label, got := range count {
 		t.Logf("%-45s %4d of %d", label, got, n)
 	}
@@ -62,7 +65,7 @@ func TestRandomCoversTheSpace(t *testing.T) {
 		"grouped", "bias", "output_padding", "cuda fp32 tile", "cuda direct", "cuda direct window", "cuda mma.sync", "cuda wgmma",
 		"cuda kw_in_n", "cuda winograd", "cuda park_sums", "cuda bulk_weights", "triton 3xtf32", "triton channels_last",
 		"triton fuse_w", "triton fold_w", "triton pad_input", "triton flat_k", "triton split_weight",
-		"triton channels_last on a tap-less problem"} {
+		"triton channels_last on a tap-less problem", "triton channels_last pipelined on a tap-less problem"} {
 		share := least[label]
 		if share == 0 {
 			share = 0.01

@@ -13,11 +13,11 @@ import (
 // The Triton kernel is one launch over all stride phases, interleaved: the
 // program id's residue picks the phase, so neighbouring programs compute
 // the same rows of different phases, whose partial-sector stores then meet
-// in L2. Each program derives its phase's extents and taps from the phase
-// index with the arithmetic of residueTaps (below, the Go statement of the
-// same formula, which the tests hold against the plan): per dimension the
-// taps reaching residue r are an arithmetic progression of kernel indices
-// k0, k0+KStep, ... whose input offsets fall by OffStep per step.
+// in L2. Each program reads its phase's residue, extents and taps from
+// Rows, computed here (residueTaps, which the tests hold against the plan):
+// per dimension the taps reaching residue r are an arithmetic progression
+// of kernel indices k0, k0+KStep, ... whose input offsets fall by OffStep
+// per step.
 type TritonView struct {
 	Kernel  string // the @triton.jit function
 	Wrapper string // the Python function that checks, allocates and launches
@@ -114,6 +114,41 @@ type TritonView struct {
 	OffStep [3]int // dilation / gcd(stride, dilation), per dimension
 
 	Phases []TritonPhase // every phase, in the kernel's order (for the docstring)
+
+	// Rows are the kernel's NumPhases phases, in program order (program p
+	// computes row p mod NumPhases). With more than one (PhaseTable) the
+	// kernel loads its row from a table the module keeps, of PhaseDType
+	// (int64 with Int64, so that every offset computed from a row is
+	// 64-bit): a loaded value has no range the compiler knows, so it cannot
+	// narrow the phase arithmetic to 8 bits, which Triton 3.6 miscompiled
+	// under pipelined channels-last loads when it derived the phase from
+	// the program id. With one phase the row is printed as constants, which
+	// fold.
+	Rows        []TritonRow
+	PhaseTable  bool
+	PhaseDType  string
+	PhaseFields int // entries of a row: TritonPhaseFields
+}
+
+// TritonRow is one row of the Triton kernel's phase table: per dimension
+// (D, H, W) the output residue, the outputs (o = R + stride*q, W stepping
+// WStep outputs), the first tap's kernel index, the taps (KStep apart) and
+// the first tap's input offset (falling by OffStep a tap). Fused, the W
+// entries span every W shift: from offset WOffMax down, WShifts of them.
+type TritonRow struct {
+	R, Q, K0, Taps, Off0 [3]int
+}
+
+// TritonPhaseFields is the number of entries of a TritonRow in the table.
+const TritonPhaseFields = 15
+
+// Tuple is the row as the table prints it, in TritonRow's field order.
+func (r TritonRow) Tuple() string {
+	var v []int
+	for _, f := range [][3]int{r.R, r.Q, r.K0, r.Taps, r.Off0} {
+		v = append(v, f[:]...)
+	}
+	return ints(v...)
 }
 
 // TritonPhase is one stride phase as the Triton kernel computes it.
@@ -249,8 +284,37 @@ func newTritonView(p *plan.Plan) *TritonView {
 		}
 		v.CopyInput = true
 	}
+	v.setRows(p)
 	v.setRelayout(p)
 	return v
+}
+
+// setRows lays out the kernel's phase table: one row per phase of D, H
+// and (unless fused) W, the residues in the kernel's order, W fastest.
+func (v *TritonView) setRows(p *plan.Plan) {
+	c := p.Conv
+	rw := c.Stride[2] // W residues spread over programs
+	if v.FuseW {
+		rw = 1
+	}
+	for ph := range v.NumPhases {
+		r := [3]int{ph / (c.Stride[1] * rw), ph / rw % c.Stride[1], ph % rw}
+		row := TritonRow{R: r}
+		for i := range 3 {
+			row.K0[i], row.Taps[i], row.Off0[i] = residueTaps(r[i], c.Kernel[i], c.Stride[i], c.Padding[i], c.Dilation[i], v.KStep[i])
+			row.Q[i] = divUp(p.Out[i]-r[i], c.Stride[i])
+		}
+		if v.FuseW {
+			row.Q[2] = divUp(p.Out[2], v.WStep)
+			row.K0[2], row.Taps[2], row.Off0[2] = 0, v.WShifts, v.WOffMax
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	v.PhaseTable, v.PhaseFields = v.NumPhases > 1, TritonPhaseFields
+	v.PhaseDType = "int32"
+	if v.Int64 {
+		v.PhaseDType = "int64"
+	}
 }
 
 // Re-layout kernel tiles: a transposing tile of at most relayoutTile
@@ -331,13 +395,13 @@ func inputPads(phases []TritonPhase, offStep, in [3]int) (lo, hi [3]int) {
 	return lo, hi
 }
 
-// residueTaps is the kernel's _residue_taps: along one dimension, the taps
-// reaching outputs o = r + stride*q are the kernel indices k with
-// (r + pad - k*dil) divisible by the stride. The first, k0, is below
-// kStep (the progression's step) if there is one; count of them follow
-// kStep apart, and tap k0 reads input index q + off0. No tap: k0 = size,
-// count 0. Integer division truncates toward zero, as Triton's does; it is
-// exact wherever a tap exists.
+// residueTaps: along one dimension, the taps reaching outputs
+// o = r + stride*q are the kernel indices k with (r + pad - k*dil)
+// divisible by the stride. The first, k0, is below kStep (the
+// progression's step) if there is one; count of them follow kStep apart,
+// and tap k0 reads input index q + off0. No tap: k0 = size, count 0 (off0
+// is then never used). Integer division truncates toward zero; it is exact
+// wherever a tap exists.
 func residueTaps(r, size, stride, pad, dil, kStep int) (k0, count, off0 int) {
 	k0 = size
 	for j := 0; j < kStep && j < size; j++ {

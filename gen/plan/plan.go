@@ -410,9 +410,6 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 	ts := *s
 	ts.Kernel = s.Kernel.For(target.Name)
 	s = &ts
-	if err := checkTritonPipelining(s); err != nil {
-		return nil, err
-	}
 	c := s.Problem.Conv
 	p := &Plan{Spec: s, Target: target, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup(), Epilogue: Epilogue{Bias: c.Bias}}
 	// Extents, channels and batch fit the kernels' 32-bit ints: the spec's
@@ -541,39 +538,6 @@ func indexType(lengths ...int) string {
 
 // maxInt32 is the largest value the kernels' int arithmetic holds.
 const maxInt32 = 1<<31 - 1
-
-// checkTritonPipelining refuses the Triton choices that Triton 3.6
-// miscompiles: input channels last and loads software-pipelined (stages
-// other than 1; 0 takes the default 3) on a problem with a stride phase no
-// tap reaches. On the H200 the tap phase then read its inputs one plane
-// off along depth: LLVM narrows the runtime phase arithmetic to 8 bits and
-// packs two axes' input offsets into one 16x2 add, correct in the PTX, so
-// the defect lies below it. Fused W phases do not avoid it (the D and H
-// phases are still decoded at run time); one stage or channels first do.
-func checkTritonPipelining(s *spec.Spec) error {
-	t := s.Kernel.Triton
-	axis := TritonMiscompiledAxis(t, s.Problem.Conv)
-	if !slices.Contains(s.Kernel.Backends, "triton") || axis < 0 {
-		return nil
-	}
-	stages := "the default 3"
-	if t.Stages > 1 {
-		stages = strconv.Itoa(t.Stages)
-	}
-	return spec.Errors{s.Errorf(s.Kernel.TritonField("channels_last"), "true",
-		"with loads pipelined over %s stages is miscompiled by Triton 3.6 where a stride phase has no tap (here along %s): set stages: 1 or channels_last: false",
-		stages, [3]string{"depth", "height", "width"}[axis])}
-}
-
-// TritonMiscompiledAxis is the axis with a tap-less stride phase on which
-// Triton choices t would be miscompiled (checkTritonPipelining: channels
-// last, loads pipelined), or -1.
-func TritonMiscompiledAxis(t spec.Triton, c geom.Conv) int {
-	if !t.ChannelsLast || t.Stages == 1 {
-		return -1
-	}
-	return TaplessAxis(c)
-}
 
 // TaplessAxis is the first axis (0 depth, 1 height, 2 width) with an output
 // residue mod stride that no tap reaches (dimTaps), or -1.

@@ -11,12 +11,12 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Along each
 dimension a phase's taps are evenly spaced (k = k0 + j*stride/gcd(stride,
-dilation)), so a phase is described by a few constants, not a table.
+dilation)), so a phase is described by five numbers per dimension.
 
 One launch covers every phase: program p works on phase p mod NUM_PHASES, so
 neighbouring programs compute the same rows of different phases, whose
-outputs share cache sectors, and their stores meet in L2. A program derives
-its phase's extents and taps from the phase index (_residue_taps) and
+outputs share cache sectors, and their stores meet in L2. A program takes
+its phase's extents and taps from the generator's numbers and
 computes BLOCK_M of the phase's output positions by BLOCK_N output channels
 of one group, stepping over (tap, BLOCK_K input channels) with tl.dot and
 fp32 accumulation.
@@ -111,8 +111,8 @@ RELAYOUT = dict(
 )
 RELAYOUT_PROGRAMS = 12853  # X_ROWS + WEIGHT_PROGRAMS (53)
 
-# The phases, as the kernel derives them (r: output residue, Q: outputs per
-# dimension, M: GEMM rows, taps per dimension):
+# The stride phases (r: output residue, Q: outputs per dimension, M: GEMM
+# rows, taps per dimension):
 #   r = (0, 0, 0): Q = (18, 36, 70), M = 725760, 105 taps (3 x 5 x 7)
 
 
@@ -190,22 +190,6 @@ def l1_58_asymmetric_input_asymmetric_kernel_relayout(
 
 # ---- The kernel -------------------------------------------------------------
 @triton.jit
-def _residue_taps(r, SIZE: tl.constexpr, STRIDE: tl.constexpr, PAD: tl.constexpr, DIL: tl.constexpr,
-                  K_STEP: tl.constexpr):
-    """Along one dimension, the taps that reach outputs o = r + STRIDE*q: the
-    kernel indices k with (r + PAD - k*DIL) divisible by STRIDE. They are k0,
-    k0 + K_STEP, ... (count of them; none when k0 == SIZE), and tap k0 reads
-    input index q + off0."""
-    k0 = r * 0 + SIZE
-    for j in tl.static_range(K_STEP):
-        if j < SIZE:
-            k0 = tl.where(((r + PAD - j * DIL) % STRIDE == 0) & (k0 == SIZE), j, k0)
-    count = (SIZE - k0 + K_STEP - 1) // K_STEP
-    off0 = (r + PAD - k0 * DIL) // STRIDE  # exact wherever a tap exists
-    return k0, count, off0
-
-
-@triton.jit
 def l1_58_asymmetric_input_asymmetric_kernel_phase_igemm(
     x_ptr, w_ptr, w_lo_ptr, y_ptr,
     # Problem: sizes, channels, kernel, stride, padding, dilation, tap steps.
@@ -269,23 +253,16 @@ def l1_58_asymmetric_input_asymmetric_kernel_phase_igemm(
     g = tile // (N_TILES * M_TILES)
 
     # ---- The phase: residue, extents, taps -----------------------------------
-    # Phases over (D, H, W); fused, every W residue is a column.
-    R_W: tl.constexpr = 1 if FUSE_W else STRIDE_W  # W residues spread over programs
-    r_d = phase // (STRIDE_H * R_W)
-    r_h = (phase // R_W) % STRIDE_H
-    r_w = phase % R_W  # the first of the program's W residues
-    q_d = (OUT_D - r_d + STRIDE_D - 1) // STRIDE_D  # outputs o = r + STRIDE*q per dimension
-    q_h = (OUT_H - r_h + STRIDE_H - 1) // STRIDE_H
-    q_w = (OUT_W - r_w + O_STEP_W - 1) // O_STEP_W
+    # The one phase's numbers, from the generator, as constants that fold
+    # (added to phase, 0, for the program id's integer type).
+    r_d, r_h, r_w = phase + 0, phase + 0, phase + 0
+    q_d, q_h, q_w = phase + 18, phase + 36, phase + 35  # outputs o = r + STRIDE*q (W: O_STEP_W)
+    k0_d, k0_h, k0_w = phase + 0, phase + 0, phase + 0  # the first tap's kernel index
+    taps_d, taps_h, taps_w = phase + 3, phase + 5, phase + 8  # K_STEP apart
+    off0_d, off0_h, off0_w = phase + 0, phase + 0, phase + 1  # input offset of tap k0
+    # Fused, W's taps span every input offset any W phase reads, from
+    # W_OFF_MAX down; per column the tap (if any) is found at each step.
     rows = BATCH * q_d * q_h * q_w  # the phase's GEMM rows
-    k0_d, taps_d, off0_d = _residue_taps(r_d, K_D, STRIDE_D, PAD_D, DIL_D, K_STEP_D)
-    k0_h, taps_h, off0_h = _residue_taps(r_h, K_H, STRIDE_H, PAD_H, DIL_H, K_STEP_H)
-    if FUSE_W:
-        # Every input offset any W phase reads, W_OFF_MAX down; per column
-        # the tap (if any) is found at each step.
-        k0_w, taps_w, off0_w = r_d * 0, r_d * 0 + W_SHIFTS, r_d * 0 + W_OFF_MAX
-    else:
-        k0_w, taps_w, off0_w = _residue_taps(r_w, K_W, STRIDE_W, PAD_W, DIL_W, K_STEP_W)
 
     # Rows: GEMM row m is output (n, qd, qh, qw) of this phase, qw fastest.
     # (Divisors kept at least 1: an empty phase has rows == 0 and masks all.)

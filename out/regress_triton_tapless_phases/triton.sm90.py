@@ -11,12 +11,12 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Along each
 dimension a phase's taps are evenly spaced (k = k0 + j*stride/gcd(stride,
-dilation)), so a phase is described by a few constants, not a table.
+dilation)), so a phase is described by five numbers per dimension.
 
 One launch covers every phase: program p works on phase p mod NUM_PHASES, so
 neighbouring programs compute the same rows of different phases, whose
-outputs share cache sectors, and their stores meet in L2. A program derives
-its phase's extents and taps from the phase index (_residue_taps) and
+outputs share cache sectors, and their stores meet in L2. A program takes
+its phase's extents and taps from the generator's table (PHASE_TABLE) and
 computes BLOCK_M of the phase's output positions by BLOCK_N output channels
 of one group, stepping over (tap, BLOCK_K input channels) with tl.dot and
 fp32 accumulation.
@@ -84,7 +84,7 @@ TILING = dict(
 )
 PROGRAMS = 405  # NUM_PHASES * M_TILES * N_TILES * groups
 NUM_WARPS = 4
-NUM_STAGES = 1  # loads kept in flight ahead of the tl.dot
+NUM_STAGES = 3  # loads kept in flight ahead of the tl.dot
 
 # The re-layout kernel's constants: X_ROWS programs copy an input row each
 # (none when the GEMM reads the module's input as it is), then WEIGHT_PROGRAMS
@@ -99,8 +99,8 @@ RELAYOUT = dict(
 )
 RELAYOUT_PROGRAMS = 49  # X_ROWS + WEIGHT_PROGRAMS (1)
 
-# The phases, as the kernel derives them (r: output residue, Q: outputs per
-# dimension, M: GEMM rows, taps per dimension):
+# The stride phases (r: output residue, Q: outputs per dimension, M: GEMM
+# rows, taps per dimension):
 #   r = (0, 0, 0): Q = (5, 7, 9), M = 630, no tap reaches it: bias only
 #   r = (0, 0, 1): Q = (5, 7, 9), M = 630, no tap reaches it: bias only
 #   r = (0, 0, 2): Q = (5, 7, 8), M = 560, no tap reaches it: bias only
@@ -128,6 +128,44 @@ RELAYOUT_PROGRAMS = 49  # X_ROWS + WEIGHT_PROGRAMS (1)
 #   r = (2, 2, 0): Q = (4, 6, 9), M = 432, no tap reaches it: bias only
 #   r = (2, 2, 1): Q = (4, 6, 9), M = 432, no tap reaches it: bias only
 #   r = (2, 2, 2): Q = (4, 6, 8), M = 384, 27 taps (3 x 3 x 3)
+
+# The kernel's phases, one row each (program p reads row p mod NUM_PHASES), as
+# the generator computed them; the module keeps them as a buffer. Per dimension
+# (D, H, W): output residue r, outputs Q (o = r + stride*q), the first tap's
+# kernel index k0 (the kernel size when none), the taps (K_STEP apart), and the
+# first tap's input offset (falling by OFF_STEP a tap).
+PHASE_FIELDS = 15
+PHASE_TABLE = (
+    # (r_d, r_h, r_w, q_d, q_h, q_w, k0_d, k0_h, k0_w, taps_d, taps_h, taps_w, off0_d, off0_h, off0_w)
+    (0, 0, 0, 5, 7, 9, 3, 3, 3, 0, 0, 0, -2, -2, -2),
+    (0, 0, 1, 5, 7, 9, 3, 3, 3, 0, 0, 0, -2, -2, -2),
+    (0, 0, 2, 5, 7, 8, 3, 3, 0, 0, 0, 3, -2, -2, 1),
+    (0, 1, 0, 5, 7, 9, 3, 3, 3, 0, 0, 0, -2, -2, -2),
+    (0, 1, 1, 5, 7, 9, 3, 3, 3, 0, 0, 0, -2, -2, -2),
+    (0, 1, 2, 5, 7, 8, 3, 3, 0, 0, 0, 3, -2, -2, 1),
+    (0, 2, 0, 5, 6, 9, 3, 0, 3, 0, 3, 0, -2, 1, -2),
+    (0, 2, 1, 5, 6, 9, 3, 0, 3, 0, 3, 0, -2, 1, -2),
+    (0, 2, 2, 5, 6, 8, 3, 0, 0, 0, 3, 3, -2, 1, 1),
+    (1, 0, 0, 5, 7, 9, 3, 3, 3, 0, 0, 0, -2, -2, -2),
+    (1, 0, 1, 5, 7, 9, 3, 3, 3, 0, 0, 0, -2, -2, -2),
+    (1, 0, 2, 5, 7, 8, 3, 3, 0, 0, 0, 3, -2, -2, 1),
+    (1, 1, 0, 5, 7, 9, 3, 3, 3, 0, 0, 0, -2, -2, -2),
+    (1, 1, 1, 5, 7, 9, 3, 3, 3, 0, 0, 0, -2, -2, -2),
+    (1, 1, 2, 5, 7, 8, 3, 3, 0, 0, 0, 3, -2, -2, 1),
+    (1, 2, 0, 5, 6, 9, 3, 0, 3, 0, 3, 0, -2, 1, -2),
+    (1, 2, 1, 5, 6, 9, 3, 0, 3, 0, 3, 0, -2, 1, -2),
+    (1, 2, 2, 5, 6, 8, 3, 0, 0, 0, 3, 3, -2, 1, 1),
+    (2, 0, 0, 4, 7, 9, 0, 3, 3, 3, 0, 0, 1, -2, -2),
+    (2, 0, 1, 4, 7, 9, 0, 3, 3, 3, 0, 0, 1, -2, -2),
+    (2, 0, 2, 4, 7, 8, 0, 3, 0, 3, 0, 3, 1, -2, 1),
+    (2, 1, 0, 4, 7, 9, 0, 3, 3, 3, 0, 0, 1, -2, -2),
+    (2, 1, 1, 4, 7, 9, 0, 3, 3, 3, 0, 0, 1, -2, -2),
+    (2, 1, 2, 4, 7, 8, 0, 3, 0, 3, 0, 3, 1, -2, 1),
+    (2, 2, 0, 4, 6, 9, 0, 0, 3, 3, 3, 0, 1, 1, -2),
+    (2, 2, 1, 4, 6, 9, 0, 0, 3, 3, 3, 0, 1, 1, -2),
+    (2, 2, 2, 4, 6, 8, 0, 0, 0, 3, 3, 3, 1, 1, 1),
+)
+PHASES_DTYPE = torch.int32
 
 
 # ---- The re-layout ------------------------------------------------------------
@@ -203,24 +241,8 @@ def regress_triton_tapless_phases_relayout(
 
 # ---- The kernel -------------------------------------------------------------
 @triton.jit
-def _residue_taps(r, SIZE: tl.constexpr, STRIDE: tl.constexpr, PAD: tl.constexpr, DIL: tl.constexpr,
-                  K_STEP: tl.constexpr):
-    """Along one dimension, the taps that reach outputs o = r + STRIDE*q: the
-    kernel indices k with (r + PAD - k*DIL) divisible by STRIDE. They are k0,
-    k0 + K_STEP, ... (count of them; none when k0 == SIZE), and tap k0 reads
-    input index q + off0."""
-    k0 = r * 0 + SIZE
-    for j in tl.static_range(K_STEP):
-        if j < SIZE:
-            k0 = tl.where(((r + PAD - j * DIL) % STRIDE == 0) & (k0 == SIZE), j, k0)
-    count = (SIZE - k0 + K_STEP - 1) // K_STEP
-    off0 = (r + PAD - k0 * DIL) // STRIDE  # exact wherever a tap exists
-    return k0, count, off0
-
-
-@triton.jit
 def regress_triton_tapless_phases_phase_igemm(
-    x_ptr, w_ptr, b_ptr, y_ptr,
+    x_ptr, w_ptr, b_ptr, y_ptr, phases_ptr,
     # Problem: sizes, channels, kernel, stride, padding, dilation, tap steps.
     BATCH: tl.constexpr, C_IN: tl.constexpr, C_OUT: tl.constexpr, C_IN_G: tl.constexpr, C_OUT_G: tl.constexpr,
     IN_D: tl.constexpr, IN_H: tl.constexpr, IN_W: tl.constexpr,
@@ -233,7 +255,7 @@ def regress_triton_tapless_phases_phase_igemm(
     OFF_STEP_D: tl.constexpr, OFF_STEP_H: tl.constexpr, OFF_STEP_W: tl.constexpr,
     # Tiling and layout.
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    NUM_PHASES: tl.constexpr, M_TILES: tl.constexpr, N_TILES: tl.constexpr, CI_CHUNKS: tl.constexpr,
+    NUM_PHASES: tl.constexpr, M_TILES: tl.constexpr, N_TILES: tl.constexpr, CI_CHUNKS: tl.constexpr, PHASE_FIELDS: tl.constexpr,
     CHANNELS_LAST: tl.constexpr, INT64_OFFSETS: tl.constexpr,
     FUSE_W: tl.constexpr, W_FOLD: tl.constexpr, W_PHASES: tl.constexpr, W_PAD: tl.constexpr, W_SHIFTS: tl.constexpr, W_OFF_MAX: tl.constexpr,
     G_W: tl.constexpr, R0_W: tl.constexpr,
@@ -245,7 +267,7 @@ def regress_triton_tapless_phases_phase_igemm(
     # that input inside a zero border of LO_* leading elements; w the
     # re-laid weight (groups, taps, C_IN_G, C_OUT_G) or (groups, taps,
     # C_OUT_G, C_IN_G); y is (batch, C_OUT, OUT_D, OUT_H, OUT_W); all
-    # contiguous float32.
+    # contiguous float32. phases is PHASE_TABLE, contiguous.
     X_DHW: tl.constexpr = X_D * X_H * X_W
     OUT_DHW: tl.constexpr = OUT_D * OUT_H * OUT_W
     # Strides of the input between channels and between positions.
@@ -282,23 +304,16 @@ def regress_triton_tapless_phases_phase_igemm(
     g = tile // (N_TILES * M_TILES)
 
     # ---- The phase: residue, extents, taps -----------------------------------
-    # Phases over (D, H, W); fused, every W residue is a column.
-    R_W: tl.constexpr = 1 if FUSE_W else STRIDE_W  # W residues spread over programs
-    r_d = phase // (STRIDE_H * R_W)
-    r_h = (phase // R_W) % STRIDE_H
-    r_w = phase % R_W  # the first of the program's W residues
-    q_d = (OUT_D - r_d + STRIDE_D - 1) // STRIDE_D  # outputs o = r + STRIDE*q per dimension
-    q_h = (OUT_H - r_h + STRIDE_H - 1) // STRIDE_H
-    q_w = (OUT_W - r_w + O_STEP_W - 1) // O_STEP_W
+    # Loaded, not computed from the program id: a loaded value has no range
+    # the compiler knows, so it cannot narrow this arithmetic to 8 bits
+    # (Triton 3.6 miscompiled the narrowed form under pipelined loads).
+    row = phases_ptr + phase * PHASE_FIELDS
+    r_d, r_h, r_w = tl.load(row + 0), tl.load(row + 1), tl.load(row + 2)  # r_w: the program's first W residue
+    q_d, q_h, q_w = tl.load(row + 3), tl.load(row + 4), tl.load(row + 5)  # outputs o = r + STRIDE*q (W: O_STEP_W)
+    k0_d, k0_h, k0_w = tl.load(row + 6), tl.load(row + 7), tl.load(row + 8)  # the first tap's kernel index
+    taps_d, taps_h, taps_w = tl.load(row + 9), tl.load(row + 10), tl.load(row + 11)  # K_STEP apart
+    off0_d, off0_h, off0_w = tl.load(row + 12), tl.load(row + 13), tl.load(row + 14)  # input offset of tap k0
     rows = BATCH * q_d * q_h * q_w  # the phase's GEMM rows
-    k0_d, taps_d, off0_d = _residue_taps(r_d, K_D, STRIDE_D, PAD_D, DIL_D, K_STEP_D)
-    k0_h, taps_h, off0_h = _residue_taps(r_h, K_H, STRIDE_H, PAD_H, DIL_H, K_STEP_H)
-    if FUSE_W:
-        # Every input offset any W phase reads, W_OFF_MAX down; per column
-        # the tap (if any) is found at each step.
-        k0_w, taps_w, off0_w = r_d * 0, r_d * 0 + W_SHIFTS, r_d * 0 + W_OFF_MAX
-    else:
-        k0_w, taps_w, off0_w = _residue_taps(r_w, K_W, STRIDE_W, PAD_W, DIL_W, K_STEP_W)
 
     # Rows: GEMM row m is output (n, qd, qh, qw) of this phase, qw fastest.
     # (Divisors kept at least 1: an empty phase has rows == 0 and masks all.)
@@ -393,7 +408,7 @@ def regress_triton_tapless_phases_phase_igemm(
 
 
 # ---- The wrapper: checks, allocates, launches --------------------------------
-def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, phases: torch.Tensor) -> torch.Tensor:
     """ConvTranspose3d forward of this problem: input and weight re-layouts, then
     one kernel launch over every stride phase."""
     if not (x.is_cuda and x.dtype == torch.float32 and tuple(x.shape) == INPUT_SHAPE):
@@ -402,6 +417,8 @@ def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
         raise ValueError(f"weight must be a float32 tensor of shape {WEIGHT_SHAPE} on the device of x")
     if not (bias.device == x.device and bias.dtype == torch.float32 and tuple(bias.shape) == BIAS_SHAPE):
         raise ValueError(f"bias must be a float32 tensor of shape {BIAS_SHAPE} on the device of x")
+    if not (phases.device == x.device and phases.dtype == PHASES_DTYPE and tuple(phases.shape) == (len(PHASE_TABLE), PHASE_FIELDS)):
+        raise ValueError("phases must be PHASE_TABLE as a tensor on the device of x")
     # Re-layouts, inside every forward and counted in its time (nothing is
     # cached across calls), in one launch of the kernel above.
     # Input channels fastest in both operands: x to (batch, D, H, W, C_IN),
@@ -413,7 +430,7 @@ def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
     b = bias.detach().contiguous()  # no copy for a module's parameter
     y = torch.empty(OUTPUT_SHAPE, device=x.device, dtype=torch.float32)
     regress_triton_tapless_phases_phase_igemm[(PROGRAMS,)](
-        xk, wt, b, y, **PROBLEM, **TILING,
+        xk, wt, b, y, phases, **PROBLEM, **TILING, PHASE_FIELDS=PHASE_FIELDS,
         num_warps=NUM_WARPS, num_stages=NUM_STAGES,
     )
     return y
@@ -427,7 +444,10 @@ class Model(nn.Module):
         # Same parameters in the same order as the reference, so seeded
         # initialisation gives identical weights.
         self.conv_transpose3d = nn.ConvTranspose3d(in_channels, out_channels, (kernel_size, kernel_size, kernel_size), stride=stride, padding=padding, dilation=dilation, groups=groups, bias=bias)
+        # The kernel's phase table, as a buffer: it moves with the module,
+        # and is neither a parameter nor in the state dict.
+        self.register_buffer("phases", torch.tensor(PHASE_TABLE, dtype=PHASES_DTYPE), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         conv = self.conv_transpose3d
-        return implicit_gemm_forward(x, conv.weight, conv.bias)
+        return implicit_gemm_forward(x, conv.weight, conv.bias, self.phases)

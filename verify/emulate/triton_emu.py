@@ -9,7 +9,7 @@ other in an order drawn from EMULATE_SEED (0: in order of program ids), on small
 The submission's own wrapper runs too, on a small stand-in for torch tensors (views,
 permute, contiguous, reshape, bit views, zero-filled and empty tensors, slice assignment,
 elementwise arithmetic), so its re-layouts (channels last, zero border, TF32 weight parts)
-are the ones checked. Every load and store is bounds checked (exit status 3), and
+are the ones checked; a file with a phase table gets it as its Model's buffer holds it. Every load and store is bounds checked (exit status 3), and
 torch.empty gives NaN so an unwritten output element shows. Every store to a tensor is
 counted per element: each element of every tensor the wrapper makes with torch.empty (the
 output, the re-laid input and weights) must be written exactly once in a forward, and no
@@ -64,11 +64,11 @@ class WriteCount(Exception):
 
 
 class Buffer:
-    """A launch argument's storage; counts are its tensor's write counts (None for an
-    input, which no kernel may write)."""
+    """A launch argument's storage, of block kind "f" or "i" (what a load gives); counts
+    are its tensor's write counts (None for an input, which no kernel may write)."""
 
-    def __init__(self, name, data, counts=None):
-        self.name, self.data, self.counts = name, data, counts
+    def __init__(self, name, data, counts=None, kind="f"):
+        self.name, self.data, self.counts, self.kind = name, data, counts, kind
 
 
 # Tensors made by torch.empty, by the id of their storage: (name, shape, storage,
@@ -240,7 +240,7 @@ def _element(ptr, i):
 def _load(ptr, mask=None, other=None):
     mask = [True] * len(ptr.data) if mask is None else expand(T.of(mask), ptr.shape)
     fill = 0.0 if other is None else other
-    return T([ptr.buf.data[_element(ptr, i)] if ok else fill for i, ok in zip(ptr.data, mask)], ptr.shape, "f")
+    return T([ptr.buf.data[_element(ptr, i)] if ok else fill for i, ok in zip(ptr.data, mask)], ptr.shape, ptr.buf.kind)
 
 
 def _store(ptr, value, mask=None):
@@ -301,7 +301,8 @@ class Jit:
                 assert a.strides == Tensor(a.storage, a.shape).strides and a.offset == 0, "non-contiguous tensor"
                 made = _made.get(id(a.storage))
                 name = f"argument {i} of {self.fn.__name__} ({made[0] if made else 'an input'})"
-                ptrs.append(T([0], (), "p", Buffer(name, a.storage, made[3] if made else None)))
+                kind = "i" if a.dtype in ("int32", "int64") else "f"
+                ptrs.append(T([0], (), "p", Buffer(name, a.storage, made[3] if made else None, kind)))
             order = list(range(grid[0]))
             if _State.rng is not None:
                 _State.rng.shuffle(order)
@@ -384,6 +385,13 @@ def _empty(shape, device=None, dtype="float32"):
     return t
 
 
+def _tensor(rows, dtype="float32"):
+    """torch.tensor of a tuple of equal tuples (a table) or a flat tuple."""
+    if rows and isinstance(rows[0], (tuple, list)):
+        return Tensor([v for row in rows for v in row], (len(rows), len(rows[0])), dtype)
+    return Tensor(list(rows), (len(rows),), dtype)
+
+
 def check_writes():
     """Raises WriteCount naming up to 8 elements of torch.empty tensors not written
     exactly once."""
@@ -412,7 +420,8 @@ def stand_ins():
     torch = types.ModuleType("torch")
     nn = types.ModuleType("torch.nn")
     nn.Module = object
-    torch.nn, torch.Tensor, torch.float32, torch.int32, torch.empty = nn, Tensor, "float32", "int32", _empty
+    torch.nn, torch.Tensor, torch.float32, torch.int32, torch.int64 = nn, Tensor, "float32", "int32", "int64"
+    torch.empty, torch.tensor = _empty, _tensor
     return {"triton": triton, "triton.language": tl, "torch": torch, "torch.nn": nn}
 
 
@@ -435,6 +444,9 @@ def main(argv):
     args = [Tensor(read_floats(folder + "/x.bin"), mod.INPUT_SHAPE), Tensor(read_floats(folder + "/w.bin"), mod.WEIGHT_SHAPE)]
     if hasattr(mod, "BIAS_SHAPE"):
         args.append(Tensor(read_floats(folder + "/b.bin"), mod.BIAS_SHAPE))
+    if hasattr(mod, "PHASE_TABLE"):
+        # The phase table as the module's buffer holds it (Model.__init__).
+        args.append(mod.torch.tensor(mod.PHASE_TABLE, dtype=mod.PHASES_DTYPE))
     try:
         y = mod.implicit_gemm_forward(*args)
         check_writes()

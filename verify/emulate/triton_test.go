@@ -102,7 +102,6 @@ func TestTritonKernelsMatchReference(t *testing.T) {
 		if fuse || strings.HasPrefix(s.Name, "unit_stride") || strings.HasPrefix(s.Name, "shared_factor") {
 			s.Kernel.Triton.FuseW, s.Kernel.Triton.FoldW = true, fold
 		}
-		unpipelinedWhereRefused(&s)
 		p, err := plan.New(&s, plan.SM90)
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
@@ -204,7 +203,6 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 		if s.Name == "flat_k" {
 			s.Kernel.Triton.FuseW, s.Kernel.Triton.FoldW = false, 0 // W fusion would replace the flat reduction
 		}
-		unpipelinedWhereRefused(&s)
 		p, err := plan.New(&s, plan.SM90)
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
@@ -229,6 +227,8 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 			func(c geom.Conv) bool { return c.Padding[2]%2 == 1 }}, // the last column's residue wraps
 		{"tap offset the wrong way", "", "off_w = off0_w - tw * W_OFF_STEP", "off_w = off0_w + tw * W_OFF_STEP",
 			func(c geom.Conv) bool { return c.Kernel[2] > 1 }},
+		{"phase table's D and H offsets swapped", "PHASE_TABLE = (", "off0_d, off0_h, off0_w = tl.load(row + 12), tl.load(row + 13)",
+			"off0_d, off0_h, off0_w = tl.load(row + 13), tl.load(row + 12)", always},
 		{"padded load off by one", "PAD_INPUT=True", "a = tl.load(a_ptrs", "a = tl.load(1 + a_ptrs", always},
 		{"unmasked store", "", "tl.store(y_ptrs, acc, mask=y_ok)", "tl.store(y_ptrs, acc)", always},
 		{"folded rows read unfolded input", "W_FOLD=2,", "iw = qw * W_FOLD", "iw = qw",
@@ -277,15 +277,5 @@ func TestTritonMutantsAreCaught(t *testing.T) {
 			}
 			t.Fatalf("no case where the mutant applies")
 		})
-	}
-}
-
-// unpipelinedWhereRefused takes one stage where the plan refuses pipelined
-// channels-last loads (plan.TritonMiscompiledAxis: Triton 3.6 miscompiles
-// them on the GPU); the emulator runs the same emitted code at any stage
-// count.
-func unpipelinedWhereRefused(s *spec.Spec) {
-	if t := &s.Kernel.Triton; plan.TritonMiscompiledAxis(*t, s.Problem.Conv) >= 0 {
-		t.Stages = 1
 	}
 }
