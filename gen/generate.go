@@ -36,6 +36,8 @@ const (
 type Loaded struct {
 	Path  string       // slash-separated, relative to the root
 	Plans []*plan.Plan // for plan.Targets, in order
+	// Warnings: what the spec may not mean (TuneWarnings), for stderr.
+	Warnings spec.Errors
 }
 
 // Spec is the spec as its first target's plan sees it (the targets differ
@@ -89,7 +91,7 @@ func LoadAll(root string) ([]Loaded, error) {
 			errsOf[rel] = errs
 			continue
 		}
-		loaded = append(loaded, Loaded{Path: rel, Plans: ps})
+		loaded = append(loaded, Loaded{Path: rel, Plans: ps, Warnings: TuneWarnings(rel, data, ps[0].Spec)})
 	}
 	// A duplicate name is a problem of every spec that has it: each is
 	// told the others' files.
@@ -145,7 +147,13 @@ func planTargets(path string, s *spec.Spec) ([]*plan.Plan, spec.Errors) {
 	var ps []*plan.Plan
 	var errs spec.Errors
 	for _, t := range plan.Targets {
-		p, err := plan.New(s, t)
+		// Open kernel choices are the chooser's; should its pick be
+		// refused after all, the spec as given says why.
+		chosen, _ := Chooser.Choose(s, t)
+		p, err := plan.New(chosen, t)
+		if err != nil && chosen != s {
+			p, err = plan.New(s, t)
+		}
 		if err != nil {
 			for _, e := range asErrors(path, err) {
 				if !slices.Contains(errs, e) {
@@ -342,32 +350,44 @@ func Generate(root string, check bool) ([]Change, error) {
 // be unique and the registry lists them all, but only the selected specs'
 // files under out/ and the registry are written or reported.
 func GenerateOnly(root string, check bool, only []string) ([]Change, error) {
+	changes, _, err := GenerateWarn(root, check, only)
+	return changes, err
+}
+
+// GenerateWarn is GenerateOnly that also returns the selected specs'
+// warnings (Loaded.Warnings), for the command to print.
+func GenerateWarn(root string, check bool, only []string) ([]Change, spec.Errors, error) {
+	changes, warnings, err := generateOnly(root, check, only)
+	return changes, warnings, err
+}
+
+func generateOnly(root string, check bool, only []string) ([]Change, spec.Errors, error) {
 	if check {
 		stages, err := safeio.Stages(root, OutDir)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(stages) > 0 {
-			return nil, fmt.Errorf("%s: left by an interrupted run; run convtgen generate (make) to roll it back", strings.Join(stages, ", "))
+			return nil, nil, fmt.Errorf("%s: left by an interrupted run; run convtgen generate (make) to roll it back", strings.Join(stages, ", "))
 		}
 	} else if err := safeio.Recover(root, OutDir, generated); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	specs, err := LoadAll(root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	names, err := selectSpecs(specs, only)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	files, err := RenderAll(specs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	changes, err := Diff(root, files)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if names != nil {
 		changes = slices.DeleteFunc(changes, func(c Change) bool {
@@ -375,10 +395,16 @@ func GenerateOnly(root string, check bool, only []string) ([]Change, error) {
 			return c.Path != RegistryFile && !(parts[0] == OutDir && names[parts[1]])
 		})
 	}
-	if check {
-		return changes, nil
+	var warnings spec.Errors
+	for _, l := range specs {
+		if names == nil || names[l.Spec().Name] {
+			warnings = append(warnings, l.Warnings...)
+		}
 	}
-	return changes, Apply(root, files, changes)
+	if check {
+		return changes, warnings, nil
+	}
+	return changes, warnings, Apply(root, files, changes)
 }
 
 // selectSpecs returns the names of the specs that only selects (a spec's

@@ -107,8 +107,10 @@ func (c Candidate) Choice() string {
 
 // resolvedTriton is the spec form of the Triton choices the generator
 // makes for a plan, every field set.
-func resolvedTriton(p *plan.Plan) spec.Triton {
-	v := newTritonView(p)
+func resolvedTriton(p *plan.Plan) spec.Triton { return resolvedFrom(p, newTritonView(p)) }
+
+// resolvedFrom is resolvedTriton from the plan's view.
+func resolvedFrom(p *plan.Plan, v *TritonView) spec.Triton {
 	return spec.Triton{Precision: p.Spec.Kernel.PrecisionFor("triton"), BlockM: v.BlockM, BlockN: v.BlockN, BlockK: v.BlockK,
 		Warps: v.NumWarps, Stages: v.NumStages, ChannelsLast: v.ChannelsLast, FuseW: v.FuseW, PadInput: v.PadInput, SplitWeight: v.SplitWeight, FlatK: v.FlatK,
 		FoldW: foldSpec(v.WFold)}
@@ -385,8 +387,12 @@ func ApplyTune(root string, winners []Winner, gpu, date string) error {
 		if w.GPU != "" && w.Date != "" {
 			where, when = w.GPU, w.Date[:min(10, len(w.Date))]
 		}
-		out, err := setKernel(data, w.Candidate, "", fmt.Sprintf("%s tuned on %s, %s: %.3f ms mean (%s), fastest of the %d candidates that passed with error <= %s",
-			what, where, when, w.MeanMS, how, w.Tried, tuneMaxRelL2Text))
+		s, err := spec.Parse(w.SpecPath, data)
+		if err != nil {
+			return err
+		}
+		out, err := setKernel(data, w.Candidate, "", hashedNote(fmt.Sprintf("%s tuned on %s, %s: %.3f ms mean (%s), fastest of the %d candidates that passed with error <= %s",
+			what, where, when, w.MeanMS, how, w.Tried, tuneMaxRelL2Text), ProblemHash(s, w.Target)))
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.SpecPath, err)
 		}
