@@ -66,17 +66,17 @@ type Machine struct {
 // times) scaled the same way.
 var Machines = map[string]Machine{
 	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, Rates: map[string]Rate{
-		"ffma":          {R: 25e12, A: 0.15, K0: 64, Step: 1.5e-6},
-		"direct":        {R: 24e12, A: 0, K0: 0, Step: 0.3e-6},
-		"mma":           {R: 33e12, A: 0.25, K0: 32, Step: 1.5e-6},
+		"ffma":          {R: 25e12, A: 0.15, K0: 64, Step: 0.5e-6},
+		"direct":        {R: 24e12, A: 0, K0: 0, Step: 0.15e-6},
+		"mma":           {R: 33e12, A: 0.25, K0: 32, Step: 0.5e-6},
 		"wgmma":         {R: 92e12, A: 0.55, K0: 96, Step: 0.4e-6},
 		"triton-3xtf32": {R: 90e12, A: 0.35, K0: 384, Step: 0.5e-6},
 		"triton-fp32":   {R: 34e12, A: 0.25, K0: 128, Step: 0.5e-6},
 	}},
 	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, Rates: map[string]Rate{
-		"ffma":          {R: 25e12 * ffmaA100, A: 0.15, K0: 64, Step: 1.5e-6},
-		"direct":        {R: 24e12 * ffmaA100, A: 0, K0: 0, Step: 0.3e-6},
-		"mma":           {R: 33e12 * tensorA100, A: 0.25, K0: 32, Step: 1.5e-6},
+		"ffma":          {R: 25e12 * ffmaA100, A: 0.15, K0: 64, Step: 0.5e-6},
+		"direct":        {R: 24e12 * ffmaA100, A: 0, K0: 0, Step: 0.15e-6},
+		"mma":           {R: 33e12 * tensorA100, A: 0.25, K0: 32, Step: 0.5e-6},
 		"wgmma":         {R: 56e12 * tensorA100, A: 0.55, K0: 96, Step: 0.8e-6},
 		"triton-3xtf32": {R: 50e12 * tensorA100, A: 0.35, K0: 384, Step: 0.8e-6},
 		"triton-fp32":   {R: 34e12 * ffmaA100, A: 0.25, K0: 128, Step: 0.5e-6},

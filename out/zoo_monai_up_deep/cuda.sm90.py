@@ -11,10 +11,8 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-Computed directly, without GEMM tiles: each thread holds 2 output positions
-by 16 output channels and loads its own inputs into registers (no other
-thread reads them); only the weights are staged in shared memory. Products
-are fp32 FFMA, accumulated in fp32.
+Products run on the tensor cores as 3xTF32 (each fp32 operand split into two
+TF32 parts, three m16n8k8 products, fp32 accumulation): fp32-level accuracy.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
 """
@@ -38,16 +36,19 @@ static constexpr idx_t kInHW = (idx_t)kInH * kInW, kInDHW = kInD * kInHW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
 // ---- Tiling (from the plan) ----------------------------------------------
-// Each of kThreads threads computes kTM output positions of one phase
-// (kThreads apart, so a warp's loads and stores run along W) by kBN output
-// channels of one group. Its inputs go straight to its registers, kBK
-// input channels at a time: no other thread reads them. Shared memory
-// holds the weights of kTapChunk of the phase's taps, which every thread
-// reads alike.
-static constexpr int kBM = 256, kBN = 16, kBK = 8, kTM = 2;
+// A block computes kBM output positions of one phase by kBN output channels
+// of one group, kBK input channels per step.
+static constexpr int kBM = 64, kBN = 64, kBK = 32;
 static constexpr int kThreads = 128;
-static constexpr int kCIChunks = 48;  // kBK-channel steps per tap
-static constexpr int kTapChunk = 2;  // taps whose weights are staged at once
+// Warp w holds a kWM x kWN tile: kMT x kNT m16n8k8 fragments.
+static constexpr int kWM = 32, kWN = 32, kWarpsM = 2;
+static constexpr int kMT = kWM / 16, kNT = kWN / 8;
+static constexpr int kPad = 8;  // shared-memory row padding, in floats
+static constexpr int kCIChunks = 12;  // kBK-channel steps per tap
+// The A (input) gather: kALanes threads cover the rows, each owning kARows
+// rows and kAK of the kBK channels (stride kAKStride).
+static constexpr int kALanes = 64, kARows = 1, kAKStride = 2, kAK = 16;
+static constexpr int kBLoads = 16;  // weight elements each thread loads per step
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 struct PhaseInfo {
@@ -117,14 +118,44 @@ extern "C" __global__ void zoo_monai_up_deep_repack_weight(const float* __restri
     wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
 }
 
+// 3xTF32: split each fp32 operand into TF32 parts, x = hi + lo, and sum
+// lo*hi + hi*lo + hi*hi on the tensor cores with fp32 accumulation. The
+// dropped lo*lo term is below fp32 rounding, so the result has fp32-level
+// error at tensor-core speed.
+//
+// Each part is rounded to TF32 (10 mantissa bits) to nearest, ties away
+// from zero, as cvt.rna.tf32.f32 does for finite values: add half of the
+// dropped range to the bits, then clear it. Written out because sm_80 has
+// no such instruction: the cvt compiles to the same add and mask plus an
+// infinity test and select, a third more instructions in the hot loop.
+__device__ __forceinline__ unsigned round_tf32(float x)
+{
+    return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+}
+
+__device__ __forceinline__ void split_tf32(float x, unsigned& hi, unsigned& lo)
+{
+    hi = round_tf32(x);
+    lo = round_tf32(x - __uint_as_float(hi));
+}
+
+// acc += a * b: one m16n8k8 TF32 product (a row-major 16x8, b column-major 8x8).
+__device__ __forceinline__ void mma_tf32(float* acc, const unsigned* a, const unsigned* b)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
 zoo_monai_up_deep_igemm(const float* __restrict__ x, const float* __restrict__ wt,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // Weights of up to kTapChunk taps as (tap, input channel, kBN output
-    // channels): a thread reads the kBN of one (tap, channel) as float4s,
-    // the same address in every lane (a broadcast).
-    __shared__ __align__(16) float w_tile[kTapChunk * kCinG * kBN];
+    // Two stages of each tile: the next step's loads fill one while the
+    // products read the other, so one barrier per step suffices.
+    __shared__ __align__(16) float a_tile[2][kBK][kBM + kPad];
+    __shared__ __align__(16) float b_tile[2][kBK][kBN + kPad];
 
     // Phases interleave along x: neighbouring blocks compute the same rows
     // of different phases, whose outputs share cache sectors, so their
@@ -137,100 +168,156 @@ zoo_monai_up_deep_igemm(const float* __restrict__ x, const float* __restrict__ w
     const int tid = threadIdx.x;
     const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
 
-    // ---- This thread's rows m0 + tid + i*kThreads: decoded once ----------
-    idx_t base[kTM];
-    int row_qd[kTM], row_qh[kTM], row_qw[kTM];
+    // ---- Rows this thread gathers: decoded once, reused by every step ----
+    const int a_lane = tid % kALanes, a_k0 = tid / kALanes;
+    idx_t a_base[kARows];
+    int a_qd[kARows], a_qh[kARows], a_qw[kARows];
     #pragma unroll
-    for (int i = 0; i < kTM; ++i) {
-        const int m = m0 + tid + i * kThreads;
+    for (int r = 0; r < kARows; ++r) {
+        const int m = m0 + a_lane + r * kALanes;
         if (m < P.m) {
             const int n = m / q_dhw, s = m - n * q_dhw;
-            row_qd[i] = s / q_hw;
-            row_qh[i] = (s - row_qd[i] * q_hw) / P.q_w;
-            row_qw[i] = s - row_qd[i] * q_hw - row_qh[i] * P.q_w;
-            base[i] = ((idx_t)n * kCin + (idx_t)g * kCinG) * kInDHW;
+            a_qd[r] = s / q_hw;
+            a_qh[r] = (s - a_qd[r] * q_hw) / P.q_w;
+            a_qw[r] = s - a_qd[r] * q_hw - a_qh[r] * P.q_w;
+            a_base[r] = ((idx_t)n * kCin + (idx_t)g * kCinG) * kInDHW;
         } else {
-            row_qd[i] = -(1 << 29);  // pushes every input index out of range: the row reads zeros
-            row_qh[i] = row_qw[i] = 0;
-            base[i] = 0;
+            // Pushes every input index out of range (the row reads zeros)
+            // along W, whose index is added, not multiplied: no int product
+            // of it can overflow.
+            a_qw[r] = -(1 << 29);
+            a_qd[r] = a_qh[r] = 0;
+            a_base[r] = 0;
         }
     }
 
-    float acc[kTM][kBN];
-    #pragma unroll
-    for (int i = 0; i < kTM; ++i) {
+    float a_reg[kARows][kAK];
+    float b_reg[kBLoads];
+    // gather loads step ks's tiles into registers: A from the input at the
+    // tap's offset (zero where the tap falls outside it), B from the weight.
+    auto gather = [&](int ks) {
+        const int tap = ks / kCIChunks;
+        const int ci0 = (ks - tap * kCIChunks) * kBK;
+        const TapInfo T = kTapTable[P.tap_start + tap];
         #pragma unroll
-        for (int j = 0; j < kBN; ++j) acc[i][j] = 0.0f;
-    }
-
-    // ---- Taps, kTapChunk at a time: stage their weights, then FMAs --------
-    for (int t0 = 0; t0 < P.tap_count; t0 += kTapChunk) {
-        const int taps = min(kTapChunk, P.tap_count - t0);
-        __syncthreads();  // everyone is done with the previous chunk's weights
-        for (int e = tid; e < taps * kCinG * kBN; e += kThreads) {
-            const int n = e % kBN, rest = e / kBN;
-            const int ci = rest % kCinG, t = rest / kCinG;
-            const int flat = kTapTable[P.tap_start + t0 + t].flat;
-            w_tile[e] = n0 + n < kCoutG ? __ldg(wt + (((idx_t)g * kTaps + flat) * kCinG + ci) * kCoutG + n0 + n) : 0.0f;
-        }
-        __syncthreads();
-        for (int t = 0; t < taps; ++t) {
-            const TapInfo T = kTapTable[P.tap_start + t0 + t];
-            const float* src[kTM];
-            bool inside[kTM];
+        for (int r = 0; r < kARows; ++r) {
+            const int id = a_qd[r] + T.off_d, ih = a_qh[r] + T.off_h, iw = a_qw[r] + T.off_w;
+            const bool inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
+            const float* src = x + a_base[r] + (idx_t)id * kInHW + (idx_t)ih * kInW + iw;
             #pragma unroll
-            for (int i = 0; i < kTM; ++i) {
-                const int id = row_qd[i] + T.off_d, ih = row_qh[i] + T.off_h, iw = row_qw[i] + T.off_w;
-                inside[i] = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
-                src[i] = inside[i] ? x + base[i] + (idx_t)id * kInHW + (idx_t)ih * kInW + iw : x;
+            for (int j = 0; j < kAK; ++j) {
+                const int k = a_k0 + j * kAKStride;
+                const int ci = ci0 + k;
+                a_reg[r][j] = (inside && k < kBK && ci < kCinG) ? __ldg(src + (idx_t)ci * kInDHW) : 0.0f;
             }
-            const float* w_tap = w_tile + t * kCinG * kBN;
-            for (int c = 0; c < kCIChunks; ++c) {
-                // kBK channels' loads issued together, then their FMAs.
-                float a[kTM][kBK];
+        }
+        const float* wsrc = wt + (((idx_t)g * kTaps + T.flat) * kCinG + ci0) * kCoutG + n0;
+        #pragma unroll
+        for (int j = 0; j < kBLoads; ++j) {
+            const int e = tid + j * kThreads;
+            const int k = e / kBN, n = e % kBN;
+            b_reg[j] = (e < kBK * kBN && ci0 + k < kCinG && n0 + n < kCoutG) ? __ldg(wsrc + k * kCoutG + n) : 0.0f;
+        }
+    };
+    auto stash = [&](int buf) {
+        #pragma unroll
+        for (int r = 0; r < kARows; ++r) {
+            #pragma unroll
+            for (int j = 0; j < kAK; ++j) {
+                const int k = a_k0 + j * kAKStride;
+                if (k < kBK) a_tile[buf][k][a_lane + r * kALanes] = a_reg[r][j];
+            }
+        }
+        #pragma unroll
+        for (int j = 0; j < kBLoads; ++j) {
+            const int e = tid + j * kThreads;
+            if (e < kBK * kBN) b_tile[buf][e / kBN][e % kBN] = b_reg[j];
+        }
+    };
+    // ---- Main loop: tensor-core products of step ks-1 overlap the loads of
+    // step ks. Fragment layout of m16n8k8 (PTX ISA): lane = 4*g + t holds
+    // A rows g and g+8 at columns t and t+4, B column g at rows t and t+4,
+    // and C rows g and g+8 at columns 2t and 2t+1.
+    const int warp = tid / 32, lane = tid % 32;
+    const int g8 = lane / 4, t4 = lane % 4;
+    const int wm0 = (warp % kWarpsM) * kWM, wn0 = (warp / kWarpsM) * kWN;
+    float acc[kMT][kNT][4];
+    #pragma unroll
+    for (int i = 0; i < kMT; ++i) {
+        #pragma unroll
+        for (int j = 0; j < kNT; ++j) {
+            #pragma unroll
+            for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+        }
+    }
+    const int ksteps = P.tap_count * kCIChunks;
+    for (int ks = 0; ks <= ksteps; ++ks) {
+        if (ks < ksteps) gather(ks);
+        if (ks > 0) {
+            const int buf = (ks - 1) & 1;
+            #pragma unroll
+            for (int k8 = 0; k8 < kBK; k8 += 8) {
+                // Rows padded by kPad floats put the 32 lanes' reads in 32
+                // different banks.
+                unsigned a_hi[kMT][4], a_lo[kMT][4], b_hi[kNT][2], b_lo[kNT][2];
                 #pragma unroll
-                for (int i = 0; i < kTM; ++i) {
-                    #pragma unroll
-                    for (int j = 0; j < kBK; ++j) {
-                        const int ci = c * kBK + j;
-                        a[i][j] = inside[i] && ci < kCinG ? __ldg(src[i] + (idx_t)ci * kInDHW) : 0.0f;
-                    }
+                for (int i = 0; i < kMT; ++i) {
+                    const int m = wm0 + i * 16 + g8;
+                    split_tf32(a_tile[buf][k8 + t4][m], a_hi[i][0], a_lo[i][0]);
+                    split_tf32(a_tile[buf][k8 + t4][m + 8], a_hi[i][1], a_lo[i][1]);
+                    split_tf32(a_tile[buf][k8 + t4 + 4][m], a_hi[i][2], a_lo[i][2]);
+                    split_tf32(a_tile[buf][k8 + t4 + 4][m + 8], a_hi[i][3], a_lo[i][3]);
                 }
                 #pragma unroll
-                for (int j = 0; j < kBK; ++j) {
-                    const int ci = c * kBK + j;
-                    if (ci >= kCinG) break;
+                for (int j = 0; j < kNT; ++j) {
+                    const int n = wn0 + j * 8 + g8;
+                    split_tf32(b_tile[buf][k8 + t4][n], b_hi[j][0], b_lo[j][0]);
+                    split_tf32(b_tile[buf][k8 + t4 + 4][n], b_hi[j][1], b_lo[j][1]);
+                }
+                #pragma unroll
+                for (int i = 0; i < kMT; ++i) {
                     #pragma unroll
-                    for (int n = 0; n < kBN; n += 4) {
-                        const float4 w = *reinterpret_cast<const float4*>(&w_tap[ci * kBN + n]);
+                    for (int j = 0; j < kNT; ++j) {
+                        // The tensor cores round their sums toward zero, a
+                        // bias that grows with every accumulation into the
+                        // same registers. So each 8-deep slice is summed
+                        // from zero (small terms first) and added to the
+                        // running total with a round-to-nearest fp32 add.
+                        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                        mma_tf32(part, a_lo[i], b_hi[j]);
+                        mma_tf32(part, a_hi[i], b_lo[j]);
+                        mma_tf32(part, a_hi[i], b_hi[j]);
                         #pragma unroll
-                        for (int i = 0; i < kTM; ++i) {
-                            acc[i][n + 0] = fmaf(a[i][j], w.x, acc[i][n + 0]);
-                            acc[i][n + 1] = fmaf(a[i][j], w.y, acc[i][n + 1]);
-                            acc[i][n + 2] = fmaf(a[i][j], w.z, acc[i][n + 2]);
-                            acc[i][n + 3] = fmaf(a[i][j], w.w, acc[i][n + 3]);
-                        }
+                        for (int c = 0; c < 4; ++c) acc[i][j][c] += part[c];
                     }
                 }
             }
         }
+        if (ks < ksteps) stash(ks & 1);
+        __syncthreads();
     }
 
     // ---- Epilogue: bias, then each output written once -------------------
     #pragma unroll
-    for (int i = 0; i < kTM; ++i) {
-        const int m = m0 + tid + i * kThreads;
-        if (m >= P.m) continue;
-        const int n = m / q_dhw, s = m - n * q_dhw;
-        const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
-        const idx_t row = (idx_t)n * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-            + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
+    for (int i = 0; i < kMT; ++i) {
         #pragma unroll
-        for (int j = 0; j < kBN; ++j) {
-            const int co = n0 + j;
-            if (co >= kCoutG) continue;
-            const int c = g * kCoutG + co;
-            y[row + (idx_t)c * kOutDHW] = acc[i][j] + __ldg(bias + c);
+        for (int half = 0; half < 2; ++half) {
+            const int m = m0 + wm0 + i * 16 + g8 + half * 8;
+            if (m >= P.m) continue;
+            const int n = m / q_dhw, s = m - n * q_dhw;
+            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
+            const idx_t row = (idx_t)n * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
+                + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
+            #pragma unroll
+            for (int j = 0; j < kNT; ++j) {
+                #pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int co = n0 + wn0 + j * 8 + 2 * t4 + e;
+                    if (co >= kCoutG) continue;
+                    const int c = g * kCoutG + co;
+                    y[row + (idx_t)c * kOutDHW] = acc[i][j][half * 2 + e] + __ldg(bias + c);
+                }
+            }
         }
     }
 }
@@ -265,7 +352,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     auto y = torch::empty({2, 64, 12, 12, 12}, x.options());
     zoo_monai_up_deep_repack_weight<<<2592, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_monai_up_deep_repack_weight");
-    zoo_monai_up_deep_igemm<<<dim3(16, 4, 1), 128>>>(
+    zoo_monai_up_deep_igemm<<<dim3(56, 1, 1), 128>>>(
         (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_monai_up_deep_igemm");

@@ -38,17 +38,17 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // ---- Tiling (from the plan) ----------------------------------------------
 // A block computes kBM output positions of one phase by kBN output channels
 // of one group, kBK input channels per step.
-static constexpr int kBM = 64, kBN = 64, kBK = 32;
-static constexpr int kThreads = 128;
+static constexpr int kBM = 128, kBN = 64, kBK = 16;
+static constexpr int kThreads = 256;
 // Warp w holds a kWM x kWN tile: kMT x kNT m16n8k8 fragments.
-static constexpr int kWM = 32, kWN = 32, kWarpsM = 2;
+static constexpr int kWM = 32, kWN = 32, kWarpsM = 4;
 static constexpr int kMT = kWM / 16, kNT = kWN / 8;
 static constexpr int kPad = 8;  // shared-memory row padding, in floats
-static constexpr int kCIChunks = 16;  // kBK-channel steps per tap
+static constexpr int kCIChunks = 32;  // kBK-channel steps per tap
 // The A (input) gather: kALanes threads cover the rows, each owning kARows
 // rows and kAK of the kBK channels (stride kAKStride).
-static constexpr int kALanes = 64, kARows = 1, kAKStride = 2, kAK = 16;
-static constexpr int kBLoads = 16;  // weight elements each thread loads per step
+static constexpr int kALanes = 128, kARows = 1, kAKStride = 2, kAK = 8;
+static constexpr int kBLoads = 4;  // weight elements each thread loads per step
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 struct PhaseInfo {
@@ -389,7 +389,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     auto y = torch::empty({16, 256, 4, 8, 8}, x.options());
     zoo_vgan_up_repack_weight<<<32768, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_vgan_up_repack_weight");
-    zoo_vgan_up_igemm<<<dim3(64, 4, 1), 128>>>(
+    zoo_vgan_up_igemm<<<dim3(32, 4, 1), 256>>>(
         (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_vgan_up_igemm");
