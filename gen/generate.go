@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"convtgen/gen/choose"
 	"convtgen/gen/plan"
 	"convtgen/gen/safeio"
 	"convtgen/gen/spec"
@@ -141,19 +142,32 @@ func parseAndPlan(path string, data []byte) ([]*plan.Plan, spec.Errors) {
 	return nil, errs
 }
 
+// Plan plans a decoded spec for one target as the generator does: its
+// open kernel choices the chooser's (Chooser). A problem refused whatever
+// the kernel is not searched; should the pick be refused after all, the
+// spec as given says why.
+func Plan(s *spec.Spec, t plan.Target) (*plan.Plan, error) {
+	p, err := plan.New(s, t)
+	if err != nil && !choose.KernelOnly(err) {
+		return nil, err
+	}
+	chosen, _ := Chooser.Choose(s, t)
+	if chosen == s {
+		return p, err
+	}
+	if cp, cerr := plan.New(chosen, t); cerr == nil {
+		return cp, nil
+	}
+	return p, err
+}
+
 // planTargets plans a valid spec for every target; an error both targets
 // give is reported once.
 func planTargets(path string, s *spec.Spec) ([]*plan.Plan, spec.Errors) {
 	var ps []*plan.Plan
 	var errs spec.Errors
 	for _, t := range plan.Targets {
-		// Open kernel choices are the chooser's; should its pick be
-		// refused after all, the spec as given says why.
-		chosen, _ := Chooser.Choose(s, t)
-		p, err := plan.New(chosen, t)
-		if err != nil && chosen != s {
-			p, err = plan.New(s, t)
-		}
+		p, err := Plan(s, t)
 		if err != nil {
 			for _, e := range asErrors(path, err) {
 				if !slices.Contains(errs, e) {

@@ -44,6 +44,10 @@ func loadSpecs(t *testing.T) map[string]*spec.Spec {
 	specs := map[string]*spec.Spec{}
 	for _, l := range loaded {
 		specs[l.Spec().Name] = l.Spec()
+		// Each target's files are judged against that target's choices.
+		for _, p := range l.Plans {
+			specs[l.Spec().Name+"@"+p.Target.Name] = p.Spec
+		}
 	}
 	return specs
 }
@@ -82,7 +86,8 @@ func TestEmittedFilesPass(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := specs[name]
+		_, target, _ := SubmissionOf(path)
+		s := specs[name+"@"+target.Name]
 		if s == nil {
 			t.Errorf("%s: no spec named %s", path, name)
 			continue

@@ -157,7 +157,7 @@ func rankCUDA(s *spec.Spec, t plan.Target, cands []spec.Family) (ranked []Ranked
 		sc.Kernel = spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: f}}
 		p, err := plan.New(&sc, t)
 		if err != nil {
-			if i == 0 && !kernelError(err) {
+			if i == 0 && !KernelOnly(err) {
 				return nil, true
 			}
 			continue
@@ -173,8 +173,9 @@ func rankCUDA(s *spec.Spec, t plan.Target, cands []spec.Family) (ranked []Ranked
 	return out, false
 }
 
-// kernelError: every error names a kernel option.
-func kernelError(err error) bool {
+// KernelOnly reports whether every error of a plan names a kernel
+// option: another choice may plan where this one does not.
+func KernelOnly(err error) bool {
 	errs, ok := err.(spec.Errors)
 	if !ok {
 		return false
