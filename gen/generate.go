@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 
-	"convtgen/gen/choose"
 	"convtgen/gen/plan"
 	"convtgen/gen/safeio"
 	"convtgen/gen/spec"
@@ -147,16 +146,13 @@ func parseAndPlan(path string, data []byte) ([]*plan.Plan, spec.Errors) {
 // the kernel is not searched; should the pick be refused after all, the
 // spec as given says why.
 func Plan(s *spec.Spec, t plan.Target) (*plan.Plan, error) {
-	p, err := plan.New(s, t)
-	if err != nil && !choose.KernelOnly(err) {
-		return nil, err
+	chosen, d := Chooser.Choose(s, t)
+	if d.Refused != nil {
+		return nil, d.Refused
 	}
-	chosen, _ := Chooser.Choose(s, t)
-	if chosen == s {
-		return p, err
-	}
-	if cp, cerr := plan.New(chosen, t); cerr == nil {
-		return cp, nil
+	p, err := plan.New(chosen, t)
+	if err != nil && chosen != s {
+		p, err = plan.New(s, t)
 	}
 	return p, err
 }

@@ -43,6 +43,9 @@ type Ranked struct {
 type Decision struct {
 	Target       plan.Target
 	CUDA, Triton []Ranked
+	// Refused: the problem is refused whatever the kernel (the plan's
+	// errors of the spec's own CUDA choice, none about a kernel option).
+	Refused error
 }
 
 // Choose returns the spec with the target's open choices filled (in its
@@ -54,9 +57,8 @@ func (o Options) Choose(s *spec.Spec, t plan.Target) (*spec.Spec, Decision) {
 	var picked spec.TargetKernel
 	if slices.Contains(k.Backends, "cuda") {
 		if cands := cudaOpen(k.CUDA, s.Problem.Conv.Stride[2]); cands != nil {
-			var refused bool
-			if d.CUDA, refused = rankCUDA(s, t, cands); refused {
-				return s, d // the problem is refused whatever the choices
+			if d.CUDA, d.Refused = rankCUDA(s, t, cands); d.Refused != nil {
+				return s, d
 			}
 			if len(d.CUDA) > 0 {
 				picked.CUDA = &spec.CUDA{Family: d.CUDA[0].CUDA}
@@ -146,19 +148,22 @@ func overlay[T any](cand, given T) T {
 // the list's order); infeasible ones and those that resolve to a tile
 // already ranked are left out. When the first candidate (the plan's
 // default, or the spec's family) is refused for the problem itself
-// rather than a kernel option, none other is tried and refused is set:
+// rather than a kernel option, none other is tried and refused is its error:
 // the tables or row counts that refuse it refuse the others alike, and
 // planning them all would cost the time a large refused problem takes,
 // many times over.
-func rankCUDA(s *spec.Spec, t plan.Target, cands []spec.Family) (ranked []Ranked, refused bool) {
+func rankCUDA(s *spec.Spec, t plan.Target, cands []spec.Family) (ranked []Ranked, refused error) {
 	var out []Ranked
 	for i, f := range cands {
+		// Planned with the spec's backends and Triton choice, so that the
+		// first candidate, the spec's own, plans as the spec does.
 		sc := *s
-		sc.Kernel = spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: f}}
+		sc.Kernel = s.Kernel.For(t.Name)
+		sc.Kernel.CUDA = spec.CUDA{Family: f}
 		p, err := plan.New(&sc, t)
 		if err != nil {
 			if i == 0 && !KernelOnly(err) {
-				return nil, true
+				return nil, err
 			}
 			continue
 		}
@@ -170,7 +175,7 @@ func rankCUDA(s *spec.Spec, t plan.Target, cands []spec.Family) (ranked []Ranked
 		out = append(out, r)
 	}
 	sortRanked(out)
-	return out, false
+	return out, nil
 }
 
 // KernelOnly reports whether every error of a plan names a kernel
