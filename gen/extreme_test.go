@@ -22,6 +22,9 @@ func extremeSpecs() map[string]string {
 		"wgmma":     {Backends: []string{"cuda", "triton"}, CUDA: spec.CUDA{Family: spec.WGMMA{}}, Triton: spec.Triton{Precision: "3xtf32"}},
 		"kw_in_n":   {Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: spec.WGMMA{KWInN: true, Slabs: 1}}},
 		"triton_fw": {Backends: []string{"triton"}, Triton: spec.Triton{FuseW: true, FoldW: 8}},
+		// Open choices: the chooser ranks every candidate of both backends.
+		"open":   {Backends: []string{"cuda", "triton"}},
+		"triton": {Backends: []string{"triton"}},
 	}
 	convs := map[string]geom.Conv{
 		"phases": {Batch: 1, InChannels: 1, OutChannels: 1, Groups: 1, Kernel: [3]int{32, 32, 32}, In: [3]int{64, 64, 64},

@@ -36,6 +36,8 @@ const (
 type Loaded struct {
 	Path  string       // slash-separated, relative to the root
 	Plans []*plan.Plan // for plan.Targets, in order
+	// Warnings: what the spec may not mean (TuneWarnings), for stderr.
+	Warnings spec.Errors
 }
 
 // Spec is the spec as its first target's plan sees it (the targets differ
@@ -89,7 +91,7 @@ func LoadAll(root string) ([]Loaded, error) {
 			errsOf[rel] = errs
 			continue
 		}
-		loaded = append(loaded, Loaded{Path: rel, Plans: ps})
+		loaded = append(loaded, Loaded{Path: rel, Plans: ps, Warnings: TuneWarnings(rel, data, ps[0].Spec)})
 	}
 	// A duplicate name is a problem of every spec that has it: each is
 	// told the others' files.
@@ -139,13 +141,29 @@ func parseAndPlan(path string, data []byte) ([]*plan.Plan, spec.Errors) {
 	return nil, errs
 }
 
+// Plan plans a decoded spec for one target as the generator does: its
+// open kernel choices the chooser's (Chooser). A problem refused whatever
+// the kernel is not searched; should the pick be refused after all, the
+// spec as given says why.
+func Plan(s *spec.Spec, t plan.Target) (*plan.Plan, error) {
+	chosen, d := Chooser.Choose(s, t)
+	if d.Refused != nil {
+		return nil, d.Refused
+	}
+	p, err := plan.New(chosen, t)
+	if err != nil && chosen != s {
+		p, err = plan.New(s, t)
+	}
+	return p, err
+}
+
 // planTargets plans a valid spec for every target; an error both targets
 // give is reported once.
 func planTargets(path string, s *spec.Spec) ([]*plan.Plan, spec.Errors) {
 	var ps []*plan.Plan
 	var errs spec.Errors
 	for _, t := range plan.Targets {
-		p, err := plan.New(s, t)
+		p, err := Plan(s, t)
 		if err != nil {
 			for _, e := range asErrors(path, err) {
 				if !slices.Contains(errs, e) {
@@ -342,32 +360,44 @@ func Generate(root string, check bool) ([]Change, error) {
 // be unique and the registry lists them all, but only the selected specs'
 // files under out/ and the registry are written or reported.
 func GenerateOnly(root string, check bool, only []string) ([]Change, error) {
+	changes, _, err := GenerateWarn(root, check, only)
+	return changes, err
+}
+
+// GenerateWarn is GenerateOnly that also returns the selected specs'
+// warnings (Loaded.Warnings), for the command to print.
+func GenerateWarn(root string, check bool, only []string) ([]Change, spec.Errors, error) {
+	changes, warnings, err := generateOnly(root, check, only)
+	return changes, warnings, err
+}
+
+func generateOnly(root string, check bool, only []string) ([]Change, spec.Errors, error) {
 	if check {
 		stages, err := safeio.Stages(root, OutDir)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(stages) > 0 {
-			return nil, fmt.Errorf("%s: left by an interrupted run; run convtgen generate (make) to roll it back", strings.Join(stages, ", "))
+			return nil, nil, fmt.Errorf("%s: left by an interrupted run; run convtgen generate (make) to roll it back", strings.Join(stages, ", "))
 		}
 	} else if err := safeio.Recover(root, OutDir, generated); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	specs, err := LoadAll(root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	names, err := selectSpecs(specs, only)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	files, err := RenderAll(specs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	changes, err := Diff(root, files)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if names != nil {
 		changes = slices.DeleteFunc(changes, func(c Change) bool {
@@ -375,10 +405,16 @@ func GenerateOnly(root string, check bool, only []string) ([]Change, error) {
 			return c.Path != RegistryFile && !(parts[0] == OutDir && names[parts[1]])
 		})
 	}
-	if check {
-		return changes, nil
+	var warnings spec.Errors
+	for _, l := range specs {
+		if names == nil || names[l.Spec().Name] {
+			warnings = append(warnings, l.Warnings...)
+		}
 	}
-	return changes, Apply(root, files, changes)
+	if check {
+		return changes, warnings, nil
+	}
+	return changes, warnings, Apply(root, files, changes)
 }
 
 // selectSpecs returns the names of the specs that only selects (a spec's

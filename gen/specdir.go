@@ -77,7 +77,7 @@ func WriteSpecs(root string, paths []string, outDir string) (int, error) {
 			all = append(all, errs...)
 			continue
 		}
-		l := Loaded{Path: path, Plans: ps}
+		l := Loaded{Path: path, Plans: ps, Warnings: TuneWarnings(path, data, ps[0].Spec)}
 		if other, ok := byName[l.Spec().Name]; ok {
 			all = append(all, l.Spec().Errorf("name", l.Spec().Name, "also used by %s: names must be unique, they name output folders", other))
 			continue

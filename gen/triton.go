@@ -218,13 +218,23 @@ func newTritonView(p *plan.Plan) *TritonView {
 		v.OffStep[i] = c.Dilation[i] / g
 	}
 	all := c.Stride[0] * c.Stride[1] * c.Stride[2]
+	v.Phases = make([]TritonPhase, 0, all)
+	// Each dimension's residues once (a phase combines one of each).
+	var dims [3][][3]int
+	for i := range 3 {
+		for r := range c.Stride[i] {
+			k0, count, off0 := residueTaps(r, c.Kernel[i], c.Stride[i], c.Padding[i], c.Dilation[i], v.KStep[i])
+			dims[i] = append(dims[i], [3]int{k0, count, off0})
+		}
+	}
 	for ph := range all {
 		r := [3]int{ph / (c.Stride[1] * c.Stride[2]), ph / c.Stride[2] % c.Stride[1], ph % c.Stride[2]}
 		tp := TritonPhase{R: r, M: c.Batch, Taps: 1}
 		for i := range 3 {
 			tp.Q[i] = divUp(p.Out[i]-r[i], c.Stride[i])
 			tp.M *= tp.Q[i]
-			tp.K0[i], tp.Count[i], tp.Off0[i] = residueTaps(r[i], c.Kernel[i], c.Stride[i], c.Padding[i], c.Dilation[i], v.KStep[i])
+			d := dims[i][r[i]]
+			tp.K0[i], tp.Count[i], tp.Off0[i] = d[0], d[1], d[2]
 			tp.Taps *= tp.Count[i]
 		}
 		v.Phases = append(v.Phases, tp)
@@ -297,6 +307,7 @@ func (v *TritonView) setRows(p *plan.Plan) {
 	if v.FuseW {
 		rw = 1
 	}
+	v.Rows = make([]TritonRow, 0, v.NumPhases)
 	for ph := range v.NumPhases {
 		r := [3]int{ph / (c.Stride[1] * rw), ph / rw % c.Stride[1], ph % rw}
 		row := TritonRow{R: r}

@@ -18,11 +18,16 @@ import (
 func tritonSpec(t *testing.T, c geom.Conv, precision string) *plan.Plan {
 	t.Helper()
 	yaml := spec.Generic("triton_case", "triton case", c, "rand", spec.Kernel{Backends: []string{"triton"}, Triton: spec.Triton{Precision: precision}})
-	ps, errs := parseAndPlan("specs/triton_case.yaml", []byte(yaml))
-	if errs != nil {
-		t.Fatalf("spec: %v", errs)
+	// The view's own defaults: planned without the chooser.
+	s, err := spec.Parse("specs/triton_case.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatalf("spec: %v", err)
 	}
-	return ps[0]
+	p, err := plan.New(s, plan.Targets[0])
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	return p
 }
 
 // l1_72 and l1_77 are KernelBench level-1 geometries: grouped with

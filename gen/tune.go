@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"convtgen/gen/choose"
 	"convtgen/gen/plan"
 	"convtgen/gen/safeio"
 	"convtgen/gen/spec"
@@ -36,126 +37,6 @@ type Candidate struct {
 	Precision string      // fp32 or 3xtf32
 	CUDA      spec.CUDA   `json:",omitempty"` // cuda: the family, fully resolved, as the plan chose it
 	Triton    spec.Triton `json:",omitempty"` // triton: fully resolved, as the generator chose it
-}
-
-// candidateKernels lists the choices tried besides the spec's own: the
-// plan's defaults in both precisions, 3xtf32 with narrower warp tiles
-// (more warps, fewer registers each), also with deeper reduction steps,
-// 3xtf32 with presplit staging, the 3xtf32 default with cp.async copies
-// (cudaCandidates adds the spec's own tile with them too), and direct
-// kernels with 4 (the default), 2, 8 and 1 rows per thread, then 2 and 4
-// rows with 4 channels loaded at once and 2 rows by 256 threads.
-func candidateKernels() []spec.Family {
-	return []spec.Family{
-		spec.FFMA{},
-		spec.MMA{},
-		spec.MMA{BM: 128, WM: 32},
-		spec.MMA{BK: 32, WM: 32},
-		spec.MMA{WM: 32, Presplit: true, MinBlocks: 1},
-		spec.MMA{BM: 128, WM: 32, Presplit: true, MinBlocks: 1},
-		spec.MMA{CpAsync: true},
-		spec.Direct{},
-		spec.Direct{TM: 2},
-		spec.Direct{TM: 8},
-		spec.Direct{BM: 256, TM: 1},
-		spec.Direct{TM: 2, BK: 4},
-		spec.Direct{BM: 512, TM: 2},
-		spec.Direct{TM: 4, BK: 4},
-	}
-}
-
-// tritonCandidates lists the Triton choices tried besides the spec's own:
-// 3xtf32 in both layouts, then with channels last (both operands
-// contiguous along the reduction, as the tensor cores' 32-bit operands
-// want them) at other block heights and warp counts, and fp32 channels
-// last; then the spec's own choice with a padded input, with its W phases
-// fused, and with both, and fused padded channels-last tiles of three
-// heights (the view drops fusing at stride_w 1 and the border at other
-// strides, and a candidate that becomes a duplicate with them);
-// then the spec's own choice with the weight split outside tl.dot, alone
-// and with a padded input (3xtf32 only); then the spec's own choice with
-// a flat (tap, channel) reduction 32 and 64 deep, and channels last,
-// padded, split and flat; last, the spec's own choice one step away in
-// each tiling knob (block height doubled and halved, the other warp
-// count, one stage less and more, a block twice as deep, flat with 8
-// warps); then the spec's own choice with its W phases fused and 2 or 4
-// outputs per W residue folded into the columns (at default and 64-high
-// blocks, 128 columns wide, and with 8 warps); then the spec's own
-// choice reading the input channels first, in its border and as it is
-// (no input copy at all). Appended, never inserted: labels name
-// candidates across runs.
-func tritonCandidates(own spec.Triton) []spec.Triton {
-	flat := func(t spec.Triton, depth int) spec.Triton {
-		t.FlatK, t.BlockK = true, depth
-		return t
-	}
-	split := func(t spec.Triton, pad bool) spec.Triton {
-		t.SplitWeight, t.PadInput = t.Precision == "3xtf32", t.PadInput || pad
-		return t
-	}
-	tiled := func(t spec.Triton, blockM, warps, stages, blockK int) spec.Triton {
-		t.BlockM, t.Warps, t.Stages, t.BlockK = blockM, warps, stages, blockK
-		return t
-	}
-	with := func(t spec.Triton, fuse, pad bool) spec.Triton {
-		if fuse && !t.FuseW {
-			t.BlockN = 0 // the default then counts the phases' columns
-		}
-		t.FuseW, t.PadInput = t.FuseW || fuse, t.PadInput || pad
-		return t
-	}
-	fold := func(t spec.Triton, outputs, blockM, blockN, warps int) spec.Triton {
-		// Block depth and width by default: the columns count the folded
-		// phases, and the fused reduction steps over whole channel chunks.
-		t.FuseW, t.FoldW, t.FlatK, t.BlockK, t.BlockN = true, outputs, false, 0, blockN
-		if blockM != 0 {
-			t.BlockM = blockM
-		}
-		if warps != 0 {
-			t.Warps = warps
-		}
-		return t
-	}
-	channelsFirst := func(t spec.Triton, pad bool) spec.Triton {
-		t.ChannelsLast, t.PadInput = false, pad
-		return t
-	}
-	channelsLast := own
-	channelsLast.ChannelsLast = true
-	return []spec.Triton{
-		{Precision: "3xtf32"},
-		{Precision: "3xtf32", ChannelsLast: true},
-		{Precision: "3xtf32", ChannelsLast: true, Warps: 8},
-		{Precision: "3xtf32", ChannelsLast: true, BlockM: 64},
-		{Precision: "3xtf32", ChannelsLast: true, BlockM: 256, Warps: 8},
-		{Precision: "fp32", ChannelsLast: true},
-		with(own, false, true),
-		with(own, true, false),
-		with(own, true, true),
-		{Precision: "3xtf32", ChannelsLast: true, FuseW: true, PadInput: true},
-		{Precision: "3xtf32", ChannelsLast: true, FuseW: true, PadInput: true, BlockM: 64},
-		{Precision: "3xtf32", ChannelsLast: true, FuseW: true, PadInput: true, BlockM: 128, Warps: 8},
-		split(own, false),
-		split(own, true),
-		flat(own, 32),
-		flat(own, 64),
-		flat(split(channelsLast, true), 32),
-		flat(split(channelsLast, true), 64),
-		tiled(own, own.BlockM*2, own.Warps, own.Stages, own.BlockK),
-		tiled(own, own.BlockM/2, own.Warps, own.Stages, own.BlockK),
-		tiled(own, own.BlockM, 12-own.Warps, own.Stages, own.BlockK),
-		tiled(own, own.BlockM, own.Warps, own.Stages-1, own.BlockK),
-		tiled(own, own.BlockM, own.Warps, own.Stages+1, own.BlockK),
-		tiled(own, own.BlockM, own.Warps, own.Stages, own.BlockK*2),
-		tiled(flat(own, 32), own.BlockM, 8, own.Stages, 32),
-		fold(own, 2, 0, 0, 0),
-		fold(own, 4, 0, 0, 0),
-		fold(own, 2, 64, 0, 0),
-		fold(own, 2, 0, 128, 0),
-		fold(own, 2, 0, 0, 8),
-		channelsFirst(own, own.PadInput),
-		channelsFirst(own, false),
-	}
 }
 
 // Candidates plans the spec's own choice and every other candidate of one
@@ -186,7 +67,7 @@ func TritonCandidates(path string, own *plan.Plan) []Candidate {
 	out := []Candidate{{Current: true, Backend: "triton", Target: tg, Variant: own.Spec.Name, Spec: own.Spec.Name, SpecPath: path,
 		Triton: resolvedTriton(own)}}
 	out[0].Precision = out[0].Triton.Precision
-	for i, t := range tritonCandidates(out[0].Triton) {
+	for i, t := range choose.TritonCandidates(out[0].Triton) {
 		s := *own.Spec
 		s.Kernel = spec.Kernel{Backends: []string{"triton"}, Triton: t}
 		s.Name = variantName(own, fmt.Sprintf("x%d", i+1))
@@ -226,8 +107,10 @@ func (c Candidate) Choice() string {
 
 // resolvedTriton is the spec form of the Triton choices the generator
 // makes for a plan, every field set.
-func resolvedTriton(p *plan.Plan) spec.Triton {
-	v := newTritonView(p)
+func resolvedTriton(p *plan.Plan) spec.Triton { return resolvedFrom(p, newTritonView(p)) }
+
+// resolvedFrom is resolvedTriton from the plan's view.
+func resolvedFrom(p *plan.Plan, v *TritonView) spec.Triton {
 	return spec.Triton{Precision: p.Spec.Kernel.PrecisionFor("triton"), BlockM: v.BlockM, BlockN: v.BlockN, BlockK: v.BlockK,
 		Warps: v.NumWarps, Stages: v.NumStages, ChannelsLast: v.ChannelsLast, FuseW: v.FuseW, PadInput: v.PadInput, SplitWeight: v.SplitWeight, FlatK: v.FlatK,
 		FoldW: foldSpec(v.WFold)}
@@ -239,21 +122,7 @@ func cudaCandidates(path string, ownPlan *plan.Plan) []Candidate {
 	mine := ownPlan.Tile.Family()
 	out := []Candidate{{Current: true, Backend: "cuda", Target: tg, Variant: own.Name, Spec: own.Name, SpecPath: path,
 		Precision: mine.Precision(), CUDA: ownPlan.Tile.Choice()}}
-	kernels := candidateKernels()
-	// The spec's own choice with its tiles copied by cp.async (where it
-	// has none or stages presplit, its own choice again: skipped as a
-	// duplicate, so the labels after it stay put).
-	kernels = append(kernels, withCpAsync(mine))
-	kernels = append(kernels, windowKernels(own.Problem.Conv.Stride[2])...)
-	kernels = append(kernels, wgmmaKernels()...)
-	// Last (the labels before it stay put): the spec's own wgmma tile with
-	// its weight stages filled the other way (bulk copies or cp.async).
-	if w, ok := mine.(spec.WGMMA); ok {
-		w.BulkWeights = !w.BulkWeights
-		kernels = append(kernels, w)
-	} else {
-		kernels = append(kernels, mine)
-	}
+	kernels := choose.CUDASpace(own.Problem.Conv.Stride[2], mine)
 	for i, k := range kernels {
 		s := *own
 		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: k}}
@@ -266,84 +135,6 @@ func cudaCandidates(path string, ownPlan *plan.Plan) []Candidate {
 		}
 		out = append(out, Candidate{Backend: "cuda", Target: tg, Variant: s.Name, Spec: own.Name, SpecPath: path,
 			Precision: k.Precision(), CUDA: p.Tile.Choice()})
-	}
-	return out
-}
-
-// withCpAsync is a family's choice with its tiles copied by cp.async
-// (unchanged where it has none or presplit stages them).
-func withCpAsync(f spec.Family) spec.Family {
-	switch t := f.(type) {
-	case spec.FFMA:
-		t.CpAsync = true
-		return t
-	case spec.MMA:
-		t.CpAsync = !t.Presplit
-		return t
-	case spec.WGMMA:
-		t.CpAsync = true
-		return t
-	}
-	return f
-}
-
-// wgmmaKernels are the wgmma tiles tried: the default, one slab, and
-// shorter and longer tensor-core sums; then the kernel's W taps as
-// columns with two slabs and one; then the input staged by cp.async,
-// with two slabs and one, and the same with W taps as columns; then sums
-// of 16 steps (one sum a phase where the phases are that short: no fp32
-// running sums) with fewer stages for more blocks per SM, with W taps as
-// columns and without, parked sums, and one slab at three stages, four
-// blocks an SM; then blocks of two and four warpgroups sharing the
-// weight stages, with W taps as columns and without; last, parked sums
-// of 12 and 16 steps at four blocks an SM, where the registers the sums
-// leave free let the inputs load during the products, and the same sums
-// in blocks of two warpgroups sharing the weight stages; then Winograd's
-// F(2,3) along W (where the W taps allow it) with parked sums at four
-// blocks an SM, running sums in registers at two, parked sums in blocks of
-// two warpgroups, the first with the weights by bulk copies, and the
-// first two with the inputs loaded during the products whatever the
-// register estimate says.
-func wgmmaKernels() []spec.Family {
-	var out []spec.Family
-	for _, t := range []spec.WGMMA{{}, {Slabs: 1}, {Span: 2}, {Span: 8}, {KWInN: true}, {KWInN: true, Slabs: 1},
-		{CpAsync: true}, {Slabs: 1, CpAsync: true}, {KWInN: true, CpAsync: true}, {KWInN: true, Slabs: 1, CpAsync: true},
-		{KWInN: true, Span: 16}, {KWInN: true, Span: 16, Stages: 5}, {KWInN: true, Span: 16, MinBlocks: 3},
-		{KWInN: true, Slabs: 1, Span: 16, Stages: 2, MinBlocks: 4}, {KWInN: true, ParkSums: true, Stages: 3, Span: 8, MinBlocks: 3},
-		{Slabs: 1, ParkSums: true, Stages: 2, MinBlocks: 4}, {Slabs: 1, ParkSums: true, Stages: 2, Span: 8, MinBlocks: 4},
-		{Slabs: 1, Stages: 3, MinBlocks: 4}, {Slabs: 1, ParkSums: true, Stages: 3, Span: 8, MinBlocks: 4},
-		{KWInN: true, Slabs: 1, Warpgroups: 2, Span: 16, Stages: 2, MinBlocks: 2}, {KWInN: true, Slabs: 1, Warpgroups: 4, Span: 16, Stages: 2},
-		{KWInN: true, Slabs: 1, Warpgroups: 2, Span: 16, Stages: 3, MinBlocks: 2}, {Slabs: 1, Warpgroups: 2, Stages: 3, MinBlocks: 2},
-		{Slabs: 1, Warpgroups: 4, Stages: 3}, {Slabs: 1, Warpgroups: 2, Stages: 4, MinBlocks: 2}, {Slabs: 1, Warpgroups: 2, Span: 16, Stages: 3, MinBlocks: 2},
-		{Slabs: 1, ParkSums: true, Stages: 2, Span: 12, MinBlocks: 4}, {Slabs: 1, ParkSums: true, Stages: 2, Span: 16, MinBlocks: 4},
-		{Slabs: 1, Warpgroups: 2, ParkSums: true, Span: 16, Stages: 3, MinBlocks: 2}, {Slabs: 1, Warpgroups: 2, ParkSums: true, Span: 16, Stages: 4, MinBlocks: 2},
-		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4}, {Winograd: true, Slabs: 1, Span: 16, Stages: 3, MinBlocks: 2},
-		{Winograd: true, Slabs: 1, Warpgroups: 2, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 2},
-		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, BulkWeights: true},
-		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, EarlyInputs: true},
-		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, BulkWeights: true, EarlyInputs: true}} {
-		out = append(out, t)
-	}
-	return out
-}
-
-// windowKernels are the W-window direct kernels tried: about 8 outputs
-// along W by 8 channels (at 128, 256 and 64 threads, and one channel's
-// window loaded at a time), 4 by 16 and 16 by 4. tw is rounded up to a
-// multiple of stride_w (down where that passes 16) and bn halved until a
-// thread's sums fit in 64 registers, so every one is feasible.
-func windowKernels(strideW int) []spec.Family {
-	var out []spec.Family
-	for _, c := range []struct{ tw, bn, bm, bk int }{{8, 8, 0, 0}, {8, 8, 256, 0}, {8, 8, 64, 0}, {8, 8, 0, 1}, {4, 16, 0, 0}, {16, 4, 0, 0}} {
-		tw := strideW * ((c.tw + strideW - 1) / strideW)
-		if tw > 16 {
-			tw -= strideW
-		}
-		bn := c.bn
-		for tw*bn > 64 {
-			bn /= 2
-		}
-		out = append(out, spec.Direct{TW: tw, BN: bn, BM: c.bm, BK: c.bk})
 	}
 	return out
 }
@@ -600,8 +391,12 @@ func ApplyTune(root string, winners []Winner, gpu, date string) error {
 			// Off an A100 the sm80 file runs its compute_80 PTX (the sm_80 code path).
 			how += ", compute_80 PTX"
 		}
-		out, err := setKernel(data, w.Candidate, "", fmt.Sprintf("%s tuned on %s, %s: %.3f ms mean (%s), fastest of the %d candidates that passed with error <= %s",
-			what, where, when, w.MeanMS, how, w.Tried, tuneMaxRelL2Text))
+		s, err := spec.Parse(w.SpecPath, data)
+		if err != nil {
+			return err
+		}
+		out, err := setKernel(data, w.Candidate, "", hashedNote(fmt.Sprintf("%s tuned on %s, %s: %.3f ms mean (%s), fastest of the %d candidates that passed with error <= %s",
+			what, where, when, w.MeanMS, how, w.Tried, tuneMaxRelL2Text), ProblemHash(s, w.Target)))
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.SpecPath, err)
 		}

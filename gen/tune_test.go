@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"convtgen/gen/choose"
 	"convtgen/gen/plan"
 	"convtgen/gen/spec"
 )
@@ -117,7 +118,7 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 
 	// 58's own choice is the one-slab wgmma candidate: skipped.
 	c58 := cudaCands(specs[tuneSpec58])
-	if most := len(candidateKernels()) + 1 + len(windowKernels(1)) + len(wgmmaKernels()); len(c58) > most {
+	if most := len(choose.CUDAKernels()) + 1 + len(choose.WindowKernels(1)) + len(choose.WGMMAKernels()); len(c58) > most {
 		t.Errorf("58: %d candidates, want at most %d (its own choice is one of them, its cp.async variant one more, then the W-window and wgmma kernels)", len(c58), most)
 	}
 	for _, c := range c58[1:] {
@@ -240,7 +241,7 @@ func TestTuneCandidatesRandom(t *testing.T) {
 	for _, l := range specs {
 		p := l.Plans[0] // a random target
 		cs := cudaCandidates(l.Path, p)
-		if len(cs) < 2 || len(cs) > 2+len(candidateKernels())+len(windowKernels(1))+len(wgmmaKernels()) {
+		if len(cs) < 2 || len(cs) > 2+len(choose.CUDAKernels())+len(choose.WindowKernels(1))+len(choose.WGMMAKernels()) {
 			t.Errorf("%s: %d candidates", p.Spec.Name, len(cs))
 		}
 		checkCandidates(t, l, p, cs)
@@ -480,7 +481,7 @@ func tuneRead(t *testing.T, path string) string {
 	return string(data)
 }
 
-var tunedNote = regexp.MustCompile(`(?m)^ *# cuda tuned on (.+), (\d{4}-\d\d-\d\d): ([0-9.]+) ms mean \(kernel\), fastest of the (\d+) candidates that passed with error <= ([0-9.e-]+)\n`)
+var tunedNote = regexp.MustCompile(`(?m)^ *# cuda tuned on (.+), (\d{4}-\d\d-\d\d): ([0-9.]+) ms mean \(kernel\), fastest of the (\d+) candidates that passed with error <= ([0-9.e-]+)(?:; problem [0-9a-f]{12})?\n`)
 
 // TestTuneApplyReproducesCommitted: writing each committed spec's own
 // choice back with the note it carries gives the file byte for byte, so
@@ -566,7 +567,8 @@ func TestTuneApplyChangesChoice(t *testing.T) {
 	for _, w := range winners {
 		p := w.SpecPath
 		old, got := before[p], tuneRead(t, filepath.Join(root, p))
-		note := fmt.Sprintf("    # cuda tuned on Tune GPU T1, 2031-02-03: %.3f ms mean (kernel), fastest of the %d candidates that passed with error <= 5e-6\n", w.MeanMS, w.Tried)
+		note := fmt.Sprintf("    # cuda tuned on Tune GPU T1, 2031-02-03: %.3f ms mean (kernel), fastest of the %d candidates that passed with error <= 5e-6; problem %s\n",
+			w.MeanMS, w.Tried, hashOf(t, filepath.Join(root, p), "sm90"))
 		for _, s := range []string{"  sm90:\n" + note + "    cuda: " + w.CUDA.String() + "\n",
 			"# channels in\n", "  backends: [cuda, triton] # both backends\n", "  # the constructor's arguments\n  conv:\n"} {
 			if !strings.Contains(got, s) {
@@ -655,7 +657,7 @@ func TestTuneApplyAddsKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := tuneRead(t, path)
-	want := src[:i] + "kernel:\n  sm90:\n    # cuda tuned on G, 2031-01-01: 1.000 ms mean (kernel), fastest of the 2 candidates that passed with error <= 5e-6\n" +
+	want := src[:i] + "kernel:\n  sm90:\n    # cuda tuned on G, 2031-01-01: 1.000 ms mean (kernel), fastest of the 2 candidates that passed with error <= 5e-6; problem " + hashOf(t, path, "sm90") + "\n" +
 		"    cuda: " + c.CUDA.String() + "\n"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
@@ -870,7 +872,8 @@ func TestTuneApplyTriton(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := tuneRead(t, filepath.Join(root, tuneSpec58))
-	note := "    # triton tuned on G, 2031-01-01: 2.000 ms mean (end to end), fastest of the 5 candidates that passed with error <= 5e-6\n    triton: " + w.Triton.String() + "\n"
+	note := "    # triton tuned on G, 2031-01-01: 2.000 ms mean (end to end), fastest of the 5 candidates that passed with error <= 5e-6; problem " +
+		hashOf(t, filepath.Join(root, tuneSpec58), "sm90") + "\n    triton: " + w.Triton.String() + "\n"
 	if !strings.Contains(src, note) {
 		t.Errorf("spec lacks\n%s\ngot\n%s", note, src)
 	}
@@ -905,4 +908,14 @@ func (l Loaded) Plan(t plan.Target) *plan.Plan {
 		}
 	}
 	return nil
+}
+
+// hashOf is the problem hash of the spec file at path on target.
+func hashOf(t *testing.T, path, target string) string {
+	t.Helper()
+	s, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ProblemHash(s, target)
 }

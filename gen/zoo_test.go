@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -42,7 +43,8 @@ var zooKinds = []struct {
 
 // TestZooCoverage: the zoo plans (LoadAll refuses nothing), holds at least
 // 40 specs, every one named zoo_*, with none of its own kernel choice (the
-// plan chooses: its kernel decodes to what no kernel section gives), and
+// plan chooses: its kernel decodes to what no kernel section gives), each
+// planned for both targets and backends with the chooser's picks, and
 // every kind of zooKinds at least once.
 func TestZooCoverage(t *testing.T) {
 	specs, err := LoadAll("..")
@@ -60,8 +62,26 @@ func TestZooCoverage(t *testing.T) {
 		if !strings.HasPrefix(s.Name, "zoo_") {
 			t.Errorf("%s: name %s does not start with zoo_", l.Path, s.Name)
 		}
-		if none := (spec.Kernel{Backends: spec.DefaultBackends}); !reflect.DeepEqual(s.Kernel, none.For(l.Plans[0].Target.Name)) {
+		raw, err := spec.Load(filepath.Join("..", l.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if none := (spec.Kernel{Backends: spec.DefaultBackends}); !reflect.DeepEqual(raw.Kernel, none) {
 			t.Errorf("%s: has a kernel section; a zoo spec leaves the choice to the plan", l.Path)
+		}
+		// Both backends, each target's files from the chooser's pick.
+		for _, p := range l.Plans {
+			_, d := Chooser.Choose(raw, p.Target)
+			if len(d.CUDA) == 0 || len(d.Triton) == 0 {
+				t.Errorf("%s: %s: the chooser ranked %d CUDA and %d Triton candidates", l.Path, p.Target.Name, len(d.CUDA), len(d.Triton))
+				continue
+			}
+			if got := p.Tile.Choice().String(); got != d.CUDA[0].Resolved {
+				t.Errorf("%s: %s: planned %s, the chooser's pick is %s", l.Path, p.Target.Name, got, d.CUDA[0].Resolved)
+			}
+			if got := resolvedTriton(p).String(); got != d.Triton[0].Resolved {
+				t.Errorf("%s: %s: Triton %s, the chooser's pick is %s", l.Path, p.Target.Name, got, d.Triton[0].Resolved)
+			}
 		}
 		for _, k := range zooKinds {
 			if k.is(s.Problem.Conv) {

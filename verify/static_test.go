@@ -48,6 +48,24 @@ func loadSpecs(t *testing.T) map[string]*spec.Spec {
 	return specs
 }
 
+// loadTargetSpecs loads the repository's specs by name@target, each as
+// its target's plan sees it: a target's files are judged against that
+// target's kernel choices.
+func loadTargetSpecs(t *testing.T) map[string]*spec.Spec {
+	t.Helper()
+	loaded, err := gen.LoadAll("..")
+	if err != nil {
+		t.Fatalf("loading specs: %v", err)
+	}
+	specs := map[string]*spec.Spec{}
+	for _, l := range loaded {
+		for _, p := range l.Plans {
+			specs[l.Spec().Name+"@"+p.Target.Name] = p.Spec
+		}
+	}
+	return specs
+}
+
 // emittedFiles lists every committed submission under ../out (any depth):
 // the files named <backend>.<target>.py.
 func emittedFiles(t *testing.T, backends ...string) []string {
@@ -75,14 +93,15 @@ func emittedFiles(t *testing.T, backends ...string) []string {
 }
 
 func TestEmittedFilesPass(t *testing.T) {
-	specs := loadSpecs(t)
+	specs := loadTargetSpecs(t)
 	for _, path := range emittedFiles(t) {
 		name := filepath.Base(filepath.Dir(path))
 		src, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := specs[name]
+		_, target, _ := SubmissionOf(path)
+		s := specs[name+"@"+target.Name]
 		if s == nil {
 			t.Errorf("%s: no spec named %s", path, name)
 			continue

@@ -886,8 +886,6 @@ func floorDiv(a, b int) int { return (a - mod(a, b)) / b }
 
 func (p *Plan) planPhases() {
 	c := p.Conv
-	var phases []Phase
-	var tapLists [][]Tap
 	residuesW := c.Stride[2]
 	if p.Tile.TW() > 0 || p.Tile.KWInN() {
 		// W is not split: a thread's TW outputs hold every residue, or
@@ -897,50 +895,58 @@ func (p *Plan) planPhases() {
 	}
 	// Only residues below the output extent hold outputs: at most
 	// min(stride, out) per dimension, so the loops are bounded by the
-	// output as well as by the stride.
-	for rd := 0; rd < min(c.Stride[0], p.Out[0]); rd++ {
-		for rh := 0; rh < min(c.Stride[1], p.Out[1]); rh++ {
-			for rw := 0; rw < min(residuesW, p.Out[2]); rw++ {
-				r := [3]int{rd, rh, rw}
-				var q [3]int
-				var dims [3][]dimTap
-				for i := range 3 {
-					if i == 2 && p.Tile.TW() > 0 {
-						q[2], dims[2] = ceilDiv(p.Out[2], p.Tile.TW()), []dimTap{{0, 0}}
-						continue
-					}
-					if i == 2 && p.Tile.KWInN() {
-						q[2], dims[2] = kwAnchors(c, p.Out[2])
-						continue
-					}
-					q[i] = ceilDiv(max(0, p.Out[i]-r[i]), c.Stride[i])
-					dims[i] = dimTaps(c, i, r[i])
-				}
-				m := c.Batch * q[0] * q[1] * q[2]
-				if m == 0 {
-					continue
-				}
-				var taps []Tap
-				for _, a := range dims[0] {
-					for _, b := range dims[1] {
-						for _, e := range dims[2] {
-							taps = append(taps, Tap{
-								K:    [3]int{a.k, b.k, e.k},
-								Off:  [3]int{a.off, b.off, e.off},
-								Flat: (a.k*c.Kernel[1]+b.k)*c.Kernel[2] + e.k,
-							})
-						}
-					}
-				}
-				phases = append(phases, Phase{R: r, Q: q, M: m, Tiles: ceilDiv(m, p.Tile.BM()), TapCount: len(taps)})
-				tapLists = append(tapLists, taps)
+	// output as well as by the stride. Each dimension's residues are
+	// worked out once (a problem can have thousands of phases).
+	residues := [3]int{min(c.Stride[0], p.Out[0]), min(c.Stride[1], p.Out[1]), min(residuesW, p.Out[2])}
+	var q [3][]int
+	var dims [3][][]dimTap
+	for i := range 3 {
+		q[i], dims[i] = make([]int, residues[i]), make([][]dimTap, residues[i])
+		for r := range residues[i] {
+			switch {
+			case i == 2 && p.Tile.TW() > 0:
+				q[2][r], dims[2][r] = ceilDiv(p.Out[2], p.Tile.TW()), []dimTap{{0, 0}}
+			case i == 2 && p.Tile.KWInN():
+				q[2][r], dims[2][r] = kwAnchors(c, p.Out[2])
+			default:
+				q[i][r], dims[i][r] = ceilDiv(max(0, p.Out[i]-r), c.Stride[i]), dimTaps(c, i, r)
 			}
 		}
 	}
+	phases := make([]Phase, 0, residues[0]*residues[1]*residues[2])
+	for rd := range residues[0] {
+		for rh := range residues[1] {
+			for rw := range residues[2] {
+				qp := [3]int{q[0][rd], q[1][rh], q[2][rw]}
+				m := c.Batch * qp[0] * qp[1] * qp[2]
+				if m == 0 {
+					continue
+				}
+				taps := len(dims[0][rd]) * len(dims[1][rh]) * len(dims[2][rw])
+				phases = append(phases, Phase{R: [3]int{rd, rh, rw}, Q: qp, M: m, Tiles: ceilDiv(m, p.Tile.BM()), TapCount: taps})
+			}
+		}
+	}
+	total := 0
+	for _, ph := range phases {
+		total += ph.TapCount
+	}
+	p.Taps = make([]Tap, 0, total)
 	for i := range phases {
-		phases[i].TapStart = len(p.Taps)
-		p.Taps = append(p.Taps, tapLists[i]...)
-		p.MaxTiles = max(p.MaxTiles, phases[i].Tiles)
+		ph := &phases[i]
+		ph.TapStart = len(p.Taps)
+		for _, a := range dims[0][ph.R[0]] {
+			for _, b := range dims[1][ph.R[1]] {
+				for _, e := range dims[2][ph.R[2]] {
+					p.Taps = append(p.Taps, Tap{
+						K:    [3]int{a.k, b.k, e.k},
+						Off:  [3]int{a.off, b.off, e.off},
+						Flat: (a.k*c.Kernel[1]+b.k)*c.Kernel[2] + e.k,
+					})
+				}
+			}
+		}
+		p.MaxTiles = max(p.MaxTiles, ph.Tiles)
 	}
 	p.Phases = phases
 }

@@ -510,7 +510,7 @@ func (d *decoder) kernel(n *yaml.Node, f string, k *Kernel) {
 
 // Defaults applied when the kernel section omits them.
 var (
-	DefaultBackends  = []string{"cuda"}
+	DefaultBackends  = []string{"cuda", "triton"}
 	DefaultPrecision = "fp32"
 )
 

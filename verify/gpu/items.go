@@ -165,7 +165,7 @@ func registered(root string, k verify.Kernel) Item {
 		it.Pre, it.Reason = Failed, oneLine(err)
 		return it
 	}
-	p, err := plan.New(s, target)
+	p, err := gen.Plan(s, target) // as the generator plans it
 	if err != nil {
 		it.Pre, it.Reason = InvalidSpec, oneLine(err)
 		return it
@@ -192,7 +192,7 @@ func specFile(root, path string, target plan.Target, render func(*plan.Plan) (st
 		return it
 	}
 	it.Kernel.Spec = s.Name
-	p, err := plan.New(s, target)
+	p, err := gen.Plan(s, target) // as the generator plans it
 	if err != nil {
 		it.Pre, it.Reason = InvalidSpec, oneLine(err)
 		return it

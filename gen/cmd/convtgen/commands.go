@@ -44,7 +44,10 @@ anywhere, are rendered as submissions into DIR, which must not be out/.`,
 			if err != nil {
 				return err
 			}
-			changes, err := gen.GenerateOnly(r, false, only)
+			changes, warnings, err := gen.GenerateWarn(r, false, only)
+			for _, w := range warnings {
+				fmt.Fprintln(e.stderr, w)
+			}
 			if err != nil {
 				return err
 			}
@@ -127,7 +130,10 @@ check to those specs' files, as for generate.`,
 			if err != nil {
 				return err
 			}
-			changes, err := gen.GenerateOnly(r, true, only)
+			changes, warnings, err := gen.GenerateWarn(r, true, only)
+			for _, w := range warnings {
+				fmt.Fprintln(e.stderr, w)
+			}
 			if err != nil {
 				return err
 			}
@@ -314,4 +320,57 @@ func applyTuning(e *env, root string, resultPaths []string, manifestPath string)
 	}
 	fmt.Fprintf(e.stdout, "convtgen: %s updated, %s regenerated\n", plural(len(winners), "choice"), plural(len(changes), "file"))
 	return nil
+}
+
+var cmdExplain = &command{
+	name:    "explain",
+	args:    "SPEC",
+	purpose: "print the chooser's ranking of a spec's kernel candidates",
+	about: `For each target and backend whose kernel choice the spec leaves open, the
+cheapest candidates by the cost model (gen/choose; docs/perf/calibration.md)
+with their estimated times and terms: the bound that decides (compute,
+memory or serial), launches, the rate and share of the machine the tile
+gets, its padding, and the serial steps. A backend whose choice the spec
+gives is named as such.`,
+	examples: []string{"convtgen explain specs/zoo/tiny_k2.yaml", "convtgen explain -top 3 specs/zoo/vae_up_144.yaml"},
+	define: func(fs *flag.FlagSet) func(*env, []string) error {
+		top := fs.Int("top", 8, "show the `N` cheapest candidates")
+		return func(e *env, args []string) error {
+			if len(args) != 1 {
+				return usagef("takes one spec file")
+			}
+			return gen.Explain(e.stdout, e.abs(args[0]), args[0], *top)
+		}
+	},
+}
+
+var cmdTuneNotes = &command{
+	name:    "tune-notes",
+	args:    "[PATH ...]",
+	purpose: "end the specs' tuning notes with the hash of their problem",
+	about: `Each note above a kernel.<target>.cuda or .triton choice comes to end with
+"problem <hash>", the hash of the decoded problem and target it was measured
+on (apply-tune writes it so); the generator warns where a note's hash is not
+its spec's own. PATHs are spec files or folders under specs/ (default: all).
+Run it only on notes that were measured on the problem as it is.`,
+	examples: []string{"convtgen tune-notes specs/level1"},
+	define: func(fs *flag.FlagSet) func(*env, []string) error {
+		root := rootFlag(fs)
+		return func(e *env, args []string) error {
+			r, err := root(e)
+			if err != nil {
+				return err
+			}
+			only, err := specPaths(e, r, args)
+			if err != nil {
+				return err
+			}
+			n, err := gen.StampAll(r, only)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "convtgen: %s rewritten\n", plural(n, "spec"))
+			return nil
+		}
+	},
 }

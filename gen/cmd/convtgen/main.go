@@ -63,7 +63,7 @@ type command struct {
 var commands []*command
 
 func init() {
-	commands = []*command{cmdGenerate, cmdCheck, cmdImport, cmdConvert, cmdRandom, cmdTune, cmdApplyTune, cmdHelp}
+	commands = []*command{cmdGenerate, cmdCheck, cmdImport, cmdConvert, cmdRandom, cmdTune, cmdApplyTune, cmdTuneNotes, cmdExplain, cmdHelp}
 }
 
 func lookup(name string) *command {

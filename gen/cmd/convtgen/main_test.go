@@ -326,3 +326,36 @@ func TestBinaryExitStatus(t *testing.T) {
 	}
 	oneLine(t, "check", stderr.String(), "convtgen: 1 file stale")
 }
+
+// explain prints each target's ranking of an open choice and names a
+// given one; generate warns on stderr at a tuned choice copied to another
+// problem, and still writes.
+func TestExplainAndTuneWarning(t *testing.T) {
+	root := scratchRepo(t)
+	open := filepath.Join(root, "specs", "open.yaml")
+	src := readFile(t, filepath.Join(root, spec77))
+	i := strings.Index(src, "\nkernel:\n")
+	write(t, open, strings.Replace(src[:i+1], "name: "+name77, "name: open77", 1))
+	r := runIn(root, "explain", "-top", "2", "specs/open.yaml")
+	if r.code != exitOK || strings.Count(r.stdout, "candidates, cheapest first") != 4 || !strings.Contains(r.stdout, " 2. ") || strings.Contains(r.stdout, " 3. ") {
+		t.Errorf("explain of an open spec: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if r := runIn(root, "explain", spec77); r.code != exitOK || strings.Count(r.stdout, "the spec's choice") != 4 {
+		t.Errorf("explain of a tuned spec: exit %d, stdout %q", r.code, r.stdout)
+	}
+	copied := strings.Replace(strings.Replace(src, "name: "+name77, "name: copy77", 1), "  batch: 16\n", "  batch: 4\n", 1)
+	write(t, filepath.Join(root, "specs", "copy.yaml"), copied)
+	r = runIn(root, "generate")
+	if r.code != exitOK || !strings.Contains(r.stderr, "specs/copy.yaml:") || !strings.Contains(r.stderr, "kernel.sm90.cuda: warning: tuned for another problem") {
+		t.Errorf("generate with a copied tuning: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}

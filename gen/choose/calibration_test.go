@@ -1,0 +1,181 @@
+package choose
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"convtgen/gen/plan"
+	"convtgen/gen/spec"
+)
+
+// measured is one kernel choice timed on a level-1 problem (H200,
+// kernel-only, sm_90a).
+type measured struct {
+	problem string // the level-1 spec's name
+	family  spec.Family
+	ms      float64
+	source  string
+}
+
+// timedRuns are the committed runs whose items time level-1 candidates:
+// the specs' own choices and the tuning candidates (<spec>_t<i>).
+var timedRuns = []string{"kernels.json", "tune-kernels.json", "tune-kernels-cp_async.json", "tune-kernels-e2e2659.json"}
+
+// perfLog are the other families' level-1 times, from the performance
+// log (docs/perf/calibration.md's table): FFMA PERF.md v1/v2 (057bdb2),
+// mma.sync v8 (d3e88a1), direct v15/v19 (280ee9c, d2357b2), each the
+// plan's default tile of its family at the time.
+var perfLog = map[string][3]float64{ // ffma, mma, direct ms (0: not timed)
+	"58": {3.21, 2.54, 2.87},
+	"61": {11.66, 9.88, 0},
+	"68": {45.86, 38.73, 0},
+	"70": {20.35, 16.94, 21.3},
+	"72": {0.441, 0.401, 0},
+	"73": {3.08, 2.12, 2.16},
+	"77": {1.78, 1.21, 1.28},
+}
+
+// loadMeasured reads every passed level-1 item of the timed runs.
+func loadMeasured(t *testing.T, specs map[string]*spec.Spec) []measured {
+	var out []measured
+	for _, f := range timedRuns {
+		data, err := os.ReadFile(filepath.Join("..", "..", "out", "gpu", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var run struct {
+			Items []struct {
+				Spec, Disposition, Precision, Tile string
+				TimeMS                             *struct{ Mean float64 } `json:"time_ms"`
+			}
+		}
+		if err := json.Unmarshal(data, &run); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, it := range run.Items {
+			name := it.Spec
+			if i := strings.LastIndex(name, "_t"); i > 0 && specs[name] == nil {
+				name = name[:i]
+			}
+			if specs[name] == nil || it.Disposition != "passed" || it.TimeMS == nil {
+				continue
+			}
+			flow, err := spec.V1CUDA(it.Precision, it.Tile)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", f, it.Spec, err)
+			}
+			fam, err := spec.ParseCUDA(flow)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", f, it.Spec, err)
+			}
+			out = append(out, measured{name, fam, it.TimeMS.Mean, f})
+		}
+	}
+	for name := range specs {
+		num := strings.Split(name, "_")[1]
+		for i, fam := range []spec.Family{spec.FFMA{}, spec.MMA{}, spec.Direct{}} {
+			if ms := perfLog[num][i]; ms > 0 {
+				out = append(out, measured{name, fam, ms, "PERF.md"})
+			}
+		}
+	}
+	return out
+}
+
+// TestModelAgainstMeasured ranks each level-1 problem's timed candidates
+// by the model and compares its pick with the fastest measured: the pick
+// must be within 1.5x of the best on every problem, and the estimates
+// within x1.35 of the times (rms of the log ratio). It logs, per problem,
+// the pick and the best.
+func TestModelAgainstMeasured(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("..", "..", "specs", "level1", "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no level-1 specs: %v", err)
+	}
+	specs := map[string]*spec.Spec{}
+	for _, p := range paths {
+		s, err := spec.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs[s.Name] = s
+	}
+	byProblem := map[string][]measured{}
+	for _, m := range loadMeasured(t, specs) {
+		byProblem[m.problem] = append(byProblem[m.problem], m)
+	}
+	var names []string
+	for n := range byProblem {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) != len(specs) {
+		t.Errorf("timed candidates for %d of %d level-1 problems", len(names), len(specs))
+	}
+	var logErr, worst float64
+	count := 0
+	for _, name := range names {
+		type row struct {
+			m   measured
+			est float64
+		}
+		var rows []row
+		seen := map[string]bool{}
+		for _, m := range byProblem[name] {
+			s := *specs[name]
+			s.Kernel = spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: m.family}}
+			p, err := plan.New(&s, plan.SM90)
+			if err != nil {
+				t.Errorf("%s: %s (%s) no longer plans: %v", name, spec.CUDA{Family: m.family}, m.source, err)
+				continue
+			}
+			key := p.Tile.Choice().String()
+			if seen[key] {
+				continue // the same tile timed in several runs: the first run's time
+			}
+			seen[key] = true
+			rows = append(rows, row{m, EstimateCUDA(p).Seconds * 1e3})
+		}
+		if len(rows) < 2 {
+			continue
+		}
+		best, pick := rows[0], rows[0]
+		for _, r := range rows {
+			if r.m.ms < best.m.ms {
+				best = r
+			}
+			if r.est < pick.est {
+				pick = r
+			}
+			logErr += math.Pow(math.Log(r.est/r.m.ms), 2)
+			count++
+		}
+		ratio := pick.m.ms / best.m.ms
+		worst = max(worst, ratio)
+		t.Logf("%-42s %2d timed: model picks %-28s %.3f ms (est %.3f), best %-28s %.3f ms: %.2fx", name, len(rows),
+			short(pick.m.family), pick.m.ms, pick.est, short(best.m.family), best.m.ms, ratio)
+		if ratio > 1.5 {
+			t.Errorf("%s: the model's pick %s measured %.3f ms, %.2fx the best (%s, %.3f ms)", name, spec.CUDA{Family: pick.m.family}, pick.m.ms, ratio, spec.CUDA{Family: best.m.family}, best.m.ms)
+		}
+	}
+	rms := math.Exp(math.Sqrt(logErr / float64(count)))
+	t.Logf("worst pick %.2fx the best; model error on %d timed candidates: x%.2f rms", worst, count, rms)
+	if rms > 1.35 {
+		t.Errorf("the model's times are off by x%.2f rms on the timed candidates, more than x1.35", rms)
+	}
+}
+
+// short names a family choice in a few characters, for the log.
+func short(f spec.Family) string {
+	s := spec.CUDA{Family: f}.String()
+	if len(s) > 28 {
+		s = s[:25] + "..."
+	}
+	return fmt.Sprint(s)
+}

@@ -1,0 +1,243 @@
+package choose
+
+import (
+	"fmt"
+	"math"
+
+	"convtgen/gen/plan"
+)
+
+// The cost model. A forward's time is estimated as
+//
+//	launches · Launch + max(work / (rate · util), bytes / BW, waves · steps · Step)
+//
+// launches: the kernels a forward runs (weight repack, input re-layout,
+// bias fill, the GEMM; Triton: the re-layout and the GEMM). work: the
+// multiply-adds (×2) the kernel's tiles compute, padding included (M
+// tiles past a phase's rows, N tiles past the channels, K steps past the
+// channels or taps, the zero pairs of kw_in_n and fused W phases; tap-less
+// phases compute nothing). rate: the family's measured rate at a tile of
+// N columns and a reduction K deep, Rate.R · min(1, N/64)^A · K/(K+K0),
+// times the option factors below. util: how much of the machine the grid
+// keeps busy: blocks over waves of SMs · resident blocks, and below one
+// wave, an SM saturated by two resident blocks. bytes: input, weight and
+// output once, plus what the re-layouts write and read back. steps: the
+// serial reduction steps of one block, which bound a grid too small to
+// hide them.
+
+// Rate is one family's measured throughput on a target.
+type Rate struct {
+	R    float64 // FLOP/s of tile work at N ≥ 64 and deep K
+	A    float64 // exponent of min(1, N/64): narrow tiles run slower
+	K0   float64 // reduction depth at which the rate is half R
+	Step float64 // seconds per reduction step of a block running alone
+}
+
+// Machine is one target's constants: docs/perf/calibration.md says where
+// each comes from.
+type Machine struct {
+	SMs    int
+	BW     float64 // bytes per second, DRAM
+	Launch float64 // seconds per kernel launch in a forward
+	// Rates by family key (spec.Family.Key()), and "triton-fp32",
+	// "triton-3xtf32" for the Triton kernel by precision.
+	Rates map[string]Rate
+	// BulkWeights and CpAsync scale a wgmma tile's rate (sm_90a only:
+	// elsewhere bulk copies are dropped).
+	BulkWeights, WGMMACpAsync float64
+}
+
+// Machines are the targets' constants, by plan.Target.Name.
+//
+// sm90 (H200, measured): the family fits of docs/perf/calibration.md,
+// refitted with work counted as the tiles compute it (padding included),
+// on the level-1 times of out/gpu/kernels.json, tune-kernels*.json and
+// PERF.md v1/v2 (FFMA), v8 (mma.sync), v15/v19 (direct), v3/v5 and
+// e2e.json (Triton); Launch and Step from the 100 timed random
+// configurations of out/gpu/random-kernels-*.json; BW from PERF.md v20;
+// the option factors from PERF.md's "measurements behind the generator's
+// choices" (bulk weights) and tune-kernels-cp_async.json (cp.async).
+//
+// sm80 (A100, derived): 108 SMs; the same fits scaled by the A100's peak
+// over the H200's for the unit each family runs on (FFMA 19.5/67 TFLOP/s;
+// TF32 tensor 156/305, the H200's measured mma.sync rate, PERF.md v35;
+// DRAM 2.0/4.3 TB/s); wgmma is its mma.sync form there, at the rate its
+// sm80 files measured on the H200 (PERF.md v35: 1.37x to 2.3x the sm90
+// times) scaled the same way.
+var Machines = map[string]Machine{
+	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, Rates: map[string]Rate{
+		"ffma":          {R: 25e12, A: 0.15, K0: 64, Step: 0.5e-6},
+		"direct":        {R: 24e12, A: 0, K0: 0, Step: 0.15e-6},
+		"mma":           {R: 33e12, A: 0.25, K0: 32, Step: 0.5e-6},
+		"wgmma":         {R: 92e12, A: 0.55, K0: 96, Step: 0.4e-6},
+		"triton-3xtf32": {R: 90e12, A: 0.35, K0: 384, Step: 0.5e-6},
+		"triton-fp32":   {R: 34e12, A: 0.25, K0: 128, Step: 0.5e-6},
+	}},
+	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, Rates: map[string]Rate{
+		"ffma":          {R: 25e12 * ffmaA100, A: 0.15, K0: 64, Step: 0.5e-6},
+		"direct":        {R: 24e12 * ffmaA100, A: 0, K0: 0, Step: 0.15e-6},
+		"mma":           {R: 33e12 * tensorA100, A: 0.25, K0: 32, Step: 0.5e-6},
+		"wgmma":         {R: 56e12 * tensorA100, A: 0.55, K0: 96, Step: 0.8e-6},
+		"triton-3xtf32": {R: 50e12 * tensorA100, A: 0.35, K0: 384, Step: 0.8e-6},
+		"triton-fp32":   {R: 34e12 * ffmaA100, A: 0.25, K0: 128, Step: 0.5e-6},
+	}},
+}
+
+// The A100's peaks over the H200's: FFMA 19.5 over 67 TFLOP/s, TF32
+// tensor 156 over 305 (the H200's measured mma.sync rate).
+const (
+	ffmaA100   = 19.5 / 67
+	tensorA100 = 156.0 / 305
+)
+
+// Estimate is one candidate's estimated time and its terms.
+type Estimate struct {
+	Seconds                 float64
+	Launches                int
+	Work                    float64 // FLOPs the tiles compute, padding included
+	Useful                  float64 // FLOPs of the convolution
+	Rate                    float64 // FLOP/s the family reaches at this tile
+	Util                    float64 // share of the machine the grid keeps busy
+	Bytes                   float64
+	Steps                   int // serial reduction steps of one block
+	Waves                   int
+	Compute, Memory, Serial float64 // the three bounds, seconds
+}
+
+// Bound names the term that decides the estimate.
+func (e Estimate) Bound() string {
+	switch max(e.Compute, e.Memory, e.Serial) {
+	case e.Compute:
+		return "compute"
+	case e.Memory:
+		return "memory"
+	}
+	return "serial"
+}
+
+// String is the estimate as explain prints it.
+func (e Estimate) String() string {
+	return fmt.Sprintf("%8.3f ms  %-7s  launches %d  compute %.3f (%.1f TFLOP/s at %.0f%% busy, padding %.2fx)  memory %.3f  serial %.3f (%d steps x %d waves)",
+		e.Seconds*1e3, e.Bound(), e.Launches, e.Compute*1e3, e.Rate/1e12, 100*e.Util, e.Work/math.Max(1, e.Useful), e.Memory*1e3, e.Serial*1e3, e.Steps, e.Waves)
+}
+
+// rate is a family's rate at a tile n columns wide and k deep.
+func (r Rate) at(n, k int) float64 {
+	v := r.R * math.Pow(math.Min(1, float64(n)/64), r.A)
+	if r.K0 > 0 {
+		v *= float64(k) / (float64(k) + r.K0)
+	}
+	return v
+}
+
+// finish combines the terms.
+func (m Machine) finish(e Estimate, blocks, resident int, step float64) Estimate {
+	slots := m.SMs * max(1, resident)
+	e.Waves = max(1, ceilDiv(blocks, slots))
+	if e.Waves > 1 {
+		e.Util = float64(blocks) / float64(e.Waves*slots)
+	} else {
+		e.Util = math.Min(1, float64(blocks)/float64(m.SMs*min(2, max(1, resident))))
+	}
+	e.Compute = e.Work / (e.Rate * math.Max(e.Util, 1e-9))
+	e.Memory = e.Bytes / m.BW
+	e.Serial = float64(e.Waves) * float64(e.Steps) * step
+	e.Seconds = float64(e.Launches)*m.Launch + max(e.Compute, e.Memory, e.Serial)
+	return e
+}
+
+// EstimateCUDA is a CUDA plan's estimated time on its target.
+func EstimateCUDA(p *plan.Plan) Estimate {
+	m := Machines[p.Target.Name]
+	c := p.Conv
+	t := p.Tile
+	e := Estimate{Useful: c.FLOPs(), Launches: 2}
+	bytes := c.MinBytes() + 8*float64(p.RepackLen()) // the repacked weight, written and read
+	var k, n int
+	if t.WGMMA != nil {
+		w := p.WGMMA
+		e.Launches++ // the input re-layout
+		if w.Fill {
+			e.Launches++
+		}
+		bytes += 8 * float64(w.XLen)
+		work := 0.0
+		for i := range p.Phases {
+			if w.Steps[i] == 0 {
+				continue
+			}
+			work += float64(ceilDiv(w.Rows[i], w.OutRows) * t.BM() * w.Steps[i] * plan.StepK)
+			e.Steps = max(e.Steps, w.Steps[i])
+		}
+		e.Work = 2 * work * float64(t.BN()*w.NTiles*c.Groups)
+		k, n = e.Steps*plan.StepK, t.BN()
+	} else {
+		bk, tw := t.BK(), max(1, t.TW())
+		chunks := ceilDiv(p.CinG, bk)
+		kpad := float64(chunks*bk) / float64(p.CinG)
+		if t.Direct != nil {
+			kpad = 1 // a direct thread loads exactly its group's channels
+		}
+		work, rows := 0.0, 0.0
+		for _, ph := range p.Phases {
+			taps := ph.TapCount * p.TapWidth()
+			work += float64(ph.Tiles*t.BM()) * float64(taps)
+			rows += float64(ph.M) * float64(taps)
+			e.Steps = max(e.Steps, ph.TapCount*chunks)
+			k = max(k, taps*p.CinG)
+		}
+		mpad := 1.0
+		if rows > 0 {
+			mpad = work / rows
+		}
+		if tw > 1 {
+			// A window thread's TW outputs along W: the last window of a
+			// row past the output, and the taps only reached ones compute.
+			mpad *= float64(ceilDiv(p.Out[2], tw)*tw) / float64(p.Out[2])
+		}
+		npad := float64(ceilDiv(p.CoutG, t.BN())*t.BN()) / float64(p.CoutG)
+		e.Work = e.Useful * mpad * npad * kpad
+		n = t.BN()
+	}
+	r := m.Rates[t.Family().Key()]
+	e.Rate = r.at(n, k)
+	if t.WGMMA != nil {
+		if t.WGMMA.BulkWeights && p.Target.WGMMA {
+			e.Rate *= m.BulkWeights
+		}
+		if t.WGMMA.CpAsync {
+			e.Rate *= m.WGMMACpAsync
+		}
+	}
+	e.Bytes = bytes
+	return m.finish(e, p.Blocks[0]*p.Blocks[1]*p.Blocks[2], p.ResidentBlocks(), r.Step)
+}
+
+// TritonShape is what a Triton choice's kernels do, as the generator lays
+// them out (gen's Triton view): the facts the model needs.
+type TritonShape struct {
+	Precision string
+	BlockN    int     // columns of a program's tile
+	K         int     // reduction depth of the deepest program (steps x block_k)
+	Steps     int     // reduction steps of the deepest program
+	Programs  int     // programs of the GEMM launch
+	Work      float64 // FLOPs its tiles compute, padding included
+	// CopyBytes: what the re-layout writes (the input copy, the re-laid
+	// weight, its TF32 parts), read back by the GEMM.
+	CopyBytes float64
+	Warps     int
+}
+
+// EstimateTriton is a Triton choice's estimated time on target.
+func EstimateTriton(target string, p *plan.Plan, s TritonShape) Estimate {
+	m := Machines[target]
+	r := m.Rates["triton-"+s.Precision]
+	e := Estimate{Useful: p.Conv.FLOPs(), Launches: 2, Work: s.Work, Steps: s.Steps}
+	e.Rate = r.at(s.BlockN, s.K)
+	e.Bytes = p.Conv.MinBytes() + 2*s.CopyBytes
+	// Programs of 4 warps or fewer: about four resident an SM; 8: two.
+	resident := max(1, 16/max(1, s.Warps))
+	return m.finish(e, s.Programs, resident, r.Step)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
