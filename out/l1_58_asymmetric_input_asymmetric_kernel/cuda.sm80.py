@@ -17,14 +17,14 @@ position along W; output q of a line adds the sums of column kw of row
 q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is 2 warpgroups
 (4 warps each, sharing the weight stages) computing 128 rows of each phase in turn by 112 columns and
 writing the outputs of its first 122. The input is re-laid channels last
-inside a zero border, so each thread loads its tensor-core fragments
-straight from global memory (no bounds checks, 16 bytes at a time); the
-weight is re-laid as the TF32 parts in the tensor cores' shared-memory
-layout and staged 2 steps deep with cp.async. Products are 3xTF32
-(each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
-wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
-The tensor cores do not add in exact fp32, so their sums cover 16 steps
-of 32 and are then added in fp32.
+inside a zero border, so each thread loads its
+tensor-core fragments straight from global memory (no bounds checks, 16
+bytes at a time); the weight is re-laid as the TF32 parts in the tensor
+cores' shared-memory layout and staged 2 steps deep with cp.async.
+Products are 3xTF32 (each operand split into TF32 high and low parts,
+lo*hi + hi*lo + hi*hi), m16n8k8 mma.sync products. The
+tensor cores do not add in exact fp32, so their sums cover 16 steps of
+32 (every phase's steps).
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -184,12 +184,10 @@ extern "C" __global__ void l1_58_asymmetric_input_asymmetric_kernel_repack_weigh
     img[i] = __uint_as_float(part == 0 ? hi : lo);
 }
 
-// The input re-laid: a block writes kRelayoutPos consecutive positions of one (batch, group, xd, xh) bordered row,
-// consecutive threads storing float by float. It first reads each
-// channel's positions along W (coalesced) into shared memory as
-// [position][kCinP + 1]: the odd stride spreads a warp's stores and loads
-// over the banks. Loads go out kRelayoutBatch at a time; rows wholly in
-// the border read nothing.
+// The input re-laid: a block writes kRelayoutPos positions of one (batch, group, xd, xh) row, float by
+// float, from each channel's positions along W read (coalesced,
+// kRelayoutBatch loads at a time) into shared memory as [position][kCinP +
+// 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
 static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
 static constexpr int kSlots = 1;  // re-laid positions a unit
 static constexpr int kReadPos = 76;  // input positions a block reads
@@ -241,8 +239,8 @@ extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_58_asymmetric_
     }
 }
 
-// The TF32 split of A: lo is the exact remainder, whose top TF32 bits the
-// tensor cores read; rounding it too would cost two instructions a value.
+// A's TF32 split: lo the exact remainder (the tensor cores read its top
+// TF32 bits; rounding it would cost two instructions a value).
 __device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
 {
     hi = round_tf32(x);
@@ -261,9 +259,8 @@ __device__ __forceinline__ void cp_async_commit()
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
-// Waits until at most kStages - 2 of this thread's copy groups are in
-// flight: the copies run kStages - 1 steps ahead, so the current step's
-// have landed.
+// At most kStages - 2 of this thread's copy groups in flight: the copies
+// run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
     asm volatile("cp.async.wait_group 0;" ::: "memory");
@@ -282,7 +279,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages, then the block's sums on their way out.
+    // The weight stages (at a phase's end the block's sums on their way out).
     extern __shared__ __align__(128) float b_stage[];  // 59392 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
@@ -478,9 +475,8 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -506,8 +502,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_58_asymmetric_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 59392);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_58_asymmetric_input_asymmetric_kernel_igemm needs 59392 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l1_58_asymmetric_input_asymmetric_kernel_igemm<<<dim3(6459, 1, 1), 256, 59392>>>(
-        (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    l1_58_asymmetric_input_asymmetric_kernel_igemm<<<dim3(6459, 1, 1), 256, 59392>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("l1_58_asymmetric_input_asymmetric_kernel_igemm");
     return y;

@@ -17,14 +17,14 @@ position along W; output q of a line adds the sums of column kw of row
 q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is 2 warpgroups
 (4 warps each, sharing the weight stages) computing 128 rows of each phase in turn by 112 columns and
 writing the outputs of its first 122. The input is re-laid channels last
-inside a zero border, so each thread loads its tensor-core fragments
-straight from global memory (no bounds checks, 16 bytes at a time); the
-weight is re-laid as the TF32 parts in the tensor cores' shared-memory
-layout and staged 2 steps deep with cp.async. Products are 3xTF32
-(each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
-wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
-The tensor cores do not add in exact fp32, so their sums cover 16 steps
-of 32 and are then added in fp32.
+inside a zero border, so each thread loads its
+tensor-core fragments straight from global memory (no bounds checks, 16
+bytes at a time); the weight is re-laid as the TF32 parts in the tensor
+cores' shared-memory layout and staged 2 steps deep by bulk copies (TMA).
+Products are 3xTF32 (each operand split into TF32 high and low parts,
+lo*hi + hi*lo + hi*hi), wgmma's m64n112k8 warpgroup products. The
+tensor cores do not add in exact fp32, so their sums cover 16 steps of
+32 (every phase's steps).
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -177,12 +177,10 @@ extern "C" __global__ void l1_58_asymmetric_input_asymmetric_kernel_repack_weigh
     img[i] = __uint_as_float(part == 0 ? hi : lo);
 }
 
-// The input re-laid: a block writes kRelayoutPos consecutive positions of one (batch, group, xd, xh) bordered row,
-// consecutive threads storing float by float. It first reads each
-// channel's positions along W (coalesced) into shared memory as
-// [position][kCinP + 1]: the odd stride spreads a warp's stores and loads
-// over the banks. Loads go out kRelayoutBatch at a time; rows wholly in
-// the border read nothing.
+// The input re-laid: a block writes kRelayoutPos positions of one (batch, group, xd, xh) row, float by
+// float, from each channel's positions along W read (coalesced,
+// kRelayoutBatch loads at a time) into shared memory as [position][kCinP +
+// 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
 static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
 static constexpr int kSlots = 1;  // re-laid positions a unit
 static constexpr int kReadPos = 76;  // input positions a block reads
@@ -234,8 +232,8 @@ extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_58_asymmetric_
     }
 }
 
-// The TF32 split of A: lo is the exact remainder, whose top TF32 bits the
-// tensor cores read; rounding it too would cost two instructions a value.
+// A's TF32 split: lo the exact remainder (the tensor cores read its top
+// TF32 bits; rounding it would cost two instructions a value).
 __device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
 {
     hi = round_tf32(x);
@@ -247,9 +245,8 @@ __device__ __forceinline__ void cp_async_commit()
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
-// Waits until at most kStages - 2 of this thread's copy groups are in
-// flight: the copies run kStages - 1 steps ahead, so the current step's
-// have landed.
+// At most kStages - 2 of this thread's copy groups in flight: the copies
+// run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
     asm volatile("cp.async.wait_group 0;" ::: "memory");
@@ -271,29 +268,14 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, u
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
 }
 
-// Waits for every product this warpgroup issued; d is what they write.
-__device__ __forceinline__ void wgmma_wait(float (&d)[kND])
-{
-    asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]) :: "memory");
-}
-
-// Makes this thread's landed copies visible to the tensor cores' reads of
-// shared memory (the async proxy), before the barrier that publishes them.
-__device__ __forceinline__ void async_proxy_fence()
-{
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
-// Orders this step's register writes (A parts) before the products.
-__device__ __forceinline__ void wgmma_fence()
-{
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-}
-
-__device__ __forceinline__ void wgmma_commit()
-{
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
+// wgmma_wait: every product this warpgroup issued has written d.
+// async_proxy_fence: this thread's landed copies are visible to the tensor
+// cores' reads (the async proxy), before the barrier that publishes them.
+// wgmma_fence: this step's register writes (A parts) precede the products.
+__device__ __forceinline__ void wgmma_wait(float (&d)[kND]) { asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]) :: "memory"); }
+__device__ __forceinline__ void async_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 
 // The descriptor of the core matrices at p (no swizzle): the next along K
 // kNCM*128 bytes on, the next 8 columns 128 bytes on; kChunk floats on is
@@ -306,8 +288,7 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
 }
 
 // A weight stage's barrier: a phase completes with the copying thread's
-// arrival and the bytes it announced landing; the init is fenced before
-// any other thread or the TMA unit uses it.
+// arrival and the bytes it announced landing (the init fenced before use).
 __device__ __forceinline__ void barrier_init(unsigned long long* bar)
 {
     asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
@@ -338,7 +319,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages, then the block's sums on their way out, the barriers.
+    // The weight stages (at a phase's end the block's sums on their way out), the barriers.
     extern __shared__ __align__(128) float b_stage[];  // 59408 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
@@ -542,9 +523,8 @@ l1_58_asymmetric_input_asymmetric_kernel_igemm(const float* __restrict__ xr, con
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -570,8 +550,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_58_asymmetric_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 59408);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_58_asymmetric_input_asymmetric_kernel_igemm needs 59408 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l1_58_asymmetric_input_asymmetric_kernel_igemm<<<dim3(6459, 1, 1), 256, 59408>>>(
-        (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    l1_58_asymmetric_input_asymmetric_kernel_igemm<<<dim3(6459, 1, 1), 256, 59408>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("l1_58_asymmetric_input_asymmetric_kernel_igemm");
     return y;

@@ -11,17 +11,20 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-A block is one warpgroup
-(4 warps) computing 64 output positions of each
-phase in turn by 48 output channels. The input is re-laid channels last
-inside a zero border, so each thread loads its tensor-core fragments
-straight from global memory (no bounds checks, 16 bytes at a time); the
-weight is re-laid as the TF32 parts in the tensor cores' shared-memory
-layout and staged 2 steps deep with cp.async. Products are 3xTF32
-(each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
-wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
-The tensor cores do not add in exact fp32, so their sums cover 16 steps
-of 32 and are then added in fp32.
+Along W, Winograd's F(2,3): a GEMM row is a pair of neighbouring outputs,
+computed from four products over the (d, h) taps and channels where its
+direct taps take six. A block is one warpgroup
+(4 warps) computing 64 pairs of each phase in turn by
+48 output channels. The input is re-laid channels last
+inside a zero border (per pair, the four products' inputs), so each thread loads its
+tensor-core fragments straight from global memory (no bounds checks, 16
+bytes at a time); the weight is re-laid as the TF32 parts in the tensor
+cores' shared-memory layout and staged 2 steps deep with cp.async.
+Products are 3xTF32 (each operand split into TF32 high and low parts,
+lo*hi + hi*lo + hi*hi), m16n8k8 mma.sync products. The
+tensor cores do not add in exact fp32, so their sums cover 16 steps of
+32 and are then added in fp32, the running sums parked in shared
+memory.
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -169,13 +172,11 @@ extern "C" __global__ void l1_61_square_input_square_kernel_repack_weight(const 
     img[i] = __uint_as_float(part == 0 ? hi : lo);
 }
 
-// The input re-laid: a block writes kRelayoutPos consecutive pairs (four positions each, from the
-// 2*kRelayoutPos + 2 inputs they read) of one (batch, group, xd, xh) bordered row,
-// consecutive threads storing float by float. It first reads each
-// channel's positions along W (coalesced) into shared memory as
-// [position][kCinP + 1]: the odd stride spreads a warp's stores and loads
-// over the banks. Loads go out kRelayoutBatch at a time; rows wholly in
-// the border read nothing.
+// The input re-laid: a block writes kRelayoutPos pairs (four positions each, from the
+// 2*kRelayoutPos + 2 inputs they read) of one (batch, group, xd, xh) row, float by
+// float, from each channel's positions along W read (coalesced,
+// kRelayoutBatch loads at a time) into shared memory as [position][kCinP +
+// 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
 static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
 static constexpr int kSlots = 4;  // re-laid positions a unit
 static constexpr int kReadPos = 68;  // input positions a block reads
@@ -229,8 +230,8 @@ extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_61_square_inpu
     }
 }
 
-// The TF32 split of A: lo is the exact remainder, whose top TF32 bits the
-// tensor cores read; rounding it too would cost two instructions a value.
+// A's TF32 split: lo the exact remainder (the tensor cores read its top
+// TF32 bits; rounding it would cost two instructions a value).
 __device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
 {
     hi = round_tf32(x);
@@ -249,9 +250,8 @@ __device__ __forceinline__ void cp_async_commit()
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
-// Waits until at most kStages - 2 of this thread's copy groups are in
-// flight: the copies run kStages - 1 steps ahead, so the current step's
-// have landed.
+// At most kStages - 2 of this thread's copy groups in flight: the copies
+// run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
     asm volatile("cp.async.wait_group 0;" ::: "memory");
@@ -458,9 +458,8 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -483,8 +482,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     check_launch("l1_61_square_input_square_kernel_repack_weight");
     l1_61_square_input_square_kernel_relayout_input<<<36992, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("l1_61_square_input_square_kernel_relayout_input");
-    l1_61_square_input_square_kernel_igemm<<<dim3(17969, 1, 1), 128>>>(
-        (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    l1_61_square_input_square_kernel_igemm<<<dim3(17969, 1, 1), 128>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("l1_61_square_input_square_kernel_igemm");
     return y;

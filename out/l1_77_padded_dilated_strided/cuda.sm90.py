@@ -12,17 +12,20 @@ M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Outputs no
 tap reaches are the bias: a fill kernel writes the bias over the whole
 output first (coalesced), and the GEMM overwrites the outputs taps reach.
-A block is one warpgroup
-(4 warps) computing 64 output positions of each
-phase in turn by 64 output channels. The input is re-laid channels last
-inside a zero border, so each thread loads its tensor-core fragments
-straight from global memory (no bounds checks, 16 bytes at a time); the
-weight is re-laid as the TF32 parts in the tensor cores' shared-memory
-layout and staged 2 steps deep with cp.async. Products are 3xTF32
-(each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
-wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
-The tensor cores do not add in exact fp32, so their sums cover 16 steps
-of 32 and are then added in fp32.
+Along W, Winograd's F(2,3): a GEMM row is a pair of neighbouring outputs,
+computed from four products over the (d, h) taps and channels where its
+direct taps take six. A block is one warpgroup
+(4 warps) computing 64 pairs of each phase in turn by
+64 output channels. The input is re-laid channels last
+inside a zero border (per pair, the four products' inputs), so each thread loads its
+tensor-core fragments straight from global memory (no bounds checks, 16
+bytes at a time); the weight is re-laid as the TF32 parts in the tensor
+cores' shared-memory layout and staged 2 steps deep with cp.async.
+Products are 3xTF32 (each operand split into TF32 high and low parts,
+lo*hi + hi*lo + hi*hi), wgmma's m64n64k8 warpgroup products. The
+tensor cores do not add in exact fp32, so their sums cover 16 steps of
+32 and are then added in fp32, the running sums parked in shared
+memory.
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -168,13 +171,11 @@ extern "C" __global__ void l1_77_padded_dilated_strided_repack_weight(const floa
     img[i] = __uint_as_float(part == 0 ? hi : lo);
 }
 
-// The input re-laid: a block writes kRelayoutPos consecutive pairs (four positions each, from the
-// 2*kRelayoutPos + 2 inputs they read) of one (batch, group, xd, xh) bordered row,
-// consecutive threads storing float by float. It first reads each
-// channel's positions along W (coalesced) into shared memory as
-// [position][kCinP + 1]: the odd stride spreads a warp's stores and loads
-// over the banks. Loads go out kRelayoutBatch at a time; rows wholly in
-// the border read nothing.
+// The input re-laid: a block writes kRelayoutPos pairs (four positions each, from the
+// 2*kRelayoutPos + 2 inputs they read) of one (batch, group, xd, xh) row, float by
+// float, from each channel's positions along W read (coalesced,
+// kRelayoutBatch loads at a time) into shared memory as [position][kCinP +
+// 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
 static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
 static constexpr int kSlots = 4;  // re-laid positions a unit
 static constexpr int kReadPos = 34;  // input positions a block reads
@@ -241,8 +242,8 @@ extern "C" __global__ void __launch_bounds__(256) l1_77_padded_dilated_strided_f
     }
 }
 
-// The TF32 split of A: lo is the exact remainder, whose top TF32 bits the
-// tensor cores read; rounding it too would cost two instructions a value.
+// A's TF32 split: lo the exact remainder (the tensor cores read its top
+// TF32 bits; rounding it would cost two instructions a value).
 __device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
 {
     hi = round_tf32(x);
@@ -261,9 +262,8 @@ __device__ __forceinline__ void cp_async_commit()
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
-// Waits until at most kStages - 2 of this thread's copy groups are in
-// flight: the copies run kStages - 1 steps ahead, so the current step's
-// have landed.
+// At most kStages - 2 of this thread's copy groups in flight: the copies
+// run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
     asm volatile("cp.async.wait_group 0;" ::: "memory");
@@ -279,29 +279,14 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, u
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
 }
 
-// Waits for every product this warpgroup issued; d is what they write.
-__device__ __forceinline__ void wgmma_wait(float (&d)[kND])
-{
-    asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) :: "memory");
-}
-
-// Makes this thread's landed copies visible to the tensor cores' reads of
-// shared memory (the async proxy), before the barrier that publishes them.
-__device__ __forceinline__ void async_proxy_fence()
-{
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
-// Orders this step's register writes (A parts) before the products.
-__device__ __forceinline__ void wgmma_fence()
-{
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-}
-
-__device__ __forceinline__ void wgmma_commit()
-{
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
+// wgmma_wait: every product this warpgroup issued has written d.
+// async_proxy_fence: this thread's landed copies are visible to the tensor
+// cores' reads (the async proxy), before the barrier that publishes them.
+// wgmma_fence: this step's register writes (A parts) precede the products.
+__device__ __forceinline__ void wgmma_wait(float (&d)[kND]) { asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) :: "memory"); }
+__device__ __forceinline__ void async_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 
 // The descriptor of the core matrices at p (no swizzle): the next along K
 // kNCM*128 bytes on, the next 8 columns 128 bytes on; kChunk floats on is
@@ -510,9 +495,8 @@ l1_77_padded_dilated_strided_igemm(const float* __restrict__ xr, const float* __
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -537,8 +521,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     check_launch("l1_77_padded_dilated_strided_relayout_input");
     l1_77_padded_dilated_strided_fill_bias<<<139425, 256>>>(nullptr, (float*)y.data_ptr());
     check_launch("l1_77_padded_dilated_strided_fill_bias");
-    l1_77_padded_dilated_strided_igemm<<<dim3(2048, 1, 1), 128>>>(
-        (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    l1_77_padded_dilated_strided_igemm<<<dim3(2048, 1, 1), 128>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("l1_77_padded_dilated_strided_igemm");
     return y;

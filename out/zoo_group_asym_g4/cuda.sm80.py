@@ -315,9 +315,8 @@ zoo_group_asym_g4_igemm(const float* __restrict__ x, const float* __restrict__ w
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -337,8 +336,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto y = torch::empty({2, 32, 16, 48, 48}, x.options());
     zoo_group_asym_g4_repack_weight<<<150, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_group_asym_g4_repack_weight");
-    zoo_group_asym_g4_igemm<<<dim3(144, 1, 4), 128>>>(
-        (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_group_asym_g4_igemm<<<dim3(144, 1, 4), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_group_asym_g4_igemm");
     return y;

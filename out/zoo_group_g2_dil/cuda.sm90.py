@@ -267,9 +267,8 @@ zoo_group_g2_dil_igemm(const float* __restrict__ x, const float* __restrict__ wt
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -289,8 +288,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto y = torch::empty({1, 64, 32, 32, 32}, x.options());
     zoo_group_g2_dil_repack_weight<<<324, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_group_g2_dil_repack_weight");
-    zoo_group_g2_dil_igemm<<<dim3(128, 1, 2), 256>>>(
-        (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_group_g2_dil_igemm<<<dim3(128, 1, 2), 256>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_group_g2_dil_igemm");
     return y;

@@ -260,9 +260,8 @@ zoo_huge_vae_k3_igemm(const float* __restrict__ x, const float* __restrict__ wt,
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -284,8 +283,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     auto y = torch::empty({1, 512, 16, 90, 160}, x.options());
     zoo_huge_vae_k3_repack_weight<<<27648, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_huge_vae_k3_repack_weight");
-    zoo_huge_vae_k3_igemm<<<dim3(900, 8, 1), 256>>>(
-        (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_huge_vae_k3_igemm<<<dim3(900, 8, 1), 256>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_huge_vae_k3_igemm");
     return y;

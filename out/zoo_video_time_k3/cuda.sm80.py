@@ -237,9 +237,8 @@ zoo_video_time_k3_igemm(const float* __restrict__ x, const float* __restrict__ w
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -261,8 +260,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     auto y = torch::empty({1, 512, 16, 32, 32}, x.options());
     zoo_video_time_k3_repack_weight<<<3072, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_video_time_k3_repack_weight");
-    zoo_video_time_k3_igemm<<<dim3(64, 8, 1), 256>>>(
-        (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_video_time_k3_igemm<<<dim3(64, 8, 1), 256>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_video_time_k3_igemm");
     return y;
