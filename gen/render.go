@@ -61,8 +61,10 @@ type View struct {
 	BlockX, BlockY, BlockZ string
 	BlocksXY               int
 
-	// wgmma tile: the operand lists of its inline PTX.
+	// wgmma tile: the operand lists of its inline PTX, and the blocks
+	// its templates print.
 	WGMMAAsm WGMMAAsm
+	WG       *WGMMABlocks
 
 	// Triton backend (gen/triton.go).
 	Triton *TritonView
@@ -122,6 +124,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		v.WGMMAAsm = newWGMMAAsm(p.WGMMA.SumsPerThread)
 		v.RelayoutThreads, v.FillThreads = plan.RelayoutBlockThreads, plan.FillBlockThreads
 		v.FillPerBlock, v.FillPerThread = plan.FillPerBlock, plan.FillPerBlock/plan.FillBlockThreads
+		v.WG = newWGMMABlocks(p)
 	}
 	// Only for a triton render: a plan mutated on purpose (gen/mutate)
 	// may break the tap invariant newTritonView checks, and is rendered
@@ -134,6 +137,61 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 	}
 	return v, nil
 }
+
+// WGMMABlocks are the choices of a wgmma tile's kernel that its
+// templates print as code (never as flags in the kernel): which block of
+// each step runs on the plan's target, and the constants they pick.
+type WGMMABlocks struct {
+	Hopper bool // products by wgmma (sm_90a); else mma.sync from the same fragments
+	Bulk   bool // weight stages filled by one bulk copy each, completing a barrier (sm_90a)
+	StageA bool // the input's fragments by cp.async through shared memory, not straight to registers
+	// PhasePipeline: each phase fills its own pipeline (its staged
+	// input's copies need its rows, or kw_in_n's sums the stages' memory);
+	// else the weight image streams through every phase's steps.
+	PhasePipeline bool
+	Park          bool // fp32 running sums parked in shared memory between spans
+	OneSpan       bool // a phase's steps are one tensor-core sum: its result, no running sums
+	Acc           bool // fp32 running sums in registers
+	// EarlyA: a step's inputs load while the step before's products run
+	// (wgmma, where registers allow); LateA: after them. Neither: staged.
+	EarlyA, LateA bool
+	Slots         int // re-laid positions a re-layout unit writes: 4 a Winograd pair, else 1
+	ReadPos       int // input positions a re-layout block reads
+	MinBlocks     int // the launch bounds' blocks an SM: the tile's on sm_90a, 1 for mma.sync
+	// TapRows: the tap table's entries, a few to a line.
+	TapRows [][]WGMMATap
+}
+
+// WGMMATap is an entry of a wgmma tile's tap table.
+type WGMMATap struct{ Flat, Off int }
+
+func newWGMMABlocks(p *plan.Plan) *WGMMABlocks {
+	t, w := p.Tile.WGMMA, p.WGMMA
+	b := &WGMMABlocks{
+		Hopper: p.Target.WGMMA, Bulk: p.Target.WGMMA && t.BulkWeights, StageA: t.CpAsync,
+		PhasePipeline: t.KWInN || t.CpAsync, Park: w.Parked > 0, OneSpan: w.OneSpan,
+		Slots: 1, ReadPos: w.RelayoutPos, MinBlocks: 1,
+	}
+	b.Acc = t.Winograd || !b.OneSpan && !b.Park
+	b.EarlyA = b.Hopper && w.EarlyA && !b.StageA
+	b.LateA = !b.StageA && !b.EarlyA
+	if t.Winograd {
+		b.Slots, b.ReadPos = 4, 2*w.RelayoutPos+2
+	}
+	if b.Hopper {
+		b.MinBlocks = t.MinBlocks
+	}
+	for i, tp := range p.Taps {
+		if i%tapsPerRow == 0 {
+			b.TapRows = append(b.TapRows, nil)
+		}
+		b.TapRows[len(b.TapRows)-1] = append(b.TapRows[len(b.TapRows)-1], WGMMATap{tp.Flat, w.TapOffsets[i]})
+	}
+	return b
+}
+
+// tapsPerRow: tap table entries a line of the emitted table.
+const tapsPerRow = 6
 
 // WGMMAAsm are the operand lists of the wgmma instruction for nd
 // accumulators per thread: %0..%nd-1 the sums, then the four A registers,

@@ -14,14 +14,14 @@ is written exactly once (no atomics), bias fused.
 A block is one warpgroup
 (4 warps) computing 128 output positions of each
 phase in turn by 64 output channels. The input is re-laid channels last
-inside a zero border, so each thread loads its tensor-core fragments
-straight from global memory (no bounds checks, 16 bytes at a time); the
-weight is re-laid as the TF32 parts in the tensor cores' shared-memory
-layout and staged 4 steps deep with cp.async. Products are 3xTF32
-(each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
-wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
-The tensor cores do not add in exact fp32, so their sums cover 4 steps
-of 32 and are then added in fp32.
+inside a zero border, so each thread loads its
+tensor-core fragments straight from global memory (no bounds checks, 16
+bytes at a time); the weight is re-laid as the TF32 parts in the tensor
+cores' shared-memory layout and staged 4 steps deep with cp.async.
+Products are 3xTF32 (each operand split into TF32 high and low parts,
+lo*hi + hi*lo + hi*hi), m16n8k8 mma.sync products. The
+tensor cores do not add in exact fp32, so their sums cover 4 steps of
+32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -44,47 +44,26 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
 // ---- Layout (from the plan) ----------------------------------------------
 // The input re-laid as (batch, group, kXD, kXH, kXW, kCinP): channels last,
-// each group's padded with zeros to kCinP, inside a zero border of kLo*
-// positions before the input, so that every tap of every output reads
-// inside it: output q of a phase reads bordered index q + lo + off.
+// padded with zeros to kCinP, inside a zero border of kLo* positions, so
+// that every tap of every output reads inside it (no bounds checks).
 static constexpr int kCinP = 32;
 static constexpr int kLoD = 2, kLoH = 4, kLoW = 4;
 static constexpr int kXD = 68, kXH = 72, kXW = 72;
-static constexpr int kRelayoutPos = 72, kRelayoutChunks = 1;  // the re-layout's positions (Winograd: pairs) a block, blocks a row
-// The GEMM of a phase: its outputs by a group's output channels, reduced
-// over (tap, channel) pairs in steps of 32. A block is kWarpgroups
-// warpgroups (4 warps each), each computing kSlabs slabs of 64 rows of one
-// phase by kNP columns from the same weight stages.
+static constexpr int kRelayoutPos = 72, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
+// A phase's GEMM: its rows by a group's output channels, reduced over
+// (tap, channel) in steps of 32. A block is kWarpgroups warpgroups, each
+// kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 75, kNTiles = 1;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 2, kRows = 128;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
-static constexpr int kSpan = 4;  // steps per tensor-core sum
-// Every phase's steps in one tensor-core sum: its result, with no fp32
-// running sums beside it (a slab's sums in half the registers).
-static constexpr bool kOneSpan = false;
-static constexpr bool kParkSums = false;
-static constexpr int kParkedAt = 0;
+static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 4;  // weight-image steps in shared memory
-static constexpr bool kBulkWeights = false;
-static constexpr int kBarriersAt = 0;
-static constexpr bool kKWInN = false;
-static constexpr int kKW = 1, kDilW = 1, kCoT = kNP;  // a column is an output channel
-static constexpr bool kWinograd = false;
+static constexpr int kKW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr int kOuts = 1;  // outputs a row
-static constexpr int kPairIn0 = 0;
 static constexpr int kOutRows = 128;
-// The input's fragments go into registers a step ahead, on Hopper
-// while the step before's products run (kEarlyA: registers allow it).
-static constexpr bool kEarlyA = true;
-// A phase fills its own pipeline where its copies need its rows
-// (kStageA) or its sums the stages' memory (kKWInN).
-static constexpr bool kStageA = false;
-static constexpr int kAStage = kRows * 32;
-static constexpr bool kPhasePipeline = kKWInN || kStageA;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
-// low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4
-// reduction elements).
+// low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
 static constexpr idx_t kImageLen = 307200;
 
@@ -103,99 +82,32 @@ struct TapInfo {
     idx_t off;   // where it reads in the re-laid input, from the output's own position
 };
 static constexpr int kNumPhases = 1;
-// GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (with kw taps
-// as columns, its (d, h) taps with the last kw: the lowest W offset).
+// GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (its (d, h) tap
+// with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
     { 0, 0, 0, 66, 68, 68, 4882944, 68, 75, 0, 0, 75 },
 };
 __constant__ TapInfo kTapTable[75] = {
-    { 0, 0 },
-    { 1, -32 },
-    { 2, -64 },
-    { 3, -96 },
-    { 4, -128 },
-    { 5, -2304 },
-    { 6, -2336 },
-    { 7, -2368 },
-    { 8, -2400 },
-    { 9, -2432 },
-    { 10, -4608 },
-    { 11, -4640 },
-    { 12, -4672 },
-    { 13, -4704 },
-    { 14, -4736 },
-    { 15, -6912 },
-    { 16, -6944 },
-    { 17, -6976 },
-    { 18, -7008 },
-    { 19, -7040 },
-    { 20, -9216 },
-    { 21, -9248 },
-    { 22, -9280 },
-    { 23, -9312 },
-    { 24, -9344 },
-    { 25, -165888 },
-    { 26, -165920 },
-    { 27, -165952 },
-    { 28, -165984 },
-    { 29, -166016 },
-    { 30, -168192 },
-    { 31, -168224 },
-    { 32, -168256 },
-    { 33, -168288 },
-    { 34, -168320 },
-    { 35, -170496 },
-    { 36, -170528 },
-    { 37, -170560 },
-    { 38, -170592 },
-    { 39, -170624 },
-    { 40, -172800 },
-    { 41, -172832 },
-    { 42, -172864 },
-    { 43, -172896 },
-    { 44, -172928 },
-    { 45, -175104 },
-    { 46, -175136 },
-    { 47, -175168 },
-    { 48, -175200 },
-    { 49, -175232 },
-    { 50, -331776 },
-    { 51, -331808 },
-    { 52, -331840 },
-    { 53, -331872 },
-    { 54, -331904 },
-    { 55, -334080 },
-    { 56, -334112 },
-    { 57, -334144 },
-    { 58, -334176 },
-    { 59, -334208 },
-    { 60, -336384 },
-    { 61, -336416 },
-    { 62, -336448 },
-    { 63, -336480 },
-    { 64, -336512 },
-    { 65, -338688 },
-    { 66, -338720 },
-    { 67, -338752 },
-    { 68, -338784 },
-    { 69, -338816 },
-    { 70, -340992 },
-    { 71, -341024 },
-    { 72, -341056 },
-    { 73, -341088 },
-    { 74, -341120 },
+    { 0, 0 }, { 1, -32 }, { 2, -64 }, { 3, -96 }, { 4, -128 }, { 5, -2304 },
+    { 6, -2336 }, { 7, -2368 }, { 8, -2400 }, { 9, -2432 }, { 10, -4608 }, { 11, -4640 },
+    { 12, -4672 }, { 13, -4704 }, { 14, -4736 }, { 15, -6912 }, { 16, -6944 }, { 17, -6976 },
+    { 18, -7008 }, { 19, -7040 }, { 20, -9216 }, { 21, -9248 }, { 22, -9280 }, { 23, -9312 },
+    { 24, -9344 }, { 25, -165888 }, { 26, -165920 }, { 27, -165952 }, { 28, -165984 }, { 29, -166016 },
+    { 30, -168192 }, { 31, -168224 }, { 32, -168256 }, { 33, -168288 }, { 34, -168320 }, { 35, -170496 },
+    { 36, -170528 }, { 37, -170560 }, { 38, -170592 }, { 39, -170624 }, { 40, -172800 }, { 41, -172832 },
+    { 42, -172864 }, { 43, -172896 }, { 44, -172928 }, { 45, -175104 }, { 46, -175136 }, { 47, -175168 },
+    { 48, -175200 }, { 49, -175232 }, { 50, -331776 }, { 51, -331808 }, { 52, -331840 }, { 53, -331872 },
+    { 54, -331904 }, { 55, -334080 }, { 56, -334112 }, { 57, -334144 }, { 58, -334176 }, { 59, -334208 },
+    { 60, -336384 }, { 61, -336416 }, { 62, -336448 }, { 63, -336480 }, { 64, -336512 }, { 65, -338688 },
+    { 66, -338720 }, { 67, -338752 }, { 68, -338784 }, { 69, -338816 }, { 70, -340992 }, { 71, -341024 },
+    { 72, -341056 }, { 73, -341088 }, { 74, -341120 },
 };
 
-// 3xTF32: split each fp32 operand into TF32 parts, x = hi + lo, and sum
-// lo*hi + hi*lo + hi*hi on the tensor cores with fp32 accumulation. The
-// dropped lo*lo term is below fp32 rounding, so the result has fp32-level
-// error at tensor-core speed.
-//
-// Each part is rounded to TF32 (10 mantissa bits) to nearest, ties away
-// from zero, as cvt.rna.tf32.f32 does for finite values: add half of the
-// dropped range to the bits, then clear it. Written out because sm_80 has
-// no such instruction: the cvt compiles to the same add and mask plus an
-// infinity test and select, a third more instructions in the hot loop.
+// 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
+// lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
+// lo*lo is below fp32 rounding. Each part rounds to nearest (ties away),
+// as cvt.rna.tf32.f32 does for finite values, written out because the cvt
+// adds an infinity test and select (a third more hot-loop instructions).
 __device__ __forceinline__ unsigned round_tf32(float x)
 {
     return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
@@ -217,11 +129,10 @@ __device__ __forceinline__ void mma_tf32(float* acc, const unsigned* a, const un
 }
 
 // The weight image: element i is a TF32 part of weight (channel, column)
-// of step s of its phase. Within a step the reduction order is permuted so
-// that thread t's fragments of the 4 k8 chunks are its 8 consecutive
-// elements 8t..8t+7 (two float4 loads of the input): column c of chunk j
-// is element 8*(c%4) + 2j + c/4. Zero past the channels, columns and the
-// phase's reduction.
+// of step s of its phase. Within a step thread t's fragments of the 4 k8
+// chunks are its 8 consecutive elements 8t..8t+7 (two float4 loads of the
+// input): column c of chunk j is element 8*(c%4) + 2j + c/4. Zero past
+// the channels, columns and the phase's reduction.
 extern "C" __global__ void l1_68_square_input_asymmetric_kernel_repack_weight(const float* __restrict__ w, float* __restrict__ img)
 {
     const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -239,43 +150,27 @@ extern "C" __global__ void l1_68_square_input_asymmetric_kernel_repack_weight(co
     while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
     const PhaseInfo P = kPhaseTable[ph];
     const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8, c = kcm * 4 + e % 4;
-    // With kWinograd, product p's run of the phase's steps.
-    const int run = kWinograd ? P.steps / 4 : P.steps, p = (step - P.step_start) / run;
+    const int run = P.steps, p = (step - P.step_start) / run;
     const int kk = (step - P.step_start - p * run) * 32 + 8 * (c % 4) + 2 * j + c / 4;
     const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
     const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
     float v = 0.0f;
-    if (tap < P.gemm_taps && ch < kCinG && kw < (kWinograd ? 1 : kKW) && co < kCoutG) {
+    if (tap < P.gemm_taps && ch < kCinG && kw < kKW && co < kCoutG) {
         auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
-        if (kWinograd) {
-            const float g0 = weight(2), g1 = weight(1), g2 = weight(0);
-            v = p == 0 ? g0 : p == 1 ? (g0 + g1 + g2) * 0.5f : p == 2 ? (g0 - g1 + g2) * 0.5f : g2;
-        } else {
-            v = weight(kw);
-        }
+        v = weight(kw);
     }
     unsigned hi, lo;
     split_tf32(v, hi, lo);
     img[i] = __uint_as_float(part == 0 ? hi : lo);
 }
 
-// The input re-laid: a block writes kRelayoutPos consecutive positions of
-// one (batch, group, xd, xh) bordered row, one contiguous run of xr that
-// consecutive threads store float by float. It first reads each channel's
-// positions along W (contiguous in x: coalesced) into shared memory as
-// [position][kCinP + 1]; the odd stride spreads a warp's 32 consecutive
-// positions (the stores) and its 32 consecutive floats (the loads) over the
-// 32 banks, two ways at most where the warp crosses a channel or a
-// position. A thread's loads go out kRelayoutBatch at a time, in flight
-// together before the stores to shared memory wait on them. Rows wholly in
-// the border read nothing. Tiles of 32 positions by 32 channels wrote
-// 128-byte runs 4*kCinP bytes apart and, at kCinP = 48, left half of the
-// second channel tile's threads idle. With kWinograd a block writes
-// kRelayoutPos pairs, four positions each (the products' inputs), from
-// the 2*kRelayoutPos + 2 inputs they read.
+// The input re-laid: a block writes kRelayoutPos positions of one (batch, group, xd, xh) row, float by
+// float, from each channel's positions along W read (coalesced,
+// kRelayoutBatch loads at a time) into shared memory as [position][kCinP +
+// 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
 static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
-static constexpr int kSlots = kWinograd ? 4 : 1;  // re-laid positions a unit (a position, or a pair)
-static constexpr int kReadPos = kWinograd ? 2 * kRelayoutPos + 2 : kRelayoutPos;  // input positions a block reads
+static constexpr int kSlots = 1;  // re-laid positions a unit
+static constexpr int kReadPos = 72;  // input positions a block reads
 extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_68_square_input_asymmetric_kernel_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
 {
     __shared__ float stage[kReadPos * (kCinP + 1)];
@@ -296,7 +191,7 @@ extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_68_square_inpu
         return;
     }
     // Element e = ch * kReadPos + p: channel ch < kCinG of input iw0 + p.
-    const int iw0 = kWinograd ? 2 * u0 + kPairIn0 : u0 - kLoW;
+    const int iw0 = u0 - kLoW;
     const float* const in = x + (((idx_t)n * kCin + grp * kCinG) * kInD + id) * kInHW + (idx_t)ih * kInW;
     constexpr int kReads = kCinG * kReadPos;
     for (int e0 = threadIdx.x; e0 < kReads; e0 += kRelayoutBatch * kRelayoutThreads) {
@@ -317,27 +212,22 @@ extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_68_square_inpu
     for (int e = threadIdx.x; e < len; e += kRelayoutThreads) {
         const int ch = e % kCinP, slot = e / kCinP;
         float v = 0.0f;
-        if (ch < kCinG && kWinograd) {
-            // Product p of the block's pair slot/4: d_p + sign * d_b.
-            const int p = slot % 4, a = 2 * (slot / 4) + p, b = 2 * (slot / 4) + (p < 2 ? 2 : 1);
-            v = stage[a * (kCinP + 1) + ch] + (p == 1 ? 1.0f : -1.0f) * stage[b * (kCinP + 1) + ch];
-        } else if (ch < kCinG) {
+        if (ch < kCinG) {
             v = stage[slot * (kCinP + 1) + ch];
         }
         out[e] = v;
     }
-}// The TF32 split of A: hi the nearest TF32 value, lo the exact remainder.
-// The tensor cores read lo's top TF32 bits, so what they drop of it is
-// 2^-22 of x or less: rounding it as well would cost two instructions per
-// value in the hot loop for no accuracy that shows.
+}
+
+// A's TF32 split: lo the exact remainder (the tensor cores read its top
+// TF32 bits; rounding it would cost two instructions a value).
 __device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
 {
     hi = round_tf32(x);
     lo = __float_as_uint(x - __uint_as_float(hi));
 }
 
-// cp.async (sm_80 and later): 16 bytes from global to shared memory that
-// skip the registers and land while earlier steps compute.
+// cp.async: 16 bytes from global to shared memory, past the registers.
 __device__ __forceinline__ void cp_async_16(float* dst, const float* src)
 {
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
@@ -349,144 +239,52 @@ __device__ __forceinline__ void cp_async_commit()
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
-// Waits until at most kStages - 2 of this thread's copy groups are in
-// flight: the copies run kStages - 1 steps ahead, so the current step's
-// have landed.
+// At most kStages - 2 of this thread's copy groups in flight: the copies
+// run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
     asm volatile("cp.async.wait_group 2;" ::: "memory");
 }
 
-// Waits for every copy this thread issued.
-__device__ __forceinline__ void cp_async_wait_all()
-{
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
-}
-
-// Hopper's warpgroup products (sm_90a only; never called elsewhere): the
-// m64n64k8 TF32 product with A from registers and B from shared
-// memory by descriptor, added to d, or (add 0) replacing it: a fresh sum
-// starts without zeroing its registers first.
-__device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
-{
-}
-
-// Waits for every product this warpgroup issued; d is what they write.
-__device__ __forceinline__ void wgmma_wait(float (&d)[kND])
-{
-}
-
-// Makes this thread's landed copies visible to the tensor cores' reads of
-// shared memory (the async proxy), before the barrier that publishes them.
-__device__ __forceinline__ void async_proxy_fence()
-{
-}
-
-// Orders this step's register writes (A parts, zeroed sums) before the
-// products that read them.
-__device__ __forceinline__ void wgmma_fence()
-{
-}
-
-__device__ __forceinline__ void wgmma_commit()
-{
-}
-
-// A weight stage's barrier in shared memory (sm_90a only; never called
-// elsewhere): a phase completes with one arrival, the copying thread's,
-// and the bytes it announced landing. The init is fenced before any
-// other thread or the TMA unit uses the barrier.
-__device__ __forceinline__ void barrier_init(unsigned long long* bar)
-{
-}
-
-// bytes from global src to shared dst by the TMA unit (16-byte aligned, a
-// multiple of 16), completing bar's current phase once they land.
-__device__ __forceinline__ void bulk_copy(float* dst, const float* src, int bytes, unsigned long long* bar)
-{
-}
-
-// Waits until bar's phase of this parity has completed.
-__device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned parity)
-{
-}
-
-// The descriptor of the core matrices at p in shared memory (no swizzle):
-// the next core matrix along K is kNCM*128 bytes on, the next 8 columns
-// 128 bytes on. A chunk kChunk floats further is the same plus kChunk/4
-// (the address field counts 16 bytes).
-__device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
-{
-    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
-    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(kNCM * 128 >> 4) << 16
-        | (unsigned long long)(128 >> 4) << 32;
-}
-
-// The blocks an SM that the registers are capped for: the tile's
-// min_blocks where its wgmma code runs (sm_90a); elsewhere its products
-// go to mma.sync, which needs more registers from the same fragments,
-// and one block is asked for (a cap of 128 registers is too few there).
+// Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
+// more registers from the same fragments, and one block an SM is asked for.
 static constexpr int kMinBlocks = 1;
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages; with kw taps as columns also the block's sums on
-    // their way out (kRows x kSumsRow floats), once the phase's copies are
-    // done; then the parked sums, if any.
+    // The weight stages.
     extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
-    // rows of different phases are neighbouring outputs, whose stores
-    // share cache sectors and meet in L2, and the weight image streams
-    // through all phases' steps back to back, so a phase of few steps
-    // costs no pipeline fill of its own (with kw taps as columns each
-    // phase fills its own, as its sums pass through the stages' memory,
-    // and with the input staged, as its copies need the phase's rows).
+    // rows of different phases are neighbouring outputs, whose stores meet
+    // in L2, and the weight image streams through all phases' steps
+    // back to back (a phase of few steps costs no pipeline fill of its own).
     const int tid = threadIdx.x, warp = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
     const int nt = blockIdx.y, grp = blockIdx.z;
     const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
-    // With kBulkWeights, stage k's barrier, and in bit k the parity of its
-    // next phase (every thread waits for every phase, in order).
-    unsigned long long* const stage_full = reinterpret_cast<unsigned long long*>(b_stage + kBarriersAt);
-    unsigned full_parity = 0;
-    if (kBulkWeights) {
-        if (tid == 0) {
-            for (int k = 0; k < kStages; ++k) barrier_init(stage_full + k);
-        }
-        __syncthreads();
-    }
 
-    // Global step gs's copy of the weight image into its stage, if before
-    // end (a commit group either way, so that the wait counts stay in step).
+    // Global step gs's weights into its stage, if before end (a commit
+    // group either way, so that the wait counts stay in step).
     auto load_b = [&](int gs, int end) {
         if (gs < end) {
             const float* src = wimg + (idx_t)gs * kStage;
             float* dst = b_stage + (gs % kStages) * kStage;
-            if (kBulkWeights) {
-                if (tid == 0) bulk_copy(dst, src, kStage * 4, stage_full + gs % kStages);
-            } else {
-                for (int i = tid; i < kStage / 4; i += kThreads) cp_async_16(dst + 4 * i, src + 4 * i);
-            }
+            for (int i = tid; i < kStage / 4; i += kThreads) cp_async_16(dst + 4 * i, src + 4 * i);
         }
         cp_async_commit();
     };
-    if (!kPhasePipeline) {
-        for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);
-    }
+    for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);
 
     for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
         if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
-        // A phase with fewer rows than this block's first runs the
-        // barriers and copies of its steps (they pace the pipeline), not
-        // its products; with kw taps as columns, nothing.
+        // A phase with fewer rows than this block's first runs the barriers
+        // and copies of its steps (they pace the pipeline), not its products.
         const bool active = m_first < P.rows;
-        if (kPhasePipeline && !active) continue;
-        const int end = kPhasePipeline ? P.step_start + P.steps : kTotalSteps;
+        const int end = kTotalSteps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
-        const int run = kWinograd ? P.steps / 4 : P.steps;  // steps a product (kWinograd), else all
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab,
         // outputs kOuts*qw.. of their lines, outs[][] of them inside the
@@ -503,26 +301,21 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
                 const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
                 outs[sl][r] = m0 < P.rows ? min(kOuts, P.q_w - kOuts * qw) : 0;
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
-                    + (idx_t)(kWinograd ? kSlots * qw : qw + kLoW) * kCinP;
+                    + (idx_t)(qw + kLoW) * kCinP;
                 yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
                     + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
         }
 
         // Thread t's 8 reduction elements of the phase's step s for its
-        // rows: channels of one tap (kCinP is a multiple of 8), at xb +
-        // the offset a_offset gives; none (zero) past the reduction's end.
-        // With kWinograd, product s/run's inputs (its position of the pair).
+        // rows: channels of one tap (kCinP is a multiple of 8), at xb + the
+        // offset a_offset gives; none (zero) past the reduction's end.
         auto a_offset = [&](int s, bool& live) -> idx_t {
-            const int p = kWinograd ? s / run : 0, kk = (s - p * run) * 32 + 8 * t;
+            const int kk = s * 32 + 8 * t;
             const int tap = kk / kCinP, ch = kk % kCinP;
             live = tap < P.gemm_taps;
-            return live ? ch + p * kCinP + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
+            return live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
         };
-        // With kStageA, row (sl, r)'s 8 at slot s % kStages of the input's
-        // stages.
-        float* const a_stage = b_stage + kStages * kStage + tid * 8;
-        auto a_slot = [&](int s, int sl, int r) { return a_stage + (s % kStages) * kAStage + (sl * 2 + r) * kThreads * 8; };
         float v[kSlabs][2][8];
         auto load_a = [&](int s) {
             bool live;
@@ -532,10 +325,7 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
                 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
                     float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p;
-                    if (kStageA) {
-                        p = *reinterpret_cast<const float4*>(a_slot(s, sl, r));
-                        q = *reinterpret_cast<const float4*>(a_slot(s, sl, r) + 4);
-                    } else if (live) {
+                    if (live) {
                         p = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off);
                         q = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off + 4);
                     }
@@ -544,76 +334,29 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
                 }
             }
         };
-        // With kStageA, step s's copies (in the commit group of the weight
-        // copy that follows), or zeros past the reduction's end; none past
-        // the phase's steps.
-        auto copy_a = [&](int s) {
-            if (!kStageA || s >= P.steps) return;
-            bool live;
-            const idx_t off = a_offset(s, live);
-            #pragma unroll
-            for (int sl = 0; sl < kSlabs; ++sl) {
-                #pragma unroll
-                for (int r = 0; r < 2; ++r) {
-                    float* dst = a_slot(s, sl, r);
-                    if (live) {
-                        cp_async_16(dst, xr + xb[sl][r] + off);
-                        cp_async_16(dst + 4, xr + xb[sl][r] + off + 4);
-                    } else {
-                        *reinterpret_cast<float4*>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                        *reinterpret_cast<float4*>(dst + 4) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                    }
-                }
-            }
-        };
-        if (kPhasePipeline) {
-            for (int i = 0; i < kStages - 1; ++i) {
-                copy_a(i);
-                load_b(P.step_start + i, end);
-            }
-        }
 
-        // acc: the fp32 running sums; part: the tensor cores' sums of the
-        // current span of steps, added to acc at its end.
-        // Output o of a row's sums, (sl, o, e): acc[sl][o][e], or parked
-        // at park(sl, e) (with kWinograd, output 1's; output 0's stay in
-        // registers, so that four blocks' stages and parked sums fit an
-        // SM).
+        // acc: the fp32 running sums; part: the tensor cores' sums of
+        // the current span of steps, added to acc at its end.
         float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
-        float* const parked = b_stage + kParkedAt + tid;  // with kParkSums
-        auto park = [&](int sl, int e) -> float& { return parked[(sl * kND + e) * kThreads]; };
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
             for (int e = 0; e < kND; ++e) {
                 #pragma unroll
                 for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
-                if (kWinograd && kParkSums) park(sl, e) = 0.0f;  // (every span adds)
             }
         }
-        if (!kStageA && active && P.steps > 0) load_a(0);
+        if (active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
-            // Step gs's weights have landed (the bulk copy's, or this
-            // thread's copies, then, after the barrier, everyone's), and
-            // every warp is done with the stage the next copy overwrites
-            // (read the step before: each warp waited for its products
-            // before this barrier).
-            if (kBulkWeights) {
-                const int k = gs % kStages;
-                barrier_wait(stage_full + k, full_parity >> k & 1);
-                full_parity ^= 1u << k;
-            }
+            // Step gs's weights have landed (this thread's copies, then, after the barrier, everyone's), and every warp
+            // is done with the stage the next copy overwrites (each waited for
+            // its products before this barrier).
             cp_async_wait_current();
-            async_proxy_fence();
             __syncthreads();
-            copy_a(s + kStages - 1);
             load_b(gs + kStages - 1, end);
             if (!active) continue;
-            if (kStageA) load_a(s);
-            // With kWinograd, product p's step rs of its run; else rs = s.
-            const int p = kWinograd ? s / run : 0, rs = s - p * run;
-            const bool fresh = rs % kSpan == 0;  // the span's first step: its sums start here
+            const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
             // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
             // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
             unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
@@ -626,8 +369,8 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
                 }
             }
             const float* stage = b_stage + (gs % kStages) * kStage;
-            // The same products as m16n8k8 mma.sync, one 8-column block at
-            // a time: column g at elements t and t+4 of the chunk.
+            // lo*hi, hi*lo, hi*hi as m16n8k8 mma.sync, one 8-column block
+            // at a time: column g at elements t and t+4 of the chunk.
             if (fresh) {
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
@@ -650,54 +393,19 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
                     }
                 }
             }
-            if (kWinograd) {
-                if (rs % kSpan == kSpan - 1 || rs == run - 1) {
-                    // A span of product p ends: y0 += m0, m1, m2; y1 +=
-                    // m1, m3 and -= m2.
-                    #pragma unroll
-                    for (int sl = 0; sl < kSlabs; ++sl) {
-                        #pragma unroll
-                        for (int e = 0; e < kND; ++e) {
-                            const float m = part[sl][e], m1 = p == 2 ? -m : m;
-                            if (p < 3) acc[sl][0][e] += m;
-                            if (p > 0 && kParkSums) park(sl, e) += m1;
-                            if (p > 0 && !kParkSums) acc[sl][kOuts - 1][e] += m1;
-                        }
-                    }
-                }
-            } else if (kParkSums && s % kSpan == kSpan - 1 && s < P.steps - 1) {
-                // A span's sums park (the first's replace, the rest add);
-                // the last span's stay where they are, for the outputs.
-                #pragma unroll
-                for (int sl = 0; sl < kSlabs; ++sl) {
-                    #pragma unroll
-                    for (int e = 0; e < kND; ++e) {
-                        float& p = park(sl, e);
-                        p = s < kSpan ? part[sl][e] : p + part[sl][e];
-                    }
-                }
-            } else if (!kParkSums && !kOneSpan && (s % kSpan == kSpan - 1 || s == P.steps - 1)) {
+            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
                     for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
                 }
             }
-            // Else the next step's inputs load now, while other warps'
-            // products run.
-            if (!kStageA && s + 1 < P.steps) load_a(s + 1);
+            // The next step's inputs load now, while other warps' products run.
+            if (s + 1 < P.steps) load_a(s + 1);
         }
         if (!active) continue;
-        // Output (sl, e) of the phase: its sums, with the parked ones
-        // added on the way out (so that no code but wgmma writes the
-        // tensor cores' sums).
-        const bool spans = P.steps > kSpan;
-        auto result = [&](int sl, int o, int e) {
-            if (kWinograd) return o > 0 && kParkSums ? park(sl, e) : acc[sl][o][e];
-            if (kOneSpan) return part[sl][e];
-            if (kParkSums) return spans ? part[sl][e] + park(sl, e) : part[sl][e];
-            return acc[sl][0][e];
-        };
+
+        auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
 
         // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
         // (g+8, 8cb+2t), (g+8, +1); each written once.
@@ -719,9 +427,8 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -747,8 +454,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_68_square_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_68_square_input_asymmetric_kernel_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l1_68_square_input_asymmetric_kernel_igemm<<<dim3(38148, 1, 1), 128, 65536>>>(
-        (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    l1_68_square_input_asymmetric_kernel_igemm<<<dim3(38148, 1, 1), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("l1_68_square_input_asymmetric_kernel_igemm");
     return y;

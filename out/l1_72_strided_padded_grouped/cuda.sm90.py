@@ -250,9 +250,8 @@ l1_72_strided_padded_grouped_igemm(const float* __restrict__ x, const float* __r
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -274,8 +273,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto y = torch::empty({8, 32, 24, 48, 96}, x.options());
     l1_72_strided_padded_grouped_repack_weight<<<105, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("l1_72_strided_padded_grouped_repack_weight");
-    l1_72_strided_padded_grouped_igemm<<<dim3(432, 2, 4), 128>>>(
-        (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    l1_72_strided_padded_grouped_igemm<<<dim3(432, 2, 4), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("l1_72_strided_padded_grouped_igemm");
     return y;

@@ -271,9 +271,8 @@ zoo_gan3d_z_igemm(const float* __restrict__ x, const float* __restrict__ wt,
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -293,8 +292,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto y = torch::empty({64, 512, 4, 4, 4}, x.options());
     zoo_gan3d_z_repack_weight<<<25600, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_gan3d_z_repack_weight");
-    zoo_gan3d_z_igemm<<<dim3(16, 32, 1), 128>>>(
-        (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_gan3d_z_igemm<<<dim3(16, 32, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_gan3d_z_igemm");
     return y;

@@ -17,14 +17,14 @@ position along W; output q of a line adds the sums of column kw of row
 q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
 (4 warps) computing 64 rows of each phase in turn by 104 columns and
 writing the outputs of its first 61. The input is re-laid channels last
-inside a zero border, so each thread loads its tensor-core fragments
-straight from global memory (no bounds checks, 16 bytes at a time); the
-weight is re-laid as the TF32 parts in the tensor cores' shared-memory
-layout and staged 3 steps deep with cp.async. Products are 3xTF32
-(each operand split into TF32 high and low parts, lo*hi + hi*lo + hi*hi):
-wgmma on Hopper (sm_90a), mma.sync elsewhere, from the same fragments.
-The tensor cores do not add in exact fp32, so their sums cover 4 steps
-of 32 and are then added in fp32.
+inside a zero border, so each thread loads its
+tensor-core fragments straight from global memory (no bounds checks, 16
+bytes at a time); the weight is re-laid as the TF32 parts in the tensor
+cores' shared-memory layout and staged 3 steps deep with cp.async.
+Products are 3xTF32 (each operand split into TF32 high and low parts,
+lo*hi + hi*lo + hi*hi), wgmma's m64n104k8 warpgroup products. The
+tensor cores do not add in exact fp32, so their sums cover 4 steps of
+32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -47,66 +47,39 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
 // ---- Layout (from the plan) ----------------------------------------------
 // The input re-laid as (batch, group, kXD, kXH, kXW, kCinP): channels last,
-// each group's padded with zeros to kCinP, inside a zero border of kLo*
-// positions before the input, so that every tap of every output reads
-// inside it: output q of a phase reads bordered index q + lo + off.
+// padded with zeros to kCinP, inside a zero border of kLo* positions, so
+// that every tap of every output reads inside it (no bounds checks).
 static constexpr int kCinP = 128;
 static constexpr int kLoD = 3, kLoH = 3, kLoW = 3;
 static constexpr int kXD = 7, kXH = 7, kXW = 7;
-static constexpr int kRelayoutPos = 7, kRelayoutChunks = 1;  // the re-layout's positions (Winograd: pairs) a block, blocks a row
-// The GEMM of a phase: its outputs by a group's output channels, reduced
-// over (tap, channel) pairs in steps of 32. A block is kWarpgroups
-// warpgroups (4 warps each), each computing kSlabs slabs of 64 rows of one
-// phase by kNP columns from the same weight stages.
+static constexpr int kRelayoutPos = 7, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
+// A phase's GEMM: its rows by a group's output channels, reduced over
+// (tap, channel) in steps of 32. A block is kWarpgroups warpgroups, each
+// kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 64, kNTiles = 10;
 static constexpr int kNP = 104, kNCM = kNP / 8, kND = 52;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 1, kRows = 64;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
-static constexpr int kSpan = 4;  // steps per tensor-core sum
-// Every phase's steps in one tensor-core sum: its result, with no fp32
-// running sums beside it (a slab's sums in half the registers).
-static constexpr bool kOneSpan = false;
-static constexpr bool kParkSums = false;
-static constexpr int kParkedAt = 0;
+static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 3;  // weight-image steps in shared memory
-static constexpr bool kBulkWeights = false;
-static constexpr int kBarriersAt = 0;
-// The kernel's W taps are columns: column kw*kCoT + c is tap kw of output
-// channel c of the tile; a GEMM row is an input position along W, every W
-// residue's at once. Row q of a line anchors the outputs w = kAnchorW0 +
-// kStrideW*q + rho (rho < kStrideW, w inside the output), and output w
-// adds column kw of row q + t/kStrideW for each kw whose t = rho +
-// (kKW-1-kw)*kDilW divides (at stride 1: row q + (kKW-1-kw)*kDilW of
-// output q). A block computes kRows rows and writes the outputs anchored
-// at its first kOutRows.
-static constexpr bool kKWInN = true;
+// The kernel's W taps are columns: column kw*kCoT + c is tap kw of channel
+// c of the tile; a row is an input position along W. Row q of a line
+// anchors outputs w = kAnchorW0 + kStrideW*q + rho (rho < kStrideW), and
+// output w adds column kw of row q + t/kStrideW for each kw whose t = rho +
+// (kKW-1-kw)*kDilW divides. A block writes the outputs of its first kOutRows.
 static constexpr int kKW = 4, kDilW = 1, kCoT = 26;
 static constexpr int kAnchorW0 = 0;
-// A row's sums on the way out take kSumsRow floats of shared memory, and
-// a thread reads kVec of its channels at once.
-// kSumsRow is odd, so that a warp's reads (consecutive rows of a column)
-// meet different banks, and 3 past a multiple of 8, so that its writes (8
-// rows by 4 column pairs) meet two to a bank at most (four at kNP + 1).
-static constexpr int kSumsRow = 107, kVec = 1;
-// On the way out: a block's kOutSlots outputs a channel, kSlotsPerPass
-// of them at a time, kChannelLanes threads each.
+// A row's sums on the way out: kSumsRow floats, odd (a warp's reads of a
+// column meet different banks) and 3 past a multiple of 8 (its writes two
+// to a bank at most).
+static constexpr int kSumsRow = 107, kVec = 1;  // kVec: channels a thread reads at once
+// A block's kOutSlots outputs a channel, kSlotsPerPass at a time, kChannelLanes threads each.
 static constexpr int kOutSlots = 61 * kStrideW, kChannelLanes = 2;
 static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
-static constexpr bool kWinograd = false;
 static constexpr int kOuts = 1;  // outputs a row
-static constexpr int kPairIn0 = 0;
 static constexpr int kOutRows = 61;
-// The input's fragments go into registers a step ahead, on Hopper
-// while the step before's products run (kEarlyA: registers allow it).
-static constexpr bool kEarlyA = true;
-// A phase fills its own pipeline where its copies need its rows
-// (kStageA) or its sums the stages' memory (kKWInN).
-static constexpr bool kStageA = false;
-static constexpr int kAStage = kRows * 32;
-static constexpr bool kPhasePipeline = kKWInN || kStageA;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
-// low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4
-// reduction elements).
+// low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
 static constexpr idx_t kImageLen = 4259840;
 
@@ -125,88 +98,30 @@ struct TapInfo {
     idx_t off;   // where it reads in the re-laid input, from the output's own position
 };
 static constexpr int kNumPhases = 1;
-// GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (with kw taps
-// as columns, its (d, h) taps with the last kw: the lowest W offset).
+// GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (its (d, h) tap
+// with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
     { 0, 0, 0, 4, 4, 4, 112, 7, 64, 0, 0, 16 },
 };
 __constant__ TapInfo kTapTable[64] = {
-    { 0, 0 },
-    { 1, -128 },
-    { 2, -256 },
-    { 3, -384 },
-    { 4, -896 },
-    { 5, -1024 },
-    { 6, -1152 },
-    { 7, -1280 },
-    { 8, -1792 },
-    { 9, -1920 },
-    { 10, -2048 },
-    { 11, -2176 },
-    { 12, -2688 },
-    { 13, -2816 },
-    { 14, -2944 },
-    { 15, -3072 },
-    { 16, -6272 },
-    { 17, -6400 },
-    { 18, -6528 },
-    { 19, -6656 },
-    { 20, -7168 },
-    { 21, -7296 },
-    { 22, -7424 },
-    { 23, -7552 },
-    { 24, -8064 },
-    { 25, -8192 },
-    { 26, -8320 },
-    { 27, -8448 },
-    { 28, -8960 },
-    { 29, -9088 },
-    { 30, -9216 },
-    { 31, -9344 },
-    { 32, -12544 },
-    { 33, -12672 },
-    { 34, -12800 },
-    { 35, -12928 },
-    { 36, -13440 },
-    { 37, -13568 },
-    { 38, -13696 },
-    { 39, -13824 },
-    { 40, -14336 },
-    { 41, -14464 },
-    { 42, -14592 },
-    { 43, -14720 },
-    { 44, -15232 },
-    { 45, -15360 },
-    { 46, -15488 },
-    { 47, -15616 },
-    { 48, -18816 },
-    { 49, -18944 },
-    { 50, -19072 },
-    { 51, -19200 },
-    { 52, -19712 },
-    { 53, -19840 },
-    { 54, -19968 },
-    { 55, -20096 },
-    { 56, -20608 },
-    { 57, -20736 },
-    { 58, -20864 },
-    { 59, -20992 },
-    { 60, -21504 },
-    { 61, -21632 },
-    { 62, -21760 },
-    { 63, -21888 },
+    { 0, 0 }, { 1, -128 }, { 2, -256 }, { 3, -384 }, { 4, -896 }, { 5, -1024 },
+    { 6, -1152 }, { 7, -1280 }, { 8, -1792 }, { 9, -1920 }, { 10, -2048 }, { 11, -2176 },
+    { 12, -2688 }, { 13, -2816 }, { 14, -2944 }, { 15, -3072 }, { 16, -6272 }, { 17, -6400 },
+    { 18, -6528 }, { 19, -6656 }, { 20, -7168 }, { 21, -7296 }, { 22, -7424 }, { 23, -7552 },
+    { 24, -8064 }, { 25, -8192 }, { 26, -8320 }, { 27, -8448 }, { 28, -8960 }, { 29, -9088 },
+    { 30, -9216 }, { 31, -9344 }, { 32, -12544 }, { 33, -12672 }, { 34, -12800 }, { 35, -12928 },
+    { 36, -13440 }, { 37, -13568 }, { 38, -13696 }, { 39, -13824 }, { 40, -14336 }, { 41, -14464 },
+    { 42, -14592 }, { 43, -14720 }, { 44, -15232 }, { 45, -15360 }, { 46, -15488 }, { 47, -15616 },
+    { 48, -18816 }, { 49, -18944 }, { 50, -19072 }, { 51, -19200 }, { 52, -19712 }, { 53, -19840 },
+    { 54, -19968 }, { 55, -20096 }, { 56, -20608 }, { 57, -20736 }, { 58, -20864 }, { 59, -20992 },
+    { 60, -21504 }, { 61, -21632 }, { 62, -21760 }, { 63, -21888 },
 };
 
-// 3xTF32: split each fp32 operand into TF32 parts, x = hi + lo, and sum
-// lo*hi + hi*lo + hi*hi on the tensor cores with fp32 accumulation. The
-// dropped lo*lo term is below fp32 rounding, so the result has fp32-level
-// error at tensor-core speed.
-//
-// Each part is rounded to TF32 (10 mantissa bits) to nearest, ties away
-// from zero, as cvt.rna.tf32.f32 does for finite values: add half of the
-// dropped range to the bits, then clear it. Written out because sm_80 has
-// no such instruction: the cvt compiles to the same add and mask plus an
-// infinity test and select, a third more instructions in the hot loop.
+// 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
+// lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
+// lo*lo is below fp32 rounding. Each part rounds to nearest (ties away),
+// as cvt.rna.tf32.f32 does for finite values, written out because the cvt
+// adds an infinity test and select (a third more hot-loop instructions).
 __device__ __forceinline__ unsigned round_tf32(float x)
 {
     return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
@@ -218,21 +133,11 @@ __device__ __forceinline__ void split_tf32(float x, unsigned& hi, unsigned& lo)
     lo = round_tf32(x - __uint_as_float(hi));
 }
 
-// acc += a * b: one m16n8k8 TF32 product (a row-major 16x8, b column-major 8x8).
-__device__ __forceinline__ void mma_tf32(float* acc, const unsigned* a, const unsigned* b)
-{
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 // The weight image: element i is a TF32 part of weight (channel, column)
-// of step s of its phase. Within a step the reduction order is permuted so
-// that thread t's fragments of the 4 k8 chunks are its 8 consecutive
-// elements 8t..8t+7 (two float4 loads of the input): column c of chunk j
-// is element 8*(c%4) + 2j + c/4. Zero past the channels, columns and the
-// phase's reduction.
+// of step s of its phase. Within a step thread t's fragments of the 4 k8
+// chunks are its 8 consecutive elements 8t..8t+7 (two float4 loads of the
+// input): column c of chunk j is element 8*(c%4) + 2j + c/4. Zero past
+// the channels, columns and the phase's reduction.
 extern "C" __global__ void zoo_gan_first_b1_repack_weight(const float* __restrict__ w, float* __restrict__ img)
 {
     const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -250,43 +155,27 @@ extern "C" __global__ void zoo_gan_first_b1_repack_weight(const float* __restric
     while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
     const PhaseInfo P = kPhaseTable[ph];
     const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8, c = kcm * 4 + e % 4;
-    // With kWinograd, product p's run of the phase's steps.
-    const int run = kWinograd ? P.steps / 4 : P.steps, p = (step - P.step_start) / run;
+    const int run = P.steps, p = (step - P.step_start) / run;
     const int kk = (step - P.step_start - p * run) * 32 + 8 * (c % 4) + 2 * j + c / 4;
     const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
     const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
     float v = 0.0f;
-    if (tap < P.gemm_taps && ch < kCinG && kw < (kWinograd ? 1 : kKW) && co < kCoutG) {
+    if (tap < P.gemm_taps && ch < kCinG && kw < kKW && co < kCoutG) {
         auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
-        if (kWinograd) {
-            const float g0 = weight(2), g1 = weight(1), g2 = weight(0);
-            v = p == 0 ? g0 : p == 1 ? (g0 + g1 + g2) * 0.5f : p == 2 ? (g0 - g1 + g2) * 0.5f : g2;
-        } else {
-            v = weight(kw);
-        }
+        v = weight(kw);
     }
     unsigned hi, lo;
     split_tf32(v, hi, lo);
     img[i] = __uint_as_float(part == 0 ? hi : lo);
 }
 
-// The input re-laid: a block writes kRelayoutPos consecutive positions of
-// one (batch, group, xd, xh) bordered row, one contiguous run of xr that
-// consecutive threads store float by float. It first reads each channel's
-// positions along W (contiguous in x: coalesced) into shared memory as
-// [position][kCinP + 1]; the odd stride spreads a warp's 32 consecutive
-// positions (the stores) and its 32 consecutive floats (the loads) over the
-// 32 banks, two ways at most where the warp crosses a channel or a
-// position. A thread's loads go out kRelayoutBatch at a time, in flight
-// together before the stores to shared memory wait on them. Rows wholly in
-// the border read nothing. Tiles of 32 positions by 32 channels wrote
-// 128-byte runs 4*kCinP bytes apart and, at kCinP = 48, left half of the
-// second channel tile's threads idle. With kWinograd a block writes
-// kRelayoutPos pairs, four positions each (the products' inputs), from
-// the 2*kRelayoutPos + 2 inputs they read.
+// The input re-laid: a block writes kRelayoutPos positions of one (batch, group, xd, xh) row, float by
+// float, from each channel's positions along W read (coalesced,
+// kRelayoutBatch loads at a time) into shared memory as [position][kCinP +
+// 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
 static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
-static constexpr int kSlots = kWinograd ? 4 : 1;  // re-laid positions a unit (a position, or a pair)
-static constexpr int kReadPos = kWinograd ? 2 * kRelayoutPos + 2 : kRelayoutPos;  // input positions a block reads
+static constexpr int kSlots = 1;  // re-laid positions a unit
+static constexpr int kReadPos = 7;  // input positions a block reads
 extern "C" __global__ void __launch_bounds__(kRelayoutThreads) zoo_gan_first_b1_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
 {
     __shared__ float stage[kReadPos * (kCinP + 1)];
@@ -307,7 +196,7 @@ extern "C" __global__ void __launch_bounds__(kRelayoutThreads) zoo_gan_first_b1_
         return;
     }
     // Element e = ch * kReadPos + p: channel ch < kCinG of input iw0 + p.
-    const int iw0 = kWinograd ? 2 * u0 + kPairIn0 : u0 - kLoW;
+    const int iw0 = u0 - kLoW;
     const float* const in = x + (((idx_t)n * kCin + grp * kCinG) * kInD + id) * kInHW + (idx_t)ih * kInW;
     constexpr int kReads = kCinG * kReadPos;
     for (int e0 = threadIdx.x; e0 < kReads; e0 += kRelayoutBatch * kRelayoutThreads) {
@@ -328,27 +217,22 @@ extern "C" __global__ void __launch_bounds__(kRelayoutThreads) zoo_gan_first_b1_
     for (int e = threadIdx.x; e < len; e += kRelayoutThreads) {
         const int ch = e % kCinP, slot = e / kCinP;
         float v = 0.0f;
-        if (ch < kCinG && kWinograd) {
-            // Product p of the block's pair slot/4: d_p + sign * d_b.
-            const int p = slot % 4, a = 2 * (slot / 4) + p, b = 2 * (slot / 4) + (p < 2 ? 2 : 1);
-            v = stage[a * (kCinP + 1) + ch] + (p == 1 ? 1.0f : -1.0f) * stage[b * (kCinP + 1) + ch];
-        } else if (ch < kCinG) {
+        if (ch < kCinG) {
             v = stage[slot * (kCinP + 1) + ch];
         }
         out[e] = v;
     }
-}// The TF32 split of A: hi the nearest TF32 value, lo the exact remainder.
-// The tensor cores read lo's top TF32 bits, so what they drop of it is
-// 2^-22 of x or less: rounding it as well would cost two instructions per
-// value in the hot loop for no accuracy that shows.
+}
+
+// A's TF32 split: lo the exact remainder (the tensor cores read its top
+// TF32 bits; rounding it would cost two instructions a value).
 __device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
 {
     hi = round_tf32(x);
     lo = __float_as_uint(x - __uint_as_float(hi));
 }
 
-// cp.async (sm_80 and later): 16 bytes from global to shared memory that
-// skip the registers and land while earlier steps compute.
+// cp.async: 16 bytes from global to shared memory, past the registers.
 __device__ __forceinline__ void cp_async_16(float* dst, const float* src)
 {
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
@@ -360,9 +244,8 @@ __device__ __forceinline__ void cp_async_commit()
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
-// Waits until at most kStages - 2 of this thread's copy groups are in
-// flight: the copies run kStages - 1 steps ahead, so the current step's
-// have landed.
+// At most kStages - 2 of this thread's copy groups in flight: the copies
+// run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
     asm volatile("cp.async.wait_group 1;" ::: "memory");
@@ -374,10 +257,8 @@ __device__ __forceinline__ void cp_async_wait_all()
     asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
-// Hopper's warpgroup products (sm_90a only; never called elsewhere): the
-// m64n104k8 TF32 product with A from registers and B from shared
-// memory by descriptor, added to d, or (add 0) replacing it: a fresh sum
-// starts without zeroing its registers first.
+// d += a * the m64n104k8 B at desc (add 0: d = a * B, so a fresh sum
+// needs no zeroing), A from registers, B from shared memory.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %57, 0;\n"
@@ -386,62 +267,18 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, u
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
 }
 
-// Waits for every product this warpgroup issued; d is what they write.
-__device__ __forceinline__ void wgmma_wait(float (&d)[kND])
-{
-    asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]) :: "memory");
-}
+// wgmma_wait: every product this warpgroup issued has written d.
+// async_proxy_fence: this thread's landed copies are visible to the tensor
+// cores' reads (the async proxy), before the barrier that publishes them.
+// wgmma_fence: this step's register writes (A parts) precede the products.
+__device__ __forceinline__ void wgmma_wait(float (&d)[kND]) { asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]) :: "memory"); }
+__device__ __forceinline__ void async_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 
-// Makes this thread's landed copies visible to the tensor cores' reads of
-// shared memory (the async proxy), before the barrier that publishes them.
-__device__ __forceinline__ void async_proxy_fence()
-{
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
-// Orders this step's register writes (A parts, zeroed sums) before the
-// products that read them.
-__device__ __forceinline__ void wgmma_fence()
-{
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-}
-
-__device__ __forceinline__ void wgmma_commit()
-{
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-
-// A weight stage's barrier in shared memory (sm_90a only; never called
-// elsewhere): a phase completes with one arrival, the copying thread's,
-// and the bytes it announced landing. The init is fenced before any
-// other thread or the TMA unit uses the barrier.
-__device__ __forceinline__ void barrier_init(unsigned long long* bar)
-{
-    asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-
-// bytes from global src to shared dst by the TMA unit (16-byte aligned, a
-// multiple of 16), completing bar's current phase once they land.
-__device__ __forceinline__ void bulk_copy(float* dst, const float* src, int bytes, unsigned long long* bar)
-{
-    const unsigned b = (unsigned)__cvta_generic_to_shared(bar), d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 :: "r"(d), "l"(src), "r"(bytes), "r"(b) : "memory");
-}
-
-// Waits until bar's phase of this parity has completed.
-__device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned parity)
-{
-    asm volatile("{\n.reg .pred done;\nWAIT_%=:\nmbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n@!done bra WAIT_%=;\n}\n"
-                 :: "r"((unsigned)__cvta_generic_to_shared(bar)), "r"(parity) : "memory");
-}
-
-// The descriptor of the core matrices at p in shared memory (no swizzle):
-// the next core matrix along K is kNCM*128 bytes on, the next 8 columns
-// 128 bytes on. A chunk kChunk floats further is the same plus kChunk/4
-// (the address field counts 16 bytes).
+// The descriptor of the core matrices at p (no swizzle): the next along K
+// kNCM*128 bytes on, the next 8 columns 128 bytes on; kChunk floats on is
+// the same plus kChunk/4 (the address counts 16 bytes).
 __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
 {
     const unsigned a = (unsigned)__cvta_generic_to_shared(p);
@@ -449,71 +286,42 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
         | (unsigned long long)(128 >> 4) << 32;
 }
 
-// The blocks an SM that the registers are capped for: the tile's
-// min_blocks where its wgmma code runs (sm_90a); elsewhere its products
-// go to mma.sync, which needs more registers from the same fragments,
-// and one block is asked for (a cap of 128 registers is too few there).
+// Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
+// more registers from the same fragments, and one block an SM is asked for.
 static constexpr int kMinBlocks = 1;
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 zoo_gan_first_b1_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages; with kw taps as columns also the block's sums on
-    // their way out (kRows x kSumsRow floats), once the phase's copies are
-    // done; then the parked sums, if any.
+    // The weight stages (at a phase's end the block's sums on their way out).
     extern __shared__ __align__(128) float b_stage[];  // 79872 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
-    // rows of different phases are neighbouring outputs, whose stores
-    // share cache sectors and meet in L2, and the weight image streams
-    // through all phases' steps back to back, so a phase of few steps
-    // costs no pipeline fill of its own (with kw taps as columns each
-    // phase fills its own, as its sums pass through the stages' memory,
-    // and with the input staged, as its copies need the phase's rows).
+    // rows of different phases are neighbouring outputs, whose stores meet
+    // in L2.
     const int tid = threadIdx.x, warp = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
     const int nt = blockIdx.y, grp = blockIdx.z;
     const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
-    // With kBulkWeights, stage k's barrier, and in bit k the parity of its
-    // next phase (every thread waits for every phase, in order).
-    unsigned long long* const stage_full = reinterpret_cast<unsigned long long*>(b_stage + kBarriersAt);
-    unsigned full_parity = 0;
-    if (kBulkWeights) {
-        if (tid == 0) {
-            for (int k = 0; k < kStages; ++k) barrier_init(stage_full + k);
-        }
-        __syncthreads();
-    }
 
-    // Global step gs's copy of the weight image into its stage, if before
-    // end (a commit group either way, so that the wait counts stay in step).
+    // Global step gs's weights into its stage, if before end (a commit
+    // group either way, so that the wait counts stay in step).
     auto load_b = [&](int gs, int end) {
         if (gs < end) {
             const float* src = wimg + (idx_t)gs * kStage;
             float* dst = b_stage + (gs % kStages) * kStage;
-            if (kBulkWeights) {
-                if (tid == 0) bulk_copy(dst, src, kStage * 4, stage_full + gs % kStages);
-            } else {
-                for (int i = tid; i < kStage / 4; i += kThreads) cp_async_16(dst + 4 * i, src + 4 * i);
-            }
+            for (int i = tid; i < kStage / 4; i += kThreads) cp_async_16(dst + 4 * i, src + 4 * i);
         }
         cp_async_commit();
     };
-    if (!kPhasePipeline) {
-        for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);
-    }
 
     for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
         if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
-        // A phase with fewer rows than this block's first runs the
-        // barriers and copies of its steps (they pace the pipeline), not
-        // its products; with kw taps as columns, nothing.
         const bool active = m_first < P.rows;
-        if (kPhasePipeline && !active) continue;
-        const int end = kPhasePipeline ? P.step_start + P.steps : kTotalSteps;
+        if (!active) continue;
+        const int end = P.step_start + P.steps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
-        const int run = kWinograd ? P.steps / 4 : P.steps;  // steps a product (kWinograd), else all
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab,
         // outputs kOuts*qw.. of their lines, outs[][] of them inside the
@@ -530,26 +338,21 @@ zoo_gan_first_b1_igemm(const float* __restrict__ xr, const float* __restrict__ i
                 const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
                 outs[sl][r] = m0 < P.rows ? min(kOuts, P.q_w - kOuts * qw) : 0;
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
-                    + (idx_t)(kWinograd ? kSlots * qw : qw + kLoW) * kCinP;
+                    + (idx_t)(qw + kLoW) * kCinP;
                 yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
                     + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
         }
 
         // Thread t's 8 reduction elements of the phase's step s for its
-        // rows: channels of one tap (kCinP is a multiple of 8), at xb +
-        // the offset a_offset gives; none (zero) past the reduction's end.
-        // With kWinograd, product s/run's inputs (its position of the pair).
+        // rows: channels of one tap (kCinP is a multiple of 8), at xb + the
+        // offset a_offset gives; none (zero) past the reduction's end.
         auto a_offset = [&](int s, bool& live) -> idx_t {
-            const int p = kWinograd ? s / run : 0, kk = (s - p * run) * 32 + 8 * t;
+            const int kk = s * 32 + 8 * t;
             const int tap = kk / kCinP, ch = kk % kCinP;
             live = tap < P.gemm_taps;
-            return live ? ch + p * kCinP + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
+            return live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
         };
-        // With kStageA, row (sl, r)'s 8 at slot s % kStages of the input's
-        // stages.
-        float* const a_stage = b_stage + kStages * kStage + tid * 8;
-        auto a_slot = [&](int s, int sl, int r) { return a_stage + (s % kStages) * kAStage + (sl * 2 + r) * kThreads * 8; };
         float v[kSlabs][2][8];
         auto load_a = [&](int s) {
             bool live;
@@ -559,10 +362,7 @@ zoo_gan_first_b1_igemm(const float* __restrict__ xr, const float* __restrict__ i
                 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
                     float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p;
-                    if (kStageA) {
-                        p = *reinterpret_cast<const float4*>(a_slot(s, sl, r));
-                        q = *reinterpret_cast<const float4*>(a_slot(s, sl, r) + 4);
-                    } else if (live) {
+                    if (live) {
                         p = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off);
                         q = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off + 4);
                     }
@@ -571,76 +371,33 @@ zoo_gan_first_b1_igemm(const float* __restrict__ xr, const float* __restrict__ i
                 }
             }
         };
-        // With kStageA, step s's copies (in the commit group of the weight
-        // copy that follows), or zeros past the reduction's end; none past
-        // the phase's steps.
-        auto copy_a = [&](int s) {
-            if (!kStageA || s >= P.steps) return;
-            bool live;
-            const idx_t off = a_offset(s, live);
-            #pragma unroll
-            for (int sl = 0; sl < kSlabs; ++sl) {
-                #pragma unroll
-                for (int r = 0; r < 2; ++r) {
-                    float* dst = a_slot(s, sl, r);
-                    if (live) {
-                        cp_async_16(dst, xr + xb[sl][r] + off);
-                        cp_async_16(dst + 4, xr + xb[sl][r] + off + 4);
-                    } else {
-                        *reinterpret_cast<float4*>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                        *reinterpret_cast<float4*>(dst + 4) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                    }
-                }
-            }
-        };
-        if (kPhasePipeline) {
-            for (int i = 0; i < kStages - 1; ++i) {
-                copy_a(i);
-                load_b(P.step_start + i, end);
-            }
+        for (int i = 0; i < kStages - 1; ++i) {
+            load_b(P.step_start + i, end);
         }
 
-        // acc: the fp32 running sums; part: the tensor cores' sums of the
-        // current span of steps, added to acc at its end.
-        // Output o of a row's sums, (sl, o, e): acc[sl][o][e], or parked
-        // at park(sl, e) (with kWinograd, output 1's; output 0's stay in
-        // registers, so that four blocks' stages and parked sums fit an
-        // SM).
+        // acc: the fp32 running sums; part: the tensor cores' sums of
+        // the current span of steps, added to acc at its end.
         float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
-        float* const parked = b_stage + kParkedAt + tid;  // with kParkSums
-        auto park = [&](int sl, int e) -> float& { return parked[(sl * kND + e) * kThreads]; };
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
             for (int e = 0; e < kND; ++e) {
                 #pragma unroll
                 for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
-                if (kWinograd && kParkSums) park(sl, e) = 0.0f;  // (every span adds)
             }
         }
-        if (!kStageA && active && P.steps > 0) load_a(0);
+        if (active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
-            // Step gs's weights have landed (the bulk copy's, or this
-            // thread's copies, then, after the barrier, everyone's), and
-            // every warp is done with the stage the next copy overwrites
-            // (read the step before: each warp waited for its products
-            // before this barrier).
-            if (kBulkWeights) {
-                const int k = gs % kStages;
-                barrier_wait(stage_full + k, full_parity >> k & 1);
-                full_parity ^= 1u << k;
-            }
+            // Step gs's weights have landed (this thread's copies, then, after the barrier, everyone's), and every warp
+            // is done with the stage the next copy overwrites (each waited for
+            // its products before this barrier).
             cp_async_wait_current();
             async_proxy_fence();
             __syncthreads();
-            copy_a(s + kStages - 1);
             load_b(gs + kStages - 1, end);
             if (!active) continue;
-            if (kStageA) load_a(s);
-            // With kWinograd, product p's step rs of its run; else rs = s.
-            const int p = kWinograd ? s / run : 0, rs = s - p * run;
-            const bool fresh = rs % kSpan == 0;  // the span's first step: its sums start here
+            const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
             // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
             // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
             unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
@@ -669,67 +426,29 @@ zoo_gan_first_b1_igemm(const float* __restrict__ xr, const float* __restrict__ i
                 for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_hi, 1);
             }
             wgmma_commit();
-            // With kEarlyA the next step's inputs load while the products
-            // run (these read the A parts, not the inputs).
-            if (kEarlyA && !kStageA && s + 1 < P.steps) load_a(s + 1);
+            // The next step's inputs load while the products run (these
+            // read the A parts, not the inputs).
+            if (s + 1 < P.steps) load_a(s + 1);
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) wgmma_wait(part[sl]);
-            if (kWinograd) {
-                if (rs % kSpan == kSpan - 1 || rs == run - 1) {
-                    // A span of product p ends: y0 += m0, m1, m2; y1 +=
-                    // m1, m3 and -= m2.
-                    #pragma unroll
-                    for (int sl = 0; sl < kSlabs; ++sl) {
-                        #pragma unroll
-                        for (int e = 0; e < kND; ++e) {
-                            const float m = part[sl][e], m1 = p == 2 ? -m : m;
-                            if (p < 3) acc[sl][0][e] += m;
-                            if (p > 0 && kParkSums) park(sl, e) += m1;
-                            if (p > 0 && !kParkSums) acc[sl][kOuts - 1][e] += m1;
-                        }
-                    }
-                }
-            } else if (kParkSums && s % kSpan == kSpan - 1 && s < P.steps - 1) {
-                // A span's sums park (the first's replace, the rest add);
-                // the last span's stay where they are, for the outputs.
-                #pragma unroll
-                for (int sl = 0; sl < kSlabs; ++sl) {
-                    #pragma unroll
-                    for (int e = 0; e < kND; ++e) {
-                        float& p = park(sl, e);
-                        p = s < kSpan ? part[sl][e] : p + part[sl][e];
-                    }
-                }
-            } else if (!kParkSums && !kOneSpan && (s % kSpan == kSpan - 1 || s == P.steps - 1)) {
+            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
                     for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
                 }
             }
-            // Else the next step's inputs load now, while other warps'
-            // products run.
-            if (!kEarlyA && !kStageA && s + 1 < P.steps) load_a(s + 1);
         }
         if (!active) continue;
-        // Output (sl, e) of the phase: its sums, with the parked ones
-        // added on the way out (so that no code but wgmma writes the
-        // tensor cores' sums).
-        const bool spans = P.steps > kSpan;
-        auto result = [&](int sl, int o, int e) {
-            if (kWinograd) return o > 0 && kParkSums ? park(sl, e) : acc[sl][o][e];
-            if (kOneSpan) return part[sl][e];
-            if (kParkSums) return spans ? part[sl][e] + park(sl, e) : part[sl][e];
-            return acc[sl][0][e];
-        };
+
+        auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
 
         // The phase's outputs: the sums go to shared memory (once every
         // copy into it has landed and every warp is past its last read),
         // row by row; an output of channel c then adds column kw*kCoT + c
         // of the row each of its kw reads. A thread writes an output
         // position's every kChannelLanes-th channel, the position decoded
-        // once, not per output, and
-        // neighbouring threads write neighbouring outputs along W.
+        // once; neighbouring threads write neighbouring outputs along W.
         cp_async_wait_all();
         __syncthreads();
         float* sums = b_stage;
@@ -740,8 +459,7 @@ zoo_gan_first_b1_igemm(const float* __restrict__ xr, const float* __restrict__ i
                 sums[(wg_row + sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * kSumsRow + 8 * (e / 4) + 2 * t + e % 2] = result(sl, 0, e);
         }
         __syncthreads();
-        // Output slot i is output rho = i % kStrideW of anchor row i /
-        // kStrideW: consecutive threads, consecutive outputs along W.
+        // Output slot i is output rho = i % kStrideW of anchor row i / kStrideW.
         for (int base = 0; base < kOutSlots; base += kSlotsPerPass) {
             const int slot = base + tid % kSlotsPerPass, lane = tid / kSlotsPerPass;
             const int row = slot / kStrideW, rho = slot % kStrideW, m = m_first + row;
@@ -763,13 +481,7 @@ zoo_gan_first_b1_igemm(const float* __restrict__ xr, const float* __restrict__ i
                     const int t = rho + (kKW - 1 - kw) * kDilW;  // no tap where it does not divide (the bias alone)
                     if (t % kStrideW != 0) continue;
                     const float* src = sums + (row + t / kStrideW) * kSumsRow + kw * kCoT + c;
-                    if (kVec == 4) {
-                        const float4 v = *reinterpret_cast<const float4*>(src);
-                        // (indices modulo kVec only so that this compiles where kVec is 1)
-                        sum[0] += v.x; sum[1 % kVec] += v.y; sum[2 % kVec] += v.z; sum[3 % kVec] += v.w;
-                    } else {
-                        sum[0] += src[0];
-                    }
+                    sum[0] += src[0];
                 }
                 #pragma unroll
                 for (int i = 0; i < kVec; ++i) {
@@ -777,9 +489,7 @@ zoo_gan_first_b1_igemm(const float* __restrict__ xr, const float* __restrict__ i
                 }
             }
         }
-        // The next phase's copies reuse the memory (bulk ones through the
-        // async proxy, ordered after these reads by the fence).
-        if (kBulkWeights) async_proxy_fence();
+        // The next phase's copies reuse the memory.
         __syncthreads();
     }
 }
@@ -790,9 +500,8 @@ zoo_gan_first_b1_igemm(const float* __restrict__ xr, const float* __restrict__ i
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -818,8 +527,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_gan_first_b1_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 79872);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_gan_first_b1_igemm needs 79872 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_gan_first_b1_igemm<<<dim3(2, 10, 1), 128, 79872>>>(
-        (const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    zoo_gan_first_b1_igemm<<<dim3(2, 10, 1), 128, 79872>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_gan_first_b1_igemm");
     return y;

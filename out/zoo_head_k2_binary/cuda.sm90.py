@@ -222,9 +222,8 @@ zoo_head_k2_binary_igemm(const float* __restrict__ x, const float* __restrict__ 
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -246,8 +245,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     auto y = torch::empty({4, 1, 64, 128, 128}, x.options());
     zoo_head_k2_binary_repack_weight<<<1, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_head_k2_binary_repack_weight");
-    zoo_head_k2_binary_igemm<<<dim3(16384, 1, 1), 128>>>(
-        (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_head_k2_binary_igemm<<<dim3(16384, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_head_k2_binary_igemm");
     return y;

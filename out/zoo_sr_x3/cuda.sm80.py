@@ -137,16 +137,11 @@ extern "C" __global__ void zoo_sr_x3_repack_weight(const float* __restrict__ w, 
     wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
 }
 
-// 3xTF32: split each fp32 operand into TF32 parts, x = hi + lo, and sum
-// lo*hi + hi*lo + hi*hi on the tensor cores with fp32 accumulation. The
-// dropped lo*lo term is below fp32 rounding, so the result has fp32-level
-// error at tensor-core speed.
-//
-// Each part is rounded to TF32 (10 mantissa bits) to nearest, ties away
-// from zero, as cvt.rna.tf32.f32 does for finite values: add half of the
-// dropped range to the bits, then clear it. Written out because sm_80 has
-// no such instruction: the cvt compiles to the same add and mask plus an
-// infinity test and select, a third more instructions in the hot loop.
+// 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
+// lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
+// lo*lo is below fp32 rounding. Each part rounds to nearest (ties away),
+// as cvt.rna.tf32.f32 does for finite values, written out because the cvt
+// adds an infinity test and select (a third more hot-loop instructions).
 __device__ __forceinline__ unsigned round_tf32(float x)
 {
     return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
@@ -347,9 +342,8 @@ zoo_sr_x3_igemm(const float* __restrict__ x, const float* __restrict__ wt,
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -369,8 +363,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto y = torch::empty({1, 64, 24, 96, 96}, x.options());
     zoo_sr_x3_repack_weight<<<432, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_sr_x3_repack_weight");
-    zoo_sr_x3_igemm<<<dim3(1728, 1, 1), 128>>>(
-        (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_sr_x3_igemm<<<dim3(1728, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_sr_x3_igemm");
     return y;

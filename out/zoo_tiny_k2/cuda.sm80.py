@@ -222,9 +222,8 @@ zoo_tiny_k2_igemm(const float* __restrict__ x, const float* __restrict__ wt,
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -244,8 +243,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto y = torch::empty({1, 8, 8, 8, 8}, x.options());
     zoo_tiny_k2_repack_weight<<<2, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_tiny_k2_repack_weight");
-    zoo_tiny_k2_igemm<<<dim3(8, 1, 1), 128>>>(
-        (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_tiny_k2_igemm<<<dim3(8, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_tiny_k2_igemm");
     return y;

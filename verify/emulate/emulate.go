@@ -47,26 +47,13 @@ var ptxHelpers = []struct{ signature, body string }{
 		"{\n    *dst = valid ? *src : 0.0f;\n}"},
 	{"__device__ __forceinline__ void cp_async_wait_all()",
 		"{\n}"},
-	// The wgmma tile's: 16-byte copies, their groups, and Hopper's
-	// warpgroup products, which only an sm90 file calls (its sm80 file
-	// runs the same fragments through mma_tf32); a kernel that calls the
-	// products is refused up front (ErrGPUOnly).
+	// The wgmma tile's copies and their groups. Its warpgroup products,
+	// bulk copies and barriers are in sm90 files only, which call the
+	// products and are refused up front (ErrGPUOnly).
 	{"__device__ __forceinline__ void cp_async_16(float* dst, const float* src)",
 		"{\n    std::memcpy(dst, src, 16);\n}"},
 	{"__device__ __forceinline__ void cp_async_commit()", "{\n}"},
 	{"__device__ __forceinline__ void cp_async_wait_current()", "{\n}"},
-	{"__device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)",
-		"{\n    std::abort();\n}"},
-	{"__device__ __forceinline__ void wgmma_wait(float (&d)[kND])", "{\n    std::abort();\n}"},
-	{"__device__ __forceinline__ void wgmma_fence()", "{\n    std::abort();\n}"},
-	{"__device__ __forceinline__ void async_proxy_fence()", "{\n}"},
-	{"__device__ __forceinline__ void wgmma_commit()", "{\n    std::abort();\n}"},
-	{"__device__ __forceinline__ unsigned long long wgmma_desc(const float* p)", "{\n    std::abort();\n}"},
-	// The bulk weight copies and their barriers: sm_90a only, like wgmma.
-	{"__device__ __forceinline__ void barrier_init(unsigned long long* bar)", "{\n    std::abort();\n}"},
-	{"__device__ __forceinline__ void bulk_copy(float* dst, const float* src, int bytes, unsigned long long* bar)",
-		"{\n    std::abort();\n}"},
-	{"__device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned parity)", "{\n    std::abort();\n}"},
 }
 
 // dynamicStage is how a wgmma kernel declares shared memory past 48 KiB;
@@ -78,9 +65,8 @@ const dynamicStage = "extern __shared__ __align__(128) float b_stage[];"
 // GPU tier checks them.
 var ErrGPUOnly = errors.New("emulate: the kernel calls wgmma products (an sm90 file, sm_90a only): covered on the GPU only (bin/verify); the CPU emulates the sm80 file's mma.sync")
 
-// wgmmaProduct is the helper whose calls make a kernel GPU-only. The
-// other sm_90a helpers abort when reached: in an sm80 file they sit only
-// in branches its constants never take.
+// wgmmaProduct is the helper whose calls make a kernel GPU-only (an sm90
+// wgmma file; its other sm_90a helpers exist in no other file).
 const wgmmaProduct = "wgmma_tf32("
 
 // gpuOnly reports whether kernel calls the warpgroup product (beyond
