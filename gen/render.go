@@ -12,6 +12,7 @@ import (
 
 	"convtgen/gen/geom"
 	"convtgen/gen/plan"
+	"convtgen/gen/spec"
 	"convtgen/templates"
 )
 
@@ -28,7 +29,9 @@ type View struct {
 	SpecPath string // slash-separated, relative to the repository root; escaped for a comment line
 	Summary  string
 
-	// Reference model.
+	// Reference model: Ref prints its __init__ and forward.
+	Ref           *spec.Reference
+	InputLines    []string // get_inputs()'s statements
 	Attr          string
 	InitSignature string // __init__ parameters after self
 	ConvArgs      string // nn.ConvTranspose3d arguments
@@ -68,6 +71,9 @@ type View struct {
 
 	// Triton backend (gen/triton.go).
 	Triton *TritonView
+
+	// Chain is the passes of the ops around the convolution (nil: none).
+	Chain *ChainView
 }
 
 func newView(p *plan.Plan, specPath string) (*View, error) {
@@ -95,6 +101,8 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		Plan: p, Target: p.Target, Conv: c, Tile: t,
 		Name: s.Name, Title: docstringSafe(s.Title), SpecPath: commentSafe(specPath),
 		Summary:       summary(c, p.Out),
+		Ref:           &s.Reference,
+		InputLines:    r.InputLines(s.Problem.InputDist, []int{c.Batch, c.InChannels, c.In[0], c.In[1], c.In[2]}),
 		Attr:          r.Attr,
 		InitSignature: r.InitSignature(),
 		ConvArgs:      r.ConvArgs(),
@@ -115,6 +123,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		AK:            gather.K,
 		BLoads:        gather.BLoads,
 	}
+	v.Chain = newChainView(p.Epilogue.Chain)
 	v.BlockX, v.BlockY, v.BlockZ = "blockIdx.x", "blockIdx.y", "blockIdx.z"
 	if p.Fold {
 		v.BlockX, v.BlockY, v.BlockZ = "bx", "by", "bz"

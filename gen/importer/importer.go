@@ -76,6 +76,14 @@ type model struct {
 	shapeCall  *expr
 	args       []convArg // the call's arguments, bound to their names
 	problem    problem
+
+	layers      []spec.Layer // the other attributes, in order
+	convAt      int          // layers before the convolution
+	prologue    []spec.Op
+	ops         []spec.Op
+	inputNames  []string // forward's inputs
+	inputShapes [][]int  // get_inputs()'s tensors
+	env         map[string]spec.Value
 }
 
 // initParam is one of __init__'s parameters after self.
@@ -248,6 +256,6 @@ func (im *importer) class(c *stmt, m *model) {
 	if forward == nil {
 		im.refuse(c.at, text(im.src, c.off, c.end), "class Model has no forward")
 	} else if m.attr != "" {
-		im.forward(forward, m.attr)
+		im.forward2(forward, m)
 	}
 }

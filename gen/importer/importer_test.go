@@ -24,11 +24,11 @@ func files(t *testing.T, level string) []string {
 	return paths
 }
 
-// committed finds the repository's spec of a level-1 problem by its number.
-func committed(t *testing.T, problem string) *spec.Spec {
+// committed finds the repository's spec of a problem by its level and number.
+func committed(t *testing.T, level, problem string) *spec.Spec {
 	t.Helper()
 	num, _, _ := strings.Cut(filepath.Base(problem), "_")
-	paths, _ := filepath.Glob(filepath.Join("..", "..", "specs", "level1", num+"_*.yaml"))
+	paths, _ := filepath.Glob(filepath.Join("..", "..", "specs", level, num+"_*.yaml"))
 	if len(paths) != 1 {
 		t.Fatalf("%s: want one committed spec numbered %s, found %v", problem, num, paths)
 	}
@@ -39,10 +39,22 @@ func committed(t *testing.T, problem string) *spec.Spec {
 	return s
 }
 
-func TestLevel1MatchesCommittedSpecs(t *testing.T) {
-	for _, path := range files(t, "level1") {
+// TestMatchesCommittedSpecs: each KernelBench file imports to its
+// committed spec's problem and reference: level 2's signature, layers in
+// order with their initialisation, inputs, and forward's op chain.
+func TestMatchesCommittedSpecs(t *testing.T) {
+	for _, level := range []string{"level1", "level2"} {
+		testMatchesCommitted(t, level)
+	}
+	if n := len(files(t, "level2")); n != 19 {
+		t.Errorf("%d level-2 files; want 19", n)
+	}
+}
+
+func testMatchesCommitted(t *testing.T, level string) {
+	for _, path := range files(t, level) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			want := committed(t, path)
+			want := committed(t, level, path)
 			src, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -91,46 +103,26 @@ func errorsOf(t *testing.T, file, src string) Errors {
 	return es
 }
 
-func TestLevel2Refused(t *testing.T) {
-	// Each names what the spec cannot express: a layer, a parameter or an
-	// attribute besides the convolution, or an op after it.
-	reason := regexp.MustCompile(`extra (layer|parameter|attribute) self\.\w+|operations after the convolution|forward takes 2 inputs`)
-	for _, path := range files(t, "level2") {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			src, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			es := errorsOf(t, path, string(src))
-			found := false
-			for _, e := range es {
-				found = found || reason.MatchString(e.Msg)
-			}
-			if !found {
-				t.Errorf("no error names the unsupported part:\n%v", es)
-			}
-		})
-	}
-	if n := len(files(t, "level2")); n != 19 {
-		t.Errorf("%d level-2 files; want 19", n)
-	}
-}
-
-// TestLevel2Positions pins one file's refusals: each at its statement.
+// TestLevel2Positions pins one file's refusals, made by editing problem
+// 15: each at its statement.
 func TestLevel2Positions(t *testing.T) {
 	path := filepath.Join(testdata, "level2", "15_ConvTranspose3d_BatchNorm_Subtract.py")
 	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	es := errorsOf(t, path, string(src))
+	bad := strings.Replace(string(src), "nn.BatchNorm3d(out_channels)", "nn.InstanceNorm3d(out_channels)", 1)
+	es := errorsOf(t, path, bad)
 	var got []string
 	for _, e := range es {
 		got = append(got, fmt.Sprintf("%d:%d %s", e.Line, e.Col, e.Got))
 	}
-	want := []string{"11:9 self.batch_norm = nn.BatchNorm3d(out_channels)", "15:9 x = self.batch_norm(x)"}
+	want := []string{"11:9 self.batch_norm = nn.InstanceNorm3d(out_channels)", "15:9 x = self.batch_norm(x)"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("refusals at\n%q\nwant\n%q", got, want)
+	}
+	if !strings.Contains(es[0].Msg, "extra layer self.batch_norm (nn.InstanceNorm3d)") {
+		t.Errorf("first refusal %q does not name the layer", es[0].Msg)
 	}
 }
 
@@ -170,7 +162,7 @@ func TestMalformed(t *testing.T) {
 		{"input 4d", "torch.rand(batch_size, in_channels, depth, height, width)", "torch.rand(batch_size, in_channels, depth, height)", "44:9", "has 4 dimensions"},
 		{"input channels", "torch.rand(batch_size, in_channels,", "torch.rand(batch_size, 3,", "44:9", "the input has 3 channels"},
 		{"input dtype", "depth, height, width)\n    return", "depth, height, width, dtype=torch.float16)\n    return", "44:67", "keyword arguments are not supported"},
-		{"float init input", initInputs, "return [in_channels, out_channels, 2.5]", "48:40", "gives 2.5, a float"},
+		{"float init input", initInputs, "return [in_channels, out_channels, 2.5]", "48:40", "annotated int but gets 2.5"},
 		{"undefined constant", initInputs, "return [in_channels, out_channels, kernel]", "48:40", "kernel is not a constant"},
 		{"too many init inputs", initInputs, "return [1, 2, 3, 1, 0, 0, 1, False, 7]", "48:41", "gives 9 values; __init__ takes 8"},
 		{"missing init input", initInputs, "return [in_channels, out_channels]", "18:61", "kernel_size gets no value"},

@@ -27,10 +27,10 @@ func (im *importer) init(d *stmt, m *model) {
 		ip := initParam{name: p.name, at: p.at}
 		if p.ann != nil {
 			switch {
-			case p.ann.kind == eName && (p.ann.name == "int" || p.ann.name == "bool" || p.ann.name == "tuple"):
+			case p.ann.kind == eName && (p.ann.name == "int" || p.ann.name == "bool" || p.ann.name == "tuple" || p.ann.name == "float"):
 				ip.ann = p.ann.name
 			default:
-				im.refuseExpr(p.ann, "parameter %s: the spec's parameters are annotated int, bool or tuple, or not at all", p.name)
+				im.refuseExpr(p.ann, "parameter %s: the spec's parameters are annotated int, float, bool or tuple, or not at all", p.name)
 			}
 		}
 		if p.def != nil {
@@ -41,7 +41,7 @@ func (im *importer) init(d *stmt, m *model) {
 			if v, err := lit.eval(p.def); err != nil {
 				im.refuseExpr(p.def, "parameter %s: a default must be a literal", p.name)
 			} else if sv, ok := specValue(v); !ok {
-				im.refuseExpr(p.def, "parameter %s: the default is %s; the spec's values are integers, True/False and tuples of integers", p.name, v.what())
+				im.refuseExpr(p.def, "parameter %s: the default is %s; the spec's values are integers, floats, True/False and tuples of integers", p.name, v.what())
 			} else {
 				ip.def = &sv
 			}
@@ -64,17 +64,18 @@ func (im *importer) init(d *stmt, m *model) {
 			if !superCalled {
 				im.refuseStmt(s, "__init__ must call super().__init__() before it sets attributes")
 			}
-			m.attr, m.call = s.targets[0].name, s.value
+			m.attr, m.call, m.convAt = s.targets[0].name, s.value, len(m.layers)
 			im.convCall(s.value, m)
 		case s.kind == sAssign && len(s.targets) == 1 && isSelfAttr(s.targets[0]):
-			attr := s.targets[0].name
-			switch f := im.resolve(calledFunc(s.value)); {
-			case f == "torch.nn.Parameter":
-				im.refuseStmt(s, "extra parameter self.%s (nn.Parameter): %s", attr, alone)
-			case strings.HasPrefix(f, "torch.nn."):
-				im.refuseStmt(s, "extra layer self.%s (nn.%s): %s", attr, strings.TrimPrefix(f, "torch.nn."), alone)
-			default:
-				im.refuseStmt(s, "extra attribute self.%s: %s", attr, alone)
+			if !superCalled {
+				im.refuseStmt(s, "__init__ must call super().__init__() before it sets attributes")
+			}
+			params := map[string]bool{}
+			for _, p := range m.init {
+				params[p.name] = true
+			}
+			if l, ok := im.layer(s, params); ok {
+				m.layers = append(m.layers, l)
 			}
 		default:
 			im.refuseStmt(s, "__init__ may call super().__init__() and build the nn.ConvTranspose3d only")
@@ -190,6 +191,10 @@ func (im *importer) convExpr(e *expr, params map[string]bool) (string, bool) {
 		return strconv.FormatInt(e.ival, 10), true
 	case e.kind == eUnary && e.name == "-" && e.x.kind == eInt:
 		return "-" + strconv.FormatInt(e.x.ival, 10), true
+	case e.kind == eFloat:
+		return spec.PyFloat(e.fval), true
+	case e.kind == eUnary && e.name == "-" && e.x.kind == eFloat:
+		return spec.PyFloat(-e.x.fval), true
 	case e.kind == eTuple && len(e.elts) > 0:
 		parts := make([]string, len(e.elts))
 		for i, x := range e.elts {
@@ -208,53 +213,6 @@ func (im *importer) convExpr(e *expr, params map[string]bool) (string, bool) {
 	return "", false
 }
 
-// forward accepts return self.<attr>(x), or y = self.<attr>(x) then
-// return y.
-func (im *importer) forward(d *stmt, attr string) {
-	if len(d.params) == 0 || d.params[0].name != "self" {
-		im.refuse(d.at, text(im.src, d.off, d.end), "forward's first parameter must be self")
-		return
-	}
-	if len(d.params) != 2 {
-		im.refuse(d.at, text(im.src, d.off, d.end), "forward takes %d inputs: the spec's model takes one", len(d.params)-1)
-		return
-	}
-	in := d.params[1]
-	if in.def != nil {
-		im.refuseExpr(in.def, "forward's input has a default: the spec's model takes its input from get_inputs()")
-	}
-	isConv := func(e *expr) bool {
-		return e != nil && e.kind == eCall && isSelfAttr(e.x) && e.x.name == attr && len(e.args) == 1 &&
-			e.args[0].keyword == "" && e.args[0].value.kind == eName && e.args[0].value.name == in.name
-	}
-	want := "forward must return self." + attr + "(" + in.name + ")"
-	result := "" // the name the convolution's output was assigned to
-	done := false
-	for _, s := range d.body {
-		switch {
-		case isDoc(s):
-		case done:
-			im.refuseStmt(s, "statements after forward's return are not supported")
-			return
-		case result == "" && s.kind == sReturn && isConv(s.value):
-			done = true
-		case result == "" && s.kind == sAssign && len(s.targets) == 1 && s.targets[0].kind == eName && isConv(s.value):
-			result = s.targets[0].name
-		case result == "":
-			im.refuseStmt(s, "%s: operations before or around the convolution are not supported; %s", want, alone)
-			return
-		case s.kind == sReturn && s.value != nil && s.value.kind == eName && s.value.name == result:
-			done = true
-		default:
-			im.refuseStmt(s, "operations after the convolution are not supported: %s", alone)
-			return
-		}
-	}
-	if !done {
-		im.refuse(d.at, text(im.src, d.off, d.end), "%s", want)
-	}
-}
-
 // specValue converts a value to the spec's: an integer, a bool or a tuple
 // of integers.
 func specValue(v value) (spec.Value, bool) {
@@ -263,6 +221,8 @@ func specValue(v value) (spec.Value, bool) {
 		return spec.Value{Kind: spec.IntValue, Int: int(v.i)}, true
 	case vBool:
 		return spec.Value{Kind: spec.BoolValue, Bool: v.b}, true
+	case vFloat:
+		return spec.Value{Kind: spec.FloatValue, Float: v.f}, true
 	case vTuple:
 		t := spec.Value{Kind: spec.TupleValue, Tuple: []int{}}
 		for _, e := range v.elts {
@@ -310,7 +270,7 @@ func (im *importer) initInputs(d *stmt, m *model) {
 		}
 		sv, ok := specValue(v)
 		if !ok {
-			im.refuseExpr(e, "get_init_inputs() gives %s, %s: the spec's values are integers, True/False and tuples of integers", v.String(), v.what())
+			im.refuseExpr(e, "get_init_inputs() gives %s, %s: the spec's values are integers, floats, True/False and tuples of integers", v.String(), v.what())
 			continue
 		}
 		m.initInputs = append(m.initInputs, sv)
@@ -340,28 +300,46 @@ func (im *importer) inputs(d *stmt, m *model) {
 		im.refuse(d.at, text(im.src, d.off, d.end), "get_inputs() must end with return [torch.rand(...)]")
 		return
 	}
-	if n := len(ret.value.elts); n != 1 {
-		im.refuseStmt(ret, "get_inputs() returns %d tensors: the spec's model takes one input", n)
-		return
+	for i, c := range ret.value.elts {
+		if c.kind == eName && locals[c.name] != nil {
+			c = locals[c.name]
+		}
+		shape := im.tensor(c, m)
+		if shape == nil {
+			return
+		}
+		if i == 0 {
+			m.shape, m.shapeCall = shape, c
+		}
+		m.inputShapes = append(m.inputShapes, shape)
 	}
-	c := ret.value.elts[0]
-	if c.kind == eName && locals[c.name] != nil {
-		c = locals[c.name]
-	}
+}
+
+// tensor reads one of get_inputs()'s torch.rand(...) calls: its shape, nil
+// where it was refused. Every tensor takes the first one's distribution.
+func (im *importer) tensor(c *expr, m *model) []int {
+	dist := ""
 	switch im.resolve(calledFunc(c)) {
 	case "torch.rand":
-		m.dist = "rand"
+		dist = "rand"
 	case "torch.randn":
-		m.dist = "randn"
+		dist = "randn"
 	default:
 		im.refuseExpr(c, "the input must be torch.rand(...) or torch.randn(...)")
-		return
+		return nil
 	}
+	if m.dist == "" {
+		m.dist = dist
+	} else if m.dist != dist {
+		im.refuseExpr(c, "every input is drawn as the first one is (torch.%s)", m.dist)
+		return nil
+	}
+	var shape []int
 	args := c.args
 	for _, a := range args {
 		if a.keyword != "" {
 			im.refuseArg(a, "torch.%s's keyword arguments are not supported (the spec's input is fp32 on the GPU)", m.dist)
-			return
+			return nil
 		}
 	}
 	var dims []value
@@ -369,7 +347,7 @@ func (im *importer) inputs(d *stmt, m *model) {
 		v, err := im.eval(args[0].value)
 		if err != nil {
 			im.add(err)
-			return
+			return nil
 		}
 		dims = v.elts
 	} else {
@@ -377,21 +355,21 @@ func (im *importer) inputs(d *stmt, m *model) {
 			v, err := im.eval(a.value)
 			if err != nil {
 				im.add(err)
-				return
+				return nil
 			}
 			dims = append(dims, v)
 		}
 	}
 	if len(dims) != 5 {
 		im.refuseExpr(c, "the input has %d dimensions: the spec's is (batch, channels, depth, height, width)", len(dims))
-		return
+		return nil
 	}
 	for _, v := range dims {
 		if v.kind != vInt {
 			im.refuseExpr(c, "the input's sizes must be integers (one is %s)", v.String())
-			return
+			return nil
 		}
-		m.shape = append(m.shape, int(v.i))
+		shape = append(shape, int(v.i))
 	}
-	m.shapeCall = c
+	return shape
 }

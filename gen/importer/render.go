@@ -41,15 +41,19 @@ func (im *importer) bind(m *model) {
 		}
 		typ := p.ann
 		if typ == "" { // unannotated: the type of what it gets
-			typ = map[spec.ValueKind]string{spec.IntValue: "int", spec.BoolValue: "bool", spec.TupleValue: "tuple"}[v.Kind]
+			typ = map[spec.ValueKind]string{spec.IntValue: "int", spec.BoolValue: "bool", spec.TupleValue: "tuple", spec.FloatValue: "float"}[v.Kind]
 		}
-		want := map[string]spec.ValueKind{"int": spec.IntValue, "bool": spec.BoolValue, "tuple": spec.TupleValue}[typ]
+		if typ == "tuple" && v.Kind == spec.TupleValue && len(v.Tuple) != 3 {
+			typ = "shape" // a tuple that is not (D, H, W): a tensor's shape
+		}
+		want := map[string]spec.ValueKind{"int": spec.IntValue, "bool": spec.BoolValue, "tuple": spec.TupleValue, "shape": spec.TupleValue, "float": spec.FloatValue}[typ]
 		switch {
+		case typ == "float" && v.Kind == spec.IntValue:
 		case v.Kind != want:
 			im.refuse(at, got, "parameter %s is annotated %s but gets %s: the spec's values match their annotations", p.name, typ, v.Python())
 			continue
-		case v.Kind == spec.TupleValue && len(v.Tuple) != 3:
-			im.refuse(at, got, "parameter %s gets %s: the spec's tuples have three integers (D, H, W)", p.name, v.Python())
+		case v.Kind == spec.TupleValue && len(v.Tuple) == 0:
+			im.refuse(at, got, "parameter %s gets an empty tuple", p.name)
 			continue
 		}
 		env[p.name] = v
@@ -98,12 +102,64 @@ func (im *importer) bind(m *model) {
 	} else {
 		im.refuseExpr(where["bias"], "bias is %s: the spec's bias is True or False", v.Python())
 	}
+	if len(m.inputNames) != len(m.inputShapes) {
+		im.refuseStmt(m.initReturn, "forward takes %d inputs; get_inputs() gives %d", len(m.inputNames), len(m.inputShapes))
+		return
+	}
 	p.batch = m.shape[0]
 	copy(p.input[:], m.shape[2:])
+	for _, op := range m.prologue {
+		p.input = im.pooled(m, op, env, p.input)
+	}
+	m.env = env
 	if m.shape[1] != p.in && len(im.errs) == 0 {
 		im.refuseExpr(m.shapeCall, "the input has %d channels; the convolution built from get_init_inputs() takes %d", m.shape[1], p.in)
 	}
 	m.problem = p
+}
+
+// pooled is the input's size after a prologue layer: a pool's window.
+func (im *importer) pooled(m *model, op spec.Op, env map[string]spec.Value, in [3]int) [3]int {
+	var l *spec.Layer
+	for i := range m.layers {
+		if m.layers[i].Attr == op.Attr {
+			l = &m.layers[i]
+		}
+	}
+	if l == nil || l.Module != "AvgPool3d" && l.Module != "MaxPool3d" {
+		im.refuse(m.call.at, op.Attr, "before the convolution the spec takes pool layers only")
+		return in
+	}
+	args := map[string][3]int{"padding": {}}
+	for i, src := range l.Args {
+		kw, v, err := spec.EvalArg(src, env)
+		if kw == "" {
+			kw = []string{"kernel_size", "stride", "padding"}[min(i, 2)]
+		}
+		switch {
+		case err == nil && v.Kind == spec.IntValue:
+			args[kw] = [3]int{v.Int, v.Int, v.Int}
+		case err == nil && v.Kind == spec.TupleValue && len(v.Tuple) == 3:
+			args[kw] = [3]int{v.Tuple[0], v.Tuple[1], v.Tuple[2]}
+		default:
+			im.refuse(m.call.at, src, "a pool's sizes are integers or 3-tuples")
+			return in
+		}
+	}
+	k := args["kernel_size"]
+	s, ok := args["stride"]
+	if !ok {
+		s = k
+	}
+	var out [3]int
+	for i := range out {
+		if s[i] <= 0 {
+			im.refuse(m.call.at, op.Attr, "a pool's stride is positive")
+			return in
+		}
+		out[i] = (in[i]+2*args["padding"][i]-k[i])/s[i] + 1
+	}
+	return out
 }
 
 // convValue evaluates a convolution argument that convExpr accepted.
@@ -175,6 +231,37 @@ func render(m *model, name, title string) []byte {
 		vals[i] = yamlValue(v)
 	}
 	fmt.Fprintf(&b, "  init_inputs: [%s]\n", strings.Join(vals, ", "))
+	if len(m.layers) > 0 {
+		b.WriteString("  layers:\n")
+		for i, l := range m.layers {
+			if i == m.convAt && i > 0 {
+				b.WriteString("    - conv\n")
+			}
+			fmt.Fprintf(&b, "    - %s\n", yamlLayer(l))
+		}
+	}
+	if len(m.inputShapes) > 1 || len(m.prologue) > 0 || len(m.inputNames) > 0 && m.inputNames[0] != "x" {
+		b.WriteString("  inputs:\n")
+		for i, n := range m.inputNames {
+			fmt.Fprintf(&b, "    - {name: %s", yamlString(n))
+			if i < len(m.inputShapes) && (i > 0 || len(m.prologue) > 0) {
+				fmt.Fprintf(&b, ", shape: %s", ints(m.inputShapes[i]))
+			}
+			b.WriteString("}\n")
+		}
+	}
+	for _, sec := range []struct {
+		key string
+		ops []spec.Op
+	}{{"prologue", m.prologue}, {"forward", m.ops}} {
+		if len(sec.ops) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s:\n", sec.key)
+		for _, op := range sec.ops {
+			fmt.Fprintf(&b, "    - %s\n", yamlOp(op))
+		}
+	}
 	return []byte(b.String())
 }
 
@@ -187,6 +274,8 @@ func triple(v [3]int) string {
 
 func yamlValue(v spec.Value) string {
 	switch v.Kind {
+	case spec.FloatValue:
+		return spec.PyFloat(v.Float)
 	case spec.BoolValue:
 		return strconv.FormatBool(v.Bool)
 	case spec.TupleValue:

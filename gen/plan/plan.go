@@ -257,6 +257,9 @@ type Epilogue struct {
 	// VectorStore (direct with a window): outputs are stored as float4s,
 	// the output width and TW being multiples of 4.
 	VectorStore bool
+	// Chain is the model's ops before and after the convolution, as
+	// passes after it (empty for the convolution alone).
+	Chain *Chain
 }
 
 // Window is what a TW thread reads along W. Its outputs are ow0 + j for
@@ -456,7 +459,7 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 		if p.WGMMA.Fill {
 			p.Names.Fill = s.Name + "_fill_bias"
 		}
-		return p, nil
+		return p.withChain()
 	case spec.Direct:
 		p.Tile = chooseDirectTile(f, p.CinG, p.CoutG)
 		p.Threads = p.Tile.ThreadsM
@@ -496,6 +499,20 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 	}
 	p.Index = indexType(c.InputLen(), c.OutputLen(), c.WeightLen())
 	p.Names = names(s.Name, target)
+	return p.withChain()
+}
+
+// withChain plans the passes of the ops around the convolution.
+func (p *Plan) withChain() (*Plan, error) {
+	ch, err := planChain(p.Spec, p.Out, p.Names.Kernel)
+	if err != nil {
+		return nil, spec.Errors{p.Spec.Errorf("reference.forward", "", "%v", err)}
+	}
+	if ch.Any() && slices.Contains(p.Spec.Kernel.Backends, "triton") {
+		return nil, spec.Errors{p.Spec.Errorf("kernel.backends", "triton",
+			"the Triton backend runs the convolution alone: the ops around it (reference.forward, reference.prologue) are CUDA passes only")}
+	}
+	p.Epilogue.Chain = ch
 	return p, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"sort"
@@ -415,9 +416,30 @@ func (d *decoder) value(n *yaml.Node, field string) Value {
 	case n.Kind == yaml.ScalarNode && n.Tag == "!!int":
 		x, _ := d.int(n, field)
 		return Value{Kind: IntValue, Int: x}
+	case n.Kind == yaml.ScalarNode && n.Tag == "!!float":
+		x, _ := d.float(n, field)
+		return Value{Kind: FloatValue, Float: x}
 	}
-	d.fail(n, field, source(n), "must be an integer, true/false or a list of integers")
+	d.fail(n, field, source(n), "must be an integer, a float, true/false or a list of integers")
 	return Value{}
+}
+
+// float reads a finite float written as a Python float literal would be
+// (digits with a point or an exponent; no .inf or .nan).
+func (d *decoder) float(n *yaml.Node, field string) (float64, bool) {
+	if !d.scalar(n, field, "a number") {
+		return 0, false
+	}
+	if f := floatLit.FindString(n.Value); n.Tag != "!!float" || f != n.Value {
+		d.fail(n, field, source(n), "must be a float such as 0.5 or 1e-5")
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(n.Value, 64)
+	if err != nil || math.IsInf(v, 0) {
+		d.fail(n, field, source(n), "is out of range")
+		return 0, false
+	}
+	return v, true
 }
 
 func (d *decoder) problem(n *yaml.Node, f string, p *Problem) {
@@ -470,6 +492,10 @@ func (d *decoder) reference(n *yaml.Node, f string, r *Reference) {
 				r.InitInputs = append(r.InitInputs, d.value(c, field))
 			}
 		},
+		"layers":   func(n *yaml.Node, f string) { d.layers(n, f, r) },
+		"inputs":   func(n *yaml.Node, f string) { d.inputs(n, f, r) },
+		"prologue": func(n *yaml.Node, f string) { r.Prologue = d.ops(n, f) },
+		"forward":  func(n *yaml.Node, f string) { r.Forward = d.ops(n, f) },
 	}, "params", "conv", "init_inputs")
 }
 

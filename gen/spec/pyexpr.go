@@ -2,6 +2,8 @@ package spec
 
 import (
 	"fmt"
+	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -10,6 +12,10 @@ import (
 // The reference builds its convolution with a Python call whose arguments
 // are tiny expressions over the __init__ parameters. This file parses and
 // evaluates exactly that subset: names, integers, True/False and tuples.
+
+// floatLit is a Python float literal with an optional minus: digits with
+// a point or an exponent.
+var floatLit = regexp.MustCompile(`^-?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?`)
 
 // expr is a parsed argument expression.
 type expr struct {
@@ -113,10 +119,18 @@ func (p *exprParser) expr() (expr, error) {
 			return t[0], nil // (x) is x in Python; only (x,) is a tuple
 		}
 		return expr{tuple: t}, nil
-	case c == '-' || (c >= '0' && c <= '9'):
+	case c == '-' || c == '.' || (c >= '0' && c <= '9'):
 		j := p.i + 1
 		for j < len(p.src) && p.src[j] >= '0' && p.src[j] <= '9' {
 			j++
+		}
+		if f := floatLit.FindString(p.src[p.i:]); len(f) > j-p.i {
+			v, err := strconv.ParseFloat(f, 64)
+			if err != nil || math.IsInf(v, 0) {
+				return expr{}, fmt.Errorf("bad float %q", f)
+			}
+			p.i += len(f)
+			return expr{lit: &Value{Kind: FloatValue, Float: v}}, nil
 		}
 		n, err := strconv.Atoi(p.src[p.i:j])
 		if err != nil {
@@ -169,6 +183,8 @@ func (v Value) Python() string {
 			return "True"
 		}
 		return "False"
+	case FloatValue:
+		return PyFloat(v.Float)
 	case TupleValue:
 		parts := make([]string, len(v.Tuple))
 		for i, x := range v.Tuple {
@@ -224,7 +240,11 @@ func (r Reference) ConvArgs() string {
 func (r Reference) InitSignature() string {
 	params := make([]string, len(r.Params))
 	for i, p := range r.Params {
-		params[i] = p.Name + ": " + p.Type
+		typ := p.Type
+		if typ == "shape" {
+			typ = "tuple" // a shape is a tuple to Python
+		}
+		params[i] = p.Name + ": " + typ
 		if p.Default != nil {
 			params[i] += " = " + p.Default.Python()
 		}
@@ -235,4 +255,25 @@ func (r Reference) InitSignature() string {
 // trailingComma reports whether s ends with a comma, spaces aside.
 func trailingComma(s string) bool {
 	return strings.HasSuffix(strings.TrimRight(s, " "), ",")
+}
+
+// PyFloat renders a float as a Python float literal (always with a point
+// or an exponent, so Python reads a float back).
+func PyFloat(f float64) string {
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eIN") {
+		s += ".0"
+	}
+	return s
+}
+
+// EvalArg evaluates one call argument, "expr" or "keyword=expr", with the
+// bound parameters (for the importer, which reads the same arguments).
+func EvalArg(src string, env map[string]Value) (keyword string, v Value, err error) {
+	a, err := parseConvArg(src)
+	if err != nil {
+		return "", Value{}, err
+	}
+	v, err = a.value.eval(env)
+	return a.keyword, v, err
 }

@@ -68,6 +68,19 @@ type Reference struct {
 	Params     []Param  // __init__ parameters after self, in order
 	Conv       []string // nn.ConvTranspose3d arguments: "expr" or "keyword=expr"
 	InitInputs []Value  // what get_init_inputs() returns
+	// Layers are the other attributes __init__ sets, in order; the
+	// convolution is created before Layers[ConvAt] (ConvAt 0: first).
+	Layers []Layer
+	ConvAt int
+	// Inputs are forward's inputs (nil: one, x, of the problem's input
+	// shape); Prologue runs on the first before the convolution, Forward
+	// on the convolution's output.
+	Inputs   []Input
+	Prologue []Op
+	Forward  []Op
+	// Env is every __init__ parameter's value (init inputs, then
+	// defaults), filled by validation.
+	Env map[string]Value
 }
 
 // Param is one __init__ parameter.
@@ -195,11 +208,12 @@ type Triton struct {
 // the fields that are set.
 func (t Triton) String() string { return Flow(t) }
 
-// Value is a Python literal as the reference model sees it: an int, a bool
-// or a tuple of ints.
+// Value is a Python literal as the reference model sees it: an int, a
+// float, a bool or a tuple of ints.
 type Value struct {
 	Kind  ValueKind
 	Int   int
+	Float float64
 	Bool  bool
 	Tuple []int
 }
@@ -211,4 +225,17 @@ const (
 	IntValue ValueKind = iota
 	BoolValue
 	TupleValue
+	FloatValue
 )
+
+// Number is a numeric value as a float64 (an int or a float); ok is false
+// for bools and tuples.
+func (v Value) Number() (float64, bool) {
+	switch v.Kind {
+	case IntValue:
+		return float64(v.Int), true
+	case FloatValue:
+		return v.Float, true
+	}
+	return 0, false
+}

@@ -161,8 +161,8 @@ func (d *decoder) validateReference(s *Spec) {
 			d.failAt(f+".name", strconv.Quote(p.Name), "duplicate parameter")
 		}
 		seen[p.Name] = true
-		if p.Type != "int" && p.Type != "bool" && p.Type != "tuple" {
-			d.failAt(f+".type", strconv.Quote(p.Type), "must be int, bool or tuple")
+		if _, ok := paramTypes[p.Type]; !ok {
+			d.failAt(f+".type", strconv.Quote(p.Type), "must be int, float, bool, tuple or shape")
 		}
 		if p.Default == nil && sawDefault && d.ok(f) {
 			d.failAt(f+".name", p.Name, "a parameter without a default cannot follow one with a default")
@@ -185,6 +185,10 @@ func (d *decoder) validateReference(s *Spec) {
 		if _, ok := env[p.Name]; !ok {
 			d.failAt("reference.init_inputs", "", "leaves parameter %s without a value", p.Name)
 		}
+	}
+	r.Env = env
+	if !d.hasError("reference.params") && !d.hasError("reference.init_inputs") && !d.hasError("problem") {
+		d.validateModel(s, env)
 	}
 	for _, e := range d.errs {
 		if e.Field == "reference" || within(e.Field, "reference") {
@@ -209,13 +213,23 @@ func (d *decoder) hasError(field string) bool {
 	return false
 }
 
+// paramTypes are the parameter types and the kind of value each takes: a
+// tuple is three integers (D, H, W), a shape any non-empty tuple of
+// integers (a tensor's shape; annotated tuple in Python).
+var paramTypes = map[string]ValueKind{"int": IntValue, "bool": BoolValue, "tuple": TupleValue, "shape": TupleValue, "float": FloatValue}
+
 func (d *decoder) matchType(field string, p Param, v Value) {
-	ok := map[string]ValueKind{"int": IntValue, "bool": BoolValue, "tuple": TupleValue}[p.Type] == v.Kind
-	if ok && v.Kind == TupleValue && len(v.Tuple) != 3 {
+	kind, known := paramTypes[p.Type]
+	ok := kind == v.Kind
+	switch {
+	case ok && p.Type == "tuple" && len(v.Tuple) != 3, ok && p.Type == "shape" && len(v.Tuple) == 0:
 		ok = false
+	case p.Type == "float" && v.Kind == IntValue:
+		ok = true // Python passes an int where a float is expected
 	}
-	if !ok && (p.Type == "int" || p.Type == "bool" || p.Type == "tuple") {
-		want := map[string]string{"int": "an integer", "bool": "true or false", "tuple": "a list of three integers"}[p.Type]
+	if !ok && known {
+		want := map[string]string{"int": "an integer", "bool": "true or false", "tuple": "a list of three integers",
+			"shape": "a non-empty list of integers", "float": "a number"}[p.Type]
 		d.failAt(field, v.Python(), "parameter %s is annotated %s: expected %s", p.Name, p.Type, want)
 	}
 }

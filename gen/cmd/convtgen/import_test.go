@@ -53,13 +53,25 @@ func TestImportToFile(t *testing.T) {
 }
 
 func TestImportRefused(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "s.yaml")
-	r := runIn(".", "import", "-o", out, problem15)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "s.yaml")
+	// Problem 15 with a layer and an op the spec does not describe.
+	src, err := os.ReadFile(problem15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(src), "nn.BatchNorm3d(out_channels)", "nn.InstanceNorm3d(out_channels)", 1)
+	bad = strings.Replace(bad, "x - torch.mean(", "x - torch.median(", 1)
+	problem := filepath.Join(dir, "15.py")
+	if err := os.WriteFile(problem, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runIn(".", "import", "-o", out, problem)
 	if r.code != exitProblem || r.stdout != "" {
 		t.Fatalf("exit %d, stdout %q", r.code, r.stdout)
 	}
 	ls := lines(r.stderr)
-	positioned := regexp.MustCompile(`^` + regexp.QuoteMeta(problem15) + `:\d+:\d+: `)
+	positioned := regexp.MustCompile(`^` + regexp.QuoteMeta(problem) + `:\d+:\d+: `)
 	for _, l := range ls[:len(ls)-1] {
 		if !positioned.MatchString(l) {
 			t.Errorf("not a positioned refusal: %q", l)

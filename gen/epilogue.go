@@ -1,0 +1,240 @@
+package gen
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"convtgen/gen/plan"
+)
+
+// The CUDA text of the passes around the convolution (plan.Chain): the
+// pointwise statements of each pointwise pass and the launch arguments;
+// templates/cuda_epilogue.tmpl prints them into straight kernels.
+
+// ChainView is what the epilogue template prints.
+type ChainView struct {
+	Chain    *plan.Chain
+	Prologue []PassView
+	Passes   []PassView
+	Updates  []UpdateView
+	// ExtraParams are the float extras as kernel parameters
+	// ("const float* __restrict__ e0, ..."), ExtraArgs the host's
+	// arguments for them.
+	ExtraParams, ExtraArgs string
+	ExtraChecks            []ExtraCheck
+	SlotOffsets            []int // each stats slot's first double
+	StatsLen               int
+	Final                  string // forward's output shape
+	Python                 string // the Python list of extras forward passes
+}
+
+// UpdateView is a BatchNorm update with its stats slot's offset.
+type UpdateView struct {
+	plan.BNUpdate
+	Offset int
+}
+
+// ExtraCheck is one extra tensor's host check.
+type ExtraCheck struct {
+	Index int
+	Expr  string // for the message
+	Len   int
+	Int64 bool // num_batches_tracked
+}
+
+// PassView is one pass: its plan and what the template prints for it.
+type PassView struct {
+	plan.Pass
+	Code       []string // pointwise: statements on float v (the element i, its channel c)
+	Blocks     string   // the launch's grid
+	Threads    int
+	SlotOffset int
+	OutShape   string
+	Kept       bool   // the convolution's value v0 is read
+	Params     string // pointwise: the extras' kernel parameters
+}
+
+// cFloat writes a number as a CUDA float literal.
+func cFloat(f float64) string {
+	if math.IsInf(f, 1) {
+		return "INFINITY"
+	}
+	if math.IsInf(f, -1) {
+		return "-INFINITY"
+	}
+	s := strconv.FormatFloat(float64(float32(f)), 'g', 9, 32)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return s + "f"
+}
+
+func cDouble(f float64) string {
+	s := strconv.FormatFloat(f, 'g', 17, 64)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return s
+}
+
+// operand is a pointwise op's other side as a C expression.
+func operand(op plan.PointOp) string {
+	switch {
+	case op.Conv:
+		return "v0"
+	case op.Arg >= 0 && op.PerChannel:
+		return fmt.Sprintf("__ldg(e%d + c)", op.Arg)
+	case op.Arg >= 0 && op.Elementwise:
+		return fmt.Sprintf("__ldg(e%d + i)", op.Arg)
+	case op.Arg >= 0:
+		return fmt.Sprintf("__ldg(e%d)", op.Arg)
+	}
+	return cFloat(op.Num)
+}
+
+// pointCode is one op's statement on v.
+func pointCode(op plan.PointOp, slotOffset []int) string {
+	switch op.Kind {
+	case "add":
+		return "v = v + " + operand(op) + ";"
+	case "sub":
+		return "v = v - " + operand(op) + ";"
+	case "mul":
+		return "v = v * " + operand(op) + ";"
+	case "div":
+		return "v = v / " + operand(op) + ";"
+	case "clamp":
+		s := ""
+		if op.Min != nil {
+			s += "v = fmaxf(v, " + cFloat(*op.Min) + "); "
+		}
+		if op.Max != nil {
+			s += "v = fminf(v, " + cFloat(*op.Max) + ");"
+		}
+		return strings.TrimSpace(s)
+	case "relu":
+		return "v = fmaxf(v, 0.0f);"
+	case "gelu":
+		return "v = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));"
+	case "sigmoid":
+		return "v = 1.0f / (1.0f + expf(-v));"
+	case "tanh":
+		return "v = tanhf(v);"
+	case "swish":
+		return "v = v / (1.0f + expf(-v));"
+	case "hardswish":
+		return "v = v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f;"
+	case "mul_hardswish":
+		return "v = v * (v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f);"
+	case "leaky_relu":
+		return "v = v >= 0.0f ? v : v * " + cFloat(op.Slope) + ";"
+	case "sigmoid_gate":
+		return "v = v * (1.0f / (1.0f + expf(-(v + " + cFloat(op.Shift) + ")))) / " + cFloat(op.Div) + ";"
+	case "norm":
+		g := op.Seg
+		seg := fmt.Sprintf("(i / %dLL)", g.Div)
+		if g.Mod > 0 {
+			seg = fmt.Sprintf("(%s %% %dLL)", seg, g.Mod)
+		}
+		st := fmt.Sprintf("stats + %d + 2 * %s", slotOffset[op.Slot], seg)
+		if op.Softmax {
+			return fmt.Sprintf("{ const double* s = %s; v = (float)(exp((double)v - s[0]) / s[1]); }", st)
+		}
+		mean := fmt.Sprintf("const double* s = %s; const double mean = s[0] / %s;", st, cDouble(float64(g.Elements())))
+		if op.SubMean {
+			return "{ " + mean + " v = (float)((double)v - mean); }"
+		}
+		idx := "c"
+		if op.LastAxis {
+			idx = fmt.Sprintf("(int)(i %% %dLL)", g.RunLen)
+		}
+		code := fmt.Sprintf("{ %s const double var = fmax(s[1] / %s - mean * mean, 0.0); v = (float)(((double)v - mean) / sqrt(var + %s))",
+			mean, cDouble(float64(g.Elements())), cDouble(op.Eps))
+		if op.Weight >= 0 {
+			code += fmt.Sprintf(" * __ldg(e%d + %s)", op.Weight, idx)
+		}
+		if op.Bias >= 0 {
+			code += fmt.Sprintf(" + __ldg(e%d + %s)", op.Bias, idx)
+		}
+		return code + "; }"
+	}
+	panic("gen: unknown pointwise op " + op.Kind)
+}
+
+const epiThreads = 256
+
+func blocks(n int) string { return strconv.Itoa(max(1, (n+epiThreads-1)/epiThreads)) }
+
+func shapeC(s []int) string {
+	parts := make([]string, len(s))
+	for i, v := range s {
+		parts[i] = strconv.Itoa(v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// newChainView formats the chain for the template; nil without ops.
+func newChainView(c *plan.Chain) *ChainView {
+	if !c.Any() {
+		return nil
+	}
+	v := &ChainView{Chain: c, Final: shapeC(c.Final)}
+	off := 0
+	for _, n := range c.Slots {
+		v.SlotOffsets = append(v.SlotOffsets, off)
+		off += n
+	}
+	for _, u := range c.Updates {
+		v.Updates = append(v.Updates, UpdateView{BNUpdate: u, Offset: v.SlotOffsets[u.Slot]})
+	}
+	v.StatsLen = max(1, off)
+	var params, args, exprs []string
+	for i, e := range c.Extras {
+		exprs = append(exprs, e.Expr)
+		int64 := strings.HasSuffix(e.Expr, ".num_batches_tracked")
+		v.ExtraChecks = append(v.ExtraChecks, ExtraCheck{Index: i, Expr: e.Expr, Len: e.Len, Int64: int64})
+		if int64 {
+			params = append(params, fmt.Sprintf("const float* __restrict__ e%d", i))
+			args = append(args, "nullptr")
+			continue
+		}
+		params = append(params, fmt.Sprintf("const float* __restrict__ e%d", i))
+		args = append(args, fmt.Sprintf("(const float*)extras[%d].data_ptr()", i))
+	}
+	v.ExtraParams = strings.Join(params, ", ")
+	v.ExtraArgs = strings.Join(args, ", ")
+	v.Python = "[" + strings.Join(exprs, ", ") + "]"
+	view := func(p plan.Pass) PassView {
+		pv := PassView{Pass: p, Threads: epiThreads, OutShape: shapeC(p.Out[:])}
+		switch p.Kind {
+		case "pointwise":
+			pv.Params = v.ExtraParams
+			for _, op := range p.Ops {
+				pv.Code = append(pv.Code, pointCode(op, v.SlotOffsets))
+				pv.Kept = pv.Kept || op.Conv
+			}
+			pv.Blocks = blocks(p.OutLen)
+		case "stats":
+			pv.SlotOffset = v.SlotOffsets[p.Slot]
+			if p.Large {
+				pv.Blocks = fmt.Sprintf("dim3(%d, %d)", p.Seg.Count, p.Split)
+			} else {
+				pv.Blocks = blocks(p.Seg.Count)
+			}
+		case "channel":
+			pv.Blocks = blocks(p.In[0] * p.In[2] * p.In[3] * p.In[4])
+		default:
+			pv.Blocks = blocks(p.OutLen)
+		}
+		return pv
+	}
+	for _, p := range c.Prologue {
+		v.Prologue = append(v.Prologue, view(p))
+	}
+	for _, p := range c.Passes {
+		v.Passes = append(v.Passes, view(p))
+	}
+	return v
+}
