@@ -11,7 +11,10 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-Products are fp32 FFMA, accumulated in fp32.
+Computed directly, without GEMM tiles: each thread holds 2 output positions
+by 16 output channels and loads its own inputs into registers (no other
+thread reads them); only the weights are staged in shared memory. Products
+are fp32 FFMA, accumulated in fp32.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
 """
@@ -35,18 +38,16 @@ static constexpr idx_t kInHW = (idx_t)kInH * kInW, kInDHW = kInD * kInHW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
 // ---- Tiling (from the plan) ----------------------------------------------
-// A block computes kBM output positions of one phase by kBN output channels
-// of one group, kBK input channels per step.
-static constexpr int kBM = 512, kBN = 16, kBK = 3;
-static constexpr int kThreads = 256;
-// Thread (tm, tn) holds kTM x kTN results in registers.
-static constexpr int kTM = 8, kTN = 4, kThreadsM = 64;
-static constexpr int kPad = 0;  // shared-memory row padding, in floats
+// Each of kThreads threads computes kTM output positions of one phase
+// (kThreads apart, so a warp's loads and stores run along W) by kBN output
+// channels of one group. Its inputs go straight to its registers, kBK
+// input channels at a time: no other thread reads them. Shared memory
+// holds the weights of kTapChunk of the phase's taps, which every thread
+// reads alike.
+static constexpr int kBM = 256, kBN = 16, kBK = 3, kTM = 2;
+static constexpr int kThreads = 128;
 static constexpr int kCIChunks = 1;  // kBK-channel steps per tap
-// The A (input) gather: kALanes threads cover the rows, each owning kARows
-// rows and kAK of the kBK channels (stride kAKStride).
-static constexpr int kALanes = 256, kARows = 2, kAKStride = 1, kAK = 3;
-static constexpr int kBLoads = 1;  // weight elements each thread loads per step
+static constexpr int kTapChunk = 8;  // taps whose weights are staged at once
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 struct PhaseInfo {
@@ -120,10 +121,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 l2_72_batchnorm_avgpool_avgpool_igemm(const float* __restrict__ x, const float* __restrict__ wt,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // Two stages of each tile: the next step's loads fill one while the
-    // products read the other, so one barrier per step suffices.
-    __shared__ __align__(16) float a_tile[2][kBK][kBM + kPad];
-    __shared__ __align__(16) float b_tile[2][kBK][kBN + kPad];
+    // Weights of up to kTapChunk taps as (tap, input channel, kBN output
+    // channels): a thread reads the kBN of one (tap, channel) as float4s,
+    // the same address in every lane (a broadcast).
+    __shared__ __align__(16) float w_tile[kTapChunk * kCinG * kBN];
 
     // Phases interleave along x: neighbouring blocks compute the same rows
     // of different phases, whose outputs share cache sectors, so their
@@ -136,124 +137,97 @@ l2_72_batchnorm_avgpool_avgpool_igemm(const float* __restrict__ x, const float* 
     const int tid = threadIdx.x;
     const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
 
-    // ---- Rows this thread gathers: decoded once, reused by every step ----
-    const int a_lane = tid % kALanes, a_k0 = tid / kALanes;
-    idx_t a_base[kARows];
-    int a_qd[kARows], a_qh[kARows], a_qw[kARows];
+    // ---- This thread's rows m0 + tid + i*kThreads: decoded once ----------
+    idx_t base[kTM];
+    int row_qd[kTM], row_qh[kTM], row_qw[kTM];
     #pragma unroll
-    for (int r = 0; r < kARows; ++r) {
-        const int m = m0 + a_lane + r * kALanes;
+    for (int i = 0; i < kTM; ++i) {
+        const int m = m0 + tid + i * kThreads;
         if (m < P.m) {
             const int n = m / q_dhw, s = m - n * q_dhw;
-            a_qd[r] = s / q_hw;
-            a_qh[r] = (s - a_qd[r] * q_hw) / P.q_w;
-            a_qw[r] = s - a_qd[r] * q_hw - a_qh[r] * P.q_w;
-            a_base[r] = ((idx_t)n * kCin + (idx_t)g * kCinG) * kInDHW;
+            row_qd[i] = s / q_hw;
+            row_qh[i] = (s - row_qd[i] * q_hw) / P.q_w;
+            row_qw[i] = s - row_qd[i] * q_hw - row_qh[i] * P.q_w;
+            base[i] = ((idx_t)n * kCin + (idx_t)g * kCinG) * kInDHW;
         } else {
-            // Pushes every input index out of range (the row reads zeros)
-            // along W, whose index is added, not multiplied: no int product
-            // of it can overflow.
-            a_qw[r] = -(1 << 29);
-            a_qd[r] = a_qh[r] = 0;
-            a_base[r] = 0;
+            row_qd[i] = -(1 << 29);  // pushes every input index out of range: the row reads zeros
+            row_qh[i] = row_qw[i] = 0;
+            base[i] = 0;
         }
     }
 
-    float a_reg[kARows][kAK];
-    float b_reg[kBLoads];
-    // gather loads step ks's tiles into registers: A from the input at the
-    // tap's offset (zero where the tap falls outside it), B from the weight.
-    auto gather = [&](int ks) {
-        const int tap = ks / kCIChunks;
-        const int ci0 = (ks - tap * kCIChunks) * kBK;
-        const TapInfo T = kTapTable[P.tap_start + tap];
-        #pragma unroll
-        for (int r = 0; r < kARows; ++r) {
-            const int id = a_qd[r] + T.off_d, ih = a_qh[r] + T.off_h, iw = a_qw[r] + T.off_w;
-            const bool inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
-            const float* src = x + a_base[r] + (idx_t)id * kInHW + (idx_t)ih * kInW + iw;
-            #pragma unroll
-            for (int j = 0; j < kAK; ++j) {
-                const int k = a_k0 + j * kAKStride;
-                const int ci = ci0 + k;
-                a_reg[r][j] = (inside && k < kBK && ci < kCinG) ? __ldg(src + (idx_t)ci * kInDHW) : 0.0f;
-            }
-        }
-        const float* wsrc = wt + (((idx_t)g * kTaps + T.flat) * kCinG + ci0) * kCoutG + n0;
-        #pragma unroll
-        for (int j = 0; j < kBLoads; ++j) {
-            const int e = tid + j * kThreads;
-            const int k = e / kBN, n = e % kBN;
-            b_reg[j] = (e < kBK * kBN && ci0 + k < kCinG && n0 + n < kCoutG) ? __ldg(wsrc + k * kCoutG + n) : 0.0f;
-        }
-    };
-    auto stash = [&](int buf) {
-        #pragma unroll
-        for (int r = 0; r < kARows; ++r) {
-            #pragma unroll
-            for (int j = 0; j < kAK; ++j) {
-                const int k = a_k0 + j * kAKStride;
-                if (k < kBK) a_tile[buf][k][a_lane + r * kALanes] = a_reg[r][j];
-            }
-        }
-        #pragma unroll
-        for (int j = 0; j < kBLoads; ++j) {
-            const int e = tid + j * kThreads;
-            if (e < kBK * kBN) b_tile[buf][e / kBN][e % kBN] = b_reg[j];
-        }
-    };
-    // ---- Main loop: the FMAs of one step overlap the next step's loads ---
-    const int tm = tid % kThreadsM, tn = tid / kThreadsM;
-    float acc[kTM][kTN];
+    float acc[kTM][kBN];
     #pragma unroll
     for (int i = 0; i < kTM; ++i) {
         #pragma unroll
-        for (int j = 0; j < kTN; ++j) acc[i][j] = 0.0f;
+        for (int j = 0; j < kBN; ++j) acc[i][j] = 0.0f;
     }
-    const int ksteps = P.tap_count * kCIChunks;
-    for (int ks = 0; ks <= ksteps; ++ks) {
-        if (ks < ksteps) gather(ks);
-        if (ks > 0) {
-            const int buf = (ks - 1) & 1;
+
+    // ---- Taps, kTapChunk at a time: stage their weights, then FMAs --------
+    for (int t0 = 0; t0 < P.tap_count; t0 += kTapChunk) {
+        const int taps = min(kTapChunk, P.tap_count - t0);
+        __syncthreads();  // everyone is done with the previous chunk's weights
+        for (int e = tid; e < taps * kCinG * kBN; e += kThreads) {
+            const int n = e % kBN, rest = e / kBN;
+            const int ci = rest % kCinG, t = rest / kCinG;
+            const int flat = kTapTable[P.tap_start + t0 + t].flat;
+            w_tile[e] = n0 + n < kCoutG ? __ldg(wt + (((idx_t)g * kTaps + flat) * kCinG + ci) * kCoutG + n0 + n) : 0.0f;
+        }
+        __syncthreads();
+        for (int t = 0; t < taps; ++t) {
+            const TapInfo T = kTapTable[P.tap_start + t0 + t];
+            const float* src[kTM];
+            bool inside[kTM];
             #pragma unroll
-            for (int k = 0; k < kBK; ++k) {
-                // Rows tm*4.. and columns tn*4.., repeated every kBM/(kTM/4)
-                // and kBN/(kTN/4): float4 reads that a warp makes without
-                // bank conflicts.
-                float a[kTM], b[kTN];
-                #pragma unroll
-                for (int c = 0; c < kTM / 4; ++c) {
-                    const float4 v = *reinterpret_cast<const float4*>(&a_tile[buf][k][c * (kBM / (kTM / 4)) + tm * 4]);
-                    a[c * 4 + 0] = v.x; a[c * 4 + 1] = v.y; a[c * 4 + 2] = v.z; a[c * 4 + 3] = v.w;
-                }
-                #pragma unroll
-                for (int c = 0; c < kTN / 4; ++c) {
-                    const float4 v = *reinterpret_cast<const float4*>(&b_tile[buf][k][c * (kBN / (kTN / 4)) + tn * 4]);
-                    b[c * 4 + 0] = v.x; b[c * 4 + 1] = v.y; b[c * 4 + 2] = v.z; b[c * 4 + 3] = v.w;
-                }
+            for (int i = 0; i < kTM; ++i) {
+                const int id = row_qd[i] + T.off_d, ih = row_qh[i] + T.off_h, iw = row_qw[i] + T.off_w;
+                inside[i] = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
+                src[i] = inside[i] ? x + base[i] + (idx_t)id * kInHW + (idx_t)ih * kInW + iw : x;
+            }
+            const float* w_tap = w_tile + t * kCinG * kBN;
+            for (int c = 0; c < kCIChunks; ++c) {
+                // kBK channels' loads issued together, then their FMAs.
+                float a[kTM][kBK];
                 #pragma unroll
                 for (int i = 0; i < kTM; ++i) {
                     #pragma unroll
-                    for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                    for (int j = 0; j < kBK; ++j) {
+                        const int ci = c * kBK + j;
+                        a[i][j] = inside[i] && ci < kCinG ? __ldg(src[i] + (idx_t)ci * kInDHW) : 0.0f;
+                    }
+                }
+                #pragma unroll
+                for (int j = 0; j < kBK; ++j) {
+                    const int ci = c * kBK + j;
+                    if (ci >= kCinG) break;
+                    #pragma unroll
+                    for (int n = 0; n < kBN; n += 4) {
+                        const float4 w = *reinterpret_cast<const float4*>(&w_tap[ci * kBN + n]);
+                        #pragma unroll
+                        for (int i = 0; i < kTM; ++i) {
+                            acc[i][n + 0] = fmaf(a[i][j], w.x, acc[i][n + 0]);
+                            acc[i][n + 1] = fmaf(a[i][j], w.y, acc[i][n + 1]);
+                            acc[i][n + 2] = fmaf(a[i][j], w.z, acc[i][n + 2]);
+                            acc[i][n + 3] = fmaf(a[i][j], w.w, acc[i][n + 3]);
+                        }
+                    }
                 }
             }
         }
-        if (ks < ksteps) stash(ks & 1);
-        __syncthreads();
     }
 
     // ---- Epilogue: bias, then each output written once -------------------
     #pragma unroll
     for (int i = 0; i < kTM; ++i) {
-        const int m = m0 + (i / 4) * (kBM / (kTM / 4)) + tm * 4 + (i % 4);
+        const int m = m0 + tid + i * kThreads;
         if (m >= P.m) continue;
         const int n = m / q_dhw, s = m - n * q_dhw;
         const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
         const idx_t row = (idx_t)n * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
             + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
         #pragma unroll
-        for (int j = 0; j < kTN; ++j) {
-            const int co = n0 + (j / 4) * (kBN / (kTN / 4)) + tn * 4 + (j % 4);
+        for (int j = 0; j < kBN; ++j) {
+            const int co = n0 + j;
             if (co >= kCoutG) continue;
             const int c = g * kCoutG + co;
             y[row + (idx_t)c * kOutDHW] = acc[i][j] + __ldg(bias + c);
@@ -385,9 +359,8 @@ extern "C" __global__ void l2_72_batchnorm_avgpool_avgpool_igemm_bn0(const doubl
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -409,8 +382,7 @@ static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Ten
     auto y = torch::empty({64, 16, 63, 63, 63}, x.options());
     l2_72_batchnorm_avgpool_avgpool_repack_weight<<<6, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("l2_72_batchnorm_avgpool_avgpool_repack_weight");
-    l2_72_batchnorm_avgpool_avgpool_igemm<<<dim3(32768, 1, 1), 256>>>(
-        (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    l2_72_batchnorm_avgpool_avgpool_igemm<<<dim3(65536, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("l2_72_batchnorm_avgpool_avgpool_igemm");
     return y;

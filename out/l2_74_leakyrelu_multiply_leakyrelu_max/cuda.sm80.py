@@ -11,7 +11,8 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-Products are fp32 FFMA, accumulated in fp32.
+Products run on the tensor cores as 3xTF32 (each fp32 operand split into two
+TF32 parts, three m16n8k8 products, fp32 accumulation): fp32-level accuracy.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
 """
@@ -37,16 +38,17 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // ---- Tiling (from the plan) ----------------------------------------------
 // A block computes kBM output positions of one phase by kBN output channels
 // of one group, kBK input channels per step.
-static constexpr int kBM = 256, kBN = 32, kBK = 8;
-static constexpr int kThreads = 256;
-// Thread (tm, tn) holds kTM x kTN results in registers.
-static constexpr int kTM = 8, kTN = 4, kThreadsM = 32;
-static constexpr int kPad = 0;  // shared-memory row padding, in floats
-static constexpr int kCIChunks = 2;  // kBK-channel steps per tap
+static constexpr int kBM = 256, kBN = 32, kBK = 16;
+static constexpr int kThreads = 128;
+// Warp w holds a kWM x kWN tile: kMT x kNT m16n8k8 fragments.
+static constexpr int kWM = 64, kWN = 32, kWarpsM = 4;
+static constexpr int kMT = kWM / 16, kNT = kWN / 8;
+static constexpr int kPad = 8;  // shared-memory row padding, in floats
+static constexpr int kCIChunks = 1;  // kBK-channel steps per tap
 // The A (input) gather: kALanes threads cover the rows, each owning kARows
 // rows and kAK of the kBK channels (stride kAKStride).
-static constexpr int kALanes = 256, kARows = 1, kAKStride = 1, kAK = 8;
-static constexpr int kBLoads = 1;  // weight elements each thread loads per step
+static constexpr int kALanes = 128, kARows = 2, kAKStride = 1, kAK = 16;
+static constexpr int kBLoads = 4;  // weight elements each thread loads per step
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 struct PhaseInfo {
@@ -114,6 +116,31 @@ extern "C" __global__ void l2_74_leakyrelu_multiply_leakyrelu_max_repack_weight(
     const int tap = (int)(rest % kTaps);
     const int g = (int)(rest / kTaps);
     wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
+}
+
+// 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
+// lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
+// lo*lo is below fp32 rounding. Each part rounds to nearest (ties away),
+// as cvt.rna.tf32.f32 does for finite values, written out because the cvt
+// adds an infinity test and select (a third more hot-loop instructions).
+__device__ __forceinline__ unsigned round_tf32(float x)
+{
+    return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+}
+
+__device__ __forceinline__ void split_tf32(float x, unsigned& hi, unsigned& lo)
+{
+    hi = round_tf32(x);
+    lo = round_tf32(x - __uint_as_float(hi));
+}
+
+// acc += a * b: one m16n8k8 TF32 product (a row-major 16x8, b column-major 8x8).
+__device__ __forceinline__ void mma_tf32(float* acc, const unsigned* a, const unsigned* b)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
@@ -202,13 +229,21 @@ l2_74_leakyrelu_multiply_leakyrelu_max_igemm(const float* __restrict__ x, const 
             if (e < kBK * kBN) b_tile[buf][e / kBN][e % kBN] = b_reg[j];
         }
     };
-    // ---- Main loop: the FMAs of one step overlap the next step's loads ---
-    const int tm = tid % kThreadsM, tn = tid / kThreadsM;
-    float acc[kTM][kTN];
+    // ---- Main loop: tensor-core products of step ks-1 overlap the loads of
+    // step ks. Fragment layout of m16n8k8 (PTX ISA): lane = 4*g + t holds
+    // A rows g and g+8 at columns t and t+4, B column g at rows t and t+4,
+    // and C rows g and g+8 at columns 2t and 2t+1.
+    const int warp = tid / 32, lane = tid % 32;
+    const int g8 = lane / 4, t4 = lane % 4;
+    const int wm0 = (warp % kWarpsM) * kWM, wn0 = (warp / kWarpsM) * kWN;
+    float acc[kMT][kNT][4];
     #pragma unroll
-    for (int i = 0; i < kTM; ++i) {
+    for (int i = 0; i < kMT; ++i) {
         #pragma unroll
-        for (int j = 0; j < kTN; ++j) acc[i][j] = 0.0f;
+        for (int j = 0; j < kNT; ++j) {
+            #pragma unroll
+            for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+        }
     }
     const int ksteps = P.tap_count * kCIChunks;
     for (int ks = 0; ks <= ksteps; ++ks) {
@@ -216,25 +251,40 @@ l2_74_leakyrelu_multiply_leakyrelu_max_igemm(const float* __restrict__ x, const 
         if (ks > 0) {
             const int buf = (ks - 1) & 1;
             #pragma unroll
-            for (int k = 0; k < kBK; ++k) {
-                // Rows tm*4.. and columns tn*4.., repeated every kBM/(kTM/4)
-                // and kBN/(kTN/4): float4 reads that a warp makes without
-                // bank conflicts.
-                float a[kTM], b[kTN];
+            for (int k8 = 0; k8 < kBK; k8 += 8) {
+                // Rows padded by kPad floats put the 32 lanes' reads in 32
+                // different banks.
+                unsigned a_hi[kMT][4], a_lo[kMT][4], b_hi[kNT][2], b_lo[kNT][2];
                 #pragma unroll
-                for (int c = 0; c < kTM / 4; ++c) {
-                    const float4 v = *reinterpret_cast<const float4*>(&a_tile[buf][k][c * (kBM / (kTM / 4)) + tm * 4]);
-                    a[c * 4 + 0] = v.x; a[c * 4 + 1] = v.y; a[c * 4 + 2] = v.z; a[c * 4 + 3] = v.w;
+                for (int i = 0; i < kMT; ++i) {
+                    const int m = wm0 + i * 16 + g8;
+                    split_tf32(a_tile[buf][k8 + t4][m], a_hi[i][0], a_lo[i][0]);
+                    split_tf32(a_tile[buf][k8 + t4][m + 8], a_hi[i][1], a_lo[i][1]);
+                    split_tf32(a_tile[buf][k8 + t4 + 4][m], a_hi[i][2], a_lo[i][2]);
+                    split_tf32(a_tile[buf][k8 + t4 + 4][m + 8], a_hi[i][3], a_lo[i][3]);
                 }
                 #pragma unroll
-                for (int c = 0; c < kTN / 4; ++c) {
-                    const float4 v = *reinterpret_cast<const float4*>(&b_tile[buf][k][c * (kBN / (kTN / 4)) + tn * 4]);
-                    b[c * 4 + 0] = v.x; b[c * 4 + 1] = v.y; b[c * 4 + 2] = v.z; b[c * 4 + 3] = v.w;
+                for (int j = 0; j < kNT; ++j) {
+                    const int n = wn0 + j * 8 + g8;
+                    split_tf32(b_tile[buf][k8 + t4][n], b_hi[j][0], b_lo[j][0]);
+                    split_tf32(b_tile[buf][k8 + t4 + 4][n], b_hi[j][1], b_lo[j][1]);
                 }
                 #pragma unroll
-                for (int i = 0; i < kTM; ++i) {
+                for (int i = 0; i < kMT; ++i) {
                     #pragma unroll
-                    for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                    for (int j = 0; j < kNT; ++j) {
+                        // The tensor cores round their sums toward zero, a
+                        // bias that grows with every accumulation into the
+                        // same registers. So each 8-deep slice is summed
+                        // from zero (small terms first) and added to the
+                        // running total with a round-to-nearest fp32 add.
+                        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                        mma_tf32(part, a_lo[i], b_hi[j]);
+                        mma_tf32(part, a_hi[i], b_lo[j]);
+                        mma_tf32(part, a_hi[i], b_hi[j]);
+                        #pragma unroll
+                        for (int c = 0; c < 4; ++c) acc[i][j][c] += part[c];
+                    }
                 }
             }
         }
@@ -244,19 +294,25 @@ l2_74_leakyrelu_multiply_leakyrelu_max_igemm(const float* __restrict__ x, const 
 
     // ---- Epilogue: bias, then each output written once -------------------
     #pragma unroll
-    for (int i = 0; i < kTM; ++i) {
-        const int m = m0 + (i / 4) * (kBM / (kTM / 4)) + tm * 4 + (i % 4);
-        if (m >= P.m) continue;
-        const int n = m / q_dhw, s = m - n * q_dhw;
-        const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
-        const idx_t row = (idx_t)n * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-            + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
+    for (int i = 0; i < kMT; ++i) {
         #pragma unroll
-        for (int j = 0; j < kTN; ++j) {
-            const int co = n0 + (j / 4) * (kBN / (kTN / 4)) + tn * 4 + (j % 4);
-            if (co >= kCoutG) continue;
-            const int c = g * kCoutG + co;
-            y[row + (idx_t)c * kOutDHW] = acc[i][j] + __ldg(bias + c);
+        for (int half = 0; half < 2; ++half) {
+            const int m = m0 + wm0 + i * 16 + g8 + half * 8;
+            if (m >= P.m) continue;
+            const int n = m / q_dhw, s = m - n * q_dhw;
+            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
+            const idx_t row = (idx_t)n * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
+                + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
+            #pragma unroll
+            for (int j = 0; j < kNT; ++j) {
+                #pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int co = n0 + wn0 + j * 8 + 2 * t4 + e;
+                    if (co >= kCoutG) continue;
+                    const int c = g * kCoutG + co;
+                    y[row + (idx_t)c * kOutDHW] = acc[i][j][half * 2 + e] + __ldg(bias + c);
+                }
+            }
         }
     }
 }
@@ -312,9 +368,8 @@ extern "C" __global__ void l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi1(con
 HOST_SOURCE = r"""
 #include <torch/extension.h>
 
-// A launch the GPU refuses (grid, block or shared memory past its limits)
-// runs nothing and only sets an error: raise it, instead of returning the
-// output's uninitialised memory.
+// A refused launch (grid, block or shared memory past the limits) runs
+// nothing and only sets an error: raise it, not return uninitialised memory.
 static void check_launch(const char* kernel)
 {
     const cudaError_t err = cudaGetLastError();
@@ -336,8 +391,7 @@ static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Ten
     auto y = torch::empty({16, 32, 32, 64, 64}, x.options());
     l2_74_leakyrelu_multiply_leakyrelu_max_repack_weight<<<54, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("l2_74_leakyrelu_multiply_leakyrelu_max_repack_weight");
-    l2_74_leakyrelu_multiply_leakyrelu_max_igemm<<<dim3(8192, 1, 1), 256>>>(
-        (const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    l2_74_leakyrelu_multiply_leakyrelu_max_igemm<<<dim3(8192, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("l2_74_leakyrelu_multiply_leakyrelu_max_igemm");
     return y;
