@@ -31,12 +31,16 @@ func TestTuneWarnings(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := TuneWarnings("specs/copy.yaml", copied, c)
-	if len(w) != 2 {
-		t.Fatalf("%d warnings, want the two tuned sm90 choices: %v", len(w), w)
+	if len(w) != 3 {
+		t.Fatalf("%d warnings, want the three tuned choices (sm80 cuda, sm90 cuda and triton): %v", len(w), w)
 	}
 	for _, e := range w {
-		if !strings.HasPrefix(e.Error(), "specs/copy.yaml:") || !strings.Contains(e.Error(), ProblemHash(s, "sm90")) || !strings.Contains(e.Error(), ProblemHash(c, "sm90")) {
-			t.Errorf("warning %q: want the file's position and both hashes", e)
+		target := "sm90"
+		if strings.Contains(e.Error(), "kernel.sm80.") {
+			target = "sm80"
+		}
+		if !strings.HasPrefix(e.Error(), "specs/copy.yaml:") || !strings.Contains(e.Error(), ProblemHash(s, target)) || !strings.Contains(e.Error(), ProblemHash(c, target)) {
+			t.Errorf("warning %q: want the file's position and both hashes of its target", e)
 		}
 	}
 	if ProblemHash(s, "sm90") == ProblemHash(s, "sm80") || ProblemHash(s, "sm90") == ProblemHash(c, "sm90") {

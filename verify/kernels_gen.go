@@ -249,7 +249,7 @@ var Kernels = []Kernel{{
 	SpecPath:       "specs/level1/70_asymmetric_input_square_kernel.yaml",
 	Target:         "sm80",
 	Threads:        128,
-	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true}",
+	Tile:           "{min_blocks: 1, slabs: 2, span: 16, stages: 4, wgmma: true, kw_in_n: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         8,

@@ -23,8 +23,8 @@ bytes at a time); the weight is re-laid as the TF32 parts in the tensor
 cores' shared-memory layout and staged 4 steps deep with cp.async.
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), m16n8k8 mma.sync products. The
-tensor cores do not add in exact fp32, so their sums cover 4 steps of
-32 and are then added in fp32.
+tensor cores do not add in exact fp32, so their sums cover 16 steps of
+32 (every phase's steps).
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -60,7 +60,7 @@ static constexpr int kTotalSteps = 14, kNTiles = 1;
 static constexpr int kNP = 72, kNCM = kNP / 8, kND = 36;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 2, kRows = 128;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
-static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
+static constexpr int kSpan = 16;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 4;  // weight-image steps in shared memory
 // The kernel's W taps are columns: column kw*kCoT + c is tap kw of channel
 // c of the tile; a row is an input position along W. Row q of a line
@@ -348,17 +348,8 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
             load_b(P.step_start + i, end);
         }
 
-        // acc: the fp32 running sums; part: the tensor cores' sums of
-        // the current span of steps, added to acc at its end.
-        float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
-        #pragma unroll
-        for (int sl = 0; sl < kSlabs; ++sl) {
-            #pragma unroll
-            for (int e = 0; e < kND; ++e) {
-                #pragma unroll
-                for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
-            }
-        }
+        // part: the tensor cores' sums, one span a phase: its result.
+        float part[kSlabs][kND];
         if (active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
@@ -406,19 +397,12 @@ l1_70_asymmetric_input_square_kernel_igemm(const float* __restrict__ xr, const f
                     }
                 }
             }
-            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
-                #pragma unroll
-                for (int sl = 0; sl < kSlabs; ++sl) {
-                    #pragma unroll
-                    for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
-                }
-            }
             // The next step's inputs load now, while other warps' products run.
             if (s + 1 < P.steps) load_a(s + 1);
         }
         if (!active) continue;
 
-        auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
+        auto result = [&](int sl, int o, int e) { return part[sl][e]; };
 
         // The phase's outputs: the sums go to shared memory (once every
         // copy into it has landed and every warp is past its last read),
