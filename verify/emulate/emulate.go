@@ -373,12 +373,27 @@ func compile(ctx context.Context, cxx, dir, src string) (string, uint64, error) 
 	if _, err := os.Stat(base); err == nil {
 		return base, seed, nil // built before from the same source
 	}
-	if err := os.WriteFile(base+".cpp", []byte(src), 0o644); err != nil {
+	// Built under a name of its own and renamed into place, so that a
+	// parallel build of the same source never runs a half-written file.
+	tmp, err := os.CreateTemp(dir, filepath.Base(base)+".*.tmp")
+	if err != nil {
 		return "", 0, err
 	}
-	cmd := exec.CommandContext(ctx, cxx, "-std=c++20", "-O1", "-pthread", "-w", "-o", base, base+".cpp")
+	tmp.Close()
+	cpp := tmp.Name() + ".cpp"
+	if err := os.WriteFile(cpp, []byte(src), 0o644); err != nil {
+		return "", 0, err
+	}
+	cmd := exec.CommandContext(ctx, cxx, "-std=c++20", "-O1", "-pthread", "-w", "-o", tmp.Name(), cpp)
 	if out, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp.Name())
 		return "", 0, fmt.Errorf("emulate: %s: %v\n%s", cxx, err, out)
+	}
+	if err := os.Rename(cpp, base+".cpp"); err != nil {
+		return "", 0, err
+	}
+	if err := os.Rename(tmp.Name(), base); err != nil {
+		return "", 0, err
 	}
 	return base, seed, nil
 }
