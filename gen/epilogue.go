@@ -193,7 +193,7 @@ func newChainView(c *plan.Chain) *ChainView {
 	var params, args, exprs []string
 	for i, e := range c.Extras {
 		exprs = append(exprs, e.Expr)
-		int64 := strings.HasSuffix(e.Expr, ".num_batches_tracked")
+		int64 := e.Int64()
 		v.ExtraChecks = append(v.ExtraChecks, ExtraCheck{Index: i, Expr: e.Expr, Len: e.Len, Int64: int64})
 		if int64 {
 			params = append(params, fmt.Sprintf("const float* __restrict__ e%d", i))

@@ -31,6 +31,19 @@ func KernelSource(src []byte) (string, error) {
 	return string(src[s.start:s.end]), nil
 }
 
+// HostSource returns the HOST_SOURCE raw string of an emitted CUDA
+// submission: the host wrapper that launches the kernels.
+func HostSource(src []byte) (string, error) {
+	s, err := scanPython(src).named("HOST_SOURCE")
+	if err != nil {
+		return "", err
+	}
+	if s.end >= len(src) {
+		return "", errors.New("HOST_SOURCE is not terminated")
+	}
+	return string(src[s.start:s.end]), nil
+}
+
 // PtxasInfo is what ptxas -v reports for one function compiled for one
 // architecture.
 type PtxasInfo struct {

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"convtgen/gen/spec"
 )
@@ -89,6 +90,10 @@ type Extra struct {
 	Expr string
 	Len  int // its elements
 }
+
+// Int64 tells whether the extra is an int64 tensor (a BatchNorm's
+// num_batches_tracked); the others are float32.
+func (e Extra) Int64() bool { return strings.HasSuffix(e.Expr, ".num_batches_tracked") }
 
 // BNUpdate is a training-mode BatchNorm's running statistics update:
 // from stats slot Slot (Count elements a channel), momentum, into extras

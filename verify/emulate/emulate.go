@@ -146,11 +146,11 @@ template <class Kernel> void run_blocks(dim3_ grid, unsigned threads, uint64_t s
 }
 
 // count_writes starts counting the stores to y.
-static void count_writes(std::vector<float>& y)
+static void count_writes(float* y, size_t len)
 {
-    out_shadow.base = y.data();
-    out_shadow.len = y.size();
-    out_shadow.count.assign(y.size(), 0);
+    out_shadow.base = y;
+    out_shadow.len = len;
+    out_shadow.count.assign(len, 0);
 }
 
 // check_writes fails the run, naming the kernel and up to 8 outputs, where
@@ -176,39 +176,47 @@ static void check_writes(const char* kernel, bool some_once, uint64_t seed)
     out_shadow = OutShadow{};
 }
 
+// run_conv runs the convolution as the host wrapper launches it: the
+// repack, the re-layout and the fill where the kernel has them, then the
+// main kernel, with the stores to y counted and checked.
+static void run_conv(const float* x_in, const float* w_in, const float* b, float* y_out, uint64_t seed)
+{
+    auto launch_seed = [&](uint64_t k) { return seed == 0 ? 0 : seed + k; };  // (splitmix64 decorrelates them)
+    std::vector<float> wt(emu_repack_len, NAN), xr(emu_xr_len, NAN);
+    blockDim = {emu_repack_threads, 1, 1};
+    for (unsigned blk = 0; blk < emu_repack_blocks; ++blk) {
+        for (unsigned t = 0; t < emu_repack_threads; ++t) {
+            blockIdx = {blk, 0, 0};
+            threadIdx = {t, 0, 0};
+            emu_repack(w_in, wt.data());
+        }
+    }
+    const float* xin = x_in;
+    OutFloat* out = reinterpret_cast<OutFloat*>(y_out);
+    (void)b;
+    (void)out;
+    EMU_RELAYOUT
+    EMU_FILL
+    count_writes(y_out, emu_y_len);
+    run_blocks(emu_grid, emu_threads, launch_seed(3), [&] { emu_main(xin, wt.data(), b, out); });
+    check_writes(emu_main_name, emu_has_fill, launch_seed(3));
+}
+
+#ifndef EMU_CHAIN
 int main(int argc, char** argv)
 {
     if (argc != 6) { std::fprintf(stderr, "usage: x w bias|- y seed\n"); return 2; }
     std::vector<float> x = load(argv[1], emu_x_len), w = load(argv[2], emu_w_len), bias;
     if (emu_bias_len > 0) bias = load(argv[3], emu_bias_len);
     const uint64_t seed = std::strtoull(argv[5], nullptr, 10);
-    auto launch_seed = [&](uint64_t k) { return seed == 0 ? 0 : seed + k; };  // (splitmix64 decorrelates them)
-    std::vector<float> wt(emu_repack_len, NAN), y(emu_y_len, NAN), xr(emu_xr_len, NAN);
-
-    blockDim = {emu_repack_threads, 1, 1};
-    for (unsigned b = 0; b < emu_repack_blocks; ++b) {
-        for (unsigned t = 0; t < emu_repack_threads; ++t) {
-            blockIdx = {b, 0, 0};
-            threadIdx = {t, 0, 0};
-            emu_repack(w.data(), wt.data());
-        }
-    }
-    const float* xin = x.data();
-    const float* b = bias.empty() ? nullptr : bias.data();
-    OutFloat* out = reinterpret_cast<OutFloat*>(y.data());
-    (void)b;
-    (void)out;
-    EMU_RELAYOUT
-    EMU_FILL
-    count_writes(y);
-    run_blocks(emu_grid, emu_threads, launch_seed(3), [&] { emu_main(xin, wt.data(), b, out); });
-    check_writes(emu_main_name, emu_has_fill, launch_seed(3));
-
+    std::vector<float> y(emu_y_len, NAN);
+    run_conv(x.data(), w.data(), bias.empty() ? nullptr : bias.data(), y.data(), seed);
     FILE* f = std::fopen(argv[4], "wb");
     if (!f || std::fwrite(y.data(), sizeof(float), y.size(), f) != y.size()) { std::fprintf(stderr, "cannot write %s\n", argv[4]); return 2; }
     std::fclose(f);
     return 0;
 }
+#endif
 `
 
 // driverConstants are the numbers and names the driver runs on, printed
@@ -231,12 +239,12 @@ static const char* const emu_main_name = %q;
 // relayoutLaunch runs the input re-layout of a kernel that has one (its
 // blocks, block size, name), before the main kernel, which then reads the
 // copy.
-const relayoutLaunch = `run_blocks({%[1]d, 1, 1}, %[2]d, launch_seed(1), [&] { %[3]s(x.data(), xr.data()); }); xin = xr.data();`
+const relayoutLaunch = `run_blocks({%[1]d, 1, 1}, %[2]d, launch_seed(1), [&] { %[3]s(x_in, xr.data()); }); xin = xr.data();`
 
 // fillLaunch runs the bias fill of a kernel that has one (its blocks,
 // block size, name), after the re-layout and before the main kernel; it
 // must write every output once.
-const fillLaunch = `count_writes(y); run_blocks({%[1]d, 1, 1}, %[2]d, launch_seed(2), [&] { %[3]s(b, out); }); check_writes(%[3]q, false, launch_seed(2));`
+const fillLaunch = `count_writes(y_out, emu_y_len); run_blocks({%[1]d, 1, 1}, %[2]d, launch_seed(2), [&] { %[3]s(b, out); }); check_writes(%[3]q, false, launch_seed(2));`
 
 // reached lists, per dimension, whether some tap reaches output position
 // o: (o + padding - k*dilation) is a multiple of the stride whose quotient
@@ -310,12 +318,26 @@ func countStores(kernel string) (string, error) {
 // Build compiles kernel (the KERNEL_SOURCE of an emitted cuda.<target>.py) with its
 // launch record into a host program under dir; cxx is the C++20 compiler.
 func Build(ctx context.Context, cxx, dir, kernel string, l plan.Launch) (*Program, error) {
-	host, err := hostSource(kernel, l.DynamicSmem)
+	src, err := convSource(kernel, l)
 	if err != nil {
 		return nil, err
 	}
-	if host, err = countStores(host); err != nil {
+	exe, seed, err := compile(ctx, cxx, dir, src+driver)
+	if err != nil {
 		return nil, err
+	}
+	return &Program{exe: exe, launch: l, Seed: seed}, nil
+}
+
+// convSource is the host text of kernel with the stand-ins before it and
+// the constants of its launches after it, for a driver to follow.
+func convSource(kernel string, l plan.Launch) (string, error) {
+	host, err := hostSource(kernel, l.DynamicSmem)
+	if err != nil {
+		return "", err
+	}
+	if host, err = countStores(host); err != nil {
+		return "", err
 	}
 	c := l.Conv
 	bias := 0
@@ -336,25 +358,44 @@ func Build(ctx context.Context, cxx, dir, kernel string, l plan.Launch) (*Progra
 		plan.RepackBlockThreads, plan.RepackBlocks(l.RepackLen), l.Threads, c.OutChannels,
 		l.Grid[0], l.Grid[1], l.Grid[2], l.Out[0], l.Out[1], l.Out[2], reach[0], reach[1], reach[2],
 		l.Fill != "", l.Function, l.Repack, l.Function, relayout, fill)
-	src := shim + "\n" + host + consts + driver
+	return shim + "\n" + host + consts, nil
+}
+
+// compile builds the host program of src under dir (once per source) and
+// returns its path and the run's order seed.
+func compile(ctx context.Context, cxx, dir, src string) (string, uint64, error) {
 	sum := sha256.Sum256([]byte(src))
 	seed, err := SeedFor(sum[:])
 	if err != nil {
-		return nil, err
+		return "", 0, err
 	}
 	base := filepath.Join(dir, hex.EncodeToString(sum[:8]))
-	p := &Program{exe: base, launch: l, Seed: seed}
 	if _, err := os.Stat(base); err == nil {
-		return p, nil // built before from the same source
+		return base, seed, nil // built before from the same source
 	}
-	if err := os.WriteFile(base+".cpp", []byte(src), 0o644); err != nil {
-		return nil, err
+	// Built under a name of its own and renamed into place, so that a
+	// parallel build of the same source never runs a half-written file.
+	tmp, err := os.CreateTemp(dir, filepath.Base(base)+".*.tmp")
+	if err != nil {
+		return "", 0, err
 	}
-	cmd := exec.CommandContext(ctx, cxx, "-std=c++20", "-O1", "-pthread", "-w", "-o", base, base+".cpp")
+	tmp.Close()
+	cpp := tmp.Name() + ".cpp"
+	if err := os.WriteFile(cpp, []byte(src), 0o644); err != nil {
+		return "", 0, err
+	}
+	cmd := exec.CommandContext(ctx, cxx, "-std=c++20", "-O1", "-pthread", "-w", "-o", tmp.Name(), cpp)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("emulate: %s: %v\n%s", cxx, err, out)
+		os.Remove(tmp.Name())
+		return "", 0, fmt.Errorf("emulate: %s: %v\n%s", cxx, err, out)
 	}
-	return p, nil
+	if err := os.Rename(cpp, base+".cpp"); err != nil {
+		return "", 0, err
+	}
+	if err := os.Rename(tmp.Name(), base); err != nil {
+		return "", 0, err
+	}
+	return base, seed, nil
 }
 
 // Run executes the program on x, w and b (nil without bias) with its

@@ -199,6 +199,11 @@ template <class T> inline T __ldg(const T* p) { return *p; }
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 
+// atomicAdd: one thread runs at a time, so a plain sum is atomic; the
+// order of the blocks (the seed's) is the order of the sums.
+inline double atomicAdd(double* p, double v) { const double old = *p; *p = old + v; return old; }
+inline float atomicAdd(float* p, float v) { const float old = *p; *p = old + v; return old; }
+
 // __shfl_xor_sync over the whole warp (the kernels pass a full mask).
 inline float __shfl_xor_sync(unsigned, float v, int mask)
 {

@@ -1,0 +1,390 @@
+package emulate_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"convtgen/gen"
+	"convtgen/gen/mutate"
+	"convtgen/gen/plan"
+	"convtgen/gen/ref"
+	"convtgen/gen/spec"
+	"convtgen/verify"
+	"convtgen/verify/emulate"
+	"convtgen/verify/gpu"
+)
+
+// shrunk are the level-2 problems in small: the same op chains, layers
+// and conv geometry (kernel, stride, padding), batch 2 and a few
+// channels and positions, keeping group counts, pool windows and
+// LayerNorm's last axis (out_channels or norm_shape: the output's W)
+// valid. Fields: the problem's input, its init_inputs, and forward's
+// inputs with a shape.
+var shrunk = map[string]struct {
+	input, init string
+	inputs      map[string]string
+}{
+	"l2_100_clamp_min_divide":                    {"[3, 4, 5]", "[4, 8, 3, 2, 1, -1.0, 2.0]", nil},
+	"l2_13_mean_add_softmax_tanh_scaling":        {"[3, 4, 5]", "[4, 8, 3, 1, 1, 2.0]", nil},
+	"l2_15_batchnorm_subtract":                   {"[3, 4, 5]", "[4, 8, 3, 2, 1]", nil},
+	"l2_20_sum_residualadd_multiply_residualadd": {"[2, 3, 4]", "[4, 8, 3, 2, 1, 1, [8, 1, 1, 1]]", nil},
+	"l2_26_add_hardswish":                        {"[2, 3, 4]", "[4, 8, 3, 2, 1, 1, [8, 1, 1, 1, 1]]", map[string]string{"add_input": "[2, 8, 4, 6, 8]"}},
+	"l2_34_layernorm_gelu_scaling":               {"[2, 3, 4]", "[4, 8, 4, 2, 1, true, 1e-05, 1.0]", nil},
+	"l2_38_avgpool_clamp_softmax_multiply":       {"[2, 3, 4]", "[4, 8, 3, 2, 1, 1, 2, 0.0, 1.0]", map[string]string{"x": "[2, 4, 4, 6, 8]"}},
+	"l2_3_sum_layernorm_avgpool_gelu":            {"[2, 3, 4]", "[4, 8, [3, 3, 3], [2, 2, 2], [1, 1, 1], [1, 1, 1], 1.0, [8], [2, 2, 2]]", nil},
+	"l2_49_softmax_sigmoid":                      {"[2, 3, 4]", "[4, 8, 3, 2, 1, 1]", nil},
+	"l2_50_scaling_avgpool_biasadd_scaling":      {"[3, 3, 4]", "[3, 8, 3, 2, 1, 0.5, 1.0, [8, 1, 1, 1]]", nil},
+	"l2_58_logsumexp_hardswish_subtract_clamp":   {"[2, 3, 4]", "[3, 8, 3, 2, 1, [1, 1, 1, 1]]", nil},
+	"l2_60_swish_groupnorm_hardswish":            {"[2, 3, 4]", "[3, 8, 3, 2, 1, 4, 1e-05]", nil},
+	"l2_61_relu_groupnorm":                       {"[2, 3, 3]", "[4, 16, 3, 8, false]", nil},
+	"l2_72_batchnorm_avgpool_avgpool":            {"[3, 4, 5]", "[3, 8, 3, 2, 1, [8, 1, 1, 1]]", nil},
+	"l2_74_leakyrelu_multiply_leakyrelu_max":     {"[2, 3, 4]", "[4, 8, 3, 2, 1, 1, [8, 1, 1, 1]]", nil},
+	"l2_77_scale_batchnorm_globalavgpool":        {"[2, 2, 3]", "[4, 8, 5, 2.0]", nil},
+	"l2_78_max_max_sum":                          {"[4, 4, 5]", "[4, 8, 5, 2, 2]", nil},
+	"l2_89_maxpool_softmax_subtract_swish_max":   {"[2, 3, 4]", "[3, 8, 3, 2, 1, 1, 2, 2, 0]", nil},
+	"l2_96_multiply_max_globalavgpool_clamp":     {"[3, 3, 4]", "[3, 8, 3, 2, 1, 0.5, 2]", nil},
+}
+
+// setKey sets key of mapping m to the YAML value v.
+func setKey(t *testing.T, m *yaml.Node, key, v string) {
+	t.Helper()
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(v), &n); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = n.Content[0]
+			return
+		}
+	}
+	t.Fatalf("no key %s", key)
+}
+
+func getKey(t *testing.T, m *yaml.Node, key string) *yaml.Node {
+	t.Helper()
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	t.Fatalf("no key %s", key)
+	return nil
+}
+
+// shrink parses the level-2 spec at path with its sizes from shrunk:
+// batch 2, in_channels and out_channels as init_inputs' first two.
+func shrink(t *testing.T, path string) *spec.Spec {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(src, &doc); err != nil {
+		t.Fatal(err)
+	}
+	root := doc.Content[0]
+	name := getKey(t, root, "name").Value
+	sh, ok := shrunk[name]
+	if !ok {
+		t.Fatalf("%s: no small version in shrunk", name)
+	}
+	var init []any
+	if err := yaml.Unmarshal([]byte(sh.init), &init); err != nil {
+		t.Fatal(err)
+	}
+	p := getKey(t, root, "problem")
+	setKey(t, p, "batch", "2")
+	setKey(t, p, "in_channels", fmt.Sprint(init[0]))
+	setKey(t, p, "out_channels", fmt.Sprint(init[1]))
+	setKey(t, p, "input", sh.input)
+	r := getKey(t, root, "reference")
+	setKey(t, r, "init_inputs", sh.init)
+	for in, shape := range sh.inputs {
+		found := false
+		for _, n := range getKey(t, r, "inputs").Content {
+			if getKey(t, n, "name").Value == in {
+				setKey(t, n, "shape", shape)
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("%s: no input %s", name, in)
+		}
+	}
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Parse(path, out)
+	if err != nil {
+		t.Fatalf("%s in small: %v\n%s", name, err, out)
+	}
+	return s
+}
+
+// chainRun is one emulated forward with its float64 reference.
+type chainRun struct {
+	y          []float32
+	want       []float64
+	after      [][]float32
+	wantAfter  [][]float64
+	extraNames []string
+	seed       uint64
+	err        error
+}
+
+// runChain renders p's CUDA submission, applies edit to its kernel
+// source (nil: none), runs its whole forward on the CPU and computes the
+// float64 reference of problem's spec on the same inputs.
+func runChain(t *testing.T, r *gen.Renderer, dir string, p *plan.Plan, edit func(string) string) chainRun {
+	t.Helper()
+	src, err := mutate.RenderCUDA(r, p, p.Spec.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel, err := verify.KernelSource(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := verify.HostSource(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		kernel = edit(kernel)
+	}
+	prog, err := emulate.BuildChain(context.Background(), cxx(t), dir, kernel, host, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := p.Epilogue.Chain
+	c := p.Conv
+	in := gpu.MakeInputs(c, p.Spec.Problem.InputDist, 7)
+	x := in.X
+	rng := rand.New(rand.NewSource(9))
+	x64 := ref.Tensor{Shape: []int{c.Batch, c.InChannels, c.In[0], c.In[1], c.In[2]}}
+	if len(ch.Prologue) > 0 {
+		x64.Shape = p.Spec.Reference.Inputs[0].Shape
+		x = make([]float32, ch.Prologue[0].InLen)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+	}
+	for _, v := range x {
+		x64.Data = append(x64.Data, float64(v))
+	}
+	pooled, err := ref.Prologue(&p.Spec.Reference, x64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xc := make([]float32, len(pooled.Data))
+	for i, v := range pooled.Data {
+		xc[i] = float32(v) // the kernel's input after the prologue is float32 too
+	}
+	// The extras: random parameters (not their initial values, so that a
+	// weight read for the wrong channel shows), running variances
+	// positive, a count of batches.
+	extras := make([][]float32, len(ch.Extras))
+	byExpr := map[string][]float64{}
+	run := chainRun{}
+	for i, e := range ch.Extras {
+		v := make([]float32, e.Len)
+		for k := range v {
+			switch {
+			case e.Int64():
+				v[k] = 3
+			case strings.HasSuffix(e.Expr, "running_var"):
+				v[k] = float32(0.5 + rng.Float64())
+			default:
+				v[k] = float32(rng.NormFloat64())
+			}
+		}
+		extras[i] = v
+		f := make([]float64, e.Len)
+		for k := range v {
+			f[k] = float64(v[k])
+		}
+		byExpr[e.Expr] = f
+		run.extraNames = append(run.extraNames, e.Expr)
+	}
+	conv := ref.Tensor{Shape: []int{c.Batch, c.OutChannels, p.Out[0], p.Out[1], p.Out[2]}, Data: ref.Forward(c, xc, in.W, in.B)}
+	res, err := ref.Chain(&p.Spec.Reference, conv, func(expr string) []float64 {
+		v, ok := byExpr[expr]
+		if !ok {
+			t.Fatalf("the reference reads %s, which the submission does not pass", expr)
+		}
+		return v
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.want = res.Out.Data
+	for _, e := range ch.Extras {
+		w, ok := res.Updates[e.Expr]
+		if !ok {
+			w = byExpr[e.Expr] // unchanged
+		}
+		run.wantAfter = append(run.wantAfter, w)
+	}
+	run.y, run.after, run.err = prog.Run(context.Background(), x, in.W, in.B, extras)
+	run.seed = prog.Seed
+	return run
+}
+
+// worst is the largest relative L2 error of the run and what it is in:
+// "output" or an extra's expression.
+func (c chainRun) worst() (string, float64) {
+	if len(c.y) != len(c.want) {
+		return "output", math.Inf(1)
+	}
+	what, err := "output", ref.RelL2(c.y, c.want)
+	for i := range c.after {
+		if e := ref.RelL2(c.after[i], c.wantAfter[i]); !(e <= err) {
+			what, err = c.extraNames[i], e
+		}
+	}
+	return what, err
+}
+
+func (c chainRun) check(t *testing.T, what fmt.Stringer) {
+	t.Helper()
+	if c.err != nil {
+		t.Fatalf("%s: %v", what, c.err)
+	}
+	if nan := nanCount(c.y); nan > 0 {
+		t.Fatalf("%s (seed %d): %d of %d outputs not written", what, c.seed, nan, len(c.y))
+	}
+	if name, err := c.worst(); !(err <= 1e-5) {
+		t.Fatalf("%s (seed %d): %s: relative L2 error %.2e > 1e-5", what, c.seed, name, err)
+	}
+}
+
+func level2Specs(t *testing.T) []string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join("..", "..", "specs", "level2", "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no level-2 specs: %v", err)
+	}
+	return paths
+}
+
+// smallPlan plans s for target; sm90's wgmma tiles are the GPU's, so
+// there the spec gets an FFMA kernel section (the passes are the same).
+func smallPlan(t *testing.T, s *spec.Spec, target plan.Target) *plan.Plan {
+	t.Helper()
+	if target.WGMMA {
+		s.Kernel.CUDA = spec.CUDA{Family: spec.FFMA{}}
+	}
+	p, err := plan.New(s, target)
+	if err != nil {
+		t.Fatalf("%s for %s: %v", s.Name, target.Name, err)
+	}
+	if p.Tile.WGMMA != nil && target.WGMMA {
+		t.Fatalf("%s: a wgmma tile for %s", s.Name, target.Name)
+	}
+	return p
+}
+
+// TestLevel2ForwardMatchesReference runs every level-2 problem in small,
+// the whole forward (prologue, convolution, passes, BatchNorm updates)
+// as the host wrapper launches it, for both targets: every output
+// written, relative L2 within 1e-5 of the float64 reference on the output
+// and on the running statistics.
+func TestLevel2ForwardMatchesReference(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	paths := level2Specs(t)
+	if len(paths) != len(shrunk) {
+		t.Fatalf("%d level-2 specs, %d small versions", len(paths), len(shrunk))
+	}
+	for _, path := range paths {
+		for _, target := range []plan.Target{plan.SM80, plan.SM90} {
+			s := shrink(t, path)
+			t.Run(s.Name+"/"+target.Name, func(t *testing.T) {
+				t.Parallel()
+				p := smallPlan(t, s, target)
+				runChain(t, r, dir, p, nil).check(t, p)
+			})
+		}
+	}
+}
+
+// TestLevel2MutantsAreCaught plants a bug in one pass of a problem (a
+// string edit of the emitted kernel source): the check must fail.
+func TestLevel2MutantsAreCaught(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	perChannel := regexp.MustCompile(`stats \+ 0 \+ 2 \* \(i / (\d+)LL\)`)
+	for _, m := range []struct {
+		name, spec string
+		edit       func(string) string
+	}{
+		{"batchnorm epsilon 1e-3", "15_batchnorm_subtract", func(k string) string {
+			return strings.Replace(k, "sqrt(var + 1.0000000000000001e-05)", "sqrt(var + 0.001)", 1)
+		}},
+		{"group norm per channel", "61_relu_groupnorm", func(k string) string {
+			return perChannel.ReplaceAllStringFunc(k, func(s string) string {
+				var n int
+				fmt.Sscanf(perChannel.FindStringSubmatch(s)[1], "%d", &n)
+				return fmt.Sprintf("stats + 0 + 2 * (i / %dLL)", n/2)
+			})
+		}},
+		{"running variance momentum backwards", "77_scale_batchnorm_globalavgpool", func(k string) string {
+			return strings.Replace(k, "(1.0 - 0.1) * running_var[c] + 0.1 * var", "0.1 * running_var[c] + (1.0 - 0.1) * var", 1)
+		}},
+		{"batches counted twice", "72_batchnorm_avgpool_avgpool", func(k string) string {
+			return strings.Replace(k, "batches[0] += 1;", "batches[0] += 2;", 1)
+		}},
+		{"max pool window 1 deep", "74_leakyrelu_multiply_leakyrelu_max", func(k string) string {
+			return strings.Replace(k, "kd < 2;", "kd < 1;", 1)
+		}},
+		{"softmax summing 7 of 8 channels", "49_softmax_sigmoid", func(k string) string {
+			return strings.Replace(k, "for (int c = 0; c < 8; ++c) sum += exp(", "for (int c = 1; c < 8; ++c) sum += exp(", 1)
+		}},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			s := shrink(t, filepath.Join("..", "..", "specs", "level2", m.spec+".yaml"))
+			p := smallPlan(t, s, plan.SM80)
+			edited := false
+			run := runChain(t, r, dir, p, func(k string) string {
+				e := m.edit(k)
+				edited = e != k
+				return e
+			})
+			if !edited {
+				t.Fatalf("the edit does not apply to %s's kernel source", s.Name)
+			}
+			if run.err != nil {
+				t.Logf("caught: %v", strings.SplitN(run.err.Error(), "\n", 2)[0])
+				return
+			}
+			if nan := nanCount(run.y); nan > 0 {
+				t.Logf("caught: %d outputs NaN", nan)
+				return
+			}
+			name, e := run.worst()
+			if e <= 1e-5 {
+				t.Fatalf("mutant %s of %s: relative L2 error %.2e (worst: %s), every output written: not caught", m.name, s.Name, e, name)
+			}
+			t.Logf("caught: %s: relative L2 error %.2e", name, e)
+		})
+	}
+}
