@@ -43,7 +43,12 @@ type View struct {
 
 	// CUDA backend.
 	HostFunction string
-	WeightLen    int
+	// Fused are the statements of the ops every store applies
+	// (plan.Epilogue.Ops) on float v; FusedKept: they read the
+	// convolution's value v0.
+	Fused     []string
+	FusedKept bool
+	WeightLen int
 	// Launches the verifier makes the same way: the weight repack's grid
 	// and block; with wgmma, the input re-layout's and the bias fill's
 	// blocks, a fill block's outputs and a fill thread's share of them.
@@ -124,6 +129,10 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		BLoads:        gather.BLoads,
 	}
 	v.Chain = newChainView(p.Epilogue.Chain)
+	for _, op := range p.Epilogue.Ops {
+		v.Fused = append(v.Fused, pointCode(op, nil))
+		v.FusedKept = v.FusedKept || op.Conv
+	}
 	v.BlockX, v.BlockY, v.BlockZ = "blockIdx.x", "blockIdx.y", "blockIdx.z"
 	if p.Fold {
 		v.BlockX, v.BlockY, v.BlockZ = "bx", "by", "bz"

@@ -116,19 +116,66 @@ type Chain struct {
 	Slots    []int // stats buffer sizes, in doubles
 	Final    []int // forward's output shape
 	ConvKept bool  // the convolution's output is read after the first pass
+	// Fused: the leading pointwise pass runs in the convolution's store
+	// (Epilogue.Ops), so Passes start after it.
+	Fused bool
 }
 
 // Any tells whether the model runs ops besides the convolution.
-func (c *Chain) Any() bool { return c != nil && (len(c.Passes) > 0 || len(c.Prologue) > 0) }
+func (c *Chain) Any() bool { return c != nil && (len(c.Passes) > 0 || len(c.Prologue) > 0 || c.Fused) }
 
-// planChain lays out the passes of a spec's prologue and forward.
-func planChain(s *spec.Spec, out [3]int, kernel string) (*Chain, error) {
+// fuse takes the first pass out of the chain when it is pointwise and
+// each of its ops reads only the value, the convolution's output and
+// numbers: the store applies them, so the convolution's output crosses
+// memory once less. Ops reading a tensor (per-channel parameters, a
+// second input, a norm's statistics) keep their pass: the kernels take
+// no extras.
+func (c *Chain) fuse() []PointOp {
+	if len(c.Passes) == 0 || c.Passes[0].Kind != "pointwise" {
+		return nil
+	}
+	for _, op := range c.Passes[0].Ops {
+		if op.Kind == "norm" || op.Arg >= 0 {
+			return nil
+		}
+	}
+	ops := c.Passes[0].Ops
+	c.Passes, c.Fused = c.Passes[1:], true
+	return ops
+}
+
+// name names the passes and updates after the kernel.
+func (c *Chain) name(kernel string) {
+	for i := range c.Passes {
+		c.Passes[i].Name = fmt.Sprintf("%s_epi%d", kernel, i)
+	}
+	for i := range c.Prologue {
+		c.Prologue[i].Name = fmt.Sprintf("%s_pro%d", kernel, i)
+	}
+	for i := range c.Updates {
+		c.Updates[i].Name = fmt.Sprintf("%s_bn%d", kernel, i)
+	}
+}
+
+// planChain lays out the passes of a spec's prologue and forward and
+// returns the ops fused into the convolution's store.
+func planChain(s *spec.Spec, out [3]int, kernel string) (*Chain, []PointOp, error) {
+	c, err := layChain(s, out)
+	if err != nil {
+		return nil, nil, err
+	}
+	ops := c.fuse()
+	c.name(kernel)
+	return c, ops, nil
+}
+
+func layChain(s *spec.Spec, out [3]int) (*Chain, error) {
 	r := &s.Reference
 	if len(r.Forward) == 0 && len(r.Prologue) == 0 {
 		return &Chain{}, nil
 	}
 	p := s.Problem
-	b := &chainBuilder{r: r, c: &Chain{}, name: kernel}
+	b := &chainBuilder{r: r, c: &Chain{}}
 	in := r.Inputs[0].Shape
 	shape := [5]int{in[0], in[1], in[2], in[3], in[4]}
 	for _, op := range r.Prologue {
@@ -163,22 +210,12 @@ func planChain(s *spec.Spec, out [3]int, kernel string) (*Chain, error) {
 		}
 	}
 	b.c.Passes, b.c.Final = b.passes, final
-	for i := range b.c.Passes {
-		b.c.Passes[i].Name = fmt.Sprintf("%s_epi%d", kernel, i)
-	}
-	for i := range b.c.Prologue {
-		b.c.Prologue[i].Name = fmt.Sprintf("%s_pro%d", kernel, i)
-	}
-	for i := range b.c.Updates {
-		b.c.Updates[i].Name = fmt.Sprintf("%s_bn%d", kernel, i)
-	}
 	return b.c, nil
 }
 
 type chainBuilder struct {
 	r      *spec.Reference
 	c      *Chain
-	name   string
 	passes []Pass
 	cur    *Pass // the open pointwise pass
 	err    error

@@ -260,6 +260,10 @@ type Epilogue struct {
 	// Chain is the model's ops before and after the convolution, as
 	// passes after it (empty for the convolution alone).
 	Chain *Chain
+	// Ops are the pointwise ops every store applies after the bias, in
+	// order (the chain's leading pass, fused; see Chain.fuse). The fill
+	// of tap-less phases applies them to the bias alone.
+	Ops []PointOp
 }
 
 // Window is what a TW thread reads along W. Its outputs are ow0 + j for
@@ -506,7 +510,7 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 
 // withChain plans the passes of the ops around the convolution.
 func (p *Plan) withChain() (*Plan, error) {
-	ch, err := planChain(p.Spec, p.Out, p.Names.Kernel)
+	ch, ops, err := planChain(p.Spec, p.Out, p.Names.Kernel)
 	if err != nil {
 		return nil, spec.Errors{p.Spec.Errorf("reference.forward", "", "%v", err)}
 	}
@@ -514,7 +518,7 @@ func (p *Plan) withChain() (*Plan, error) {
 		return nil, spec.Errors{p.Spec.Errorf("kernel.backends", "triton",
 			"the Triton backend runs the convolution alone: the ops around it (reference.forward, reference.prologue) are CUDA passes only")}
 	}
-	p.Epilogue.Chain = ch
+	p.Epilogue.Chain, p.Epilogue.Ops = ch, ops
 	return p, nil
 }
 

@@ -37,6 +37,14 @@ static constexpr int kTaps = 27;  // kernel positions, kd*kh*kw
 static constexpr idx_t kInHW = (idx_t)kInH * kInW, kInDHW = kInD * kInHW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
+// The ops after the convolution that need nothing but its value, applied
+// by the store (from the plan): the output crosses memory once less.
+__device__ __forceinline__ float epilogue(float v)
+{
+    v = v * 0.5f;
+    return v;
+}
+
 // ---- Tiling (from the plan) ----------------------------------------------
 // Each of kThreads threads computes kTM output positions of one phase
 // (kThreads apart, so a warp's loads and stores run along W) by kBN output
@@ -230,7 +238,7 @@ l2_96_multiply_max_globalavgpool_clamp_igemm(const float* __restrict__ x, const 
             const int co = n0 + j;
             if (co >= kCoutG) continue;
             const int c = g * kCoutG + co;
-            y[row + (idx_t)c * kOutDHW] = acc[i][j] + __ldg(bias + c);
+            y[row + (idx_t)c * kOutDHW] = epilogue(acc[i][j] + __ldg(bias + c));
         }
     }
 }
@@ -238,20 +246,8 @@ l2_96_multiply_max_globalavgpool_clamp_igemm(const float* __restrict__ x, const 
 // ---- The ops around the convolution, as passes (from the plan) ----------
 // One thread an element; norms read their segment's double sums.
 
-// Pointwise: 1 ops on each of 251983872 elements.
-extern "C" __global__ void l2_96_multiply_max_globalavgpool_clamp_igemm_epi0(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats)
-{
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 251983872LL) return;
-    const int c = (int)((i / 123039LL) % 16);
-    float v = in[i];
-    v = v * 0.5f;
-    (void)c;
-    out[i] = v;
-}
-
 // Max pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (128, 16, 31, 63, 63) to (128, 16, 15, 31, 31).
-extern "C" __global__ void l2_96_multiply_max_globalavgpool_clamp_igemm_epi1(const float* __restrict__ in, float* __restrict__ out)
+extern "C" __global__ void l2_96_multiply_max_globalavgpool_clamp_igemm_epi0(const float* __restrict__ in, float* __restrict__ out)
 {
     const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (o >= 29521920LL) return;
@@ -279,7 +275,7 @@ extern "C" __global__ void l2_96_multiply_max_globalavgpool_clamp_igemm_epi1(con
 }
 
 // mean over axes 2 3 4: (128, 16, 15, 31, 31) to (128, 16, 1, 1, 1).
-extern "C" __global__ void l2_96_multiply_max_globalavgpool_clamp_igemm_epi2(const float* __restrict__ in, float* __restrict__ out)
+extern "C" __global__ void l2_96_multiply_max_globalavgpool_clamp_igemm_epi1(const float* __restrict__ in, float* __restrict__ out)
 {
     const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (o >= 2048LL) return;
@@ -301,7 +297,7 @@ extern "C" __global__ void l2_96_multiply_max_globalavgpool_clamp_igemm_epi2(con
 }
 
 // Pointwise: 1 ops on each of 2048 elements.
-extern "C" __global__ void l2_96_multiply_max_globalavgpool_clamp_igemm_epi3(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats)
+extern "C" __global__ void l2_96_multiply_max_globalavgpool_clamp_igemm_epi2(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats)
 {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= 2048LL) return;
@@ -355,24 +351,20 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     cur = conv_part(cur, weight, bias);
     auto stats = torch::zeros({1}, cur.options().dtype(torch::kFloat64));
     {
-        l2_96_multiply_max_globalavgpool_clamp_igemm_epi0<<<984312, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr());
-        check_launch("l2_96_multiply_max_globalavgpool_clamp_igemm_epi0");
-    }
-    {
         auto next = torch::empty({128, 16, 15, 31, 31}, cur.options());
-        l2_96_multiply_max_globalavgpool_clamp_igemm_epi1<<<115320, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
-        check_launch("l2_96_multiply_max_globalavgpool_clamp_igemm_epi1");
+        l2_96_multiply_max_globalavgpool_clamp_igemm_epi0<<<115320, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
+        check_launch("l2_96_multiply_max_globalavgpool_clamp_igemm_epi0");
         cur = next;
     }
     {
         auto next = torch::empty({128, 16, 1, 1, 1}, cur.options());
-        l2_96_multiply_max_globalavgpool_clamp_igemm_epi2<<<8, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
-        check_launch("l2_96_multiply_max_globalavgpool_clamp_igemm_epi2");
+        l2_96_multiply_max_globalavgpool_clamp_igemm_epi1<<<8, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
+        check_launch("l2_96_multiply_max_globalavgpool_clamp_igemm_epi1");
         cur = next;
     }
     {
-        l2_96_multiply_max_globalavgpool_clamp_igemm_epi3<<<8, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr());
-        check_launch("l2_96_multiply_max_globalavgpool_clamp_igemm_epi3");
+        l2_96_multiply_max_globalavgpool_clamp_igemm_epi2<<<8, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr());
+        check_launch("l2_96_multiply_max_globalavgpool_clamp_igemm_epi2");
     }
     return cur.view({128, 16, 1, 1, 1});
 }

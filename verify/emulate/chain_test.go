@@ -85,6 +85,14 @@ func getKey(t *testing.T, m *yaml.Node, key string) *yaml.Node {
 // batch 2, in_channels and out_channels as init_inputs' first two.
 func shrink(t *testing.T, path string) *spec.Spec {
 	t.Helper()
+	return shrinkWith(t, path, "", nil)
+}
+
+// shrinkWith is shrink with init_inputs initInputs instead of shrunk's (""
+// keeps them) and the problem's keys in problem set to their YAML
+// values (another geometry, kept consistent with init).
+func shrinkWith(t *testing.T, path, initInputs string, problem map[string]string) *spec.Spec {
+	t.Helper()
 	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +107,9 @@ func shrink(t *testing.T, path string) *spec.Spec {
 	if !ok {
 		t.Fatalf("%s: no small version in shrunk", name)
 	}
+	if initInputs != "" {
+		sh.init = initInputs
+	}
 	var init []any
 	if err := yaml.Unmarshal([]byte(sh.init), &init); err != nil {
 		t.Fatal(err)
@@ -108,6 +119,9 @@ func shrink(t *testing.T, path string) *spec.Spec {
 	setKey(t, p, "in_channels", fmt.Sprint(init[0]))
 	setKey(t, p, "out_channels", fmt.Sprint(init[1]))
 	setKey(t, p, "input", sh.input)
+	for k, v := range problem {
+		setKey(t, p, k, v)
+	}
 	r := getKey(t, root, "reference")
 	setKey(t, r, "init_inputs", sh.init)
 	for in, shape := range sh.inputs {
@@ -332,37 +346,62 @@ func TestLevel2MutantsAreCaught(t *testing.T) {
 	}
 	dir := t.TempDir()
 	perChannel := regexp.MustCompile(`stats \+ 0 \+ 2 \* \(i / (\d+)LL\)`)
+	type pin struct {
+		init    string
+		problem map[string]string
+		family  spec.Family
+	}
 	for _, m := range []struct {
 		name, spec string
 		edit       func(string) string
+		pin        *pin // a kernel family (else smallPlan's)
 	}{
 		{"batchnorm epsilon 1e-3", "15_batchnorm_subtract", func(k string) string {
 			return strings.Replace(k, "sqrt(var + 1.0000000000000001e-05)", "sqrt(var + 0.001)", 1)
-		}},
+		}, nil},
 		{"group norm per channel", "61_relu_groupnorm", func(k string) string {
 			return perChannel.ReplaceAllStringFunc(k, func(s string) string {
 				var n int
 				fmt.Sscanf(perChannel.FindStringSubmatch(s)[1], "%d", &n)
 				return fmt.Sprintf("stats + 0 + 2 * (i / %dLL)", n/2)
 			})
-		}},
+		}, nil},
 		{"running variance momentum backwards", "77_scale_batchnorm_globalavgpool", func(k string) string {
 			return strings.Replace(k, "(1.0 - 0.1) * running_var[c] + 0.1 * var", "0.1 * running_var[c] + (1.0 - 0.1) * var", 1)
-		}},
+		}, nil},
 		{"batches counted twice", "72_batchnorm_avgpool_avgpool", func(k string) string {
 			return strings.Replace(k, "batches[0] += 1;", "batches[0] += 2;", 1)
-		}},
+		}, nil},
 		{"max pool window 1 deep", "74_leakyrelu_multiply_leakyrelu_max", func(k string) string {
 			return strings.Replace(k, "kd < 2;", "kd < 1;", 1)
-		}},
+		}, nil},
 		{"softmax summing 7 of 8 channels", "49_softmax_sigmoid", func(k string) string {
 			return strings.Replace(k, "for (int c = 0; c < 8; ++c) sum += exp(", "for (int c = 1; c < 8; ++c) sum += exp(", 1)
-		}},
+		}, nil},
+		{"fused divide by 2.5", "100_clamp_min_divide", func(k string) string {
+			return strings.Replace(k, "v = v / 2.0f;", "v = v / 2.5f;", 1)
+		}, nil},
+		{"mma store without the fused ops", "100_clamp_min_divide", func(k string) string {
+			return strings.Replace(k, "= epilogue(acc[i][j][half * 2 + e]", "= (acc[i][j][half * 2 + e]", 1)
+		}, &pin{family: spec.MMA{}}},
+		{"fill without the fused ops", "100_clamp_min_divide", func(k string) string {
+			return strings.Replace(k, "y[i] = epilogue(bias[", "y[i] = (bias[", 1)
+		}, &pin{"[4, 8, 3, 4, 1, -1.0, 2.0]", map[string]string{"stride": "4"}, spec.WGMMA{}}},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			s := shrink(t, filepath.Join("..", "..", "specs", "level2", m.spec+".yaml"))
-			p := smallPlan(t, s, plan.SM80)
+			path := filepath.Join("..", "..", "specs", "level2", m.spec+".yaml")
+			var p *plan.Plan
+			if m.pin == nil {
+				p = smallPlan(t, shrink(t, path), plan.SM80)
+			} else {
+				s := shrinkWith(t, path, m.pin.init, m.pin.problem)
+				s.Kernel.CUDA = spec.CUDA{Family: m.pin.family}
+				var err error
+				if p, err = plan.New(s, plan.SM80); err != nil {
+					t.Fatal(err)
+				}
+			}
 			edited := false
 			run := runChain(t, r, dir, p, func(k string) string {
 				e := m.edit(k)
@@ -370,7 +409,7 @@ func TestLevel2MutantsAreCaught(t *testing.T) {
 				return e
 			})
 			if !edited {
-				t.Fatalf("the edit does not apply to %s's kernel source", s.Name)
+				t.Fatalf("the edit does not apply to %s's kernel source", p.Spec.Name)
 			}
 			if run.err != nil {
 				t.Logf("caught: %v", strings.SplitN(run.err.Error(), "\n", 2)[0])
@@ -382,9 +421,60 @@ func TestLevel2MutantsAreCaught(t *testing.T) {
 			}
 			name, e := run.worst()
 			if e <= 1e-5 {
-				t.Fatalf("mutant %s of %s: relative L2 error %.2e (worst: %s), every output written: not caught", m.name, s.Name, e, name)
+				t.Fatalf("mutant %s of %s: relative L2 error %.2e (worst: %s), every output written: not caught", m.name, p.Spec.Name, e, name)
 			}
 			t.Logf("caught: %s: relative L2 error %.2e", name, e)
+		})
+	}
+}
+
+// TestLevel2FusedStores pins the kernel families of problems whose
+// leading pointwise ops the store applies (plan.Epilogue.Ops), on sm80
+// where the wgmma tile runs as mma.sync, so that every family's store
+// and the fill of tap-less phases are checked with them.
+func TestLevel2FusedStores(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	// 100: clamp then divide; 61: relu (then a group norm pass). Stride
+	// 4 over a kernel of 3 leaves phases no tap reaches.
+	tapless := map[string]string{"stride": "4"}
+	wide := map[string]string{"kernel": "4", "input": "[3, 4, 4]"}
+	for _, c := range []struct {
+		name, spec, init string
+		problem          map[string]string
+		family           spec.Family
+		is               func(plan.Tile) bool
+		fill             bool
+	}{
+		{"ffma", "100_clamp_min_divide", "", nil, spec.FFMA{}, func(t plan.Tile) bool { return t.FFMA != nil }, false},
+		{"mma", "100_clamp_min_divide", "", nil, spec.MMA{}, func(t plan.Tile) bool { return t.MMA != nil }, false},
+		{"direct", "61_relu_groupnorm", "", nil, spec.Direct{}, func(t plan.Tile) bool { return t.Direct != nil && t.TW() == 0 }, false},
+		{"direct window", "100_clamp_min_divide", "", nil, spec.Direct{TW: 2}, func(t plan.Tile) bool { return t.TW() == 2 }, false},
+		{"direct window float4", "100_clamp_min_divide", "[4, 8, 4, 2, 1, -1.0, 2.0]", wide, spec.Direct{TW: 4},
+			func(t plan.Tile) bool { return t.TW() == 4 }, false},
+		{"wgmma", "100_clamp_min_divide", "", nil, spec.WGMMA{}, func(t plan.Tile) bool { return t.WGMMA != nil }, false},
+		{"wgmma winograd", "61_relu_groupnorm", "", nil, spec.WGMMA{Winograd: true}, func(t plan.Tile) bool { return t.WGMMA != nil && t.WGMMA.Winograd }, false},
+		{"wgmma kw_in_n", "100_clamp_min_divide", "", nil, spec.WGMMA{KWInN: true}, func(t plan.Tile) bool { return t.WGMMA != nil && t.WGMMA.KWInN }, false},
+		{"wgmma fill", "100_clamp_min_divide", "[4, 8, 3, 4, 1, -1.0, 2.0]", tapless, spec.WGMMA{}, func(t plan.Tile) bool { return t.WGMMA != nil }, true},
+		{"wgmma kw_in_n fill", "100_clamp_min_divide", "[4, 8, 3, 4, 1, -1.0, 2.0]", tapless, spec.WGMMA{KWInN: true},
+			func(t plan.Tile) bool { return t.WGMMA != nil && t.WGMMA.KWInN }, true},
+		{"ffma tap-less", "100_clamp_min_divide", "[4, 8, 3, 4, 1, -1.0, 2.0]", tapless, spec.FFMA{}, func(t plan.Tile) bool { return t.FFMA != nil }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := shrinkWith(t, filepath.Join("..", "..", "specs", "level2", c.spec+".yaml"), c.init, c.problem)
+			s.Kernel.CUDA = spec.CUDA{Family: c.family}
+			p, err := plan.New(s, plan.SM80)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Epilogue.Ops) == 0 || !c.is(p.Tile) || (p.Names.Fill != "") != c.fill {
+				t.Fatalf("%s: %d fused ops, tile %+v, fill %q: not the case asked for", c.name, len(p.Epilogue.Ops), p.Tile, p.Names.Fill)
+			}
+			runChain(t, r, dir, p, nil).check(t, p)
 		})
 	}
 }
