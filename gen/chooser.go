@@ -16,7 +16,7 @@ var Chooser = choose.Options{Triton: tritonLayout}
 // over its steps, for every phase with rows; programs past a phase's rows
 // compute nothing), and what the re-layout writes.
 func tritonLayout(p *plan.Plan) (spec.Triton, choose.TritonShape) {
-	v := newTritonView(p)
+	v := newTritonLayout(p)
 	c := p.Conv
 	s := choose.TritonShape{Precision: p.Spec.Kernel.PrecisionFor("triton"), BlockN: v.BlockN, Programs: v.Programs, Warps: v.NumWarps}
 	work := 0.0

@@ -175,9 +175,10 @@ const (
 // TritonInputPrecision maps a spec precision to tl.dot's input_precision.
 var TritonInputPrecision = map[string]string{"fp32": "ieee", "3xtf32": "tf32x3"}
 
-// newTritonView computes the Triton backend's numbers from the plan and the
-// spec's Triton choices (zero fields take the defaults above).
-func newTritonView(p *plan.Plan) *TritonView {
+// newTritonLayout computes the Triton backend's numbers from the plan and
+// the spec's Triton choices (zero fields take the defaults above), all but
+// the phase table: what the chooser ranks candidates by.
+func newTritonLayout(p *plan.Plan) *TritonView {
 	c := p.Conv
 	k := p.Spec.Kernel
 	precision := k.PrecisionFor("triton")
@@ -294,8 +295,15 @@ func newTritonView(p *plan.Plan) *TritonView {
 		}
 		v.CopyInput = true
 	}
-	v.setRows(p)
 	v.setRelayout(p)
+	return v
+}
+
+// newTritonView is the whole view a Triton file prints: the layout and its
+// phase table.
+func newTritonView(p *plan.Plan) *TritonView {
+	v := newTritonLayout(p)
+	v.setRows(p)
 	return v
 }
 

@@ -107,7 +107,7 @@ func (c Candidate) Choice() string {
 
 // resolvedTriton is the spec form of the Triton choices the generator
 // makes for a plan, every field set.
-func resolvedTriton(p *plan.Plan) spec.Triton { return resolvedFrom(p, newTritonView(p)) }
+func resolvedTriton(p *plan.Plan) spec.Triton { return resolvedFrom(p, newTritonLayout(p)) }
 
 // resolvedFrom is resolvedTriton from the plan's view.
 func resolvedFrom(p *plan.Plan, v *TritonView) spec.Triton {
