@@ -28,6 +28,7 @@ type ChainView struct {
 	StatsLen               int
 	Final                  string // forward's output shape
 	Python                 string // the Python list of extras forward passes
+	Doc                    string // the docstring's paragraph on the ops
 }
 
 // UpdateView is a BatchNorm update with its stats slot's offset.
@@ -176,11 +177,11 @@ func shapeC(s []int) string {
 }
 
 // newChainView formats the chain for the template; nil without ops.
-func newChainView(c *plan.Chain) *ChainView {
+func newChainView(c *plan.Chain, fused []plan.PointOp) *ChainView {
 	if !c.Any() {
 		return nil
 	}
-	v := &ChainView{Chain: c, Final: shapeC(c.Final)}
+	v := &ChainView{Chain: c, Final: shapeC(c.Final), Doc: chainDoc(c, fused)}
 	off := 0
 	for _, n := range c.Slots {
 		v.SlotOffsets = append(v.SlotOffsets, off)
@@ -237,4 +238,76 @@ func newChainView(c *plan.Chain) *ChainView {
 		v.Passes = append(v.Passes, view(p))
 	}
 	return v
+}
+
+// chainDoc says in the docstring what runs besides the convolution, in
+// launch order: a paragraph wrapped at 80 columns.
+func chainDoc(c *plan.Chain, fused []plan.PointOp) string {
+	kinds := func(ops []plan.PointOp) string {
+		var k []string
+		for _, op := range ops {
+			k = append(k, strings.Replace(op.Kind, "norm", "normalise", 1))
+		}
+		return strings.Join(k, ", ")
+	}
+	describe := func(p plan.Pass) string {
+		switch p.Kind {
+		case "pointwise":
+			return "pointwise (" + kinds(p.Ops) + ")"
+		case "stats":
+			if p.Stat == "softmax" {
+				return "each segment's maximum and sum of exp, in double"
+			}
+			return "each segment's sum and sum of squares, in double"
+		case "channel":
+			return p.Reduce + " over channels"
+		case "reduce":
+			return p.Reduce + " over an axis"
+		case "pool":
+			if p.Max {
+				return "max pool"
+			}
+			return "average pool"
+		}
+		return p.Kind
+	}
+	list := func(passes []plan.Pass) string {
+		var parts []string
+		for _, p := range passes {
+			parts = append(parts, describe(p))
+		}
+		return strings.Join(parts, "; ")
+	}
+	text := ""
+	if len(c.Prologue) > 0 {
+		text = "Before the convolution, as kernels of their own: " + list(c.Prologue) + ". "
+	}
+	if len(fused) > 0 {
+		text += "The convolution's store applies " + kinds(fused) + " to each output before writing it (no pass of their own). "
+	}
+	if len(c.Passes) > 0 {
+		text += "After the convolution, as kernels of their own, in order: " + list(c.Passes) + "."
+	}
+	for _, u := range c.Updates {
+		text += " Kernel " + u.Name + " updates the BatchNorm's running statistics as PyTorch does."
+	}
+	return wrapText(strings.TrimSpace(text), 80)
+}
+
+// wrapText breaks text into lines of at most width characters at spaces.
+func wrapText(text string, width int) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = w
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), "\n")
 }

@@ -85,3 +85,44 @@ func TestEpilogueFromPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestChainDocSaysWhatRuns: a level-2 file's docstring names the ops its
+// store applies and every pass in launch order, and a BatchNorm's
+// running-statistics update; a level-1 file says nothing of ops.
+func TestChainDocSaysWhatRuns(t *testing.T) {
+	specs, err := LoadAll("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	level2 := 0
+	for _, l := range specs {
+		for _, p := range l.Plans {
+			c := p.Epilogue.Chain
+			if !c.Any() {
+				if newChainView(c, p.Epilogue.Ops) != nil {
+					t.Errorf("%s: a chain view without ops", p.Spec.Name)
+				}
+				continue
+			}
+			level2++
+			doc := strings.ReplaceAll(newChainView(c, p.Epilogue.Ops).Doc, "\n", " ")
+			if len(p.Epilogue.Ops) > 0 && !strings.Contains(doc, "store applies "+p.Epilogue.Ops[0].Kind) {
+				t.Errorf("%s: the docstring does not name the fused %s: %q", p.Spec.Name, p.Epilogue.Ops[0].Kind, doc)
+			}
+			if got := strings.Count(doc, ";") + 1; len(c.Passes) > 0 && got < len(c.Passes) {
+				t.Errorf("%s: %d passes, the docstring lists %d: %q", p.Spec.Name, len(c.Passes), got, doc)
+			}
+			if (len(c.Passes) > 0) != strings.Contains(doc, "After the convolution") {
+				t.Errorf("%s: %d passes, docstring %q", p.Spec.Name, len(c.Passes), doc)
+			}
+			for _, u := range c.Updates {
+				if !strings.Contains(doc, u.Name) {
+					t.Errorf("%s: the update kernel %s is not named: %q", p.Spec.Name, u.Name, doc)
+				}
+			}
+		}
+	}
+	if level2 != 2*19 {
+		t.Errorf("%d level-2 plans, want 19 problems for two targets", level2)
+	}
+}

@@ -128,7 +128,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		AK:            gather.K,
 		BLoads:        gather.BLoads,
 	}
-	v.Chain = newChainView(p.Epilogue.Chain)
+	v.Chain = newChainView(p.Epilogue.Chain, p.Epilogue.Ops)
 	for _, op := range p.Epilogue.Ops {
 		v.Fused = append(v.Fused, pointCode(op, nil))
 		v.FusedKept = v.FusedKept || op.Conv

@@ -26,6 +26,8 @@ tensor cores do not add in exact fp32, so their sums cover 16 steps of
 32 and are then added in fp32, the running sums parked in shared
 memory.
 Both re-layouts run in every forward and are part of its time.
+After the convolution, as kernels of their own, in order: mean over an axis;
+pointwise (add); softmax over channels; pointwise (tanh, mul).
 """
 import torch
 import torch.nn as nn

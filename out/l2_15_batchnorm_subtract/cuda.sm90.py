@@ -23,6 +23,11 @@ lo*hi + hi*lo + hi*hi), wgmma's m64n32k8 warpgroup products. The
 tensor cores do not add in exact fp32, so their sums cover 2 steps of
 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
+After the convolution, as kernels of their own, in order: each segment's sum and
+sum of squares, in double; pointwise (normalise); each segment's sum and sum of
+squares, in double; pointwise (normalise). Kernel
+l2_15_batchnorm_subtract_igemm_bn0 updates the BatchNorm's running statistics as
+PyTorch does.
 """
 import torch
 import torch.nn as nn

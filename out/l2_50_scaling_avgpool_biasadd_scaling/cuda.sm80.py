@@ -17,6 +17,8 @@ thread reads them); only the weights are staged in shared memory. Products
 are fp32 FFMA, accumulated in fp32.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
+After the convolution, as kernels of their own, in order: pointwise (mul);
+average pool; pointwise (add, mul).
 """
 import torch
 import torch.nn as nn

@@ -17,6 +17,10 @@ thread reads them); only the weights are staged in shared memory. Products
 are fp32 FFMA, accumulated in fp32.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
+After the convolution, as kernels of their own, in order: each segment's sum and
+sum of squares, in double; pointwise (normalise); average pool; average pool.
+Kernel l2_72_batchnorm_avgpool_avgpool_igemm_bn0 updates the BatchNorm's running
+statistics as PyTorch does.
 """
 import torch
 import torch.nn as nn

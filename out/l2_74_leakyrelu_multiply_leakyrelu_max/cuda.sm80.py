@@ -15,6 +15,8 @@ Products run on the tensor cores as 3xTF32 (each fp32 operand split into two
 TF32 parts, three m16n8k8 products, fp32 accumulation): fp32-level accuracy.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
+After the convolution, as kernels of their own, in order: pointwise (leaky_relu,
+mul, leaky_relu); max pool.
 """
 import torch
 import torch.nn as nn

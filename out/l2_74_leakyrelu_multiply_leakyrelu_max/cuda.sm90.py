@@ -23,6 +23,8 @@ lo*hi + hi*lo + hi*hi), wgmma's m64n32k8 warpgroup products. The
 tensor cores do not add in exact fp32, so their sums cover 2 steps of
 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
+After the convolution, as kernels of their own, in order: pointwise (leaky_relu,
+mul, leaky_relu); max pool.
 """
 import torch
 import torch.nn as nn

@@ -23,6 +23,8 @@ lo*hi + hi*lo + hi*hi), wgmma's m64n64k8 warpgroup products. The
 tensor cores do not add in exact fp32, so their sums cover 4 steps of
 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
+After the convolution, as kernels of their own, in order: max pool; max pool;
+sum over channels.
 """
 import torch
 import torch.nn as nn
