@@ -283,7 +283,7 @@ func chainDoc(c *plan.Chain, fused []plan.PointOp) string {
 		text = "Before the convolution, as kernels of their own: " + list(c.Prologue) + ". "
 	}
 	if len(fused) > 0 {
-		text += "The convolution's store applies " + kinds(fused) + " to each output before writing it (no pass of their own). "
+		text += "The convolution's store applies " + kinds(fused) + " to each output before writing it (no kernel of their own). "
 	}
 	if len(c.Passes) > 0 {
 		text += "After the convolution, as kernels of their own, in order: " + list(c.Passes) + "."

@@ -24,7 +24,7 @@ tensor cores do not add in exact fp32, so their sums cover 4 steps of
 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
 The convolution's store applies clamp, div to each output before writing it (no
-pass of their own).
+kernel of their own).
 """
 import torch
 import torch.nn as nn

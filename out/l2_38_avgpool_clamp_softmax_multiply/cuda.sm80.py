@@ -24,7 +24,7 @@ tensor cores do not add in exact fp32, so their sums cover 4 steps of
 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
 Before the convolution, as kernels of their own: average pool. The convolution's
-store applies clamp to each output before writing it (no pass of their own).
+store applies clamp to each output before writing it (no kernel of their own).
 After the convolution, as kernels of their own, in order: each segment's maximum
 and sum of exp, in double; pointwise (normalise, mul).
 """

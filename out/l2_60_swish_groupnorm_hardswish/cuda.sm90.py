@@ -17,9 +17,10 @@ thread reads them); only the weights are staged in shared memory. Products
 are fp32 FFMA, accumulated in fp32.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
-The convolution's store applies swish to each output before writing it (no pass
-of their own). After the convolution, as kernels of their own, in order: each
-segment's sum and sum of squares, in double; pointwise (normalise, hardswish).
+The convolution's store applies swish to each output before writing it (no
+kernel of their own). After the convolution, as kernels of their own, in order:
+each segment's sum and sum of squares, in double; pointwise (normalise,
+hardswish).
 """
 import torch
 import torch.nn as nn

@@ -26,7 +26,7 @@ tensor cores do not add in exact fp32, so their sums cover 16 steps of
 32 and are then added in fp32, the running sums parked in shared
 memory.
 Both re-layouts run in every forward and are part of its time.
-The convolution's store applies relu to each output before writing it (no pass
+The convolution's store applies relu to each output before writing it (no kernel
 of their own). After the convolution, as kernels of their own, in order: each
 segment's sum and sum of squares, in double; pointwise (normalise).
 """

@@ -23,8 +23,8 @@ lo*hi + hi*lo + hi*hi), wgmma's m64n64k8 warpgroup products. The
 tensor cores do not add in exact fp32, so their sums cover 4 steps of
 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
-The convolution's store applies mul to each output before writing it (no pass of
-their own). After the convolution, as kernels of their own, in order: each
+The convolution's store applies mul to each output before writing it (no kernel
+of their own). After the convolution, as kernels of their own, in order: each
 segment's sum and sum of squares, in double; pointwise (normalise); mean over an
 axis. Kernel l2_77_scale_batchnorm_globalavgpool_igemm_bn0 updates the
 BatchNorm's running statistics as PyTorch does.

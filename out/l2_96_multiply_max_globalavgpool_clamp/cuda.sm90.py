@@ -17,9 +17,9 @@ thread reads them); only the weights are staged in shared memory. Products
 are fp32 FFMA, accumulated in fp32.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
-The convolution's store applies mul to each output before writing it (no pass of
-their own). After the convolution, as kernels of their own, in order: max pool;
-mean over an axis; pointwise (clamp).
+The convolution's store applies mul to each output before writing it (no kernel
+of their own). After the convolution, as kernels of their own, in order: max
+pool; mean over an axis; pointwise (clamp).
 """
 import torch
 import torch.nn as nn
