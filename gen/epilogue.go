@@ -196,12 +196,11 @@ func newChainView(c *plan.Chain, fused []plan.PointOp) *ChainView {
 		exprs = append(exprs, e.Expr)
 		int64 := e.Int64()
 		v.ExtraChecks = append(v.ExtraChecks, ExtraCheck{Index: i, Expr: e.Expr, Len: e.Len, Int64: int64})
+		params = append(params, fmt.Sprintf("const float* __restrict__ e%d", i))
 		if int64 {
-			params = append(params, fmt.Sprintf("const float* __restrict__ e%d", i))
-			args = append(args, "nullptr")
+			args = append(args, "nullptr") // num_batches_tracked: only the update kernel reads it
 			continue
 		}
-		params = append(params, fmt.Sprintf("const float* __restrict__ e%d", i))
 		args = append(args, fmt.Sprintf("(const float*)extras[%d].data_ptr()", i))
 	}
 	v.ExtraParams = strings.Join(params, ", ")
