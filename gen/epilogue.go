@@ -198,7 +198,7 @@ func newChainView(c *plan.Chain, fused []plan.PointOp) *ChainView {
 		v.ExtraChecks = append(v.ExtraChecks, ExtraCheck{Index: i, Expr: e.Expr, Len: e.Len, Int64: int64})
 		params = append(params, fmt.Sprintf("const float* __restrict__ e%d", i))
 		if int64 {
-			args = append(args, "nullptr") // num_batches_tracked: only the update kernel reads it
+			args = append(args, "nullptr") // an int64 tensor, which no float pass reads
 			continue
 		}
 		args = append(args, fmt.Sprintf("(const float*)extras[%d].data_ptr()", i))
