@@ -17,6 +17,10 @@
 #            timed (embedded in bin/verify; the file itself without it);
 #            with GPUS=N (2 or more), the problems dealt out over N GPUs
 #            and the runs merged into one e2e.json;
+#   level2   the level-2 submissions of out/ (l2_*) the evaluator's way,
+#            each problem's reference timed in the same run eager, strict
+#            fp32 and under torch.compile (warmed while the files build);
+#            TARGETS (default sm80,sm90) picks the files;
 #   random   the Triton submissions of build/random (`make random`) in a
 #            parallel correctness sweep (the CUDA ones are the kernel
 #            verifier's);
@@ -119,6 +123,9 @@ for s in $stages; do
     else
       python3 "$harness" --time --json "$out/e2e.json" out || status=1
     fi ;;
+  level2)
+    mapfile -t dirs < <(spec_dirs problem.py out | grep '/l2_')
+    python3 "$harness" --time --compile --targets "${TARGETS:-sm80,sm90}" --json "$out/level2.json" "${dirs[@]}" || status=1 ;;
   random)
     [ -d build/random ] && { python3 "$harness" --sweep --backends triton --json "$out/random.json" build/random || status=1; } ;;
   big)

@@ -75,9 +75,9 @@ TAIL_CHARS = 4000  # enough of a compiler log or traceback to show the first err
 RESULT_KEYS = (
     "spec", "backend", "target", "ran", "disposition", "reason", "max_rel_l2", "ref_default_rel_l2",
     "allclose_1e2", "allclose_1e4", "nan_outputs", "trials",
-    "time_ms", "ref_default_ms", "ref_strict_ms", "sha256",
+    "time_ms", "ref_default_ms", "ref_strict_ms", "ref_compile_ms", "sha256",
 )
-NO_REF_TIMES = {"ref_default_ms": None, "ref_strict_ms": None}
+NO_REF_TIMES = {"ref_default_ms": None, "ref_strict_ms": None, "ref_compile_ms": None}
 SWEEP_TASKS_PER_WORKER = 8  # files a sweep worker evaluates before it is replaced
 
 
@@ -109,6 +109,9 @@ def parse_args(argv):
                         help="comma-separated submission backends to evaluate (default: all)")
     parser.add_argument("--targets", default=",".join(TARGETS),
                         help="comma-separated targets whose files to evaluate (default: all)")
+    parser.add_argument("--compile", action="store_true",
+                        help="with --time, also time torch.compile(reference) (Inductor's default "
+                             "mode, default precision); its compilation is warmed in the build phase")
     parser.add_argument("--no-ref-time", action="store_true",
                         help="with --time, skip timing the references (tuning candidates share one problem)")
     parser.add_argument("--trials", type=positive_int, default=5, help="correctness trials (default 5)")
@@ -133,6 +136,8 @@ def parse_args(argv):
         parser.error("at least one DIR is required")
     if args.sweep and args.time:
         parser.error("--sweep checks correctness only; time without it")
+    if args.compile and (not args.time or args.no_ref_time):
+        parser.error("--compile times the compiled reference: it needs --time and reference timing")
     if args.merge and not args.json:
         parser.error("--merge writes its document to --json")
     args.backends = [b.strip() for b in args.backends.split(",")]
@@ -152,6 +157,8 @@ def child_command(mode, target, result_path, args):
                "--trials", str(args.trials), "--timed", str(args.timed), "--tol", repr(args.tol)]
     if args.time:
         command.append("--time")
+    if args.compile:
+        command.append("--compile")
     return command
 
 
@@ -440,16 +447,20 @@ def item_line(index, total, result):
 
 
 TABLE_HEADER = ["spec", "backend", "target", "disposition", "max rel L2", "allclose 1e-2/1e-4",
-                "ms mean/median", "ref tf32 ms", "ref ieee ms", "speedup tf32/ieee"]
+                "ms mean/median", "ref tf32 ms", "ref ieee ms", "ref compile ms",
+                "speedup tf32/ieee/compile"]
 
 
 def table_row(r):
+    compiled = r.get("ref_compile_ms")
     return [
         r["spec"], r["backend"], r["target"] or "-", r["disposition"], fmt_err(r["max_rel_l2"]),
         f"{fmt_flag(r['allclose_1e2'])}/{fmt_flag(r['allclose_1e4'])}",
         fmt_ms(r["time_ms"]), fmt_ms(r["ref_default_ms"]), fmt_ms(r["ref_strict_ms"]),
+        fmt_ms(compiled) if compiled else "-",
         f"{fmt_speedup(speedup(r['ref_default_ms'], r['time_ms']))}/"
-        f"{fmt_speedup(speedup(r['ref_strict_ms'], r['time_ms']))}",
+        f"{fmt_speedup(speedup(r['ref_strict_ms'], r['time_ms']))}/"
+        f"{fmt_speedup(speedup(compiled, r['time_ms'])) if compiled else '-'}",
     ]
 
 
@@ -493,26 +504,47 @@ def build_one(path):
     return None
 
 
-def build_all(paths, jobs):
-    """Build every submission in parallel; path -> build error text, or None (built or unknown)."""
+def warm_compile(spec_dir):
+    """Compile one spec's reference with torch.compile and run it once, so that Inductor's
+    on-disk caches hold its kernels when the timing child compiles it again; the error
+    text, or None. Compiling is CPU work: done here, it overlaps the extension builds."""
+    log = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            problem = load_module(os.path.join(spec_dir, "problem.py"))
+            model = torch.compile(construct(problem.Model, init_inputs(problem)))
+            model(*timing_inputs(problem))
+            torch.cuda.synchronize()
+    except Exception as exc:
+        return first_line(f"{type(exc).__name__}: {exc}") + "\n" + tail(log.getvalue() + "\n" + traceback.format_exc())
+    return None
+
+
+def build_all(paths, jobs, compile_dirs=()):
+    """Build every submission in parallel, and warm torch.compile for each of compile_dirs;
+    path -> build error text, or None (built or unknown). A failed warm-up is only
+    reported: the timing child compiles again and records what it gets."""
     errors = {}
-    if not paths:
+    tasks = [(build_one, path) for path in paths] + [(warm_compile, d) for d in compile_dirs]
+    if not tasks:
         return errors
     context = multiprocessing.get_context("spawn")  # CUDA state must never be forked
-    # One fresh interpreter per file, so no module or extension state leaks between builds.
-    with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context,
+    # One fresh interpreter per task, so no module or extension state leaks between builds.
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context,
                              max_tasks_per_child=1) as pool:
-        futures = {pool.submit(build_one, path): path for path in paths}
+        futures = {pool.submit(fn, path): (fn, path) for fn, path in tasks}
         for done, future in enumerate(as_completed(futures), 1):
-            path = futures[future]
+            fn, path = futures[future]
+            what = label(path) if fn is build_one else f"{os.path.basename(path)} torch.compile"
             try:
-                errors[path] = future.result()
-                status = "failed" if errors[path] else "ok"
+                error = future.result()
+                status = "failed: " + first_line(error) if error else "ok"
             except BrokenProcessPool:
                 # A worker died; the isolated evaluation imports the file again and will tell.
-                errors[path] = None
-                status = "worker died, deferred to evaluation"
-            progress(f"[build {done}/{len(paths)}] {label(path)}: {status}")
+                error, status = None, "worker died, deferred to evaluation"
+            if fn is build_one:
+                errors[path] = error
+            progress(f"[build {done}/{len(tasks)}] {what}: {status}")
     return errors
 
 
@@ -550,12 +582,16 @@ def time_reference(spec, args):
     if times is None:
         progress(f"[reference] {spec.name}: timing failed, speedups will be missing\n{output}")
         return NO_REF_TIMES
+    compiled = times.get("ref_compile_ms")
     progress(f"[reference] {spec.name}: tf32 {fmt_ms(times['ref_default_ms'])} ms, "
-             f"ieee {fmt_ms(times['ref_strict_ms'])} ms")
+             f"ieee {fmt_ms(times['ref_strict_ms'])} ms"
+             + (f", torch.compile {fmt_ms(compiled)} ms" if compiled else ""))
     return times
 
 
-def evaluate_all(specs, build_errors, args):
+def evaluate_all(specs, build_errors, args, on_result=lambda results: None):
+    """Evaluate every submission in its own child process; on_result sees the results so
+    far after each one (a long run cut short keeps what it measured)."""
     results = []
     total = sum(len(s.submissions) for s in specs)
     for spec in specs:
@@ -566,6 +602,7 @@ def evaluate_all(specs, build_errors, args):
             result.update(ref_times)
             results.append(result)
             progress(item_line(len(results), total, result))
+            on_result(results)
     return results
 
 
@@ -658,18 +695,25 @@ def run_all(args):
     for result in skipped.values():
         progress(f"[skipped] {result['spec']}/{result['backend']}.{result['target']}: {result['reason']}")
     paths = [p for s in specs for p in s.submissions]
+    env = environment()
+
+    def finish(results):
+        for result in results:
+            result["ran"] = ran_note(os.path.join(result["spec"], f"{result['backend']}.{result['target']}.py"), cc)
+        results = sorted(results + list(skipped.values()), key=lambda r: (r["spec"], r["backend"], r["target"]))
+        if args.json:
+            write_json(args.json, json_document(env, results), allow_nan=False)
+        return results
+
     if args.sweep:
         results = sweep_all(paths, args)
     else:
-        build_errors = build_all(paths, args.jobs)
-        results = evaluate_all(specs, build_errors, args)
-    for result in results:
-        result["ran"] = ran_note(os.path.join(result["spec"], f"{result['backend']}.{result['target']}.py"), cc)
-    results = sorted(results + list(skipped.values()), key=lambda r: (r["spec"], r["backend"], r["target"]))
+        compile_dirs = [s.path for s in specs if s.submissions] if args.compile else []
+        build_errors = build_all(paths, args.jobs, compile_dirs)
+        results = evaluate_all(specs, build_errors, args, lambda so_far: finish(list(so_far)))
+    results = finish(results)
     print()
     print(format_table(results), flush=True)
-    if args.json:
-        write_json(args.json, json_document(environment(), results), allow_nan=False)
     return 0 if run_passed(results) else 1
 
 
@@ -885,7 +929,12 @@ def ref_timing_main(args):
     default = timing_stats(time_model(ref, inputs, args.timed))
     with strict_fp32():
         strict = timing_stats(time_model(ref, inputs, args.timed))
-    write_json(args.result, {"ref_default_ms": default, "ref_strict_ms": strict})
+    times = {"ref_default_ms": default, "ref_strict_ms": strict, "ref_compile_ms": None}
+    if args.compile:
+        # Inductor's default mode at PyTorch's default precision: it fuses the ops after
+        # the conv and leaves the conv to cuDNN, the strongest thing a user picks instead.
+        times["ref_compile_ms"] = timing_stats(time_model(torch.compile(ref), inputs, args.timed))
+    write_json(args.result, times)
     return 0
 
 

@@ -54,7 +54,8 @@ class ParseArgsTest(unittest.TestCase):
 
     def test_usage_errors(self):
         for argv in ([], ["--trials", "0", "a"], ["--jobs", "x", "a"], ["--item", "x/cuda.sm80.py"],
-                     ["--sweep", "--time", "a"], ["--backends", "opencl", "a"], ["--targets", "sm70", "a"]):
+                     ["--sweep", "--time", "a"], ["--backends", "opencl", "a"], ["--targets", "sm70", "a"],
+                     ["--compile", "a"], ["--time", "--compile", "--no-ref-time", "a"]):
             with self.subTest(argv=argv), mock.patch("sys.stderr"), self.assertRaises(SystemExit):
                 evaluate.parse_args(argv)
 
@@ -70,6 +71,10 @@ class ParseArgsTest(unittest.TestCase):
             "--ref-timing", "/s/58", "r", evaluate.parse_args(["d"]))[2:])
         self.assertEqual(untimed.ref_timing, "/s/58")
         self.assertFalse(untimed.time)
+        self.assertFalse(untimed.compile)
+        compiled = evaluate.parse_args(evaluate.child_command(
+            "--ref-timing", "/s/58", "r", evaluate.parse_args(["--time", "--compile", "d"]))[2:])
+        self.assertTrue(compiled.compile and compiled.time)
 
 
 class DiscoveryTest(unittest.TestCase):
@@ -214,7 +219,8 @@ class OutputTest(unittest.TestCase):
                       allclose_1e4=False, nan_outputs=0, trials=5,
                       time_ms={"mean": 2.0, "median": 1.9},
                       ref_default_ms={"mean": 8.0, "median": 7.9},
-                      ref_strict_ms={"mean": 16.0, "median": 15.0})
+                      ref_strict_ms={"mean": 16.0, "median": 15.0},
+                      ref_compile_ms={"mean": 4.0, "median": 3.9})
         broken = evaluate.new_result("/o/58/triton.sm90.py", disposition="incorrect",
                                      reason="trial 0: relative L2 error nan > 1e-05\nmore")
         broken.update(max_rel_l2=math.nan, trials=5)
@@ -245,7 +251,9 @@ class OutputTest(unittest.TestCase):
         self.assertIn("1.50e-07", lines[2])
         self.assertIn("yes/no", lines[2])
         self.assertIn("2.000/1.900", lines[2])
-        self.assertIn("4.00x/8.00x", lines[2])
+        self.assertIn("4.000/3.900", lines[2])
+        self.assertIn("4.00x/8.00x/2.00x", lines[2])
+        self.assertIn("-/-/-", lines[3])
         self.assertIn("nan", lines[3])
         self.assertEqual(lines[-1], "58/triton.sm90: trial 0: relative L2 error nan > 1e-05")
 
