@@ -50,6 +50,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -407,8 +408,13 @@ def utc_now():
 
 # ---------------------------------------------------------------- text output
 
+STARTED = time.monotonic()
+
+
 def progress(message):
-    print(message, flush=True)
+    """A progress line, stamped with the seconds since this process started (a long run's
+    log then shows where its time went)."""
+    print(f"{time.monotonic() - STARTED:7.1f}s {message}", flush=True)
 
 
 def fmt_err(value):
