@@ -12,9 +12,11 @@ sm80 CUDA file on a later GPU runs its compute_80 PTX, compiled by the driver. T
 both targets run on any GPU: Triton compiles for the GPU it runs on, so a Triton sm80 file on
 an H200 is not the A100's code (the result's "ran" says so). For every other submission file:
 
-1. Build: all submissions are imported in parallel worker processes first, only so that
-   their load_inline builds land in torch's extension cache; the later imports are fast.
-2. Evaluate, one file at a time, each in its own child process (a CUDA fault poisons the
+1. Build: all submissions are imported in parallel worker processes (at the lowest CPU
+   priority), only so that their load_inline builds land in torch's extension cache; the
+   later imports are fast. With --compile, each reference is compiled once first as well.
+2. Evaluate, one file at a time as soon as its own build is done (the builds of later files
+   go on beside it, niced), each in its own child process (a CUDA fault poisons the
    context of the process it happens in, never the next file's):
    - seeded construction on the CPU, reference first, as the evaluator does; weights are
      not copied, so every parameter must come out equal;
@@ -23,7 +25,8 @@ an H200 is not the A100's code (the result's "ran" says so). For every other sub
      inputs, relative L2 error against a float64 run of the reference (the truth), and
      allclose against the default (TF32) reference at 1e-2 and 1e-4 as facts;
    - with --time: the evaluator's CUDA-event timing with an L2 flush before each trial;
-     the reference is timed once per spec, with PyTorch defaults and with strict fp32.
+     the reference is timed once per spec, with PyTorch defaults and with strict fp32
+     (with --compile also under torch.compile, Inductor's default mode).
 3. Report: a progress line per item, a table at the end, optionally a JSON document.
 
 Dispositions: passed (every trial within --tol of float64, no NaN, shapes match, inputs
@@ -50,6 +53,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -526,32 +530,84 @@ def warm_compile(spec_dir):
     return None
 
 
+WARM_JOBS = 4  # torch.compile warm-ups at once: each holds a full-size model on the GPU
+
+
+def lower_priority():
+    """Run a build worker at the lowest CPU priority: an evaluation beside the builds then
+    gets a core whenever it wants one, and its launches are not delayed by them."""
+    os.nice(19)
+
+
+class Builds:
+    """The build phase, running beside the evaluation: every submission's build is queued at
+    once (niced worker processes, a fresh interpreter each, so no module or extension state
+    leaks between builds), and the evaluation of a file waits only for its own build. The
+    torch.compile warm-ups run GPU work, so they run first, in a pool of their own, and
+    warmed() waits for all of them before anything is timed."""
+
+    def __init__(self, paths, jobs, compile_dirs=()):
+        context = multiprocessing.get_context("spawn")  # CUDA state must never be forked
+        self.total = len(paths) + len(compile_dirs)
+        self.done = 0
+        self.lock = threading.Lock()  # the pools' threads run the done callbacks
+        self.pools = []
+        self.warmups = [self._submit(warm_compile, d, min(WARM_JOBS, jobs), context, None)
+                        for d in compile_dirs]
+        self.builds = {p: self._submit(build_one, p, jobs, context, lower_priority) for p in paths}
+
+    def _submit(self, fn, key, workers, context, initializer):
+        pool = next((q for q in self.pools if q[0] is fn), None)
+        if pool is None:
+            pool = (fn, ProcessPoolExecutor(max_workers=max(1, workers), mp_context=context,
+                                            max_tasks_per_child=1, initializer=initializer))
+            self.pools.append(pool)
+        future = pool[1].submit(fn, key)
+        future.add_done_callback(lambda f: self._report(fn, key, f))
+        return future
+
+    def _report(self, fn, key, future):
+        with self.lock:
+            self.done += 1
+            done = self.done
+        what = label(key) if fn is build_one else f"{os.path.basename(key)} torch.compile"
+        error = self._outcome(future)
+        status = ("failed: " + first_line(error) if error else
+                  "worker died, deferred to evaluation" if future.exception() else "ok")
+        progress(f"[build {done}/{self.total}] {what}: {status}")
+
+    @staticmethod
+    def _outcome(future):
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            return None  # the isolated evaluation imports the file again and will tell
+
+    def error(self, path):
+        """Wait for path's build; its error text, or None (built, or a worker died)."""
+        future = self.builds.get(path)
+        return self._outcome(future) if future else None
+
+    def warmed(self):
+        """Wait for every torch.compile warm-up (a failed one is only reported: the timing
+        child compiles again and records what it gets)."""
+        for future in self.warmups:
+            self._outcome(future)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for _, pool in self.pools:
+            pool.shutdown(wait=True, cancel_futures=exc[0] is not None)
+
+
 def build_all(paths, jobs, compile_dirs=()):
-    """Build every submission in parallel, and warm torch.compile for each of compile_dirs;
-    path -> build error text, or None (built or unknown). A failed warm-up is only
-    reported: the timing child compiles again and records what it gets."""
-    errors = {}
-    tasks = [(build_one, path) for path in paths] + [(warm_compile, d) for d in compile_dirs]
-    if not tasks:
-        return errors
-    context = multiprocessing.get_context("spawn")  # CUDA state must never be forked
-    # One fresh interpreter per task, so no module or extension state leaks between builds.
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context,
-                             max_tasks_per_child=1) as pool:
-        futures = {pool.submit(fn, path): (fn, path) for fn, path in tasks}
-        for done, future in enumerate(as_completed(futures), 1):
-            fn, path = futures[future]
-            what = label(path) if fn is build_one else f"{os.path.basename(path)} torch.compile"
-            try:
-                error = future.result()
-                status = "failed: " + first_line(error) if error else "ok"
-            except BrokenProcessPool:
-                # A worker died; the isolated evaluation imports the file again and will tell.
-                error, status = None, "worker died, deferred to evaluation"
-            if fn is build_one:
-                errors[path] = error
-            progress(f"[build {done}/{len(tasks)}] {what}: {status}")
-    return errors
+    """Build every submission (and warm torch.compile for compile_dirs) and wait for all;
+    path -> build error text, or None (built or unknown)."""
+    with Builds(paths, jobs, compile_dirs) as builds:
+        builds.warmed()
+        return {p: builds.error(p) for p in paths}
 
 
 # ---------------------------------------------------------------- evaluation phase (parent side)
@@ -595,16 +651,20 @@ def time_reference(spec, args):
     return times
 
 
-def evaluate_all(specs, build_errors, args, on_result=lambda results: None):
-    """Evaluate every submission in its own child process; on_result sees the results so
-    far after each one (a long run cut short keeps what it measured)."""
+def evaluate_all(specs, builds, args, on_result=lambda results: None):
+    """Evaluate every submission in its own child process, each as soon as its build is done
+    (builds: Builds, or a dict of build errors); on_result sees the results so far after
+    each one (a long run cut short keeps what it measured)."""
+    build_error = builds.get if isinstance(builds, dict) else builds.error
+    if not isinstance(builds, dict):
+        builds.warmed()
     results = []
     total = sum(len(s.submissions) for s in specs)
     for spec in specs:
         timed = args.time and not args.no_ref_time and spec.submissions
         ref_times = time_reference(spec, args) if timed else NO_REF_TIMES
         for path in spec.submissions:
-            result = evaluate_file(path, build_errors.get(path), args)
+            result = evaluate_file(path, build_error(path), args)
             result.update(ref_times)
             results.append(result)
             progress(item_line(len(results), total, result))
@@ -715,8 +775,8 @@ def run_all(args):
         results = sweep_all(paths, args)
     else:
         compile_dirs = [s.path for s in specs if s.submissions] if args.compile else []
-        build_errors = build_all(paths, args.jobs, compile_dirs)
-        results = evaluate_all(specs, build_errors, args, lambda so_far: finish(list(so_far)))
+        with Builds(paths, args.jobs, compile_dirs) as builds:
+            results = evaluate_all(specs, builds, args, lambda so_far: finish(list(so_far)))
     results = finish(results)
     print()
     print(format_table(results), flush=True)

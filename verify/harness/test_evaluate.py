@@ -417,6 +417,20 @@ class IsolationTest(unittest.TestCase):
         self.assertIn("Traceback", errors[bad])
         self.assertEqual(evaluate.build_all([], jobs=2), {})
 
+    def test_evaluation_waits_only_for_its_own_build(self):
+        # The second build finishes only once the first file's error has been read: were
+        # error() to wait for every build, the second would time out instead.
+        root = tempfile.mkdtemp()
+        mark = os.path.join(root, "first-read")
+        first, second = os.path.join(root, "58", "cuda.sm80.py"), os.path.join(root, "61", "cuda.sm80.py")
+        write(first, "VALUE = 1\n")
+        write(second, "import os, time\nfor _ in range(600):\n    if os.path.exists(%r): break\n"
+                      "    time.sleep(0.05)\nelse:\n    raise RuntimeError('timed out')\n" % mark)
+        with mock.patch("sys.stdout"), evaluate.Builds([first, second], jobs=2) as builds:
+            self.assertIsNone(builds.error(first))
+            write(mark, "")
+            self.assertIsNone(builds.error(second))
+
 
 if __name__ == "__main__":
     unittest.main()
