@@ -19,7 +19,8 @@
 #            and the runs merged into one e2e.json;
 #   level2   the level-2 submissions of out/ (l2_*) the evaluator's way,
 #            each problem's reference timed in the same run eager, strict
-#            fp32 and under torch.compile (warmed while the files build);
+#            fp32 and under torch.compile (warmed while the files build;
+#            COMPILE=0 leaves it out: it costs about 20 s a problem);
 #            TARGETS (default sm80,sm90) picks the files;
 #   random   the Triton submissions of build/random (`make random`) in a
 #            parallel correctness sweep (the CUDA ones are the kernel
@@ -125,7 +126,9 @@ for s in $stages; do
     fi ;;
   level2)
     mapfile -t dirs < <(spec_dirs problem.py out | grep '/l2_')
-    python3 "$harness" --time --compile --targets "${TARGETS:-sm80,sm90}" --json "$out/level2.json" "${dirs[@]}" || status=1 ;;
+    compile=--compile
+    [ "${COMPILE:-1}" = 0 ] && compile=
+    python3 "$harness" --time $compile --targets "${TARGETS:-sm80,sm90}" --json "$out/level2.json" "${dirs[@]}" || status=1 ;;
   random)
     [ -d build/random ] && { python3 "$harness" --sweep --backends triton --json "$out/random.json" build/random || status=1; } ;;
   big)
