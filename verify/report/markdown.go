@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"convtgen/gen/geom"
 	"convtgen/gen/plan"
 	"convtgen/verify/gpu"
 )
@@ -74,16 +75,17 @@ func Markdown(r *Report) string {
 	p("Measured on **%s** (driver %s), torch %s, CUDA %s, cuDNN %s, on %s, commit `%s`.\n", r.GPU, r.Driver, r.Torch, r.CUDA, r.CuDNN, r.Date, r.Commit)
 	p("Method: the KernelBench evaluator's (seeded init, 5 trials of fresh inputs, CUDA events, 3 warm-ups,\n")
 	p("100 timed runs after an L2 flush, mean reported; median shown too). Error is the relative L2 error\n")
-	p("against float64 (gate 1e-5); allclose is against PyTorch's default (TF32) reference. Every problem has a\n")
-	p("CUDA and a Triton file per target: sm80 (A100) and sm90 (H100/H200); these numbers are from the GPU named\n")
-	p("above. An sm80 CUDA file runs there as compute_80 PTX that the driver compiles (the sm_80 code path, not\n")
-	p("the A100's timing); Triton compiles for the GPU it runs on, so a Triton sm80 row on an H200 is not the\n")
-	p("A100's code, only the sm80 file's choices. Results that name no target predate the per-target files: they\n")
-	p("are the sm90 rows (the CUDA files ran their sm_90a code on the H200), and the sm80 rows are not yet measured.\n")
-	p("Floors: max(FLOPs / peak, bytes / 4.3 TB/s), peak 67 TFLOP/s for fp32 FFMA and 495/3 TFLOP/s for 3xTF32;\n")
+	p("against float64 (gate 1e-5); allclose is against PyTorch's default (TF32) reference. Every problem of the\n")
+	p("convolution alone has a CUDA and a Triton file per target: sm80 (A100) and sm90 (H100/H200); these numbers\n")
+	p("are from the GPU named above.\n%s; Triton compiles for the GPU it runs on, so a Triton sm80 row on an\n", sm80PTX)
+	p("H200 is not the A100's code, only the sm80 file's choices. Results that name no target predate the\n")
+	p("per-target files: they are the sm90 rows (the CUDA files ran their sm_90a code on the H200), and the sm80\n")
+	p("rows are not yet measured.\n")
+	p("Floors: max(FLOPs / peak, bytes / %g TB/s), peak %g TFLOP/s for fp32 FFMA and %g/3 TFLOP/s for 3xTF32;\n",
+		geom.MemoryBW/1e12, geom.FFMAFLOPS/1e12, 3*geom.TF32x3FLOPS/1e12)
 	p("\"floor\" is floor time / our time.\n\n")
 	p("![speedup over PyTorch default and fraction of floor](%s)\n\n", PlotFile)
-	p("## Per problem, backend and target\n\n")
+	p("## The convolution alone: per problem, backend and target\n\n")
 	p("| problem | backend | target | precision | result | rel L2 vs fp64 | allclose 1e-2 / 1e-4 | ms mean / median | PyTorch default ms | PyTorch strict fp32 ms | vs default | vs strict | floor ms | floor | kernel-only ms | registers, spill bytes (the target's cubin) |\n")
 	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
@@ -91,46 +93,27 @@ func Markdown(r *Report) string {
 			p("| %s | %s | %s | %s | %s | – | – / – | – | – | – | – | – | %.3f | – | – | – |\n", row.Spec, row.Backend, row.Target, row.Precision, NotMeasured, row.FloorMS)
 			continue
 		}
-		frac, kernel, regs := "–", "–", "–"
-		if row.FloorFraction > 0 {
-			frac = fmt.Sprintf("%.0f%%", 100*row.FloorFraction)
-		}
+		kernel, regs := "–", "–"
 		if row.KernelMS > 0 {
 			kernel = fmt.Sprintf("%.3f", row.KernelMS)
 		}
 		if a, ok := targetArch(row.Arch, row.Target); ok {
 			regs = fmt.Sprintf("%d, %d", a.Registers, a.SpillBytes)
 		}
-		status := row.Disposition
-		if row.Ran != "" {
-			status += " (" + row.Ran + ")"
-		}
-		if row.OlderFile {
-			status += " (older file)"
-		}
 		p("| %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %.3f | %s | %s | %s |\n",
-			row.Spec, row.Backend, row.Target, row.Precision, status, sci(row.MaxRelL2), yes(row.Allclose1e2), yes(row.Allclose1e4),
-			ms(row.TimeMS), ms(row.RefDefaultMS), ms(row.RefStrictMS), ratio(row.SpeedupTF32), ratio(row.SpeedupStrict), row.FloorMS, frac, kernel, regs)
+			row.Spec, row.Backend, row.Target, row.Precision, status(row), sci(row.MaxRelL2), yes(row.Allclose1e2), yes(row.Allclose1e4),
+			ms(row.TimeMS), ms(row.RefDefaultMS), ms(row.RefStrictMS), ratio(row.SpeedupTF32), ratio(row.SpeedupStrict), row.FloorMS, floorFraction(row), kernel, regs)
 	}
 	p("\n")
-	if slices.ContainsFunc(r.Rows, func(row Row) bool { return row.OlderFile }) {
-		p("Rows marked (older file) were measured on code that has changed since (a spec edited or retuned): their precision and floor are the current spec's.\n\n")
-	}
+	olderFiles(&b, r.Rows)
 	for _, backend := range sortedKeys(r.GeoMean) {
 		p("Geometric-mean speedup over PyTorch default, %s: **%.2fx**.\n", backend, r.GeoMean[backend])
 	}
 	for _, t := range sortedKeys(r.BestGeoMean) {
 		p("Best backend per problem, %s: geometric mean **%.2fx** over the default.\n", t, r.BestGeoMean[t])
 	}
-	var failed []string
-	for _, row := range r.Rows {
-		if row.Disposition != "passed" && row.Disposition != NotMeasured {
-			failed = append(failed, fmt.Sprintf("- %s (%s %s): %s — %s", row.Spec, row.Backend, row.Target, row.Disposition, firstLine(row.Reason)))
-		}
-	}
-	if len(failed) > 0 {
-		p("\nNot passed:\n%s\n", strings.Join(failed, "\n"))
-	}
+	notPassed(&b, r.Rows)
+	level2Markdown(&b, r)
 	if len(r.Sweeps) > 0 {
 		p("\n## Random configurations\n\n")
 		p("Random valid configurations (gen.RandomSpec: stride 1-5, dilation 1-3, strides sharing a factor with the\n")
@@ -203,6 +186,107 @@ func Markdown(r *Report) string {
 		}
 	}
 	return b.String()
+}
+
+// sm80PTX is how the sm80 CUDA rows measured on a later GPU ran, for both
+// sections.
+const sm80PTX = "An sm80 CUDA file runs on a later GPU as compute_80 PTX that the driver compiles\n(the sm_80 code path, not the A100's timing)"
+
+// status is a row's result with how it ran where that is not its
+// target's own code, and whether the file measured is older than out/'s.
+func status(row Row) string {
+	s := row.Disposition
+	if row.Ran != "" {
+		s += " (" + row.Ran + ")"
+	}
+	if row.OlderFile {
+		s += " (older file)"
+	}
+	if row.FromE2E {
+		s += " (e2e run)"
+	}
+	return s
+}
+
+func floorFraction(row Row) string {
+	if row.FloorFraction > 0 {
+		return fmt.Sprintf("%.0f%%", 100*row.FloorFraction)
+	}
+	return "–"
+}
+
+// olderFiles explains the (older file) mark where a row has it.
+func olderFiles(b *strings.Builder, rows []Row) {
+	if slices.ContainsFunc(rows, func(row Row) bool { return row.OlderFile }) {
+		b.WriteString("Rows marked (older file) were measured on code that has changed since (a spec edited or retuned): their precision and floor are the current spec's.\n\n")
+	}
+}
+
+// notPassed lists the rows that ran and did not pass, a reason's first
+// line each.
+func notPassed(b *strings.Builder, rows []Row) {
+	var failed []string
+	for _, row := range rows {
+		if row.Disposition != "passed" && row.Disposition != NotMeasured {
+			failed = append(failed, fmt.Sprintf("- %s (%s %s): %s — %s", row.Spec, row.Backend, row.Target, row.Disposition, firstLine(row.Reason)))
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(b, "\nNot passed:\n%s\n", strings.Join(failed, "\n"))
+	}
+}
+
+// level2Markdown renders the level-2 section: its run, how its floors
+// count, a row per file and a summary line per backend and target.
+func level2Markdown(b *strings.Builder, r *Report) {
+	l2 := r.Level2
+	if len(l2.Rows) == 0 {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p("\n## Level 2: the convolution and the ops after it\n\n")
+	if l2.Date != "" {
+		p("Measured on **%s** (driver %s), torch %s, CUDA %s, cuDNN %s, on %s\n", l2.GPU, l2.Driver, l2.Torch, l2.CUDA, l2.CuDNN, l2.Date)
+		p("(`level2.json`, from `verify/gpu-check.sh level2`), the evaluator's method as above.\n")
+	} else {
+		p("No level-2 run yet (`verify/gpu-check.sh level2` writes `level2.json`).\n")
+	}
+	p("Each problem's reference is timed in the same run three ways: eager (PyTorch's default, TF32 convolutions:\n")
+	p("what KernelBench times), strict fp32, and `torch.compile` (Inductor's default mode, which fuses the ops after\n")
+	p("the convolution and leaves the convolution to cuDNN).)\n%s.\n", sm80PTX)
+	if !slices.ContainsFunc(l2.Rows, func(row Row) bool { return row.Backend == "triton" }) {
+		p("No Triton rows: the Triton backend runs the convolution alone, the ops around it being CUDA passes only\n")
+		p("(specs/README.md), so a spec with ops lists `backends: [cuda]`.\n")
+	}
+	p("Floor: max(the convolution's FLOPs / the file's precision's peak, bytes / bandwidth), the rates above; the\n")
+	p("bytes are what the fused forward must move: its input read once, the weight and bias, the other tensors it\n")
+	p("reads (parameters, a second input), the final output written once, and no intermediate tensor.\n\n")
+	p("| problem | backend | target | precision | result | rel L2 vs fp64 | allclose 1e-2 / 1e-4 | ms mean / median | eager ms | strict fp32 ms | torch.compile ms | vs eager | vs torch.compile | floor ms | floor |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, row := range l2.Rows {
+		p("| %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %.3f | %s |\n",
+			row.Spec, row.Backend, row.Target, row.Precision, status(row), sci(row.MaxRelL2), yes(row.Allclose1e2), yes(row.Allclose1e4),
+			ms(row.TimeMS), ms(row.RefDefaultMS), ms(row.RefStrictMS), ms(row.RefCompileMS), ratio(row.SpeedupTF32), ratio(row.SpeedupCompile), row.FloorMS, floorFraction(row))
+	}
+	p("\n")
+	olderFiles(b, l2.Rows)
+	if slices.ContainsFunc(l2.Rows, func(row Row) bool { return row.FromE2E }) {
+		p("Rows marked (e2e run) are from the run named at the top (`e2e.json`), which timed no `torch.compile`.\n\n")
+	}
+	for _, s := range l2.Summary {
+		p("- %s %s: %d of %d passed", s.Backend, s.Target, s.Passed, s.Files)
+		if s.NotMeasured > 0 {
+			p(", %d not yet measured", s.NotMeasured)
+		}
+		if s.VsEager > 0 {
+			p("; over eager **%.2fx** (geometric mean), faster on %d of %d", s.GeoMeanEager, s.BeatEager, s.VsEager)
+		}
+		if s.VsCompile > 0 {
+			p("; over torch.compile **%.2fx**, faster on %d of %d", s.GeoMeanCompile, s.BeatCompile, s.VsCompile)
+		}
+		p(".\n")
+	}
+	notPassed(b, l2.Rows)
 }
 
 // Plot draws, per problem and target, the best backend's speedup over the PyTorch

@@ -20,9 +20,7 @@ import (
 	"strings"
 
 	"convtgen/gen"
-	"convtgen/gen/geom"
 	"convtgen/gen/plan"
-	"convtgen/gen/spec"
 	"convtgen/verify/gpu"
 )
 
@@ -49,6 +47,7 @@ type HarnessResult struct {
 	TimeMS          *Times   `json:"time_ms"`
 	RefDefaultMS    *Times   `json:"ref_default_ms"`
 	RefStrictMS     *Times   `json:"ref_strict_ms"`
+	RefCompileMS    *Times   `json:"ref_compile_ms"`   // torch.compile of the reference (level2.json)
 	SHA256          string   `json:"sha256,omitempty"` // of the code measured (codeSHA256)
 }
 
@@ -86,7 +85,11 @@ type Row struct {
 	FloorFraction float64 `json:"floor_fraction,omitempty"` // floor / time: 1 is the floor
 	SpeedupTF32   float64 `json:"speedup_vs_default,omitempty"`
 	SpeedupStrict float64 `json:"speedup_vs_strict,omitempty"`
-	GFLOPs        float64 `json:"gflop"`
+	// SpeedupCompile is over torch.compile of the reference (level-2
+	// rows of a run that timed it).
+	SpeedupCompile float64 `json:"speedup_vs_compile,omitempty"`
+	GFLOPs         float64 `json:"gflop"`
+	MinBytes       float64 `json:"min_bytes"` // what the floor's memory bound counts (plan.Plan.MinBytes)
 	// From the kernel verifier (CUDA rows): registers and spill bytes per
 	// architecture compiled, and the kernel-only mean time.
 	Arch     map[string]gpu.ArchInfo `json:"arch,omitempty"`
@@ -95,6 +98,9 @@ type Row struct {
 	// was edited or retuned since), so the precision shown may not be
 	// the one measured.
 	OlderFile bool `json:"older_file,omitempty"`
+	// FromE2E: a level-2 row that level2.json lacks, taken from the main
+	// run (e2e.json), which timed no torch.compile.
+	FromE2E bool `json:"from_e2e,omitempty"`
 }
 
 // Sweep summarises a random-configuration run per backend.
@@ -125,6 +131,41 @@ type Report struct {
 	SweepRuns   []string           `json:"sweep_runs,omitempty"`  // seed, size, date (and commit) of each random sweep
 	Mutation    *Mutation          `json:"mutation_check,omitempty"`
 	Big         *BigRun            `json:"big,omitempty"`
+	Level2      Level2             `json:"level2"`
+}
+
+// Level2 is the section of the specs with ops around the convolution
+// (KernelBench level 2): every file's row, from level2.json (gpu-check's
+// level2 stage, where the reference is timed eager, strict fp32 and under
+// torch.compile in the same run) or, for a file it lacks, e2e.json; and a
+// summary per backend and target. The run named is level2.json's.
+type Level2 struct {
+	GPU     string          `json:"gpu,omitempty"`
+	Driver  string          `json:"driver,omitempty"`
+	Torch   string          `json:"torch,omitempty"`
+	CUDA    string          `json:"cuda,omitempty"`
+	CuDNN   string          `json:"cudnn,omitempty"`
+	Date    string          `json:"date,omitempty"`
+	Rows    []Row           `json:"rows"`
+	Summary []Level2Summary `json:"summary"`
+}
+
+// Level2Summary tallies one backend and target's level-2 files: how many
+// passed, and over the passed ones with the reference's time the
+// geometric-mean speedup over eager PyTorch and over torch.compile and how
+// many are faster than each.
+type Level2Summary struct {
+	Backend        string  `json:"backend"`
+	Target         string  `json:"target"`
+	Files          int     `json:"files"`
+	NotMeasured    int     `json:"not_measured"`
+	Passed         int     `json:"passed"`
+	VsEager        int     `json:"timed_vs_default"` // passed rows with an eager time
+	BeatEager      int     `json:"faster_than_default"`
+	GeoMeanEager   float64 `json:"geomean_speedup_vs_default,omitempty"`
+	VsCompile      int     `json:"timed_vs_compile"` // passed rows with a torch.compile time
+	BeatCompile    int     `json:"faster_than_compile"`
+	GeoMeanCompile float64 `json:"geomean_speedup_vs_compile,omitempty"`
 }
 
 // BigRun is verify/harness/bigcheck.py's run over configurations with
@@ -215,13 +256,9 @@ func Build(root, dir string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	type info struct {
-		conv   geom.Conv
-		kernel spec.Kernel
-	}
-	byName := map[string]info{}
+	byName := map[string]gen.Loaded{}
 	for _, l := range specs {
-		byName[l.Spec().Name] = info{l.Plans[0].Conv, l.Spec().Kernel}
+		byName[l.Spec().Name] = l
 	}
 	commit, _ := os.ReadFile(filepath.Join(dir, "commit"))
 	r := &Report{GPU: e2e.GPU, Torch: e2e.Torch, CUDA: e2e.CUDA, CuDNN: e2e.CuDNN, Date: e2e.Date,
@@ -304,34 +341,51 @@ func Build(root, dir string) (*Report, error) {
 		}
 	}
 	r.Sweeps = append(r.Sweeps, harnessSweeps(swept)...)
+	level2, err := readRun(filepath.Join(dir, "level2.json"))
+	if err != nil {
+		return nil, err
+	}
 	logSum, count := map[string]float64{}, map[string]int{}
 	best := map[string]Row{} // by spec and target
 	measured := map[string]bool{}
-	for _, h := range e2e.Results {
-		in, ok := byName[h.Spec]
+	// Level-2 rows: level2.json's, then e2e.json's for the files it lacks.
+	var level2Results []HarnessResult
+	if level2 != nil {
+		r.Level2.GPU, r.Level2.Torch, r.Level2.CUDA, r.Level2.CuDNN, r.Level2.Date = level2.GPU, level2.Torch, level2.CUDA, level2.CuDNN, level2.Date
+		if level2.Driver != nil {
+			r.Level2.Driver = *level2.Driver
+		}
+		level2Results = level2.Results
+	}
+	for i, h := range append(slices.Clone(level2Results), e2e.Results...) {
+		fromE2E := i >= len(level2Results)
+		l, ok := byName[h.Spec]
 		if !ok {
 			continue // a spec removed since the run
 		}
 		h.Target = targetOf(h.Target)
-		measured[h.Spec+"/"+h.Backend+"/"+h.Target] = true
-		precision := in.kernel.For(h.Target).PrecisionFor(h.Backend)
-		row := Row{HarnessResult: h, Precision: precision, GFLOPs: in.conv.FLOPs() / 1e9}
-		row.FloorMS = in.conv.FloorMS(precision)
-		row.OlderFile = h.SHA256 != "" && h.SHA256 != codeSHA256(filepath.Join(root, "out", h.Spec, h.Backend+"."+h.Target+".py"))
+		p := planFor(l, h.Target)
+		key := h.Spec + "/" + h.Backend + "/" + h.Target
+		switch {
+		case p == nil: // a target no longer generated
+			continue
+		case !fromE2E && !isLevel2(l): // level 1's rows are the e2e run's alone
+			continue
+		case measured[key]: // a level-2 file level2.json has
+			continue
+		}
+		measured[key] = true
+		row := rowOf(root, h, p)
 		if k, ok := byKernel[h.Spec+"/"+h.Target]; ok && h.Backend == "cuda" {
 			row.Arch = k.Arch
 			if k.Time != nil {
 				row.KernelMS = k.Time.MeanMS
 			}
 		}
-		if t := h.TimeMS; t != nil && t.Mean > 0 {
-			row.FloorFraction = row.FloorMS / t.Mean
-			if h.RefDefaultMS != nil {
-				row.SpeedupTF32 = h.RefDefaultMS.Mean / t.Mean
-			}
-			if h.RefStrictMS != nil {
-				row.SpeedupStrict = h.RefStrictMS.Mean / t.Mean
-			}
+		if isLevel2(l) {
+			row.FromE2E = fromE2E
+			r.Level2.Rows = append(r.Level2.Rows, row)
+			continue
 		}
 		r.Rows = append(r.Rows, row)
 		if h.Disposition == "passed" && row.SpeedupTF32 > 0 {
@@ -348,29 +402,22 @@ func Build(root, dir string) (*Report, error) {
 	for _, l := range specs {
 		s := l.Spec()
 		for _, backend := range s.Kernel.Backends {
-			for _, t := range plan.Targets {
+			for i, t := range plan.Targets {
 				if measured[s.Name+"/"+backend+"/"+t.Name] {
 					continue
 				}
-				precision := s.Kernel.For(t.Name).PrecisionFor(backend)
-				in := byName[s.Name]
-				r.Rows = append(r.Rows, Row{
-					HarnessResult: HarnessResult{Spec: s.Name, Backend: backend, Target: t.Name, Disposition: NotMeasured},
-					Precision:     precision, FloorMS: in.conv.FloorMS(precision), GFLOPs: in.conv.FLOPs() / 1e9,
-				})
+				row := rowOf(root, HarnessResult{Spec: s.Name, Backend: backend, Target: t.Name, Disposition: NotMeasured}, l.Plans[i])
+				if isLevel2(l) {
+					r.Level2.Rows = append(r.Level2.Rows, row)
+				} else {
+					r.Rows = append(r.Rows, row)
+				}
 			}
 		}
 	}
-	sort.SliceStable(r.Rows, func(i, j int) bool {
-		a, b := r.Rows[i], r.Rows[j]
-		if a.Spec != b.Spec {
-			return a.Spec < b.Spec
-		}
-		if a.Backend != b.Backend {
-			return a.Backend < b.Backend
-		}
-		return a.Target < b.Target
-	})
+	sortRows(r.Level2.Rows, true)
+	r.Level2.Summary = level2Summary(r.Level2.Rows)
+	sortRows(r.Rows, false)
 	for b, s := range logSum {
 		r.GeoMean[b] = math.Exp(s / float64(count[b]))
 	}
@@ -394,6 +441,145 @@ func Build(root, dir string) (*Report, error) {
 		r.BestGeoMean[t] = math.Exp(s / float64(bestN[t]))
 	}
 	return r, nil
+}
+
+// isLevel2 tells whether a spec runs ops around its convolution: its rows
+// are the level-2 section's.
+func isLevel2(l gen.Loaded) bool { return l.Plans[0].Epilogue.Chain.Any() }
+
+// planFor is a spec's plan for a target (nil for a target it has none of).
+func planFor(l gen.Loaded, target string) *plan.Plan {
+	for i, t := range plan.Targets {
+		if t.Name == target && i < len(l.Plans) {
+			return l.Plans[i]
+		}
+	}
+	return nil
+}
+
+// rowOf is a result's row: the file's precision and floor from its plan,
+// the speedups from its times.
+func rowOf(root string, h HarnessResult, p *plan.Plan) Row {
+	precision := p.Spec.Kernel.PrecisionFor(h.Backend)
+	row := Row{HarnessResult: h, Precision: precision, FloorMS: p.FloorMS(precision), GFLOPs: p.Conv.FLOPs() / 1e9, MinBytes: p.MinBytes()}
+	row.OlderFile = h.SHA256 != "" && h.SHA256 != codeSHA256(filepath.Join(root, "out", h.Spec, h.Backend+"."+h.Target+".py"))
+	if t := h.TimeMS; t != nil && t.Mean > 0 {
+		row.FloorFraction = row.FloorMS / t.Mean
+		speedup := func(ref *Times) float64 {
+			if ref == nil {
+				return 0
+			}
+			return ref.Mean / t.Mean
+		}
+		row.SpeedupTF32, row.SpeedupStrict, row.SpeedupCompile = speedup(h.RefDefaultMS), speedup(h.RefStrictMS), speedup(h.RefCompileMS)
+	}
+	return row
+}
+
+// sortRows orders rows by spec, backend and target; specs by name, or
+// with numbers, by the numbers' values (the level-2 problems: l2_3 before
+// l2_13).
+func sortRows(rows []Row, numeric bool) {
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.Spec != b.Spec {
+			if numeric {
+				return numericLess(a.Spec, b.Spec)
+			}
+			return a.Spec < b.Spec
+		}
+		if a.Backend != b.Backend {
+			return a.Backend < b.Backend
+		}
+		return a.Target < b.Target
+	})
+}
+
+// numericLess orders names the way a reader counts: runs of digits by
+// their value, the rest by bytes.
+func numericLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := digitRun(a), digitRun(b)
+		if da > 0 && db > 0 {
+			x, y := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if len(x) != len(y) {
+				return len(x) < len(y)
+			}
+			if x != y {
+				return x < y
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+// digitRun is the length of s's leading run of ASCII digits.
+func digitRun(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
+}
+
+// level2Summary tallies the level-2 rows per backend and target, in
+// that order (the rows' sums in row order: the last digits stay put).
+func level2Summary(rows []Row) []Level2Summary {
+	var out []Level2Summary
+	logEager, logCompile := map[int]float64{}, map[int]float64{}
+	for _, row := range rows {
+		i := slices.IndexFunc(out, func(s Level2Summary) bool { return s.Backend == row.Backend && s.Target == row.Target })
+		if i < 0 {
+			out = append(out, Level2Summary{Backend: row.Backend, Target: row.Target})
+			i = len(out) - 1
+		}
+		s := &out[i]
+		s.Files++
+		switch row.Disposition {
+		case NotMeasured:
+			s.NotMeasured++
+			continue
+		case "passed":
+			s.Passed++
+		default:
+			continue
+		}
+		if row.SpeedupTF32 > 0 {
+			s.VsEager++
+			logEager[i] += math.Log(row.SpeedupTF32)
+			if row.SpeedupTF32 > 1 {
+				s.BeatEager++
+			}
+		}
+		if row.SpeedupCompile > 0 {
+			s.VsCompile++
+			logCompile[i] += math.Log(row.SpeedupCompile)
+			if row.SpeedupCompile > 1 {
+				s.BeatCompile++
+			}
+		}
+	}
+	for i := range out {
+		if s := &out[i]; s.VsEager > 0 {
+			s.GeoMeanEager = math.Exp(logEager[i] / float64(s.VsEager))
+		}
+		if s := &out[i]; s.VsCompile > 0 {
+			s.GeoMeanCompile = math.Exp(logCompile[i] / float64(s.VsCompile))
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Backend != out[j].Backend {
+			return out[i].Backend < out[j].Backend
+		}
+		return out[i].Target < out[j].Target
+	})
+	return out
 }
 
 // sweepTally counts a random sweep's outcomes per key (backend and

@@ -18,12 +18,17 @@ import (
 	"testing"
 )
 
-// The fixture tree: testdata/specs holds three small specs (rp_a fp32 and
-// compute-bound, rp_b 3xtf32 and compute-bound, rp_c fp32 and
-// memory-bound); testdata/gpu holds a harness run (e2e.json: every spec on
+// The fixture tree: testdata/specs holds three small specs of the
+// convolution alone (rp_a fp32 and compute-bound, rp_b 3xtf32 and
+// compute-bound, rp_c fp32 and memory-bound) and two level-2 specs (rp_l2a
+// 3xtf32 and memory-bound, rp_l2b fp32 and compute-bound); testdata/gpu
+// holds a harness run (e2e.json: every spec of the convolution alone on
 // both backends with no target, read as sm90's, one incorrect row, one
 // failed row with null times, and a row of a spec that no longer exists;
-// rp_a's CUDA file for sm80 run through its PTX), a kernel-verifier run (kernels.json:
+// rp_a's CUDA file for sm80 run through its PTX), a level-2 run
+// (level2.json: rp_l2a on both targets, sm80's through its PTX and
+// incorrect, rp_l2b on sm90, torch.compile timed, a row of rp_a that is not
+// level 2's and one of a removed spec), a kernel-verifier run (kernels.json:
 // a registered kernel, two random configurations of which one failed, one
 // tuning candidate) and the commit.
 const (
@@ -732,5 +737,239 @@ func TestCommittedResultsAllRead(t *testing.T) {
 		if bytes.Equal(render(dir), all) {
 			t.Errorf("out/gpu/%s: the report renders the same without it (not a file it reads)", skip.Name())
 		}
+	}
+}
+
+// Each level-2 fixture's FLOPs and the bytes its fused forward must move,
+// worked out by hand from its spec: the input, the weight, the bias, the
+// tensors the ops read (4 bytes an element; num_batches_tracked 8) and the
+// final output.
+var level2Cost = map[string]struct{ flops, bytes float64 }{
+	// N=4 Cin=8 Cout=16 k=3^3 in=16^3, stride 2: out 32^3; + add_input
+	// (4,16,32^3), ReLU, max pool 2: final (4,16,16^3).
+	"rp_l2a": {2 * 4 * 8 * 16 * 27 * 4096, 4 * (4*8*4096 + 8*16*27 + 16 + 4*16*32768 + 4*16*4096)},
+	// N=2 Cin=32 Cout=64 k=3^3 in=8^3, no bias; BatchNorm (weight, bias,
+	// running mean and variance of 64, the int64 count), the mean over the
+	// positions: final (2,64,1,1,1).
+	"rp_l2b": {2 * 2 * 32 * 64 * 27 * 512, 4*(2*32*512+32*64*27+4*64+2*64) + 8},
+}
+
+func TestLevel2Fixture(t *testing.T) {
+	r := buildFixture(t)
+	l2 := r.Level2
+	if l2.GPU != "Fixture GPU X200" || l2.Driver != "999.2.3" || l2.Torch != "9.9.1+test" || l2.CUDA != "99.2" || l2.CuDNN != "99200" || l2.Date != "2030-02-03T04:05:06Z" {
+		t.Errorf("level-2 run = %+v", l2)
+	}
+	type want struct {
+		spec, target, precision, disposition string
+		mean, eager, compile                 float64 // speedups 0: none
+		floorBound                           string  // flops or bytes
+	}
+	wants := []want{
+		{"rp_l2a", "sm80", "3xtf32", "incorrect", 0.001, 8, 2, "bytes"},
+		{"rp_l2a", "sm90", "3xtf32", "passed", 0.004, 2, 0.5, "bytes"},
+		{"rp_l2b", "sm80", "fp32", NotMeasured, 0, 0, 0, "flops"},
+		{"rp_l2b", "sm90", "fp32", "passed", 0.002, 8, 2, "flops"},
+	}
+	if len(l2.Rows) != len(wants) {
+		t.Fatalf("%d level-2 rows, want %d (rp_a's and the removed spec's left out): %+v", len(l2.Rows), len(wants), l2.Rows)
+	}
+	for i, w := range wants {
+		row := l2.Rows[i]
+		name := w.spec + "/cuda." + w.target
+		if row.Spec != w.spec || row.Backend != "cuda" || row.Target != w.target || row.Precision != w.precision || row.Disposition != w.disposition {
+			t.Errorf("level-2 row %d = %s/%s.%s %s %s, want %s %s %s", i, row.Spec, row.Backend, row.Target, row.Precision, row.Disposition, name, w.precision, w.disposition)
+			continue
+		}
+		c := level2Cost[w.spec]
+		peak := 67e12
+		if w.precision == "3xtf32" {
+			peak = 495e12 / 3
+		}
+		floor := 1e3 * c.bytes / 4.3e12
+		if w.floorBound == "flops" {
+			floor = 1e3 * c.flops / peak
+		}
+		if !near(row.MinBytes, c.bytes) || !near(row.GFLOPs, c.flops/1e9) || !near(row.FloorMS, floor) {
+			t.Errorf("%s: %v bytes, %v GFLOP, floor %v ms; want %v, %v, %v (bound by its %s)", name, row.MinBytes, row.GFLOPs, row.FloorMS, c.bytes, c.flops/1e9, floor, w.floorBound)
+		}
+		if max(c.flops/peak, c.bytes/4.3e12) != map[string]float64{"flops": c.flops / peak, "bytes": c.bytes / 4.3e12}[w.floorBound] {
+			t.Errorf("%s: the fixture is not bound by its %s", name, w.floorBound)
+		}
+		if !near(row.SpeedupTF32, w.eager) || !near(row.SpeedupCompile, w.compile) {
+			t.Errorf("%s: speedups %v over eager, %v over torch.compile; want %v, %v", name, row.SpeedupTF32, row.SpeedupCompile, w.eager, w.compile)
+		}
+		if w.mean > 0 && !near(row.FloorFraction, floor/w.mean) {
+			t.Errorf("%s: floor fraction %v, want %v", name, row.FloorFraction, floor/w.mean)
+		}
+		if row.FromE2E {
+			t.Errorf("%s: marked from the e2e run", name)
+		}
+	}
+	// level2.json's row of rp_a (a convolution alone) is not level 1's
+	// either: rp_a/cuda.sm90 keeps e2e.json's time.
+	for _, row := range r.Rows {
+		if row.Spec == "rp_a" && row.Backend == "cuda" && row.Target == "sm90" && (row.TimeMS.Mean != 0.01 || row.RefCompileMS != nil) {
+			t.Errorf("rp_a/cuda.sm90 took level2.json's result: %+v", row.HarnessResult)
+		}
+		if strings.HasPrefix(row.Spec, "rp_l2") {
+			t.Errorf("level-1 table has %s", row.Spec)
+		}
+	}
+	// Summaries over passed rows only: sm80 none (rp_l2a incorrect, rp_l2b
+	// not measured); sm90 eager 2 and 8, torch.compile 0.5 and 2.
+	wantSum := []Level2Summary{
+		{Backend: "cuda", Target: "sm80", Files: 2, NotMeasured: 1},
+		{Backend: "cuda", Target: "sm90", Files: 2, Passed: 2, VsEager: 2, BeatEager: 2, GeoMeanEager: 4, VsCompile: 2, BeatCompile: 1, GeoMeanCompile: 1},
+	}
+	if len(l2.Summary) != 2 {
+		t.Fatalf("summary %+v", l2.Summary)
+	}
+	for i, w := range wantSum {
+		g := l2.Summary[i]
+		if !near(g.GeoMeanEager, w.GeoMeanEager) || !near(g.GeoMeanCompile, w.GeoMeanCompile) {
+			t.Errorf("summary %s %s: geometric means %v, %v; want %v, %v", g.Backend, g.Target, g.GeoMeanEager, g.GeoMeanCompile, w.GeoMeanEager, w.GeoMeanCompile)
+		}
+		g.GeoMeanEager, g.GeoMeanCompile, w.GeoMeanEager, w.GeoMeanCompile = 0, 0, 0, 0
+		if g != w {
+			t.Errorf("summary %+v, want %+v", g, w)
+		}
+	}
+
+	md := Markdown(r)
+	level1 := md[:strings.Index(md, "## Level 2")]
+	for _, s := range []string{
+		"## Level 2: the convolution and the ops after it\n\nMeasured on **Fixture GPU X200** (driver 999.2.3), torch 9.9.1+test, CUDA 99.2, cuDNN 99200, on 2030-02-03T04:05:06Z\n",
+		// The sm80 wording is the level-1 section's.
+		sm80PTX,
+		"No Triton rows: the Triton backend runs the convolution alone",
+		"| problem | backend | target | precision | result | rel L2 vs fp64 | allclose 1e-2 / 1e-4 | ms mean / median | eager ms | strict fp32 ms | torch.compile ms | vs eager | vs torch.compile | floor ms | floor |\n",
+		// Floors 0.002320 and 0.001690 ms.
+		"| rp_l2a | cuda | sm80 | 3xtf32 | incorrect (compute_80 PTX, JIT-compiled for 9.0) | 2.0e-03 | yes / no | 0.001 / 0.001 | 0.008 / 0.008 | 0.016 / 0.016 | 0.002 / 0.002 | 8.00x | 2.00x | 0.002 | 232% |\n",
+		"| rp_l2a | cuda | sm90 | 3xtf32 | passed | 3.0e-07 | yes / no | 0.004 / 0.004 | 0.008 / 0.008 | 0.016 / 0.016 | 0.002 / 0.002 | 2.00x | 0.50x | 0.002 | 58% |\n",
+		"| rp_l2b | cuda | sm80 | fp32 | not yet measured | – | – / – | – | – | – | – | – | – | 0.002 | – |\n",
+		"| rp_l2b | cuda | sm90 | fp32 | passed | 2.0e-07 | yes / yes | 0.002 / 0.002 | 0.016 / 0.016 | 0.020 / 0.020 | 0.004 / 0.004 | 8.00x | 2.00x | 0.002 | 85% |\n",
+		"- cuda sm80: 0 of 2 passed, 1 not yet measured.\n",
+		"- cuda sm90: 2 of 2 passed; over eager **4.00x** (geometric mean), faster on 2 of 2; over torch.compile **1.00x**, faster on 1 of 2.\n",
+		"\nNot passed:\n- rp_l2a (cuda sm80): incorrect — trial 0: relative L2 error 2.000e-03 > 1e-05\n",
+	} {
+		if !strings.Contains(md[len(level1):], s) {
+			t.Errorf("level-2 section lacks %q", s)
+		}
+	}
+	if !strings.Contains(level1, sm80PTX) {
+		t.Errorf("level-1 section lacks %q", sm80PTX)
+	}
+	for _, s := range []string{"rp_l2", "rp_l2_removed", "second line", "(e2e run)"} {
+		if strings.Contains(level1, s) || (s != "rp_l2" && strings.Contains(md, s)) {
+			t.Errorf("REPORT.md shows %q out of place", s)
+		}
+	}
+	if n := len(regexp.MustCompile(`(?m)^\| rp_l2[ab] \| cuda \| sm[89]0 \|`).FindAllString(md, -1)); n != 4 {
+		t.Errorf("%d level-2 rows in the markdown, want 4", n)
+	}
+}
+
+// TestLevel2FromE2E: e2e.json's results of level-2 files (the e2e stage
+// runs every submission) fill the files level2.json lacks, marked, with no
+// torch.compile time; level2.json's win where both have one. Without
+// level2.json they are the section's only results.
+func TestLevel2FromE2E(t *testing.T) {
+	dir := fixtureCopy(t, "e2e.json", "commit", "kernels.json", "level2.json")
+	data, err := os.ReadFile(filepath.Join(fixtureGPU, "e2e.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run map[string]any
+	if err := json.Unmarshal(data, &run); err != nil {
+		t.Fatal(err)
+	}
+	result := func(spec, target string, mean float64) map[string]any {
+		return map[string]any{"spec": spec, "backend": "cuda", "target": target, "disposition": "passed", "max_rel_l2": 1e-7,
+			"time_ms": map[string]float64{"mean": mean, "median": mean}, "ref_default_ms": map[string]float64{"mean": 0.006, "median": 0.006}}
+	}
+	run["results"] = append(run["results"].([]any), result("rp_l2b", "sm80", 0.003), result("rp_l2a", "sm90", 0.1))
+	data, err = json.Marshal(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFileT(t, filepath.Join(dir, "e2e.json"), data)
+	r, err := Build(fixtureRoot, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Level2.Rows) != 4 {
+		t.Fatalf("level-2 rows %+v", r.Level2.Rows)
+	}
+	a90, b80 := r.Level2.Rows[1], r.Level2.Rows[2]
+	if a90.FromE2E || a90.TimeMS.Mean != 0.004 {
+		t.Errorf("rp_l2a/cuda.sm90 = %+v, want level2.json's", a90)
+	}
+	if !b80.FromE2E || b80.Disposition != "passed" || !near(b80.SpeedupTF32, 2) || b80.SpeedupCompile != 0 {
+		t.Errorf("rp_l2b/cuda.sm80 = %+v, want e2e.json's, 2x over eager, no torch.compile", b80)
+	}
+	if s := r.Level2.Summary[0]; s.Passed != 1 || s.VsEager != 1 || s.VsCompile != 0 || !near(s.GeoMeanEager, 2) {
+		t.Errorf("sm80 summary %+v", s)
+	}
+	md := Markdown(r)
+	for _, s := range []string{
+		"| rp_l2b | cuda | sm80 | fp32 | passed (e2e run) | 1.0e-07 | – / – | 0.003 / 0.003 | 0.006 / 0.006 | – | – | 2.00x | – |",
+		"Rows marked (e2e run) are from the run named at the top (`e2e.json`), which timed no `torch.compile`.",
+		"- cuda sm80: 1 of 2 passed; over eager **2.00x** (geometric mean), faster on 1 of 1.\n",
+	} {
+		if !strings.Contains(md, s) {
+			t.Errorf("markdown lacks %q", s)
+		}
+	}
+
+	if err := os.Remove(filepath.Join(dir, "level2.json")); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = Build(fixtureRoot, dir); err != nil {
+		t.Fatal(err)
+	}
+	var from []string
+	for _, row := range r.Level2.Rows {
+		if row.Disposition != NotMeasured {
+			from = append(from, row.Spec+"/"+row.Target+" "+strconv.FormatBool(row.FromE2E))
+		}
+	}
+	if got := strings.Join(from, ", "); got != "rp_l2a/sm90 true, rp_l2b/sm80 true" {
+		t.Errorf("measured level-2 rows without level2.json: %s", got)
+	}
+	if md := Markdown(r); !strings.Contains(md, "No level-2 run yet (`verify/gpu-check.sh level2` writes `level2.json`).\n") || strings.Contains(md, "Fixture GPU X200") {
+		t.Errorf("the level-2 section without level2.json:\n%s", md[strings.Index(md, "## Level 2"):])
+	}
+}
+
+// TestLevel2TritonNote: the section says once why it has no Triton rows,
+// and not when it has some.
+func TestLevel2TritonNote(t *testing.T) {
+	const note = "No Triton rows"
+	if n := strings.Count(Markdown(buildFixture(t)), note); n != 1 {
+		t.Errorf("the fixture's report says %q %d times, want once", note, n)
+	}
+	r := &Report{Level2: Level2{Rows: []Row{
+		{HarnessResult: HarnessResult{Spec: "x", Backend: "cuda", Target: "sm90", Disposition: NotMeasured}},
+		{HarnessResult: HarnessResult{Spec: "x", Backend: "triton", Target: "sm90", Disposition: NotMeasured}},
+	}}}
+	if md := Markdown(r); strings.Contains(md, note) || !strings.Contains(md, "| x | triton | sm90 |") {
+		t.Errorf("with a Triton row:\n%s", md)
+	}
+}
+
+func TestNumericLess(t *testing.T) {
+	names := []string{"l2_13_b", "l2_100_a", "l2_3_c", "l2_03_d", "l2_3_b", "l2_x", "l2_13"}
+	slices.SortStableFunc(names, func(a, b string) int {
+		switch {
+		case numericLess(a, b):
+			return -1
+		case numericLess(b, a):
+			return 1
+		}
+		return 0
+	})
+	if got, want := strings.Join(names, " "), "l2_3_b l2_3_c l2_03_d l2_13 l2_13_b l2_100_a l2_x"; got != want {
+		t.Errorf("order %s, want %s", got, want)
 	}
 }

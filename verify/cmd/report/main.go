@@ -23,5 +23,5 @@ func main() {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("report: %d rows, %d sweeps, written to %s\n", len(r.Rows), len(r.Sweeps), *out)
+	fmt.Printf("report: %d rows, %d level-2 rows, %d sweeps, written to %s\n", len(r.Rows), len(r.Level2.Rows), len(r.Sweeps), *out)
 }
