@@ -74,8 +74,10 @@ type View struct {
 	WGMMAAsm WGMMAAsm
 	WG       *WGMMABlocks
 
-	// Triton backend (gen/triton.go).
-	Triton *TritonView
+	// Triton backend (gen/triton.go), and the ops around its convolution
+	// (gen/triton_chain.go; nil without ops).
+	Triton      *TritonView
+	TritonChain *TritonChainView
 
 	// Chain is the passes of the ops around the convolution (nil: none).
 	Chain *ChainView
@@ -149,6 +151,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 	// for cuda alone.
 	if slices.Contains(s.Kernel.Backends, "triton") {
 		v.Triton = newTritonView(p)
+		v.TritonChain = newTritonChainView(p, v)
 		if err := checkIdents([2]string{"triton kernel name", v.Triton.Kernel}, [2]string{"triton wrapper name", v.Triton.Wrapper}); err != nil {
 			return nil, fmt.Errorf("%s: %w", commentSafe(specPath), err)
 		}

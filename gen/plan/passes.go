@@ -144,6 +144,35 @@ func (c *Chain) fuse() []PointOp {
 	return ops
 }
 
+// The forms the Triton backend has kernels for (gen/triton_chain.go, one
+// per pass kind; a pointwise op is a statement in a pointwise pass or in
+// the convolution's store): a chain with any other is not expressed in
+// Triton (TritonRefusal).
+var (
+	tritonPassKinds = []string{"pointwise", "stats", "channel", "reduce", "pool"}
+	tritonPointOps  = []string{"add", "sub", "mul", "div", "clamp", "relu", "gelu", "sigmoid", "tanh", "swish", "hardswish",
+		"mul_hardswish", "leaky_relu", "sigmoid_gate", "norm"}
+)
+
+// TritonRefusal says what of the chain (with the ops fused into the
+// convolution's store) the Triton backend has no kernel for, or "" when it
+// expresses all of it.
+func (c *Chain) TritonRefusal(fused []PointOp) string {
+	ops := slices.Clone(fused)
+	for _, p := range append(slices.Clone(c.Prologue), c.Passes...) {
+		if !slices.Contains(tritonPassKinds, p.Kind) {
+			return fmt.Sprintf("no Triton kernel for a %s step", p.Kind)
+		}
+		ops = append(ops, p.Ops...)
+	}
+	for _, op := range ops {
+		if !slices.Contains(tritonPointOps, op.Kind) {
+			return fmt.Sprintf("no Triton statement for the pointwise op %s", op.Kind)
+		}
+	}
+	return ""
+}
+
 // name names the passes and updates after the kernel.
 func (c *Chain) name(kernel string) {
 	for i := range c.Passes {
