@@ -81,6 +81,9 @@ type View struct {
 
 	// Chain is the passes of the ops around the convolution (nil: none).
 	Chain *ChainView
+	// NoTriton says in the docstring why this problem has no Triton file
+	// (plan.Plan.TritonLeftOut), wrapped; empty where it has one.
+	NoTriton string
 }
 
 func newView(p *plan.Plan, specPath string) (*View, error) {
@@ -131,6 +134,9 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		BLoads:        gather.BLoads,
 	}
 	v.Chain = newChainView(p.Epilogue.Chain, p.Epilogue.Ops)
+	if p.TritonLeftOut != "" {
+		v.NoTriton = wrapText("No Triton file: the Triton backend cannot express this forward yet ("+p.TritonLeftOut+").", 80)
+	}
 	for _, op := range p.Epilogue.Ops {
 		v.Fused = append(v.Fused, pointCode(op, nil))
 		v.FusedKept = v.FusedKept || op.Conv

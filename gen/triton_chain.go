@@ -24,14 +24,14 @@ type TritonChainView struct {
 	Steps    []TritonStep
 	Updates  []TritonUpdate
 	Extras   []TritonExtra
-	// Stats: a stats buffer of StatsLen float64, zeroed (large segments
-	// are summed into it atomically).
-	Stats    bool
-	StatsLen int
-	Final    string // the forward's output shape
-	Python   string // the list of extras forward passes
-	Forward  string // the module function that runs the whole forward
-	XShape   string // the forward's input shape (before a prologue)
+	// Stats: a stats buffer of StatsLen float64; Zeroed where split
+	// segments add into it atomically (else every element is stored once).
+	Stats, Zeroed bool
+	StatsLen      int
+	Final         string // the forward's output shape
+	Python        string // the list of extras forward passes
+	Forward       string // the module function that runs the whole forward
+	XShape        string // the forward's input shape (before a prologue)
 	// Libdevice: a statement calls triton.language.extra.libdevice.
 	Libdevice bool
 	Doc       string
@@ -67,8 +67,8 @@ type TritonStore struct {
 // statements its kind's block prints.
 type TritonStep struct {
 	plan.Pass
-	Params string // the kernel's parameters
-	Args   string // the launch's tensors
+	Params   string // the kernel's parameters
+	Args     string // the launch's tensors
 	Grid     int
 	Block    int    // elements (pointwise, pool, large stats) a program
 	OutShape string // the tensor a step that writes a new one allocates
@@ -88,8 +88,10 @@ type TritonStep struct {
 	Per            int // large: elements a program sums
 	Elements       int
 
-	// channel
-	BlockC, BlockP, PTiles int
+	// channel: Sample and Pos are a program's sample and its BLOCK_P
+	// positions.
+	BlockC, BlockP int
+	Sample, Pos    string
 
 	// reduce: Base is the offset of output o's first input element,
 	// RedOffset that of reduction element r from it.
@@ -450,6 +452,7 @@ func newTritonChainView(p *plan.Plan, v *View) *TritonChainView {
 	}
 	for _, q := range c.Passes {
 		s := tritonStep(q, offsets)
+		cv.Zeroed = cv.Zeroed || q.Kind == "stats" && q.Large && q.Stat == "moments"
 		cv.Libdevice = cv.Libdevice || usesLibdevice(q.Ops)
 		cv.Steps = append(cv.Steps, s)
 	}
@@ -502,8 +505,12 @@ func tritonStep(q plan.Pass, offsets []int) TritonStep {
 		s.C, s.DHW = q.In[1], dhw
 		s.BlockC = min(tritonMaxChannel, pow2AtLeast(q.In[1]))
 		s.BlockP = max(16, min(pow2AtLeast(dhw), tritonTile/s.BlockC))
-		s.PTiles = divUp(dhw, s.BlockP)
-		s.Grid = q.In[0] * s.PTiles
+		tiles := divUp(dhw, s.BlockP)
+		s.Grid = q.In[0] * tiles
+		s.Sample, s.Pos = "pid", "tl.arange(0, BLOCK_P)"
+		if tiles > 1 {
+			s.Sample, s.Pos = fmt.Sprintf("pid // %d", tiles), fmt.Sprintf("(pid %% %d) * BLOCK_P + tl.arange(0, BLOCK_P)", tiles)
+		}
 	case "reduce":
 		s.Base = indexExpr("o", axisTerms(q.In, func(k int) bool { return !q.Axes[k] }))
 		s.RedOffset = indexExpr("r", axisTerms(q.In, func(k int) bool { return q.Axes[k] }))

@@ -98,8 +98,8 @@ type Kernel struct {
 	// defaults, and the plan leaves out a backend that cannot express the
 	// problem (plan.Chain.TritonRefusal) instead of refusing the spec.
 	BackendsOmitted bool
-	CUDA     CUDA     // the CUDA family; zero options are chosen by the plan
-	Triton   Triton   // Triton choices; zero fields are chosen by the generator
+	CUDA            CUDA   // the CUDA family; zero options are chosen by the plan
+	Triton          Triton // Triton choices; zero fields are chosen by the generator
 	// Targets holds a target's own sections (kernel.sm80, kernel.sm90):
 	// each cuda or triton given there replaces the common one for that
 	// target's submissions.

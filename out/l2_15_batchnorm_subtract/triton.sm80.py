@@ -536,7 +536,7 @@ def model_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, pha
         raise ValueError("x must be a float32 CUDA tensor of shape (16, 16, 16, 32, 32): the kernels are generated for it")
     cur = x.contiguous()
     cur = implicit_gemm_forward(cur, weight, bias, phases)
-    stats = torch.zeros((1088,), device=x.device, dtype=torch.float64)  # zeroed: large segments add into it
+    stats = torch.zeros((1088,), device=x.device, dtype=torch.float64)  # zeroed: split segments add into it
     l2_15_batchnorm_subtract_igemm_epi0[(544,)](cur, stats)
     l2_15_batchnorm_subtract_igemm_epi1[(61520,)](cur, stats, extras[0], extras[1])
     l2_15_batchnorm_subtract_igemm_epi2[(1024,)](cur, stats)

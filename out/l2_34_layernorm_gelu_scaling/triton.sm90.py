@@ -462,7 +462,7 @@ def model_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, pha
         raise ValueError("x must be a float32 CUDA tensor of shape (32, 32, 16, 32, 32): the kernels are generated for it")
     cur = x.contiguous()
     cur = implicit_gemm_forward(cur, weight, bias, phases)
-    stats = torch.zeros((8388608,), device=x.device, dtype=torch.float64)  # zeroed: large segments add into it
+    stats = torch.empty((8388608,), device=x.device, dtype=torch.float64)  # each sum stored once
     l2_34_layernorm_gelu_scaling_igemm_epi0[(131072,)](cur, stats)
     l2_34_layernorm_gelu_scaling_igemm_epi1[(262144,)](cur, stats, extras[0], extras[1])
     return cur.reshape((32, 64, 32, 64, 64,))

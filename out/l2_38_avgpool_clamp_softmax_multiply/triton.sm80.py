@@ -496,7 +496,7 @@ def model_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, pha
     l2_38_avgpool_clamp_softmax_multiply_igemm_pro0[(65536,)](cur, nxt)
     cur = nxt
     cur = implicit_gemm_forward(cur, weight, bias, phases)
-    stats = torch.zeros((4096,), device=x.device, dtype=torch.float64)  # zeroed: large segments add into it
+    stats = torch.empty((4096,), device=x.device, dtype=torch.float64)  # each sum stored once
     l2_38_avgpool_clamp_softmax_multiply_igemm_epi0[(2048,)](cur, stats)
     l2_38_avgpool_clamp_softmax_multiply_igemm_epi1[(262144,)](cur, stats, extras[0])
     return cur.reshape((32, 64, 32, 64, 64,))

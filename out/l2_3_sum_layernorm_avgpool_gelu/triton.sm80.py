@@ -512,7 +512,7 @@ def model_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, pha
         raise ValueError("x must be a float32 CUDA tensor of shape (32, 32, 16, 32, 32): the kernels are generated for it")
     cur = x.contiguous()
     cur = implicit_gemm_forward(cur, weight, bias, phases)
-    stats = torch.zeros((8388608,), device=x.device, dtype=torch.float64)  # zeroed: large segments add into it
+    stats = torch.empty((8388608,), device=x.device, dtype=torch.float64)  # each sum stored once
     l2_3_sum_layernorm_avgpool_gelu_igemm_epi0[(262144,)](cur, extras[0])
     l2_3_sum_layernorm_avgpool_gelu_igemm_epi1[(131072,)](cur, stats)
     l2_3_sum_layernorm_avgpool_gelu_igemm_epi2[(262144,)](cur, stats, extras[1], extras[2])

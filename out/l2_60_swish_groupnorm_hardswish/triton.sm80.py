@@ -478,7 +478,7 @@ def model_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, pha
         raise ValueError("x must be a float32 CUDA tensor of shape (128, 3, 16, 32, 32): the kernels are generated for it")
     cur = x.contiguous()
     cur = implicit_gemm_forward(cur, weight, bias, phases)
-    stats = torch.zeros((1024,), device=x.device, dtype=torch.float64)  # zeroed: large segments add into it
+    stats = torch.zeros((1024,), device=x.device, dtype=torch.float64)  # zeroed: split segments add into it
     l2_60_swish_groupnorm_hardswish_igemm_epi0[(1024,)](cur, stats)
     l2_60_swish_groupnorm_hardswish_igemm_epi1[(246078,)](cur, stats, extras[0], extras[1])
     return cur.reshape((128, 16, 31, 63, 63,))

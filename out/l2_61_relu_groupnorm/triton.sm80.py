@@ -440,7 +440,7 @@ def model_forward(x: torch.Tensor, weight: torch.Tensor, extras: list) -> torch.
         raise ValueError("x must be a float32 CUDA tensor of shape (16, 64, 32, 32, 32): the kernels are generated for it")
     cur = x.contiguous()
     cur = implicit_gemm_forward(cur, weight)
-    stats = torch.zeros((256,), device=x.device, dtype=torch.float64)  # zeroed: large segments add into it
+    stats = torch.zeros((256,), device=x.device, dtype=torch.float64)  # zeroed: split segments add into it
     l2_61_relu_groupnorm_igemm_epi0[(640,)](cur, stats)
     l2_61_relu_groupnorm_igemm_epi1[(78608,)](cur, stats, extras[0], extras[1])
     return cur.reshape((16, 128, 34, 34, 34,))

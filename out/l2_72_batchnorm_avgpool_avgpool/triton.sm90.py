@@ -539,7 +539,7 @@ def model_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, pha
         raise ValueError("x must be a float32 CUDA tensor of shape (64, 3, 32, 32, 32): the kernels are generated for it")
     cur = x.contiguous()
     cur = implicit_gemm_forward(cur, weight, bias, phases)
-    stats = torch.zeros((32,), device=x.device, dtype=torch.float64)  # zeroed: large segments add into it
+    stats = torch.zeros((32,), device=x.device, dtype=torch.float64)  # zeroed: split segments add into it
     l2_72_batchnorm_avgpool_avgpool_igemm_epi0[(544,)](cur, stats)
     l2_72_batchnorm_avgpool_avgpool_igemm_epi1[(250047,)](cur, stats, extras[0], extras[1])
     nxt = torch.empty((64, 16, 31, 31, 31), device=x.device, dtype=torch.float32)

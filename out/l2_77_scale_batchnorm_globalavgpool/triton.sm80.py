@@ -492,7 +492,7 @@ def model_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, ext
         raise ValueError("x must be a float32 CUDA tensor of shape (16, 64, 16, 32, 32): the kernels are generated for it")
     cur = x.contiguous()
     cur = implicit_gemm_forward(cur, weight, bias)
-    stats = torch.zeros((256,), device=x.device, dtype=torch.float64)  # zeroed: large segments add into it
+    stats = torch.zeros((256,), device=x.device, dtype=torch.float64)  # zeroed: split segments add into it
     l2_77_scale_batchnorm_globalavgpool_igemm_epi0[(640,)](cur, stats)
     l2_77_scale_batchnorm_globalavgpool_igemm_epi1[(51840,)](cur, stats, extras[0], extras[1])
     nxt = torch.empty((16, 128, 1, 1, 1), device=x.device, dtype=torch.float32)
