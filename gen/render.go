@@ -74,11 +74,16 @@ type View struct {
 	WGMMAAsm WGMMAAsm
 	WG       *WGMMABlocks
 
-	// Triton backend (gen/triton.go).
-	Triton *TritonView
+	// Triton backend (gen/triton.go), and the ops around its convolution
+	// (gen/triton_chain.go; nil without ops).
+	Triton      *TritonView
+	TritonChain *TritonChainView
 
 	// Chain is the passes of the ops around the convolution (nil: none).
 	Chain *ChainView
+	// NoTriton says in the docstring why this problem has no Triton file
+	// (plan.Plan.TritonLeftOut), wrapped; empty where it has one.
+	NoTriton string
 }
 
 func newView(p *plan.Plan, specPath string) (*View, error) {
@@ -129,6 +134,9 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		BLoads:        gather.BLoads,
 	}
 	v.Chain = newChainView(p.Epilogue.Chain, p.Epilogue.Ops)
+	if p.TritonLeftOut != "" {
+		v.NoTriton = wrapText("No Triton file: the Triton backend cannot express this forward yet ("+p.TritonLeftOut+").", 80)
+	}
 	for _, op := range p.Epilogue.Ops {
 		v.Fused = append(v.Fused, pointCode(op, nil))
 		v.FusedKept = v.FusedKept || op.Conv
@@ -149,6 +157,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 	// for cuda alone.
 	if slices.Contains(s.Kernel.Backends, "triton") {
 		v.Triton = newTritonView(p)
+		v.TritonChain = newTritonChainView(p, v)
 		if err := checkIdents([2]string{"triton kernel name", v.Triton.Kernel}, [2]string{"triton wrapper name", v.Triton.Wrapper}); err != nil {
 			return nil, fmt.Errorf("%s: %w", commentSafe(specPath), err)
 		}

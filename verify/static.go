@@ -877,15 +877,40 @@ func (c *checker) tritonKernel() {
 		return
 	}
 	launch := regexp.MustCompile(`\b(?:` + strings.Join(kernels, "|") + `)\s*\[`)
-	callees := []string{}
-	for _, m := range moduleDefRe.FindAllSubmatchIndex(f.code, -1) {
-		if b := f.block(m[0]); launch.Match(f.code[b.start:b.end]) {
-			callees = append(callees, `(?:^|[^.\w])`+regexp.QuoteMeta(string(f.code[m[2]:m[3]]))+`\s*\(`)
-		}
-	}
 	body := f.code[c.forward.start:c.forward.end]
 	if launch.Match(body) {
 		return
+	}
+	// The module-level functions that launch a kernel, directly or through
+	// another such function (a forward function calling the convolution's
+	// wrapper), found until no more are.
+	type fn struct {
+		name       string
+		start, end int
+	}
+	var fns []fn
+	for _, m := range moduleDefRe.FindAllSubmatchIndex(f.code, -1) {
+		b := f.block(m[0])
+		fns = append(fns, fn{string(f.code[m[2]:m[3]]), b.start, b.end})
+	}
+	launches := map[string]bool{}
+	var callees []string
+	for grew := true; grew; {
+		grew = false
+		var calls *regexp.Regexp
+		if len(callees) > 0 {
+			calls = regexp.MustCompile(strings.Join(callees, "|"))
+		}
+		for _, d := range fns {
+			if launches[d.name] {
+				continue
+			}
+			code := f.code[d.start:d.end]
+			if launch.Match(code) || calls != nil && calls.Match(code) {
+				launches[d.name], grew = true, true
+				callees = append(callees, `(?:^|[^.\w])`+regexp.QuoteMeta(d.name)+`\s*\(`)
+			}
+		}
 	}
 	if len(callees) > 0 && regexp.MustCompile(strings.Join(callees, "|")).Match(body) {
 		return

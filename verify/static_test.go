@@ -453,3 +453,30 @@ func TestLaunchCheckForms(t *testing.T) {
 		})
 	}
 }
+
+// TestTritonLaunchThroughForward: a level-2 Triton file whose forward
+// launches nothing itself (every op fused into the convolution's store:
+// Model.forward calls the forward function, which calls the convolution's
+// wrapper, which launches) passes the triton-kernel rule; with the wrapper's
+// call taken out of the forward function it fails it.
+func TestTritonLaunchThroughForward(t *testing.T) {
+	specs := loadTargetSpecs(t)
+	name := "l2_100_clamp_min_divide"
+	path := filepath.Join("..", gen.OutDir, name, gen.SubmissionFile("triton", plan.SM90))
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := specs[name+"@sm90"]
+	if !strings.Contains(string(src), "    cur = implicit_gemm_forward(cur,") || regexp.MustCompile(`(?m)^        return model_forward\(`).Find(src) == nil {
+		t.Fatalf("%s: forward does not reach the launch through model_forward", path)
+	}
+	for _, f := range CheckFile(path, src, s) {
+		t.Errorf("as emitted: %s", f)
+	}
+	cut := strings.Replace(string(src), "    cur = implicit_gemm_forward(cur,", "    cur = (cur,", 1)
+	got := CheckFile(path, []byte(cut), s)
+	if len(got) != 1 || got[0].Rule != "triton-kernel" {
+		t.Errorf("without the wrapper's call: %v, want the triton-kernel rule alone", got)
+	}
+}

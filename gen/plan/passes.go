@@ -144,6 +144,50 @@ func (c *Chain) fuse() []PointOp {
 	return ops
 }
 
+// The forms the Triton backend has kernels for (gen/triton_chain.go, one
+// per pass kind; a pointwise op is a statement in a pointwise pass or in
+// the convolution's store): a chain with any other is not expressed in
+// Triton (TritonRefusal).
+var (
+	tritonPassKinds = []string{"pointwise", "stats", "channel", "reduce", "pool"}
+	tritonPointOps  = []string{"add", "sub", "mul", "div", "clamp", "relu", "gelu", "sigmoid", "tanh", "swish", "hardswish",
+		"mul_hardswish", "leaky_relu", "sigmoid_gate", "norm"}
+)
+
+// TritonMaxLen bounds the tensors of the Triton chain kernels: they index
+// in 32 bits, a program's block past the last element included (4096 is
+// the largest block).
+const TritonMaxLen = 1<<31 - 1 - 4096
+
+// TritonRefusal says what of the chain (with the ops fused into the
+// convolution's store) the Triton backend has no kernel for, or "" when it
+// expresses all of it.
+func (c *Chain) TritonRefusal(fused []PointOp) string {
+	ops := slices.Clone(fused)
+	for _, p := range append(slices.Clone(c.Prologue), c.Passes...) {
+		if !slices.Contains(tritonPassKinds, p.Kind) {
+			return fmt.Sprintf("no Triton kernel for a %s step", p.Kind)
+		}
+		if n := max(p.InLen, p.OutLen); n > TritonMaxLen {
+			return fmt.Sprintf("a %s step over %d elements: the Triton kernels after the convolution index in 32 bits, at most %d", p.Kind, n, TritonMaxLen)
+		}
+		ops = append(ops, p.Ops...)
+	}
+	stats := 0
+	for _, n := range c.Slots {
+		stats += n
+	}
+	if stats > TritonMaxLen {
+		return fmt.Sprintf("statistics of %d float64: the Triton kernels index them in 32 bits, at most %d", stats, TritonMaxLen)
+	}
+	for _, op := range ops {
+		if !slices.Contains(tritonPointOps, op.Kind) {
+			return fmt.Sprintf("no Triton statement for the pointwise op %s", op.Kind)
+		}
+	}
+	return ""
+}
+
 // name names the passes and updates after the kernel.
 func (c *Chain) name(kernel string) {
 	for i := range c.Passes {

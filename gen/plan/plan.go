@@ -51,6 +51,10 @@ type Plan struct {
 	Window Window
 	// Epilogue is the step after the reduction: the bias and the store.
 	Epilogue Epilogue
+	// TritonLeftOut says why the default backends lost Triton: the
+	// chain's ops it cannot express yet (Chain.TritonRefusal); empty when
+	// it kept them or the spec named its backends.
+	TritonLeftOut string
 	// WGMMA is the layout of a wgmma tile's kernel (Tile.WGMMA).
 	WGMMA WGMMA
 	// Index is the C type for flat element offsets: int unless a tensor
@@ -514,9 +518,15 @@ func (p *Plan) withChain() (*Plan, error) {
 	if err != nil {
 		return nil, spec.Errors{p.Spec.Errorf("reference.forward", "", "%v", err)}
 	}
-	if ch.Any() && slices.Contains(p.Spec.Kernel.Backends, "triton") {
-		return nil, spec.Errors{p.Spec.Errorf("kernel.backends", "triton",
-			"the Triton backend runs the convolution alone: the ops around it (reference.forward, reference.prologue) are CUDA passes only")}
+	if k := &p.Spec.Kernel; slices.Contains(k.Backends, "triton") {
+		if why := ch.TritonRefusal(ops); why != "" {
+			if !k.BackendsOmitted {
+				return nil, spec.Errors{p.Spec.Errorf("kernel.backends", "triton",
+					"the Triton backend cannot express this forward yet: %s (name cuda alone, or leave the backends out)", why)}
+			}
+			k.Backends = slices.DeleteFunc(slices.Clone(k.Backends), func(b string) bool { return b == "triton" })
+			p.TritonLeftOut = why
+		}
 	}
 	p.Epilogue.Chain, p.Epilogue.Ops = ch, ops
 	return p, nil

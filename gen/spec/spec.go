@@ -94,8 +94,12 @@ type Param struct {
 // and the Triton kernel's.
 type Kernel struct {
 	Backends []string // cuda and/or triton
-	CUDA     CUDA     // the CUDA family; zero options are chosen by the plan
-	Triton   Triton   // Triton choices; zero fields are chosen by the generator
+	// BackendsOmitted: the spec names no backends, so Backends are the
+	// defaults, and the plan leaves out a backend that cannot express the
+	// problem (plan.Chain.TritonRefusal) instead of refusing the spec.
+	BackendsOmitted bool
+	CUDA            CUDA   // the CUDA family; zero options are chosen by the plan
+	Triton          Triton // Triton choices; zero fields are chosen by the generator
 	// Targets holds a target's own sections (kernel.sm80, kernel.sm90):
 	// each cuda or triton given there replaces the common one for that
 	// target's submissions.
@@ -119,7 +123,7 @@ var TargetNames = []string{"sm80", "sm90"}
 // For is the kernel choices of one target: its own sections where it has
 // them, else the common ones. The per-target sections are dropped.
 func (k Kernel) For(target string) Kernel {
-	out := Kernel{Backends: k.Backends, CUDA: k.CUDA, Triton: k.Triton}
+	out := Kernel{Backends: k.Backends, BackendsOmitted: k.BackendsOmitted, CUDA: k.CUDA, Triton: k.Triton}
 	if t, ok := k.Targets[target]; ok {
 		if t.CUDA != nil {
 			out.CUDA, out.cudaAt = *t.CUDA, "kernel."+target

@@ -73,7 +73,7 @@ func (d *decoder) validate(s *Spec) {
 	}
 	d.validateProblem(&s.Problem)
 	d.validateReference(s)
-	d.validateKernel(&s.Kernel, len(s.Reference.Prologue)+len(s.Reference.Forward) > 0)
+	d.validateKernel(&s.Kernel)
 }
 
 var dimName = [3]string{"depth", "height", "width"}
@@ -340,14 +340,11 @@ func (d *decoder) compareBuilt(s *Spec, built map[string]Value) {
 }
 
 // validateKernel checks the kernel section; left out, the backends are
-// every one that can express the problem (ops around the convolution are
-// CUDA passes only).
-func (d *decoder) validateKernel(k *Kernel, ops bool) {
+// both, and the plan drops one that cannot express the problem's ops
+// (BackendsOmitted).
+func (d *decoder) validateKernel(k *Kernel) {
 	if k.Backends == nil {
-		k.Backends = DefaultBackends
-		if ops {
-			k.Backends = []string{"cuda"}
-		}
+		k.Backends, k.BackendsOmitted = DefaultBackends, true
 	}
 	if len(k.Backends) == 0 {
 		d.failAt("kernel.backends", "[]", "must name at least one of %s", strings.Join(backends, ", "))

@@ -158,33 +158,29 @@ type chainRun struct {
 	err        error
 }
 
-// runChain renders p's CUDA submission, applies edit to its kernel
-// source (nil: none), runs its whole forward on the CPU and computes the
-// float64 reference of problem's spec on the same inputs.
-func runChain(t *testing.T, r *gen.Renderer, dir string, p *plan.Plan, edit func(string) string) chainRun {
+// chainInputs are a forward's inputs in small and their float64
+// reference: the forward's input (before a prologue), the conv's weight
+// and bias, the extras in the plan's order.
+type chainInputs struct {
+	x          []float32
+	in         gpu.Inputs
+	extras     [][]float32
+	want       []float64
+	wantAfter  [][]float64
+	extraNames []string
+}
+
+// newChainInputs draws p's inputs (shift, if not nil, changes the
+// convolution's before anything runs) and computes the float64 reference
+// of its spec on them.
+func newChainInputs(t *testing.T, p *plan.Plan, shift func(*gpu.Inputs)) chainInputs {
 	t.Helper()
-	src, err := mutate.RenderCUDA(r, p, p.Spec.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kernel, err := verify.KernelSource(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, err := verify.HostSource(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if edit != nil {
-		kernel = edit(kernel)
-	}
-	prog, err := emulate.BuildChain(context.Background(), cxx(t), dir, kernel, host, p)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ch := p.Epilogue.Chain
 	c := p.Conv
 	in := gpu.MakeInputs(c, p.Spec.Problem.InputDist, 7)
+	if shift != nil {
+		shift(&in)
+	}
 	x := in.X
 	rng := rand.New(rand.NewSource(9))
 	x64 := ref.Tensor{Shape: []int{c.Batch, c.InChannels, c.In[0], c.In[1], c.In[2]}}
@@ -209,9 +205,8 @@ func runChain(t *testing.T, r *gen.Renderer, dir string, p *plan.Plan, edit func
 	// The extras: random parameters (not their initial values, so that a
 	// weight read for the wrong channel shows), running variances
 	// positive, a count of batches.
-	extras := make([][]float32, len(ch.Extras))
+	ci := chainInputs{x: x, in: in, extras: make([][]float32, len(ch.Extras))}
 	byExpr := map[string][]float64{}
-	run := chainRun{}
 	for i, e := range ch.Extras {
 		v := make([]float32, e.Len)
 		for k := range v {
@@ -224,13 +219,13 @@ func runChain(t *testing.T, r *gen.Renderer, dir string, p *plan.Plan, edit func
 				v[k] = float32(rng.NormFloat64())
 			}
 		}
-		extras[i] = v
+		ci.extras[i] = v
 		f := make([]float64, e.Len)
 		for k := range v {
 			f[k] = float64(v[k])
 		}
 		byExpr[e.Expr] = f
-		run.extraNames = append(run.extraNames, e.Expr)
+		ci.extraNames = append(ci.extraNames, e.Expr)
 	}
 	conv := ref.Tensor{Shape: []int{c.Batch, c.OutChannels, p.Out[0], p.Out[1], p.Out[2]}, Data: ref.Forward(c, xc, in.W, in.B)}
 	res, err := ref.Chain(&p.Spec.Reference, conv, func(expr string) []float64 {
@@ -243,17 +238,50 @@ func runChain(t *testing.T, r *gen.Renderer, dir string, p *plan.Plan, edit func
 	if err != nil {
 		t.Fatal(err)
 	}
-	run.want = res.Out.Data
+	ci.want = res.Out.Data
 	for _, e := range ch.Extras {
 		w, ok := res.Updates[e.Expr]
 		if !ok {
 			w = byExpr[e.Expr] // unchanged
 		}
-		run.wantAfter = append(run.wantAfter, w)
+		ci.wantAfter = append(ci.wantAfter, w)
 	}
-	run.y, run.after, run.err = prog.Run(context.Background(), x, in.W, in.B, extras)
-	run.seed = prog.Seed
-	return run
+	return ci
+}
+
+// run is a chainRun of these inputs with the output and extras a
+// forward gave.
+func (ci chainInputs) run(y []float32, after [][]float32, seed uint64, err error) chainRun {
+	return chainRun{y: y, want: ci.want, after: after, wantAfter: ci.wantAfter, extraNames: ci.extraNames, seed: seed, err: err}
+}
+
+// runChain renders p's CUDA submission, applies edit to its kernel
+// source (nil: none), runs its whole forward on the CPU and computes the
+// float64 reference of problem's spec on the same inputs.
+func runChain(t *testing.T, r *gen.Renderer, dir string, p *plan.Plan, edit func(string) string) chainRun {
+	t.Helper()
+	src, err := mutate.RenderCUDA(r, p, p.Spec.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel, err := verify.KernelSource(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := verify.HostSource(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		kernel = edit(kernel)
+	}
+	prog, err := emulate.BuildChain(context.Background(), cxx(t), dir, kernel, host, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := newChainInputs(t, p, nil)
+	y, after, err := prog.Run(context.Background(), ci.x, ci.in.W, ci.in.B, ci.extras)
+	return ci.run(y, after, prog.Seed, err)
 }
 
 // worst is the largest relative L2 error of the run and what it is in:

@@ -1,0 +1,553 @@
+package gen
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"convtgen/gen/plan"
+)
+
+// The Triton text of the ops around the convolution (plan.Chain): one
+// @triton.jit kernel per step of the chain, of the step's kind, and the
+// statements of the pointwise ops, for a pointwise step or the
+// convolution's store; templates/triton_chain.tmpl prints them. Sums are
+// float64 where the CUDA kernels use double.
+
+// TritonChainView is what the Triton template prints for the chain.
+type TritonChainView struct {
+	// Store: the ops the convolution's store applies (nil: it stores its
+	// sums as they are).
+	Store    *TritonStore
+	Prologue []TritonStep
+	Steps    []TritonStep
+	Updates  []TritonUpdate
+	Extras   []TritonExtra
+	// Stats: a stats buffer of StatsLen float64; Zeroed where split
+	// segments add into it atomically (else every element is stored once).
+	Stats, Zeroed bool
+	StatsLen      int
+	Final         string // the forward's output shape
+	Python        string // the list of extras forward passes
+	Forward       string // the module function that runs the whole forward
+	XShape        string // the forward's input shape (before a prologue)
+	// Libdevice: a statement calls triton.language.extra.libdevice.
+	Libdevice bool
+	Doc       string
+}
+
+// TritonExtra is one extra tensor forward hands over, as the forward
+// function checks it.
+type TritonExtra struct {
+	Index int
+	Expr  string
+	Len   int
+	DType string // float32, or int64 for num_batches_tracked
+}
+
+// TritonStore is the helper the convolution's store calls on its tile of
+// sums: the fused ops' statements on v, the tile (its channels c, its flat
+// output indices i and their mask ok where an op reads them), and the
+// extras it loads.
+type TritonStore struct {
+	Name    string
+	Code    []string
+	Kept    bool // v0, the convolution's value, is read
+	Channel bool // c is a parameter
+	Index   bool // i and ok are parameters
+	Extras  []int
+	Params  string // the helper's parameters after v
+	Ptrs    string // the conv kernel's extra pointer parameters ("e0_ptr, ")
+	Args    string // the wrapper's extra arguments ("e0, ")
+	Launch  string // the wrapper's launch arguments for them ("e0, ")
+}
+
+// TritonStep is one kernel of the chain: its plan and the numbers and
+// statements its kind's block prints.
+type TritonStep struct {
+	plan.Pass
+	Params   string // the kernel's parameters
+	Args     string // the launch's tensors
+	Grid     int
+	Block    int    // elements (pointwise, pool, large stats) a program
+	OutShape string // the tensor a step that writes a new one allocates
+
+	// pointwise
+	Code    []string
+	Channel bool // c, the element's channel, is computed
+	DHW, C  int
+	Kept    bool
+
+	// stats: StatsAt is where segment s's sums go, First the offset of
+	// its first element, RunOffset that of its element e from the first.
+	StatsAt        string
+	First          string
+	RunOffset      string
+	BlockS, BlockE int
+	Per            int // large: elements a program sums
+	Elements       int
+
+	// channel: Sample and Pos are a program's sample and its BLOCK_P
+	// positions.
+	BlockC, BlockP int
+	Sample, Pos    string
+
+	// reduce: Base is the offset of output o's first input element,
+	// RedOffset that of reduction element r from it.
+	Base, RedOffset string
+	R               int
+	BlockO, BlockR  int
+	Divisor         string
+
+	// pool: Coords are a window element's input d, h and w, Mask its
+	// load's mask (bounds only where padding reaches past them).
+	Coords [3]string
+	Mask   string
+	Volume int
+}
+
+// TritonUpdate is a BatchNorm's running-statistics update.
+type TritonUpdate struct {
+	plan.BNUpdate
+	Offset    int
+	CountLess int // Count - 1, the unbiased variance's divisor
+	Block     int
+	Grid      int
+	Args      string
+}
+
+// Block sizes of the chain kernels: a pointwise program's elements (8 a
+// thread of 4 warps), a pool program's outputs, a tile's elements where a
+// program sums a 2-D tile (about 16 float32 a thread, its float64 sums
+// beside them), and the longest run of a reduction a tile covers at once.
+const (
+	tritonPointBlock = 1024
+	tritonPoolBlock  = 256
+	tritonTile       = 2048
+	tritonMaxRun     = 256
+	tritonMaxChannel = 64
+	tritonUpdBlock   = 1024
+)
+
+// pyFloat writes a number as a Python float literal: the float32 value
+// CUDA's cFloat bakes in, so that both backends compute with the same
+// constants.
+func pyFloat(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return `float("inf")`
+	case math.IsInf(f, -1):
+		return `float("-inf")`
+	}
+	s := strconv.FormatFloat(float64(float32(f)), 'g', 9, 32)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return s
+}
+
+// pyDouble writes a number as a Python float literal, all of its float64.
+func pyDouble(f float64) string {
+	s := strconv.FormatFloat(f, 'g', 17, 64)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return s
+}
+
+// tritonOperand is a pointwise op's other side as a Triton expression on
+// the element indices i (mask ok) and channels c.
+func tritonOperand(op plan.PointOp) string {
+	switch {
+	case op.Conv:
+		return "v0"
+	case op.Arg >= 0 && op.PerChannel:
+		return fmt.Sprintf("tl.load(e%d_ptr + c)", op.Arg)
+	case op.Arg >= 0 && op.Elementwise:
+		return fmt.Sprintf("tl.load(e%d_ptr + i, mask=ok, other=0.0)", op.Arg)
+	case op.Arg >= 0:
+		return fmt.Sprintf("tl.load(e%d_ptr)", op.Arg)
+	}
+	return pyFloat(op.Num)
+}
+
+// tritonOp is op's statements on the float32 block v (k numbers its
+// temporaries): in float32 like the CUDA statements, a norm in float64 from
+// its segment's sums in the stats buffer.
+func tritonOp(op plan.PointOp, k int, slotOffsets []int) []string {
+	switch op.Kind {
+	case "add":
+		return []string{"v = v + " + tritonOperand(op)}
+	case "sub":
+		return []string{"v = v - " + tritonOperand(op)}
+	case "mul":
+		return []string{"v = v * " + tritonOperand(op)}
+	case "div":
+		return []string{"v = v / " + tritonOperand(op)}
+	case "clamp":
+		var out []string
+		if op.Min != nil {
+			out = append(out, "v = tl.maximum(v, "+pyFloat(*op.Min)+")")
+		}
+		if op.Max != nil {
+			out = append(out, "v = tl.minimum(v, "+pyFloat(*op.Max)+")")
+		}
+		return out
+	case "relu":
+		return []string{"v = tl.maximum(v, 0.0)"}
+	case "gelu":
+		return []string{"v = 0.5 * v * (1.0 + tl.erf(v * 0.70710678118654752))"}
+	case "sigmoid":
+		return []string{"v = 1.0 / (1.0 + tl.exp(-v))"}
+	case "tanh":
+		return []string{"v = libdevice.tanh(v)"}
+	case "swish":
+		return []string{"v = v / (1.0 + tl.exp(-v))"}
+	case "hardswish":
+		return []string{"v = v * tl.minimum(tl.maximum(v + 3.0, 0.0), 6.0) / 6.0"}
+	case "mul_hardswish":
+		return []string{"v = v * (v * tl.minimum(tl.maximum(v + 3.0, 0.0), 6.0) / 6.0)"}
+	case "leaky_relu":
+		return []string{"v = tl.where(v >= 0.0, v, v * " + pyFloat(op.Slope) + ")"}
+	case "sigmoid_gate":
+		return []string{"v = v * (1.0 / (1.0 + tl.exp(-(v + " + pyFloat(op.Shift) + ")))) / " + pyFloat(op.Div)}
+	case "norm":
+		g := op.Seg
+		seg := fmt.Sprintf("(i // %d)", g.Div)
+		if g.Mod > 0 {
+			seg = fmt.Sprintf("(%s %% %d)", seg, g.Mod)
+		}
+		s := fmt.Sprintf("s%d", k)
+		out := []string{fmt.Sprintf("%s = %s  # the element's segment's sums", s, statsAt(slotOffsets[op.Slot], seg))}
+		if op.Softmax {
+			return append(out, fmt.Sprintf("v = (tl.exp(v.to(tl.float64) - tl.load(%s, mask=ok, other=0.0)) / tl.load(%s + 1, mask=ok, other=1.0)).to(tl.float32)", s, s))
+		}
+		n := pyDouble(float64(g.Elements()))
+		mean := fmt.Sprintf("mean%d", k)
+		out = append(out, fmt.Sprintf("%s = tl.load(%s, mask=ok, other=0.0) / %s", mean, s, n))
+		if op.SubMean {
+			return append(out, fmt.Sprintf("v = (v.to(tl.float64) - %s).to(tl.float32)", mean))
+		}
+		idx := "c"
+		if op.LastAxis {
+			idx = fmt.Sprintf("i %% %d", g.RunLen)
+		}
+		out = append(out, fmt.Sprintf("var%d = tl.maximum(tl.load(%s + 1, mask=ok, other=0.0) / %s - %s * %s, 0.0)  # biased", k, s, n, mean, mean))
+		code := fmt.Sprintf("v = ((v.to(tl.float64) - %s) / tl.sqrt(var%d + %s)).to(tl.float32)", mean, k, pyDouble(op.Eps))
+		if op.Weight >= 0 {
+			code += fmt.Sprintf(" * tl.load(e%d_ptr + %s)", op.Weight, idx)
+		}
+		if op.Bias >= 0 {
+			code += fmt.Sprintf(" + tl.load(e%d_ptr + %s)", op.Bias, idx)
+		}
+		return append(out, code)
+	}
+	panic("gen: no Triton statement for the pointwise op " + op.Kind)
+}
+
+// statsAt is the address of segment seg's sums in the stats buffer, at
+// the slot's first float64 off.
+func statsAt(off int, seg string) string {
+	if off == 0 {
+		return "stats_ptr + 2 * " + seg
+	}
+	return fmt.Sprintf("stats_ptr + %d + 2 * %s", off, seg)
+}
+
+// segFirst is the offset of segment s's first element: (s // Inner) *
+// Outer + (s % Inner) * RunLen, without the terms that vanish.
+func segFirst(g plan.Segments, s string) string {
+	var terms []indexTerm
+	if g.Outer != 0 {
+		terms = append(terms, indexTerm{Div: g.Inner, Stride: g.Outer})
+	}
+	if g.Inner > 1 {
+		terms = append(terms, indexTerm{Div: 1, Mod: g.Inner, Stride: g.RunLen})
+	}
+	return indexExpr(s, terms)
+}
+
+// opReads is what a run of ops reads besides v: the convolution's value,
+// the channel, the element index, the stats buffer, and the extras (in
+// order, each once).
+type opReads struct {
+	kept, channel, index, stats bool
+	extras                      []int
+}
+
+func readsOf(ops []plan.PointOp) opReads {
+	var r opReads
+	add := func(e int) {
+		for _, x := range r.extras {
+			if x == e {
+				return
+			}
+		}
+		r.extras = append(r.extras, e)
+	}
+	for _, op := range ops {
+		r.kept = r.kept || op.Conv
+		if op.Kind == "norm" {
+			r.stats, r.index = true, true
+			if !op.LastAxis && (op.Weight >= 0 || op.Bias >= 0) {
+				r.channel = true
+			}
+			for _, e := range []int{op.Weight, op.Bias} {
+				if e >= 0 {
+					add(e)
+				}
+			}
+			continue
+		}
+		if op.Arg >= 0 {
+			add(op.Arg)
+			r.channel = r.channel || op.PerChannel
+			r.index = r.index || op.Elementwise
+		}
+	}
+	return r
+}
+
+// usesLibdevice tells whether an op's statement calls libdevice (tanh).
+func usesLibdevice(ops []plan.PointOp) bool {
+	for _, op := range ops {
+		if op.Kind == "tanh" {
+			return true
+		}
+	}
+	return false
+}
+
+// extraList is "e0_ptr, e3_ptr" for the extras.
+func extraList(extras []int, format string) string {
+	parts := make([]string, len(extras))
+	for i, e := range extras {
+		parts[i] = fmt.Sprintf(format, e)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// indexTerm is one coordinate of a flat index: ((x // Div) % Mod) *
+// Stride; Mod 0 for the outermost, whose quotient needs none.
+type indexTerm struct{ Div, Mod, Stride int }
+
+// indexExpr writes the sum of the terms of flat index x.
+func indexExpr(x string, terms []indexTerm) string {
+	var parts []string
+	for _, t := range terms {
+		e := x
+		if t.Div != 1 {
+			e = fmt.Sprintf("(%s // %d)", x, t.Div)
+		}
+		if t.Mod > 0 {
+			e = fmt.Sprintf("%s %% %d", e, t.Mod)
+			if t.Stride != 1 {
+				e = "(" + e + ")"
+			}
+		}
+		if t.Stride != 1 {
+			e = fmt.Sprintf("%s * %d", e, t.Stride)
+		}
+		parts = append(parts, e)
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return strings.Join(parts, " + ")
+}
+
+// axisTerms are the index terms of the axes of in where pick says so, as
+// one flat index over those axes (row-major): neighbouring picked axes
+// merge into one term (contiguous in both), axes of one element drop out.
+func axisTerms(in [5]int, pick func(k int) bool) []indexTerm {
+	type run struct{ extent, stride int }
+	var runs []run
+	stride := 1
+	strides := [5]int{}
+	for k := 4; k >= 0; k-- {
+		strides[k] = stride
+		stride *= in[k]
+	}
+	prev := -2
+	for k := range 5 {
+		if !pick(k) || in[k] == 1 {
+			continue
+		}
+		if prev == k-1 && len(runs) > 0 {
+			runs[len(runs)-1].extent *= in[k]
+			runs[len(runs)-1].stride = strides[k]
+		} else {
+			runs = append(runs, run{in[k], strides[k]})
+		}
+		prev = k
+	}
+	terms := make([]indexTerm, len(runs))
+	div := 1
+	for i := len(runs) - 1; i >= 0; i-- {
+		terms[i] = indexTerm{Div: div, Mod: runs[i].extent, Stride: runs[i].stride}
+		div *= runs[i].extent
+	}
+	if len(terms) > 0 {
+		terms[0].Mod = 0
+	}
+	return terms
+}
+
+// newTritonChainView formats the chain for the Triton template; nil
+// without ops.
+func newTritonChainView(p *plan.Plan, v *View) *TritonChainView {
+	c, fused := p.Epilogue.Chain, p.Epilogue.Ops
+	if !c.Any() {
+		return nil
+	}
+	cv := &TritonChainView{Final: shapeC(c.Final), Forward: "model_forward", Doc: chainDoc(c, fused), XShape: v.InputShape}
+	if len(c.Prologue) > 0 {
+		cv.XShape = shapeC(c.Prologue[0].In[:])
+	}
+	var offsets []int
+	off := 0
+	for _, n := range c.Slots {
+		offsets = append(offsets, off)
+		off += n
+	}
+	cv.StatsLen, cv.Stats = max(1, off), off > 0
+	var exprs []string
+	for i, e := range c.Extras {
+		exprs = append(exprs, e.Expr)
+		dt := "float32"
+		if e.Int64() {
+			dt = "int64"
+		}
+		cv.Extras = append(cv.Extras, TritonExtra{Index: i, Expr: e.Expr, Len: e.Len, DType: dt})
+	}
+	cv.Python = "[" + strings.Join(exprs, ", ") + "]"
+	if len(fused) > 0 {
+		r := readsOf(fused)
+		st := &TritonStore{Name: p.Spec.Name + "_store_ops", Kept: r.kept, Channel: r.channel, Index: r.index, Extras: r.extras}
+		var params []string
+		if r.channel {
+			params = append(params, "c")
+		}
+		if r.index {
+			params = append(params, "i", "ok")
+		}
+		for _, e := range r.extras {
+			params = append(params, fmt.Sprintf("e%d_ptr", e))
+			st.Ptrs += fmt.Sprintf("e%d_ptr, ", e)
+			st.Args += fmt.Sprintf(", e%d: torch.Tensor", e)
+			st.Launch += fmt.Sprintf("e%d, ", e)
+		}
+		if len(params) > 0 {
+			st.Params = ", " + strings.Join(params, ", ")
+		}
+		for k, op := range fused {
+			st.Code = append(st.Code, tritonOp(op, k, offsets)...)
+		}
+		cv.Store = st
+		cv.Libdevice = cv.Libdevice || usesLibdevice(fused)
+	}
+	for _, q := range c.Prologue {
+		cv.Prologue = append(cv.Prologue, tritonStep(q, offsets))
+	}
+	for _, q := range c.Passes {
+		s := tritonStep(q, offsets)
+		cv.Zeroed = cv.Zeroed || q.Kind == "stats" && q.Large && q.Stat == "moments"
+		cv.Libdevice = cv.Libdevice || usesLibdevice(q.Ops)
+		cv.Steps = append(cv.Steps, s)
+	}
+	for _, u := range c.Updates {
+		b := min(tritonUpdBlock, max(16, pow2AtLeast(u.Channels)))
+		cv.Updates = append(cv.Updates, TritonUpdate{BNUpdate: u, Offset: offsets[u.Slot], CountLess: u.Count - 1, Block: b, Grid: divUp(u.Channels, b),
+			Args: fmt.Sprintf("stats, extras[%d], extras[%d], extras[%d]", u.Mean, u.Var, u.Batches)})
+	}
+	return cv
+}
+
+// tritonStep lays out one step's kernel: its parameters and launch, its
+// blocks and the expressions its kind's template prints.
+func tritonStep(q plan.Pass, offsets []int) TritonStep {
+	s := TritonStep{Pass: q, Params: "x_ptr, y_ptr", Args: "cur, nxt", OutShape: shapeC(q.Out[:])}
+	dhw := q.In[2] * q.In[3] * q.In[4]
+	switch q.Kind {
+	case "pointwise":
+		r := readsOf(q.Ops)
+		s.Block, s.Grid = tritonPointBlock, divUp(q.OutLen, tritonPointBlock)
+		s.Channel, s.DHW, s.C, s.Kept = r.channel, dhw, q.In[1], r.kept
+		s.Params, s.Args = "x_ptr", "cur"
+		if r.stats {
+			s.Params, s.Args = s.Params+", stats_ptr", s.Args+", stats"
+		}
+		if len(r.extras) > 0 {
+			s.Params += ", " + extraList(r.extras, "e%d_ptr")
+			s.Args += ", " + extraList(r.extras, "extras[%d]")
+		}
+		for k, op := range q.Ops {
+			s.Code = append(s.Code, tritonOp(op, k, offsets)...)
+		}
+	case "stats":
+		g := q.Seg
+		s.Params, s.Args = "x_ptr, stats_ptr", "cur, stats"
+		s.StatsAt, s.First, s.Elements = statsAt(offsets[q.Slot], "s"), segFirst(g, "s"), g.Elements()
+		s.RunOffset = "e"
+		if g.Runs > 1 {
+			s.RunOffset = fmt.Sprintf("(e // %d) * %d + e %% %d", g.RunLen, g.RunStride, g.RunLen)
+		}
+		switch {
+		case q.Large:
+			s.Block, s.Grid, s.Per = tritonPointBlock, g.Count*q.Split, divUp(g.Elements(), q.Split)
+		default:
+			s.BlockE = min(tritonMaxRun, pow2AtLeast(g.Elements()))
+			s.BlockS = tritonTile / s.BlockE
+			s.Grid = divUp(g.Count, s.BlockS)
+		}
+	case "channel":
+		s.C, s.DHW = q.In[1], dhw
+		s.BlockC = min(tritonMaxChannel, pow2AtLeast(q.In[1]))
+		s.BlockP = max(16, min(pow2AtLeast(dhw), tritonTile/s.BlockC))
+		tiles := divUp(dhw, s.BlockP)
+		s.Grid = q.In[0] * tiles
+		s.Sample, s.Pos = "pid", "tl.arange(0, BLOCK_P)"
+		if tiles > 1 {
+			s.Sample, s.Pos = fmt.Sprintf("pid // %d", tiles), fmt.Sprintf("(pid %% %d) * BLOCK_P + tl.arange(0, BLOCK_P)", tiles)
+		}
+	case "reduce":
+		s.Base = indexExpr("o", axisTerms(q.In, func(k int) bool { return !q.Axes[k] }))
+		s.RedOffset = indexExpr("r", axisTerms(q.In, func(k int) bool { return q.Axes[k] }))
+		s.R = q.InLen / q.OutLen
+		s.BlockR = min(tritonMaxRun, pow2AtLeast(s.R))
+		s.BlockO = tritonTile / s.BlockR
+		s.Grid = divUp(q.OutLen, s.BlockO)
+		s.Divisor = pyDouble(float64(s.R))
+	case "pool":
+		s.Block, s.Grid = tritonPoolBlock, divUp(q.OutLen, tritonPoolBlock)
+		s.Volume = q.Window[0] * q.Window[1] * q.Window[2]
+		s.Mask = "ok"
+		for i, name := range []string{"d", "h", "w"} {
+			s.Coords[i] = fmt.Sprintf("o%s * %d + k%s", name, q.Stride[i], name)
+			if q.Pad[i] > 0 {
+				s.Coords[i] = fmt.Sprintf("o%s * %d - %d + k%s", name, q.Stride[i], q.Pad[i], name)
+				s.Mask += fmt.Sprintf(" & (%s >= 0) & (%s < %d)", name, name, q.In[2+i])
+			}
+		}
+	default:
+		panic("gen: no Triton kernel for a " + q.Kind + " step")
+	}
+	return s
+}
+
+// Call is the store's call of the helper on the tile v of the W residues
+// res (rw, or rj for a bias-only residue), stored where mask is set.
+func (st *TritonStore) Call(v, res, mask string) string {
+	args := []string{v}
+	if st.Channel {
+		args = append(args, "ch[None, :]")
+	}
+	if st.Index {
+		args = append(args, "y_row[:, None] + (y_col + "+res+")[None, :]", mask)
+	}
+	for _, e := range st.Extras {
+		args = append(args, fmt.Sprintf("e%d_ptr", e))
+	}
+	return st.Name + "(" + strings.Join(args, ", ") + ")"
+}

@@ -1,0 +1,331 @@
+package emulate_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"convtgen/gen"
+	"convtgen/gen/plan"
+	"convtgen/gen/spec"
+	"convtgen/verify/emulate"
+	"convtgen/verify/gpu"
+)
+
+// tritonChainPlan plans s's Triton file alone for sm90 (the Triton files
+// of both targets are the same code; only a chooser's tiling differs),
+// with tiles of 32 rows by 16 channels unless triton says otherwise, so
+// that the emulation stays quick.
+func tritonChainPlan(t *testing.T, s *spec.Spec, triton spec.Triton) *plan.Plan {
+	t.Helper()
+	if triton.BlockM == 0 {
+		triton.BlockM, triton.BlockN, triton.BlockK = 32, 16, 16
+	}
+	s.Kernel = spec.Kernel{Backends: []string{"triton"}, Triton: triton}
+	p, err := plan.New(s, plan.SM90)
+	if err != nil {
+		t.Fatalf("%s: %v", s.Name, err)
+	}
+	return p
+}
+
+// runTritonChain renders p's Triton submission, applies edit to it (nil:
+// none), runs its whole forward in the emulator on inputs shift changes
+// (nil: none) and compares with the float64 reference.
+func runTritonChain(t *testing.T, r *gen.Renderer, python string, p *plan.Plan, edit func(string) string, shift func(*gpu.Inputs)) chainRun {
+	t.Helper()
+	src := renderTriton(t, r, p)
+	if edit != nil {
+		src = edit(src)
+	}
+	ci := newChainInputs(t, p, shift)
+	c := p.Conv
+	xShape := []int{c.Batch, c.InChannels, c.In[0], c.In[1], c.In[2]}
+	if len(p.Epilogue.Chain.Prologue) > 0 {
+		xShape = p.Spec.Reference.Inputs[0].Shape
+	}
+	seed, err := emulate.SeedFor([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, after, err := emulate.RunTritonChain(context.Background(), python, []byte(src), seed, ci.x, ci.in.W, ci.in.B, xShape, p.Epilogue.Chain, ci.extras)
+	return ci.run(y, after, seed, err)
+}
+
+func python3(t *testing.T) string {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	return python
+}
+
+// TestLevel2TritonForwardMatchesReference runs every level-2 problem's
+// Triton file in small, its whole forward (prologue, convolution with
+// the fused store, the kernels after it, BatchNorm updates) as its
+// forward function launches it: every output written, each element at
+// most once a launch, relative L2 within 1e-5 of the float64 reference
+// on the output and on the running statistics.
+func TestLevel2TritonForwardMatchesReference(t *testing.T) {
+	python := python3(t)
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range level2Specs(t) {
+		s := shrink(t, path)
+		t.Run(s.Name, func(t *testing.T) {
+			t.Parallel()
+			p := tritonChainPlan(t, s, spec.Triton{})
+			run := runTritonChain(t, r, python, p, nil, nil)
+			run.check(t, p)
+			name, e := run.worst()
+			t.Logf("worst relative L2 error %.2e (%s)", e, name)
+		})
+	}
+}
+
+// gwFusedSpec is a problem whose W stride and dilation share a factor, so
+// that fused programs store W residues no tap reaches (the bias alone),
+// with ops in the store that read the convolution's value.
+const gwFusedSpec = `version: 2
+name: gw_fused
+title: fused ops on W residues no tap reaches
+problem:
+  batch: 2
+  in_channels: 3
+  out_channels: 5
+  kernel: [2, 2, 3]
+  input: [2, 3, 4]
+  stride: [1, 1, 2]
+  padding: [0, 1, 1]
+  dilation: [1, 1, 2]
+  bias: true
+reference:
+  attr: conv_transpose
+  params:
+    - {name: in_channels, type: int}
+    - {name: out_channels, type: int}
+    - {name: kernel_size, type: tuple}
+    - {name: stride, type: tuple}
+    - {name: padding, type: tuple}
+    - {name: dilation, type: tuple}
+  conv:
+    - in_channels
+    - out_channels
+    - kernel_size
+    - stride=stride
+    - padding=padding
+    - dilation=dilation
+  init_inputs: [3, 5, [2, 2, 3], [1, 1, 2], [0, 1, 1], [1, 1, 2]]
+  forward:
+    - {clamp: {min: -0.05}}
+    - {mul: conv}
+    - {div: 2.0}
+`
+
+// plantFused moves p's first step, a pointwise one reading tensors (a
+// per-channel parameter, a second input), into the convolution's store,
+// as a plan that fuses such ops would: the store's tensor operands.
+func plantFused(t *testing.T, p *plan.Plan) *plan.Plan {
+	t.Helper()
+	ch := *p.Epilogue.Chain
+	if len(ch.Passes) == 0 || ch.Passes[0].Kind != "pointwise" || ch.Fused {
+		t.Fatalf("%s: no unfused leading pointwise step", p.Spec.Name)
+	}
+	q := *p
+	q.Epilogue.Ops = ch.Passes[0].Ops
+	ch.Passes, ch.Fused = ch.Passes[1:], true
+	q.Epilogue.Chain = &ch
+	return &q
+}
+
+// tritonForm is one level-2 Triton forward in a form the 19 shrunk
+// problems with the default options do not reach.
+type tritonForm struct {
+	name   string
+	plan   func(t *testing.T) *plan.Plan
+	marker string // in the rendered file: the form is there
+}
+
+func tritonForms() []tritonForm {
+	level2 := func(name string) string { return filepath.Join("..", "..", "specs", "level2", name+".yaml") }
+	return []tritonForm{
+		// GroupNorm with one group over 16 channels of 16^3 positions
+		// (kernel 1): segments of 65536 elements, summed by split programs.
+		{"split segments", func(t *testing.T) *plan.Plan {
+			s := shrinkWith(t, level2("61_relu_groupnorm"), "[4, 16, 1, 1, false]", map[string]string{"kernel": "1", "input": "16"})
+			p := tritonChainPlan(t, s, spec.Triton{})
+			if p.Epilogue.Chain.Passes[0].Split < 2 {
+				t.Fatalf("split %d", p.Epilogue.Chain.Passes[0].Split)
+			}
+			return p
+		}, "tl.atomic_add("},
+		{"fused ops on bias-only residues", func(t *testing.T) *plan.Plan {
+			s, err := spec.Parse("gw_fused.yaml", []byte(gwFusedSpec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tritonChainPlan(t, s, spec.Triton{FuseW: true, BlockM: 16, BlockN: 16, BlockK: 16})
+		}, "gw_fused_store_ops(bias_only)"},
+		{"store reads a per-channel parameter", func(t *testing.T) *plan.Plan {
+			return plantFused(t, tritonChainPlan(t, shrink(t, level2("20_sum_residualadd_multiply_residualadd")), spec.Triton{}))
+		}, "ch = g * C_OUT_G + tl.minimum(co, C_OUT_G - 1)"},
+		{"store reads a second input, fused W, channels last", func(t *testing.T) *plan.Plan {
+			return plantFused(t, tritonChainPlan(t, shrink(t, level2("26_add_hardswish")),
+				spec.Triton{ChannelsLast: true, FuseW: true, BlockM: 16, BlockN: 16, BlockK: 16}))
+		}, "y_row[:, None] + (y_col + rw)[None, :], y_ok, e0_ptr)"},
+		{"batch norm, channels last, padded input, 3xTF32", func(t *testing.T) *plan.Plan {
+			s := shrinkWith(t, level2("77_scale_batchnorm_globalavgpool"), "", nil)
+			return tritonChainPlan(t, s, spec.Triton{Precision: "3xtf32", ChannelsLast: true, PadInput: true, SplitWeight: true, FlatK: true,
+				BlockM: 32, BlockN: 16, BlockK: 16})
+		}, "PAD_INPUT=True"},
+	}
+}
+
+// TestLevel2TritonForms runs the forms the 19 problems with the default
+// options leave out: segments split over programs that add atomically,
+// the fused store on the W residues only the bias reaches, the store's
+// tensor operands (per channel, per element), other tilings.
+func TestLevel2TritonForms(t *testing.T) {
+	python := python3(t)
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range tritonForms() {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			p := f.plan(t)
+			if src := renderTriton(t, r, p); !strings.Contains(src, f.marker) {
+				t.Fatalf("no %q in the file: not the form asked for", f.marker)
+			}
+			run := runTritonChain(t, r, python, p, nil, nil)
+			run.check(t, p)
+			name, e := run.worst()
+			t.Logf("worst relative L2 error %.2e (%s)", e, name)
+		})
+	}
+}
+
+// shiftBias adds 1000 to every convolution bias: logits far past exp's
+// range, which a softmax survives only by subtracting its maximum first.
+func shiftBias(in *gpu.Inputs) {
+	for i := range in.B {
+		in.B[i] += 1000
+	}
+}
+
+// TestLevel2TritonMutantsAreCaught plants a bug in one kernel of a
+// level-2 Triton file (a string edit of the rendered file): the forward
+// must fail (an error, a write count, unwritten outputs, or an error past
+// 1e-5). Where the mutant needs a shifted input, the file as rendered
+// must stay finite and close on that input.
+func TestLevel2TritonMutantsAreCaught(t *testing.T) {
+	python := python3(t)
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forms := map[string]tritonForm{}
+	for _, f := range tritonForms() {
+		forms[f.name] = f
+	}
+	replace := func(old, new string) func(string) string {
+		return func(src string) string { return strings.Replace(src, old, new, -1) }
+	}
+	reg := func(re, new string) func(string) string {
+		return func(src string) string { return regexp.MustCompile(re).ReplaceAllString(src, new) }
+	}
+	for _, m := range []struct {
+		name, spec, form string // a shrunk level-2 problem, or a form
+		edit             func(string) string
+		shift            func(*gpu.Inputs)
+		want             string // in the error, where it must be one
+	}{
+		{"channel softmax without its maximum, shifted input", "49_softmax_sigmoid", "",
+			replace("tl.exp(x.to(tl.float64) - mx[None, :])", "tl.exp(x.to(tl.float64))"), shiftBias, ""},
+		{"softmax statistics without the maximum, shifted input", "38_avgpool_clamp_softmax_multiply", "",
+			replace("total += tl.exp(x - mx)", "total += tl.exp(x)"), shiftBias, ""},
+		{"max pool window one deep", "74_leakyrelu_multiply_leakyrelu_max", "", replace("for kd in range(2):", "for kd in range(1):"), nil, ""},
+		{"average pool window off by one", "72_batchnorm_avgpool_avgpool", "", reg(`w = ow \* 2 \+ kw\n`, "w = ow * 2 + kw + 1\n"), nil, ""},
+		{"batch statistics one element short", "15_batchnorm_subtract", "", replace("(e < ELEMS)[None, :]", "(e < ELEMS - 1)[None, :]"), nil, ""},
+		{"running variance momentum backwards", "77_scale_batchnorm_globalavgpool", "",
+			replace("(1.0 - 0.1) * running_var + 0.1 * var", "0.1 * running_var + (1.0 - 0.1) * var"), nil, ""},
+		{"batches counted twice", "72_batchnorm_avgpool_avgpool", "", replace("tl.load(batches_ptr) + 1", "tl.load(batches_ptr) + 2"), nil, ""},
+		{"group norm per channel", "61_relu_groupnorm", "", func(src string) string {
+			re := regexp.MustCompile(`stats_ptr \+ 2 \* \(i // (\d+)\)`)
+			return re.ReplaceAllStringFunc(src, func(s string) string {
+				n, _ := strconv.Atoi(re.FindStringSubmatch(s)[1])
+				return fmt.Sprintf("stats_ptr + 2 * (i // %d)", n/2)
+			})
+		}, nil, ""},
+		{"layer norm weight of the first position", "34_layernorm_gelu_scaling", "", reg(`tl\.load\(e0_ptr \+ i % \d+\)`, "tl.load(e0_ptr)"), nil, ""},
+		{"logsumexp without its maximum", "58_logsumexp_hardswish_subtract_clamp", "", replace("(mx + tl.log(total))", "tl.log(total)"), nil, ""},
+		{"mean over D at the wrong stride", "13_mean_add_softmax_tanh_scaling", "", reg(`\(r \* \d+\)\[None, :\]`, "(r)[None, :]"), nil, ""},
+		{"store without the fused ops", "100_clamp_min_divide", "",
+			replace("tl.store(y_ptrs, l2_100_clamp_min_divide_store_ops(acc), mask=y_ok)", "tl.store(y_ptrs, acc, mask=y_ok)"), nil, ""},
+		{"channel sum one channel short", "78_max_max_sum", "", replace("mask=(c < C)[:, None] & p_ok[None, :], other=0.0)", "mask=(c < C - 1)[:, None] & p_ok[None, :], other=0.0)"), nil, ""},
+		{"split programs all from the segment's start", "", "split segments", replace("e = lo + e0 + tl.arange(0, BLOCK)", "e = e0 + tl.arange(0, BLOCK)"), nil, ""},
+		{"atomic adds into an unzeroed buffer", "", "split segments", replace("stats = torch.zeros(", "stats = torch.empty("), nil,
+			"atomic add to argument 1 of"},
+		{"bias-only residues without the fused ops", "", "fused ops on bias-only residues", replace("gw_fused_store_ops(bias_only)", "bias_only"), nil, ""},
+		{"store's parameter of the next channel", "", "store reads a per-channel parameter",
+			replace("tl.minimum(co, C_OUT_G - 1)", "tl.minimum(co + 1, C_OUT_G - 1)"), nil, ""},
+		{"store's second input one element off", "", "store reads a second input, fused W, channels last",
+			replace("(y_col + rw)[None, :], y_ok, e0_ptr)", "(y_col + rw)[None, :] + 1, y_ok, e0_ptr)"), nil, ""},
+		{"pointwise step storing twice", "60_swish_groupnorm_hardswish", "",
+			replace("    tl.store(x_ptr + i, v, mask=ok)\n", "    tl.store(x_ptr + i, v, mask=ok)\n    tl.store(x_ptr + i, v, mask=ok)\n"), nil,
+			"written 2 times, want once (launch of l2_60_swish_groupnorm_hardswish_igemm_epi"},
+		{"pool's last program not launched", "74_leakyrelu_multiply_leakyrelu_max", "",
+			reg(`(l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi1)\[\((\d+),\)\]`, "${1}[(${2} - 1,)]"), nil, "nxt element"},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			var p *plan.Plan
+			if m.form != "" {
+				p = forms[m.form].plan(t)
+			} else {
+				p = tritonChainPlan(t, shrink(t, filepath.Join("..", "..", "specs", "level2", m.spec+".yaml")), spec.Triton{})
+			}
+			src := renderTriton(t, r, p)
+			if m.edit(src) == src {
+				t.Fatalf("the edit does not apply to %s's Triton file", p.Spec.Name)
+			}
+			if m.shift != nil {
+				base := runTritonChain(t, r, python, p, nil, m.shift)
+				if base.err != nil || nanCount(base.y) > 0 {
+					t.Fatalf("as rendered, on the shifted input: %v, %d NaN", base.err, nanCount(base.y))
+				}
+				// float32 logits near 1000 keep 6e-5 of their differences.
+				if name, e := base.worst(); !(e < 1e-4) {
+					t.Fatalf("as rendered, on the shifted input: %s: relative L2 error %.2e", name, e)
+				}
+			}
+			run := runTritonChain(t, r, python, p, m.edit, m.shift)
+			switch {
+			case m.want != "":
+				if run.err == nil || !strings.Contains(run.err.Error(), m.want) {
+					t.Fatalf("error %v, want one saying %q", run.err, m.want)
+				}
+				t.Logf("caught: %v", strings.SplitN(run.err.Error(), "\n", 3)[1])
+			case run.err != nil:
+				t.Logf("caught: %v", run.err)
+			case nanCount(run.y) > 0:
+				t.Logf("caught: %d outputs NaN", nanCount(run.y))
+			default:
+				name, e := run.worst()
+				if e <= 1e-5 {
+					t.Fatalf("mutant %s of %s: relative L2 error %.2e (worst: %s), every output written: not caught", m.name, p.Spec.Name, e, name)
+				}
+				t.Logf("caught: %s: relative L2 error %.2e", name, e)
+			}
+		})
+	}
+}
