@@ -80,7 +80,8 @@ func cDouble(f float64) string {
 	return s
 }
 
-// operand is a pointwise op's other side as a C expression.
+// operand is a pointwise op's other side as a C expression in a pass
+// kernel: a tensor read at the element's channel c or index i.
 func operand(op plan.PointOp) string {
 	switch {
 	case op.Conv:
@@ -95,8 +96,23 @@ func operand(op plan.PointOp) string {
 	return cFloat(op.Num)
 }
 
-// pointCode is one op's statement on v.
+// storeOperand is a fused op's other side in the store's epilogue(): a
+// tensor is the function's parameter e<k>v, its value at the output.
+func storeOperand(op plan.PointOp) string {
+	if op.Arg >= 0 {
+		return fmt.Sprintf("e%dv", op.Arg)
+	}
+	return operand(op)
+}
+
+// pointCode is one op's statement on v in a pass kernel.
 func pointCode(op plan.PointOp, slotOffset []int) string {
+	return pointCodeWith(op, slotOffset, operand)
+}
+
+// pointCodeWith is one op's statement on v, its other side written by
+// operand.
+func pointCodeWith(op plan.PointOp, slotOffset []int, operand func(plan.PointOp) string) string {
 	switch op.Kind {
 	case "add":
 		return "v = v + " + operand(op) + ";"
@@ -282,7 +298,11 @@ func chainDoc(c *plan.Chain, fused []plan.PointOp) string {
 		text = "Before the convolution, as kernels of their own: " + list(c.Prologue) + ". "
 	}
 	if len(fused) > 0 {
-		text += "The convolution's store applies " + kinds(fused) + " to each output before writing it (no kernel of their own). "
+		text += "The convolution's store applies " + kinds(fused) + " to each output before writing it (no kernel of their own)"
+		if reads := storeReads(c, fused); reads != "" {
+			text += ", reading " + reads
+		}
+		text += ". "
 	}
 	if len(c.Passes) > 0 {
 		text += "After the convolution, as kernels of their own, in order: " + list(c.Passes) + "."
@@ -291,6 +311,71 @@ func chainDoc(c *plan.Chain, fused []plan.PointOp) string {
 		text += " Kernel " + u.Name + " updates the BatchNorm's running statistics as PyTorch does."
 	}
 	return wrapText(strings.TrimSpace(text), 80)
+}
+
+// storeReads says which tensors the fused ops read and where: "self.bias
+// at the output's channel and add_input at the output's own index".
+func storeReads(c *plan.Chain, fused []plan.PointOp) string {
+	var reads []string
+	seen := map[int]bool{}
+	for _, op := range fused {
+		if op.Arg < 0 || seen[op.Arg] {
+			continue
+		}
+		seen[op.Arg] = true
+		reads = append(reads, c.Extras[op.Arg].Expr+" "+readsAt(op))
+	}
+	return strings.Join(reads, " and ")
+}
+
+// readsAt says where an op reads its tensor for an output.
+func readsAt(op plan.PointOp) string {
+	switch {
+	case op.PerChannel:
+		return "at the output's channel"
+	case op.Elementwise:
+		return "at the output's own index"
+	}
+	return "(its one value)"
+}
+
+// StoreView is what the convolution's kernels print for the tensors the
+// fused ops read (plan.Epilogue.Extras): their parameters after the bias
+// (the main kernel's and the fill's), the host's arguments for them,
+// epilogue()'s operands, and which of them the stores load before their
+// loops (per channel and 0-dim) rather than at each output.
+type StoreView struct {
+	Params, Args string
+	Operands     []plan.StoreExtra // epilogue()'s parameters after v, e<Arg>v
+	Channel      []int
+	Scalar       []int
+	Signature    string   // epilogue()'s parameter list
+	Comment      []string // what its operands are, a comment's lines
+}
+
+func newStoreView(p *plan.Plan) StoreView {
+	v := StoreView{Signature: "float v", Operands: p.Epilogue.Extras}
+	var what []string
+	for _, e := range p.Epilogue.Extras {
+		v.Params += fmt.Sprintf(", const float* __restrict__ e%d", e.Arg)
+		v.Args += fmt.Sprintf(", (const float*)extras[%d].data_ptr()", e.Arg)
+		v.Signature += fmt.Sprintf(", float e%dv", e.Arg)
+		expr := p.Epilogue.Chain.Extras[e.Arg].Expr
+		switch e.Read {
+		case plan.StoreChannel:
+			v.Channel = append(v.Channel, e.Arg)
+			what = append(what, fmt.Sprintf("e%dv is %s at the output's channel", e.Arg, expr))
+		case plan.StoreScalar:
+			v.Scalar = append(v.Scalar, e.Arg)
+			what = append(what, fmt.Sprintf("e%dv is %s's one value", e.Arg, expr))
+		default:
+			what = append(what, fmt.Sprintf("e%dv is %s at the output's own index", e.Arg, expr))
+		}
+	}
+	if len(what) > 0 {
+		v.Comment = strings.Split(wrapText(strings.Join(what, "; ")+".", 74), "\n")
+	}
+	return v
 }
 
 // wrapText breaks text into lines of at most width characters at spaces.

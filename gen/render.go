@@ -45,9 +45,10 @@ type View struct {
 	HostFunction string
 	// Fused are the statements of the ops every store applies
 	// (plan.Epilogue.Ops) on float v; FusedKept: they read the
-	// convolution's value v0.
+	// convolution's value v0; Store, the tensors they read.
 	Fused     []string
 	FusedKept bool
+	Store     StoreView
 	WeightLen int
 	// Launches the verifier makes the same way: the weight repack's grid
 	// and block; with wgmma, the input re-layout's and the bias fill's
@@ -138,9 +139,10 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		v.NoTriton = wrapText("No Triton file: the Triton backend cannot express this forward yet ("+p.TritonLeftOut+").", 80)
 	}
 	for _, op := range p.Epilogue.Ops {
-		v.Fused = append(v.Fused, pointCode(op, nil))
+		v.Fused = append(v.Fused, pointCodeWith(op, nil, storeOperand))
 		v.FusedKept = v.FusedKept || op.Conv
 	}
+	v.Store = newStoreView(p)
 	v.BlockX, v.BlockY, v.BlockZ = "blockIdx.x", "blockIdx.y", "blockIdx.z"
 	if p.Fold {
 		v.BlockX, v.BlockY, v.BlockZ = "bx", "by", "bz"

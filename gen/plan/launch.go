@@ -27,9 +27,13 @@ type Launch struct {
 	// re-layout as FillBlocks blocks of FillBlockThreads with (bias, y).
 	Fill       string
 	FillBlocks int
-	Grid       [3]int
-	Threads    int
-	SmemBytes  int
+	// StoreExtras are the lengths of the tensors the main kernel's (and
+	// the fill's) store reads for the ops it applies (Epilogue.Extras),
+	// its parameters between the bias and y, in order; 0 past the last.
+	StoreExtras [MaxStoreExtras]int
+	Grid        [3]int
+	Threads     int
+	SmemBytes   int
 	// DynamicSmem: the main kernel's dynamic shared memory in bytes (0:
 	// static), opted in to before it is launched with it.
 	DynamicSmem int
@@ -43,6 +47,10 @@ type Launch struct {
 
 // Launch returns the launch record of the plan's CUDA submission in file.
 func (p *Plan) Launch(file string) Launch {
+	var store [MaxStoreExtras]int
+	for i, e := range p.Epilogue.Extras {
+		store[i] = p.Epilogue.Chain.Extras[e.Arg].Len
+	}
 	return Launch{
 		Spec:           p.Spec.Name,
 		Target:         p.Target.Name,
@@ -56,6 +64,7 @@ func (p *Plan) Launch(file string) Launch {
 		RelayoutBlocks: p.WGMMA.RelayoutBlocks,
 		Fill:           p.Names.Fill,
 		FillBlocks:     p.WGMMA.FillBlocks,
+		StoreExtras:    store,
 		Grid:           p.Grid,
 		Threads:        p.Threads,
 		SmemBytes:      p.SmemBytes,

@@ -125,23 +125,43 @@ type Chain struct {
 func (c *Chain) Any() bool { return c != nil && (len(c.Passes) > 0 || len(c.Prologue) > 0 || c.Fused) }
 
 // fuse takes the first pass out of the chain when it is pointwise and
-// each of its ops reads only the value, the convolution's output and
-// numbers: the store applies them, so the convolution's output crosses
-// memory once less. Ops reading a tensor (per-channel parameters, a
-// second input, a norm's statistics) keep their pass: the kernels take
-// no extras.
-func (c *Chain) fuse() []PointOp {
+// none of its ops needs statistics (a norm keeps its pass): the store
+// applies its ops, so the convolution's output crosses memory once less.
+// Besides numbers and the convolution's own value, the store reads the
+// ops' tensors: a per-channel one at the output's channel, a 0-dim one,
+// and a second input of the output's shape at the output's own index. It
+// takes at most MaxStoreExtras of them (each a kernel parameter and, per
+// channel, a register for each channel a thread stores); a pass that
+// reads more keeps its kernel. It returns the ops and the tensors they
+// read.
+func (c *Chain) fuse() ([]PointOp, []StoreExtra) {
 	if len(c.Passes) == 0 || c.Passes[0].Kind != "pointwise" {
-		return nil
+		return nil, nil
 	}
+	var extras []StoreExtra
 	for _, op := range c.Passes[0].Ops {
-		if op.Kind == "norm" || op.Arg >= 0 {
-			return nil
+		if op.Kind == "norm" {
+			return nil, nil
 		}
+		if op.Arg < 0 || slices.ContainsFunc(extras, func(e StoreExtra) bool { return e.Arg == op.Arg }) {
+			continue
+		}
+		read := StoreScalar
+		switch {
+		case op.PerChannel:
+			read = StoreChannel
+		case op.Elementwise:
+			read = StoreElement
+		}
+		extras = append(extras, StoreExtra{Arg: op.Arg, Read: read})
 	}
+	if len(extras) > MaxStoreExtras {
+		return nil, nil
+	}
+	slices.SortFunc(extras, func(a, b StoreExtra) int { return a.Arg - b.Arg })
 	ops := c.Passes[0].Ops
 	c.Passes, c.Fused = c.Passes[1:], true
-	return ops
+	return ops, extras
 }
 
 // The forms the Triton backend has kernels for (gen/triton_chain.go, one
@@ -188,6 +208,26 @@ func (c *Chain) TritonRefusal(fused []PointOp) string {
 	return ""
 }
 
+// MaxStoreExtras is the most tensors the convolution's store reads for
+// the ops it applies.
+const MaxStoreExtras = 4
+
+// StoreExtra is a tensor the fused ops read in the convolution's store:
+// Chain.Extras index Arg, read as Read says.
+type StoreExtra struct {
+	Arg  int
+	Read string // StoreChannel, StoreScalar or StoreElement
+}
+
+// How the store reads a fused op's tensor: at the output's channel, its
+// one value (a 0-dim parameter), or at the output's own flat index (a
+// second input of the output's shape).
+const (
+	StoreChannel = "channel"
+	StoreScalar  = "scalar"
+	StoreElement = "element"
+)
+
 // name names the passes and updates after the kernel.
 func (c *Chain) name(kernel string) {
 	for i := range c.Passes {
@@ -202,15 +242,16 @@ func (c *Chain) name(kernel string) {
 }
 
 // planChain lays out the passes of a spec's prologue and forward and
-// returns the ops fused into the convolution's store.
-func planChain(s *spec.Spec, out [3]int, kernel string) (*Chain, []PointOp, error) {
+// returns the ops fused into the convolution's store and the tensors
+// they read.
+func planChain(s *spec.Spec, out [3]int, kernel string) (*Chain, []PointOp, []StoreExtra, error) {
 	c, err := layChain(s, out)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	ops := c.fuse()
+	ops, extras := c.fuse()
 	c.name(kernel)
-	return c, ops, nil
+	return c, ops, extras, nil
 }
 
 func layChain(s *spec.Spec, out [3]int) (*Chain, error) {

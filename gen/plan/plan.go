@@ -268,6 +268,9 @@ type Epilogue struct {
 	// order (the chain's leading pass, fused; see Chain.fuse). The fill
 	// of tap-less phases applies them to the bias alone.
 	Ops []PointOp
+	// Extras are the tensors Ops read, each once, in Chain.Extras order:
+	// the main kernel's and the fill's parameters after the bias.
+	Extras []StoreExtra
 }
 
 // Window is what a TW thread reads along W. Its outputs are ow0 + j for
@@ -514,7 +517,7 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 
 // withChain plans the passes of the ops around the convolution.
 func (p *Plan) withChain() (*Plan, error) {
-	ch, ops, err := planChain(p.Spec, p.Out, p.Names.Kernel)
+	ch, ops, extras, err := planChain(p.Spec, p.Out, p.Names.Kernel)
 	if err != nil {
 		return nil, spec.Errors{p.Spec.Errorf("reference.forward", "", "%v", err)}
 	}
@@ -528,7 +531,7 @@ func (p *Plan) withChain() (*Plan, error) {
 			p.TritonLeftOut = why
 		}
 	}
-	p.Epilogue.Chain, p.Epilogue.Ops = ch, ops
+	p.Epilogue.Chain, p.Epilogue.Ops, p.Epilogue.Extras = ch, ops, extras
 	return p, nil
 }
 

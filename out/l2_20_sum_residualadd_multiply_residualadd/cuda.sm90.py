@@ -23,8 +23,8 @@ lo*hi + hi*lo + hi*hi), wgmma's m64n64k8 warpgroup products. The
 tensor cores do not add in exact fp32, so their sums cover 4 steps of
 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
-After the convolution, as kernels of their own, in order: pointwise (add, add,
-mul, add).
+The convolution's store applies add, add, mul, add to each output before writing
+it (no kernel of their own), reading self.bias at the output's channel.
 """
 import torch
 import torch.nn as nn
@@ -43,6 +43,19 @@ static constexpr int kStrideD = 2, kStrideH = 2, kStrideW = 2;
 static constexpr int kTaps = 27;  // kernel positions, kd*kh*kw
 static constexpr idx_t kInHW = (idx_t)kInH * kInW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
+
+// The pointwise ops right after the convolution, applied by the store
+// (from the plan): the output crosses memory once less.
+// e0v is self.bias at the output's channel.
+__device__ __forceinline__ float epilogue(float v, float e0v)
+{
+    const float v0 = v;  // the convolution's output
+    v = v + e0v;
+    v = v + v0;
+    v = v * v0;
+    v = v + v0;
+    return v;
+}
 
 // ---- Layout (from the plan) ----------------------------------------------
 // The input re-laid as (batch, group, kXD, kXH, kXW, kCinP): channels last,
@@ -272,7 +285,7 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
 static constexpr int kMinBlocks = 1;
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 l2_20_sum_residualadd_multiply_residualadd_igemm(const float* __restrict__ xr, const float* __restrict__ img,
-    const float* __restrict__ bias, float* __restrict__ y)
+    const float* __restrict__ bias, const float* __restrict__ e0, float* __restrict__ y)
 {
     // The weight stages.
     extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
@@ -424,6 +437,15 @@ l2_20_sum_residualadd_multiply_residualadd_igemm(const float* __restrict__ xr, c
 
         auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
 
+        // The fused ops' tensors, loaded before the store's loops: a per-channel
+        // one once for each of this thread's channels, not at each output.
+        float e0v[kND / 2];
+        #pragma unroll
+        for (int k = 0; k < kND / 2; ++k) {
+            const int co = nt * kNP + 8 * (k / 2) + 2 * t + k % 2;
+            e0v[k] = co < kCoutG ? __ldg(e0 + grp * kCoutG + co) : 0.0f;
+        }
+
         // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
         // (g+8, 8cb+2t), (g+8, +1); each written once, bias added.
         #pragma unroll
@@ -432,30 +454,12 @@ l2_20_sum_residualadd_multiply_residualadd_igemm(const float* __restrict__ xr, c
             for (int e = 0; e < kND; ++e) {
                 const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
                 if (outs[sl][r] > 0 && co < kCoutG)
-                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, 0, e) + bias[grp * kCoutG + co];
+                    y[yb[sl][r] + (idx_t)co * kOutDHW] = epilogue(result(sl, 0, e) + bias[grp * kCoutG + co], e0v[e / 4 * 2 + e % 2]);
             }
         }
     }
 }
 
-// ---- The ops around the convolution, as passes (from the plan) ----------
-// One thread an element; norms read their segment's double sums.
-
-// Pointwise: 4 ops on each of 134217728 elements.
-extern "C" __global__ void l2_20_sum_residualadd_multiply_residualadd_igemm_epi0(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0)
-{
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 134217728LL) return;
-    const int c = (int)((i / 131072LL) % 64);
-    float v = in[i];
-    const float v0 = v;  // the convolution's output
-    v = v + __ldg(e0 + c);
-    v = v + v0;
-    v = v * v0;
-    v = v + v0;
-    (void)c;
-    out[i] = v;
-}
 """
 
 # The host side: checks, allocates and launches on the current (default)
@@ -471,7 +475,7 @@ static void check_launch(const char* kernel)
     TORCH_CHECK(err == cudaSuccess, "launching ", kernel, " failed: ", cudaGetErrorString(err));
 }
 
-static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Tensor bias)
+static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, const std::vector<torch::Tensor>& extras)
 {
     TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32 && x.is_contiguous(),
                 "x must be a contiguous float32 CUDA tensor");
@@ -493,7 +497,7 @@ static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Ten
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l2_20_sum_residualadd_multiply_residualadd_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "l2_20_sum_residualadd_multiply_residualadd_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
     l2_20_sum_residualadd_multiply_residualadd_igemm<<<dim3(2048, 1, 1), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
-        (const float*)bias.data_ptr(), (float*)y.data_ptr());
+        (const float*)bias.data_ptr(), (const float*)extras[0].data_ptr(), (float*)y.data_ptr());
     check_launch("l2_20_sum_residualadd_multiply_residualadd_igemm");
     return y;
 }
@@ -506,12 +510,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 extras[0].scalar_type() == torch::kFloat32,
                 "extra 0 must be a contiguous float32 CUDA tensor of 64 elements");
     torch::Tensor cur = x;
-    cur = conv_part(cur, weight, bias);
-    auto stats = torch::zeros({1}, cur.options().dtype(torch::kFloat64));
-    {
-        l2_20_sum_residualadd_multiply_residualadd_igemm_epi0<<<524288, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr());
-        check_launch("l2_20_sum_residualadd_multiply_residualadd_igemm_epi0");
-    }
+    cur = conv_part(cur, weight, bias, extras);
     return cur.view({16, 64, 32, 64, 64});
 }
 """

@@ -23,8 +23,8 @@ lo*hi + hi*lo + hi*hi), wgmma's m64n64k8 warpgroup products. The
 tensor cores do not add in exact fp32, so their sums cover 4 steps of
 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
-After the convolution, as kernels of their own, in order: pointwise (add,
-mul_hardswish).
+The convolution's store applies add, mul_hardswish to each output before writing
+it (no kernel of their own), reading add_input at the output's own index.
 """
 import torch
 import torch.nn as nn
@@ -43,6 +43,16 @@ static constexpr int kStrideD = 2, kStrideH = 2, kStrideW = 2;
 static constexpr int kTaps = 27;  // kernel positions, kd*kh*kw
 static constexpr idx_t kInHW = (idx_t)kInH * kInW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
+
+// The pointwise ops right after the convolution, applied by the store
+// (from the plan): the output crosses memory once less.
+// e0v is add_input at the output's own index.
+__device__ __forceinline__ float epilogue(float v, float e0v)
+{
+    v = v + e0v;
+    v = v * (v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f);
+    return v;
+}
 
 // ---- Layout (from the plan) ----------------------------------------------
 // The input re-laid as (batch, group, kXD, kXH, kXW, kCinP): channels last,
@@ -272,7 +282,7 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
 static constexpr int kMinBlocks = 1;
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 l2_26_add_hardswish_igemm(const float* __restrict__ xr, const float* __restrict__ img,
-    const float* __restrict__ bias, float* __restrict__ y)
+    const float* __restrict__ bias, const float* __restrict__ e0, float* __restrict__ y)
 {
     // The weight stages.
     extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
@@ -432,27 +442,12 @@ l2_26_add_hardswish_igemm(const float* __restrict__ xr, const float* __restrict_
             for (int e = 0; e < kND; ++e) {
                 const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
                 if (outs[sl][r] > 0 && co < kCoutG)
-                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, 0, e) + bias[grp * kCoutG + co];
+                    y[yb[sl][r] + (idx_t)co * kOutDHW] = epilogue(result(sl, 0, e) + bias[grp * kCoutG + co], __ldg(e0 + yb[sl][r] + (idx_t)co * kOutDHW));
             }
         }
     }
 }
 
-// ---- The ops around the convolution, as passes (from the plan) ----------
-// One thread an element; norms read their segment's double sums.
-
-// Pointwise: 2 ops on each of 268435456 elements.
-extern "C" __global__ void l2_26_add_hardswish_igemm_epi0(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0)
-{
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 268435456LL) return;
-    const int c = (int)((i / 32768LL) % 64);
-    float v = in[i];
-    v = v + __ldg(e0 + i);
-    v = v * (v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f);
-    (void)c;
-    out[i] = v;
-}
 """
 
 # The host side: checks, allocates and launches on the current (default)
@@ -468,7 +463,7 @@ static void check_launch(const char* kernel)
     TORCH_CHECK(err == cudaSuccess, "launching ", kernel, " failed: ", cudaGetErrorString(err));
 }
 
-static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Tensor bias)
+static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, const std::vector<torch::Tensor>& extras)
 {
     TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32 && x.is_contiguous(),
                 "x must be a contiguous float32 CUDA tensor");
@@ -490,7 +485,7 @@ static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Ten
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l2_26_add_hardswish_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "l2_26_add_hardswish_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
     l2_26_add_hardswish_igemm<<<dim3(8192, 1, 1), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
-        (const float*)bias.data_ptr(), (float*)y.data_ptr());
+        (const float*)bias.data_ptr(), (const float*)extras[0].data_ptr(), (float*)y.data_ptr());
     check_launch("l2_26_add_hardswish_igemm");
     return y;
 }
@@ -503,12 +498,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 extras[0].scalar_type() == torch::kFloat32,
                 "extra 0 must be a contiguous float32 CUDA tensor of 268435456 elements");
     torch::Tensor cur = x;
-    cur = conv_part(cur, weight, bias);
-    auto stats = torch::zeros({1}, cur.options().dtype(torch::kFloat64));
-    {
-        l2_26_add_hardswish_igemm_epi0<<<1048576, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr());
-        check_launch("l2_26_add_hardswish_igemm_epi0");
-    }
+    cur = conv_part(cur, weight, bias, extras);
     return cur.view({128, 64, 32, 32, 32});
 }
 """

@@ -29,8 +29,8 @@ first re-lays the weight out as (group, tap, out/g, in/g) and the input
 as (batch, D, H, W, channels), so that both dot operands are contiguous
 along the reduction; those copies are part of the timed forward. The spec's
 numbers are tl.constexpr.
-After the convolution, as kernels of their own, in order: pointwise (add,
-mul_hardswish).
+The convolution's store applies add, mul_hardswish to each output before writing
+it (no kernel of their own), reading add_input at the output's own index.
 """
 import torch
 import torch.nn as nn
@@ -203,10 +203,21 @@ def l2_26_add_hardswish_relayout(
             tl.store(wk_ptr + e, v, mask=e_ok)
 
 
+# ---- The ops the convolution's store applies (from the plan) ------------------
+# The ops after the convolution that need nothing its store does not have:
+# applied to each tile of sums before it is written, so the output crosses
+# memory once less. v is the tile, i its flat output indices (ok: stored).
+@triton.jit
+def l2_26_add_hardswish_store_ops(v, i, ok, e0_ptr):
+    v = v + tl.load(e0_ptr + i, mask=ok, other=0.0)
+    v = v * (v * tl.minimum(tl.maximum(v + 3.0, 0.0), 6.0) / 6.0)
+    return v
+
+
 # ---- The kernel -------------------------------------------------------------
 @triton.jit
 def l2_26_add_hardswish_phase_igemm(
-    x_ptr, w_ptr, b_ptr, y_ptr, phases_ptr,
+    x_ptr, w_ptr, b_ptr, y_ptr, phases_ptr, e0_ptr,
     # Problem: sizes, channels, kernel, stride, padding, dilation, tap steps.
     BATCH: tl.constexpr, C_IN: tl.constexpr, C_OUT: tl.constexpr, C_IN_G: tl.constexpr, C_OUT_G: tl.constexpr,
     IN_D: tl.constexpr, IN_H: tl.constexpr, IN_W: tl.constexpr,
@@ -358,7 +369,7 @@ def l2_26_add_hardswish_phase_igemm(
     y_ok = rows_ok
     if FUSE_W:
         y_ok = y_ok & (O_STEP_W * qw[:, None] + rw[None, :] < OUT_W)
-    tl.store(y_ptrs, acc, mask=y_ok)
+    tl.store(y_ptrs, l2_26_add_hardswish_store_ops(acc, y_row[:, None] + (y_col + rw)[None, :], y_ok, e0_ptr), mask=y_ok)
     if G_W > 1:
         # Fused, the W residues without taps hold only the bias: each
         # column writes the G_W - 1 residues after its own (mod O_STEP_W)
@@ -367,12 +378,12 @@ def l2_26_add_hardswish_phase_igemm(
         bias_only = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32) + bias[None, :]
         for j in tl.static_range(1, G_W):
             rj = (rw + j) % O_STEP_W  # [BLOCK_N]
-            tl.store(y_ptr + y_row[:, None] + (y_col + rj)[None, :], bias_only,
-                     mask=rows_ok & (O_STEP_W * qw[:, None] + rj[None, :] < OUT_W))
+            rj_ok = rows_ok & (O_STEP_W * qw[:, None] + rj[None, :] < OUT_W)
+            tl.store(y_ptr + y_row[:, None] + (y_col + rj)[None, :], l2_26_add_hardswish_store_ops(bias_only, y_row[:, None] + (y_col + rj)[None, :], rj_ok, e0_ptr), mask=rj_ok)
 
 
 # ---- The wrapper: checks, allocates, launches --------------------------------
-def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, phases: torch.Tensor) -> torch.Tensor:
+def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, phases: torch.Tensor, e0: torch.Tensor) -> torch.Tensor:
     """ConvTranspose3d forward of this problem: input and weight re-layouts, then
     one kernel launch over every stride phase."""
     if not (x.is_cuda and x.dtype == torch.float32 and tuple(x.shape) == INPUT_SHAPE):
@@ -394,35 +405,16 @@ def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
     b = bias.detach().contiguous()  # no copy for a module's parameter
     y = torch.empty(OUTPUT_SHAPE, device=x.device, dtype=torch.float32)
     l2_26_add_hardswish_phase_igemm[(PROGRAMS,)](
-        xk, wt, b, y, phases, **PROBLEM, **TILING, PHASE_FIELDS=PHASE_FIELDS,
+        xk, wt, b, y, phases, e0,  **PROBLEM, **TILING, PHASE_FIELDS=PHASE_FIELDS,
         num_warps=NUM_WARPS, num_stages=NUM_STAGES,
     )
     return y
 
 
-# ---- The ops around the convolution, as kernels of their own (from the plan) --
-# Each is one launch over its tensor, in the order forward runs them; sums
-# of many elements are float64, as the CUDA file's are double.
-
-
-# l2_26_add_hardswish_igemm_epi0: pointwise, in place, on each of the 268435456 elements: a
-# program loads BLOCK contiguous elements, applies the 2 op(s) in order
-# and stores them back.
-@triton.jit
-def l2_26_add_hardswish_igemm_epi0(x_ptr, e0_ptr):
-    N: tl.constexpr = 268435456
-    BLOCK: tl.constexpr = 1024
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    ok = i < N
-    v = tl.load(x_ptr + i, mask=ok, other=0.0)
-    v = v + tl.load(e0_ptr + i, mask=ok, other=0.0)
-    v = v * (v * tl.minimum(tl.maximum(v + 3.0, 0.0), 6.0) / 6.0)
-    tl.store(x_ptr + i, v, mask=ok)
-
-
 # ---- The forward: the ops around the convolution --------------------------------
 def model_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, phases: torch.Tensor, extras: list) -> torch.Tensor:
-    """The model's forward: the convolution, the kernels after it in order. extras are [add_input]."""
+    """The model's forward: the convolution (its store
+    applying the ops fused into it). extras are [add_input]."""
     if len(extras) != 1:
         raise ValueError("forward hands over 1 extra tensors: [add_input]")
     if not (extras[0].device == x.device and extras[0].dtype == torch.float32 and extras[0].numel() == 268435456 and extras[0].is_contiguous()):
@@ -430,8 +422,7 @@ def model_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, pha
     if not (x.is_cuda and x.dtype == torch.float32 and tuple(x.shape) == (128, 32, 16, 16, 16,)):
         raise ValueError("x must be a float32 CUDA tensor of shape (128, 32, 16, 16, 16): the kernels are generated for it")
     cur = x.contiguous()
-    cur = implicit_gemm_forward(cur, weight, bias, phases)
-    l2_26_add_hardswish_igemm_epi0[(262144,)](cur, extras[0])
+    cur = implicit_gemm_forward(cur, weight, bias, phases, extras[0])
     return cur.reshape((128, 64, 32, 32, 32,))
 
 

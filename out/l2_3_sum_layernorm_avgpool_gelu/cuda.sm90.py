@@ -23,9 +23,10 @@ lo*hi + hi*lo + hi*hi), wgmma's m64n64k8 warpgroup products. The
 tensor cores do not add in exact fp32, so their sums cover 4 steps of
 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
-After the convolution, as kernels of their own, in order: pointwise (add); each
-segment's sum and sum of squares, in double; pointwise (normalise); average
-pool; pointwise (gelu).
+The convolution's store applies add to each output before writing it (no kernel
+of their own), reading self.sum_weight (its one value). After the convolution,
+as kernels of their own, in order: each segment's sum and sum of squares, in
+double; pointwise (normalise); average pool; pointwise (gelu).
 """
 import torch
 import torch.nn as nn
@@ -44,6 +45,15 @@ static constexpr int kStrideD = 2, kStrideH = 2, kStrideW = 2;
 static constexpr int kTaps = 27;  // kernel positions, kd*kh*kw
 static constexpr idx_t kInHW = (idx_t)kInH * kInW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
+
+// The pointwise ops right after the convolution, applied by the store
+// (from the plan): the output crosses memory once less.
+// e0v is self.sum_weight's one value.
+__device__ __forceinline__ float epilogue(float v, float e0v)
+{
+    v = v + e0v;
+    return v;
+}
 
 // ---- Layout (from the plan) ----------------------------------------------
 // The input re-laid as (batch, group, kXD, kXH, kXW, kCinP): channels last,
@@ -273,7 +283,7 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
 static constexpr int kMinBlocks = 1;
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 l2_3_sum_layernorm_avgpool_gelu_igemm(const float* __restrict__ xr, const float* __restrict__ img,
-    const float* __restrict__ bias, float* __restrict__ y)
+    const float* __restrict__ bias, const float* __restrict__ e0, float* __restrict__ y)
 {
     // The weight stages.
     extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
@@ -425,6 +435,10 @@ l2_3_sum_layernorm_avgpool_gelu_igemm(const float* __restrict__ xr, const float*
 
         auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
 
+        // The fused ops' 0-dim tensors, loaded once before the store's loops, not
+        // at each output.
+        const float e0v = __ldg(e0);
+
         // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
         // (g+8, 8cb+2t), (g+8, +1); each written once, bias added.
         #pragma unroll
@@ -433,7 +447,7 @@ l2_3_sum_layernorm_avgpool_gelu_igemm(const float* __restrict__ xr, const float*
             for (int e = 0; e < kND; ++e) {
                 const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
                 if (outs[sl][r] > 0 && co < kCoutG)
-                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, 0, e) + bias[grp * kCoutG + co];
+                    y[yb[sl][r] + (idx_t)co * kOutDHW] = epilogue(result(sl, 0, e) + bias[grp * kCoutG + co], e0v);
             }
         }
     }
@@ -442,22 +456,10 @@ l2_3_sum_layernorm_avgpool_gelu_igemm(const float* __restrict__ xr, const float*
 // ---- The ops around the convolution, as passes (from the plan) ----------
 // One thread an element; norms read their segment's double sums.
 
-// Pointwise: 1 ops on each of 268435456 elements.
-extern "C" __global__ void l2_3_sum_layernorm_avgpool_gelu_igemm_epi0(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2)
-{
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 268435456LL) return;
-    const int c = (int)((i / 131072LL) % 64);
-    float v = in[i];
-    v = v + __ldg(e0);
-    (void)c;
-    out[i] = v;
-}
-
 // Statistics of 4194304 segments of 64 elements: segment s is 1 run(s) of
 // 64 starting at (s / 1) * 64 + (s % 1) * 64 + r * 64.
 // A thread a segment, summing in double.
-extern "C" __global__ void l2_3_sum_layernorm_avgpool_gelu_igemm_epi1(const float* __restrict__ in, double* __restrict__ stats)
+extern "C" __global__ void l2_3_sum_layernorm_avgpool_gelu_igemm_epi0(const float* __restrict__ in, double* __restrict__ stats)
 {
     const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= 4194304LL) return;
@@ -474,7 +476,7 @@ extern "C" __global__ void l2_3_sum_layernorm_avgpool_gelu_igemm_epi1(const floa
 }
 
 // Pointwise: 1 ops on each of 268435456 elements.
-extern "C" __global__ void l2_3_sum_layernorm_avgpool_gelu_igemm_epi2(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2)
+extern "C" __global__ void l2_3_sum_layernorm_avgpool_gelu_igemm_epi1(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2)
 {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= 268435456LL) return;
@@ -486,7 +488,7 @@ extern "C" __global__ void l2_3_sum_layernorm_avgpool_gelu_igemm_epi2(const floa
 }
 
 // Average pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (32, 64, 32, 64, 64) to (32, 64, 16, 32, 32).
-extern "C" __global__ void l2_3_sum_layernorm_avgpool_gelu_igemm_epi3(const float* __restrict__ in, float* __restrict__ out)
+extern "C" __global__ void l2_3_sum_layernorm_avgpool_gelu_igemm_epi2(const float* __restrict__ in, float* __restrict__ out)
 {
     const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (o >= 33554432LL) return;
@@ -514,7 +516,7 @@ extern "C" __global__ void l2_3_sum_layernorm_avgpool_gelu_igemm_epi3(const floa
 }
 
 // Pointwise: 1 ops on each of 33554432 elements.
-extern "C" __global__ void l2_3_sum_layernorm_avgpool_gelu_igemm_epi4(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2)
+extern "C" __global__ void l2_3_sum_layernorm_avgpool_gelu_igemm_epi3(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2)
 {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= 33554432LL) return;
@@ -539,7 +541,7 @@ static void check_launch(const char* kernel)
     TORCH_CHECK(err == cudaSuccess, "launching ", kernel, " failed: ", cudaGetErrorString(err));
 }
 
-static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Tensor bias)
+static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, const std::vector<torch::Tensor>& extras)
 {
     TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32 && x.is_contiguous(),
                 "x must be a contiguous float32 CUDA tensor");
@@ -561,7 +563,7 @@ static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Ten
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l2_3_sum_layernorm_avgpool_gelu_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "l2_3_sum_layernorm_avgpool_gelu_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
     l2_3_sum_layernorm_avgpool_gelu_igemm<<<dim3(8192, 1, 1), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
-        (const float*)bias.data_ptr(), (float*)y.data_ptr());
+        (const float*)bias.data_ptr(), (const float*)extras[0].data_ptr(), (float*)y.data_ptr());
     check_launch("l2_3_sum_layernorm_avgpool_gelu_igemm");
     return y;
 }
@@ -580,29 +582,25 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 extras[2].scalar_type() == torch::kFloat32,
                 "extra 2 must be a contiguous float32 CUDA tensor of 64 elements");
     torch::Tensor cur = x;
-    cur = conv_part(cur, weight, bias);
+    cur = conv_part(cur, weight, bias, extras);
     auto stats = torch::zeros({8388608}, cur.options().dtype(torch::kFloat64));
     {
-        l2_3_sum_layernorm_avgpool_gelu_igemm_epi0<<<1048576, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr());
+        l2_3_sum_layernorm_avgpool_gelu_igemm_epi0<<<16384, 256>>>((const float*)cur.data_ptr(), (double*)stats.data_ptr());
         check_launch("l2_3_sum_layernorm_avgpool_gelu_igemm_epi0");
     }
     {
-        l2_3_sum_layernorm_avgpool_gelu_igemm_epi1<<<16384, 256>>>((const float*)cur.data_ptr(), (double*)stats.data_ptr());
+        l2_3_sum_layernorm_avgpool_gelu_igemm_epi1<<<1048576, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr());
         check_launch("l2_3_sum_layernorm_avgpool_gelu_igemm_epi1");
     }
     {
-        l2_3_sum_layernorm_avgpool_gelu_igemm_epi2<<<1048576, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr());
-        check_launch("l2_3_sum_layernorm_avgpool_gelu_igemm_epi2");
-    }
-    {
         auto next = torch::empty({32, 64, 16, 32, 32}, cur.options());
-        l2_3_sum_layernorm_avgpool_gelu_igemm_epi3<<<131072, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
-        check_launch("l2_3_sum_layernorm_avgpool_gelu_igemm_epi3");
+        l2_3_sum_layernorm_avgpool_gelu_igemm_epi2<<<131072, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
+        check_launch("l2_3_sum_layernorm_avgpool_gelu_igemm_epi2");
         cur = next;
     }
     {
-        l2_3_sum_layernorm_avgpool_gelu_igemm_epi4<<<131072, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr());
-        check_launch("l2_3_sum_layernorm_avgpool_gelu_igemm_epi4");
+        l2_3_sum_layernorm_avgpool_gelu_igemm_epi3<<<131072, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr());
+        check_launch("l2_3_sum_layernorm_avgpool_gelu_igemm_epi3");
     }
     return cur.view({32, 64, 16, 32, 32});
 }

@@ -29,9 +29,10 @@ first re-lays the weight out as (group, tap, out/g, in/g) and the input
 as (batch, D, H, W, channels), so that both dot operands are contiguous
 along the reduction; those copies are part of the timed forward. The spec's
 numbers are tl.constexpr.
-After the convolution, as kernels of their own, in order: pointwise (add); each
-segment's sum and sum of squares, in double; pointwise (normalise); average
-pool; pointwise (gelu).
+The convolution's store applies add to each output before writing it (no kernel
+of their own), reading self.sum_weight (its one value). After the convolution,
+as kernels of their own, in order: each segment's sum and sum of squares, in
+double; pointwise (normalise); average pool; pointwise (gelu).
 """
 import torch
 import torch.nn as nn
@@ -204,10 +205,20 @@ def l2_3_sum_layernorm_avgpool_gelu_relayout(
             tl.store(wk_ptr + e, v, mask=e_ok)
 
 
+# ---- The ops the convolution's store applies (from the plan) ------------------
+# The ops after the convolution that need nothing its store does not have:
+# applied to each tile of sums before it is written, so the output crosses
+# memory once less. v is the tile.
+@triton.jit
+def l2_3_sum_layernorm_avgpool_gelu_store_ops(v, e0_ptr):
+    v = v + tl.load(e0_ptr)
+    return v
+
+
 # ---- The kernel -------------------------------------------------------------
 @triton.jit
 def l2_3_sum_layernorm_avgpool_gelu_phase_igemm(
-    x_ptr, w_ptr, b_ptr, y_ptr, phases_ptr,
+    x_ptr, w_ptr, b_ptr, y_ptr, phases_ptr, e0_ptr,
     # Problem: sizes, channels, kernel, stride, padding, dilation, tap steps.
     BATCH: tl.constexpr, C_IN: tl.constexpr, C_OUT: tl.constexpr, C_IN_G: tl.constexpr, C_OUT_G: tl.constexpr,
     IN_D: tl.constexpr, IN_H: tl.constexpr, IN_W: tl.constexpr,
@@ -359,7 +370,7 @@ def l2_3_sum_layernorm_avgpool_gelu_phase_igemm(
     y_ok = rows_ok
     if FUSE_W:
         y_ok = y_ok & (O_STEP_W * qw[:, None] + rw[None, :] < OUT_W)
-    tl.store(y_ptrs, acc, mask=y_ok)
+    tl.store(y_ptrs, l2_3_sum_layernorm_avgpool_gelu_store_ops(acc, e0_ptr), mask=y_ok)
     if G_W > 1:
         # Fused, the W residues without taps hold only the bias: each
         # column writes the G_W - 1 residues after its own (mod O_STEP_W)
@@ -368,12 +379,12 @@ def l2_3_sum_layernorm_avgpool_gelu_phase_igemm(
         bias_only = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32) + bias[None, :]
         for j in tl.static_range(1, G_W):
             rj = (rw + j) % O_STEP_W  # [BLOCK_N]
-            tl.store(y_ptr + y_row[:, None] + (y_col + rj)[None, :], bias_only,
-                     mask=rows_ok & (O_STEP_W * qw[:, None] + rj[None, :] < OUT_W))
+            rj_ok = rows_ok & (O_STEP_W * qw[:, None] + rj[None, :] < OUT_W)
+            tl.store(y_ptr + y_row[:, None] + (y_col + rj)[None, :], l2_3_sum_layernorm_avgpool_gelu_store_ops(bias_only, e0_ptr), mask=rj_ok)
 
 
 # ---- The wrapper: checks, allocates, launches --------------------------------
-def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, phases: torch.Tensor) -> torch.Tensor:
+def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, phases: torch.Tensor, e0: torch.Tensor) -> torch.Tensor:
     """ConvTranspose3d forward of this problem: input and weight re-layouts, then
     one kernel launch over every stride phase."""
     if not (x.is_cuda and x.dtype == torch.float32 and tuple(x.shape) == INPUT_SHAPE):
@@ -395,7 +406,7 @@ def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
     b = bias.detach().contiguous()  # no copy for a module's parameter
     y = torch.empty(OUTPUT_SHAPE, device=x.device, dtype=torch.float32)
     l2_3_sum_layernorm_avgpool_gelu_phase_igemm[(PROGRAMS,)](
-        xk, wt, b, y, phases, **PROBLEM, **TILING, PHASE_FIELDS=PHASE_FIELDS,
+        xk, wt, b, y, phases, e0,  **PROBLEM, **TILING, PHASE_FIELDS=PHASE_FIELDS,
         num_warps=NUM_WARPS, num_stages=NUM_STAGES,
     )
     return y
@@ -406,27 +417,13 @@ def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
 # of many elements are float64, as the CUDA file's are double.
 
 
-# l2_3_sum_layernorm_avgpool_gelu_igemm_epi0: pointwise, in place, on each of the 268435456 elements: a
-# program loads BLOCK contiguous elements, applies the 1 op(s) in order
-# and stores them back.
-@triton.jit
-def l2_3_sum_layernorm_avgpool_gelu_igemm_epi0(x_ptr, e0_ptr):
-    N: tl.constexpr = 268435456
-    BLOCK: tl.constexpr = 1024
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    ok = i < N
-    v = tl.load(x_ptr + i, mask=ok, other=0.0)
-    v = v + tl.load(e0_ptr)
-    tl.store(x_ptr + i, v, mask=ok)
-
-
-# l2_3_sum_layernorm_avgpool_gelu_igemm_epi1: the sum and the sum of squares, in float64, of
+# l2_3_sum_layernorm_avgpool_gelu_igemm_epi0: the sum and the sum of squares, in float64, of
 # each of the 4194304 segments of 64 elements (segment s: 1 run(s) of 64
 # contiguous elements from s * 64, 64 apart), into
 # the stats buffer at stats_ptr + 2 * s and the next.
 # A program sums BLOCK_S segments, BLOCK_E elements of each at a time.
 @triton.jit
-def l2_3_sum_layernorm_avgpool_gelu_igemm_epi1(x_ptr, stats_ptr):
+def l2_3_sum_layernorm_avgpool_gelu_igemm_epi0(x_ptr, stats_ptr):
     COUNT: tl.constexpr = 4194304
     ELEMS: tl.constexpr = 64
     BLOCK_S: tl.constexpr = 32
@@ -445,11 +442,11 @@ def l2_3_sum_layernorm_avgpool_gelu_igemm_epi1(x_ptr, stats_ptr):
     tl.store(stats_ptr + 2 * s + 1, squares, mask=s_ok)
 
 
-# l2_3_sum_layernorm_avgpool_gelu_igemm_epi2: pointwise, in place, on each of the 268435456 elements: a
+# l2_3_sum_layernorm_avgpool_gelu_igemm_epi1: pointwise, in place, on each of the 268435456 elements: a
 # program loads BLOCK contiguous elements, applies the 1 op(s) in order
 # and stores them back.
 @triton.jit
-def l2_3_sum_layernorm_avgpool_gelu_igemm_epi2(x_ptr, stats_ptr, e1_ptr, e2_ptr):
+def l2_3_sum_layernorm_avgpool_gelu_igemm_epi1(x_ptr, stats_ptr, e1_ptr, e2_ptr):
     N: tl.constexpr = 268435456
     BLOCK: tl.constexpr = 1024
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -462,11 +459,11 @@ def l2_3_sum_layernorm_avgpool_gelu_igemm_epi2(x_ptr, stats_ptr, e1_ptr, e2_ptr)
     tl.store(x_ptr + i, v, mask=ok)
 
 
-# l2_3_sum_layernorm_avgpool_gelu_igemm_epi3: average pool, window 2x2x2, stride 2x2x2, padding 0x0x0,
+# l2_3_sum_layernorm_avgpool_gelu_igemm_epi2: average pool, window 2x2x2, stride 2x2x2, padding 0x0x0,
 # (32, 64, 32, 64, 64) to (32, 64, 16, 32, 32): a program computes BLOCK outputs, each from its window
 # (divided by the whole window, as count_include_pad does).
 @triton.jit
-def l2_3_sum_layernorm_avgpool_gelu_igemm_epi3(x_ptr, y_ptr):
+def l2_3_sum_layernorm_avgpool_gelu_igemm_epi2(x_ptr, y_ptr):
     OUT_LEN: tl.constexpr = 33554432
     BLOCK: tl.constexpr = 256
     o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -486,11 +483,11 @@ def l2_3_sum_layernorm_avgpool_gelu_igemm_epi3(x_ptr, y_ptr):
     tl.store(y_ptr + o, acc / 8.0, mask=ok)
 
 
-# l2_3_sum_layernorm_avgpool_gelu_igemm_epi4: pointwise, in place, on each of the 33554432 elements: a
+# l2_3_sum_layernorm_avgpool_gelu_igemm_epi3: pointwise, in place, on each of the 33554432 elements: a
 # program loads BLOCK contiguous elements, applies the 1 op(s) in order
 # and stores them back.
 @triton.jit
-def l2_3_sum_layernorm_avgpool_gelu_igemm_epi4(x_ptr):
+def l2_3_sum_layernorm_avgpool_gelu_igemm_epi3(x_ptr):
     N: tl.constexpr = 33554432
     BLOCK: tl.constexpr = 1024
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -502,7 +499,8 @@ def l2_3_sum_layernorm_avgpool_gelu_igemm_epi4(x_ptr):
 
 # ---- The forward: the ops around the convolution --------------------------------
 def model_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, phases: torch.Tensor, extras: list) -> torch.Tensor:
-    """The model's forward: the convolution, the kernels after it in order. extras are [self.sum_weight, self.norm.weight, self.norm.bias]."""
+    """The model's forward: the convolution (its store
+    applying the ops fused into it), the kernels after it in order. extras are [self.sum_weight, self.norm.weight, self.norm.bias]."""
     if len(extras) != 3:
         raise ValueError("forward hands over 3 extra tensors: [self.sum_weight, self.norm.weight, self.norm.bias]")
     if not (extras[0].device == x.device and extras[0].dtype == torch.float32 and extras[0].numel() == 1 and extras[0].is_contiguous()):
@@ -514,15 +512,14 @@ def model_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, pha
     if not (x.is_cuda and x.dtype == torch.float32 and tuple(x.shape) == (32, 32, 16, 32, 32,)):
         raise ValueError("x must be a float32 CUDA tensor of shape (32, 32, 16, 32, 32): the kernels are generated for it")
     cur = x.contiguous()
-    cur = implicit_gemm_forward(cur, weight, bias, phases)
+    cur = implicit_gemm_forward(cur, weight, bias, phases, extras[0])
     stats = torch.empty((8388608,), device=x.device, dtype=torch.float64)  # each sum stored once
-    l2_3_sum_layernorm_avgpool_gelu_igemm_epi0[(262144,)](cur, extras[0])
-    l2_3_sum_layernorm_avgpool_gelu_igemm_epi1[(131072,)](cur, stats)
-    l2_3_sum_layernorm_avgpool_gelu_igemm_epi2[(262144,)](cur, stats, extras[1], extras[2])
+    l2_3_sum_layernorm_avgpool_gelu_igemm_epi0[(131072,)](cur, stats)
+    l2_3_sum_layernorm_avgpool_gelu_igemm_epi1[(262144,)](cur, stats, extras[1], extras[2])
     nxt = torch.empty((32, 64, 16, 32, 32), device=x.device, dtype=torch.float32)
-    l2_3_sum_layernorm_avgpool_gelu_igemm_epi3[(131072,)](cur, nxt)
+    l2_3_sum_layernorm_avgpool_gelu_igemm_epi2[(131072,)](cur, nxt)
     cur = nxt
-    l2_3_sum_layernorm_avgpool_gelu_igemm_epi4[(32768,)](cur)
+    l2_3_sum_layernorm_avgpool_gelu_igemm_epi3[(32768,)](cur)
     return cur.reshape((32, 64, 16, 32, 32,))
 
 

@@ -17,8 +17,9 @@ thread reads them); only the weights are staged in shared memory. Products
 are fp32 FFMA, accumulated in fp32.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
-After the convolution, as kernels of their own, in order: pointwise (mul);
-average pool; pointwise (add, mul).
+The convolution's store applies mul to each output before writing it (no kernel
+of their own), reading self.scale1 (its one value). After the convolution, as
+kernels of their own, in order: average pool; pointwise (add, mul).
 """
 import torch
 import torch.nn as nn
@@ -38,6 +39,15 @@ static constexpr int kStrideD = 2, kStrideH = 2, kStrideW = 2;
 static constexpr int kTaps = 27;  // kernel positions, kd*kh*kw
 static constexpr idx_t kInHW = (idx_t)kInH * kInW, kInDHW = kInD * kInHW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
+
+// The pointwise ops right after the convolution, applied by the store
+// (from the plan): the output crosses memory once less.
+// e0v is self.scale1's one value.
+__device__ __forceinline__ float epilogue(float v, float e0v)
+{
+    v = v * e0v;
+    return v;
+}
 
 // ---- Tiling (from the plan) ----------------------------------------------
 // Each of kThreads threads computes kTM output positions of one phase
@@ -121,7 +131,7 @@ extern "C" __global__ void l2_50_scaling_avgpool_biasadd_scaling_repack_weight(c
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
 l2_50_scaling_avgpool_biasadd_scaling_igemm(const float* __restrict__ x, const float* __restrict__ wt,
-    const float* __restrict__ bias, float* __restrict__ y)
+    const float* __restrict__ bias, const float* __restrict__ e0, float* __restrict__ y)
 {
     // Weights of up to kTapChunk taps as (tap, input channel, kBN output
     // channels): a thread reads the kBN of one (tap, channel) as float4s,
@@ -219,6 +229,9 @@ l2_50_scaling_avgpool_biasadd_scaling_igemm(const float* __restrict__ x, const f
     }
 
     // ---- Epilogue: bias, then each output written once -------------------
+    // The fused ops' 0-dim tensors, loaded once before the store's loops, not
+    // at each output.
+    const float e0v = __ldg(e0);
     #pragma unroll
     for (int i = 0; i < kTM; ++i) {
         const int m = m0 + tid + i * kThreads;
@@ -232,7 +245,7 @@ l2_50_scaling_avgpool_biasadd_scaling_igemm(const float* __restrict__ x, const f
             const int co = n0 + j;
             if (co >= kCoutG) continue;
             const int c = g * kCoutG + co;
-            y[row + (idx_t)c * kOutDHW] = acc[i][j] + __ldg(bias + c);
+            y[row + (idx_t)c * kOutDHW] = epilogue(acc[i][j] + __ldg(bias + c), e0v);
         }
     }
 }
@@ -240,20 +253,8 @@ l2_50_scaling_avgpool_biasadd_scaling_igemm(const float* __restrict__ x, const f
 // ---- The ops around the convolution, as passes (from the plan) ----------
 // One thread an element; norms read their segment's double sums.
 
-// Pointwise: 1 ops on each of 251983872 elements.
-extern "C" __global__ void l2_50_scaling_avgpool_biasadd_scaling_igemm_epi0(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2)
-{
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 251983872LL) return;
-    const int c = (int)((i / 123039LL) % 16);
-    float v = in[i];
-    v = v * __ldg(e0);
-    (void)c;
-    out[i] = v;
-}
-
 // Average pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (128, 16, 31, 63, 63) to (128, 16, 15, 31, 31).
-extern "C" __global__ void l2_50_scaling_avgpool_biasadd_scaling_igemm_epi1(const float* __restrict__ in, float* __restrict__ out)
+extern "C" __global__ void l2_50_scaling_avgpool_biasadd_scaling_igemm_epi0(const float* __restrict__ in, float* __restrict__ out)
 {
     const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (o >= 29521920LL) return;
@@ -281,7 +282,7 @@ extern "C" __global__ void l2_50_scaling_avgpool_biasadd_scaling_igemm_epi1(cons
 }
 
 // Pointwise: 2 ops on each of 29521920 elements.
-extern "C" __global__ void l2_50_scaling_avgpool_biasadd_scaling_igemm_epi2(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2)
+extern "C" __global__ void l2_50_scaling_avgpool_biasadd_scaling_igemm_epi1(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2)
 {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= 29521920LL) return;
@@ -307,7 +308,7 @@ static void check_launch(const char* kernel)
     TORCH_CHECK(err == cudaSuccess, "launching ", kernel, " failed: ", cudaGetErrorString(err));
 }
 
-static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Tensor bias)
+static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, const std::vector<torch::Tensor>& extras)
 {
     TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32 && x.is_contiguous(),
                 "x must be a contiguous float32 CUDA tensor");
@@ -323,7 +324,7 @@ static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Ten
     l2_50_scaling_avgpool_biasadd_scaling_repack_weight<<<6, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("l2_50_scaling_avgpool_biasadd_scaling_repack_weight");
     l2_50_scaling_avgpool_biasadd_scaling_igemm<<<dim3(32768, 1, 1), 256>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
-        (const float*)bias.data_ptr(), (float*)y.data_ptr());
+        (const float*)bias.data_ptr(), (const float*)extras[0].data_ptr(), (float*)y.data_ptr());
     check_launch("l2_50_scaling_avgpool_biasadd_scaling_igemm");
     return y;
 }
@@ -342,21 +343,17 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 extras[2].scalar_type() == torch::kFloat32,
                 "extra 2 must be a contiguous float32 CUDA tensor of 1 elements");
     torch::Tensor cur = x;
-    cur = conv_part(cur, weight, bias);
+    cur = conv_part(cur, weight, bias, extras);
     auto stats = torch::zeros({1}, cur.options().dtype(torch::kFloat64));
     {
-        l2_50_scaling_avgpool_biasadd_scaling_igemm_epi0<<<984312, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr());
-        check_launch("l2_50_scaling_avgpool_biasadd_scaling_igemm_epi0");
-    }
-    {
         auto next = torch::empty({128, 16, 15, 31, 31}, cur.options());
-        l2_50_scaling_avgpool_biasadd_scaling_igemm_epi1<<<115320, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
-        check_launch("l2_50_scaling_avgpool_biasadd_scaling_igemm_epi1");
+        l2_50_scaling_avgpool_biasadd_scaling_igemm_epi0<<<115320, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
+        check_launch("l2_50_scaling_avgpool_biasadd_scaling_igemm_epi0");
         cur = next;
     }
     {
-        l2_50_scaling_avgpool_biasadd_scaling_igemm_epi2<<<115320, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr());
-        check_launch("l2_50_scaling_avgpool_biasadd_scaling_igemm_epi2");
+        l2_50_scaling_avgpool_biasadd_scaling_igemm_epi1<<<115320, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr());
+        check_launch("l2_50_scaling_avgpool_biasadd_scaling_igemm_epi1");
     }
     return cur.view({128, 16, 15, 31, 31});
 }

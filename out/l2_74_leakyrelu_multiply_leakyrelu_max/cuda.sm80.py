@@ -15,8 +15,10 @@ Products run on the tensor cores as 3xTF32 (each fp32 operand split into two
 TF32 parts, three m16n8k8 products, fp32 accumulation): fp32-level accuracy.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
-After the convolution, as kernels of their own, in order: pointwise (leaky_relu,
-mul, leaky_relu); max pool.
+The convolution's store applies leaky_relu, mul, leaky_relu to each output
+before writing it (no kernel of their own), reading self.multiplier at the
+output's channel. After the convolution, as kernels of their own, in order: max
+pool.
 """
 import torch
 import torch.nn as nn
@@ -36,6 +38,17 @@ static constexpr int kStrideD = 2, kStrideH = 2, kStrideW = 2;
 static constexpr int kTaps = 27;  // kernel positions, kd*kh*kw
 static constexpr idx_t kInHW = (idx_t)kInH * kInW, kInDHW = kInD * kInHW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
+
+// The pointwise ops right after the convolution, applied by the store
+// (from the plan): the output crosses memory once less.
+// e0v is self.multiplier at the output's channel.
+__device__ __forceinline__ float epilogue(float v, float e0v)
+{
+    v = v >= 0.0f ? v : v * 0.200000003f;
+    v = v * e0v;
+    v = v >= 0.0f ? v : v * 0.200000003f;
+    return v;
+}
 
 // ---- Tiling (from the plan) ----------------------------------------------
 // A block computes kBM output positions of one phase by kBN output channels
@@ -147,7 +160,7 @@ __device__ __forceinline__ void mma_tf32(float* acc, const unsigned* a, const un
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
 l2_74_leakyrelu_multiply_leakyrelu_max_igemm(const float* __restrict__ x, const float* __restrict__ wt,
-    const float* __restrict__ bias, float* __restrict__ y)
+    const float* __restrict__ bias, const float* __restrict__ e0, float* __restrict__ y)
 {
     // Two stages of each tile: the next step's loads fill one while the
     // products read the other, so one barrier per step suffices.
@@ -295,6 +308,14 @@ l2_74_leakyrelu_multiply_leakyrelu_max_igemm(const float* __restrict__ x, const 
     }
 
     // ---- Epilogue: bias, then each output written once -------------------
+    // The fused ops' tensors, loaded before the store's loops: a per-channel
+    // one once for each of this thread's channels, not at each output.
+    float e0v[2 * kNT];
+    #pragma unroll
+    for (int k = 0; k < 2 * kNT; ++k) {
+        const int co = n0 + wn0 + (k / 2) * 8 + 2 * t4 + k % 2;
+        e0v[k] = co < kCoutG ? __ldg(e0 + g * kCoutG + co) : 0.0f;
+    }
     #pragma unroll
     for (int i = 0; i < kMT; ++i) {
         #pragma unroll
@@ -312,7 +333,7 @@ l2_74_leakyrelu_multiply_leakyrelu_max_igemm(const float* __restrict__ x, const 
                     const int co = n0 + wn0 + j * 8 + 2 * t4 + e;
                     if (co >= kCoutG) continue;
                     const int c = g * kCoutG + co;
-                    y[row + (idx_t)c * kOutDHW] = acc[i][j][half * 2 + e] + __ldg(bias + c);
+                    y[row + (idx_t)c * kOutDHW] = epilogue(acc[i][j][half * 2 + e] + __ldg(bias + c), e0v[j * 2 + e]);
                 }
             }
         }
@@ -322,22 +343,8 @@ l2_74_leakyrelu_multiply_leakyrelu_max_igemm(const float* __restrict__ x, const 
 // ---- The ops around the convolution, as passes (from the plan) ----------
 // One thread an element; norms read their segment's double sums.
 
-// Pointwise: 3 ops on each of 67108864 elements.
-extern "C" __global__ void l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi0(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0)
-{
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 67108864LL) return;
-    const int c = (int)((i / 131072LL) % 32);
-    float v = in[i];
-    v = v >= 0.0f ? v : v * 0.200000003f;
-    v = v * __ldg(e0 + c);
-    v = v >= 0.0f ? v : v * 0.200000003f;
-    (void)c;
-    out[i] = v;
-}
-
 // Max pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (16, 32, 32, 64, 64) to (16, 32, 16, 32, 32).
-extern "C" __global__ void l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi1(const float* __restrict__ in, float* __restrict__ out)
+extern "C" __global__ void l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi0(const float* __restrict__ in, float* __restrict__ out)
 {
     const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (o >= 8388608LL) return;
@@ -378,7 +385,7 @@ static void check_launch(const char* kernel)
     TORCH_CHECK(err == cudaSuccess, "launching ", kernel, " failed: ", cudaGetErrorString(err));
 }
 
-static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Tensor bias)
+static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, const std::vector<torch::Tensor>& extras)
 {
     TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32 && x.is_contiguous(),
                 "x must be a contiguous float32 CUDA tensor");
@@ -394,7 +401,7 @@ static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Ten
     l2_74_leakyrelu_multiply_leakyrelu_max_repack_weight<<<54, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("l2_74_leakyrelu_multiply_leakyrelu_max_repack_weight");
     l2_74_leakyrelu_multiply_leakyrelu_max_igemm<<<dim3(8192, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
-        (const float*)bias.data_ptr(), (float*)y.data_ptr());
+        (const float*)bias.data_ptr(), (const float*)extras[0].data_ptr(), (float*)y.data_ptr());
     check_launch("l2_74_leakyrelu_multiply_leakyrelu_max_igemm");
     return y;
 }
@@ -407,16 +414,12 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 extras[0].scalar_type() == torch::kFloat32,
                 "extra 0 must be a contiguous float32 CUDA tensor of 32 elements");
     torch::Tensor cur = x;
-    cur = conv_part(cur, weight, bias);
+    cur = conv_part(cur, weight, bias, extras);
     auto stats = torch::zeros({1}, cur.options().dtype(torch::kFloat64));
     {
-        l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi0<<<262144, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr());
-        check_launch("l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi0");
-    }
-    {
         auto next = torch::empty({16, 32, 16, 32, 32}, cur.options());
-        l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi1<<<32768, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
-        check_launch("l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi1");
+        l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi0<<<32768, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
+        check_launch("l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi0");
         cur = next;
     }
     return cur.view({16, 32, 16, 32, 32});

@@ -47,8 +47,8 @@ static constexpr int kTaps = 125;  // kernel positions, kd*kh*kw
 static constexpr idx_t kInHW = (idx_t)kInH * kInW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
-// The ops after the convolution that need nothing but its value, applied
-// by the store (from the plan): the output crosses memory once less.
+// The pointwise ops right after the convolution, applied by the store
+// (from the plan): the output crosses memory once less.
 __device__ __forceinline__ float epilogue(float v)
 {
     v = v * 2.0f;

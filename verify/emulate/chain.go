@@ -96,15 +96,30 @@ template <class Kernel> void emu_launch(dim3 grid, unsigned threads, Kernel kern
 }
 
 // conv_part stands in for the convolution's host part: the emulated
-// convolution into a NaN-poisoned output.
-static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Tensor bias = torch::Tensor())
+// convolution into a NaN-poisoned output, its store given the extras
+// emu_store_extras names (the tensors its fused ops read).
+static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, const std::vector<torch::Tensor>& extras)
 {
     TORCH_CHECK(x.numel() == (long long)emu_x_len, "the convolution's input");
+    const float* store[sizeof emu_store_extras / sizeof emu_store_extras[0]] = {};
+    for (size_t i = 0; i + 1 < sizeof emu_store_extras / sizeof emu_store_extras[0]; ++i)
+        store[i] = (const float*)extras.at(emu_store_extras[i]).data_ptr();
     auto y = torch::make({(long long)(emu_y_len / (emu_cout * emu_out[0] * emu_out[1] * emu_out[2])), emu_cout,
                           (long long)emu_out[0], (long long)emu_out[1], (long long)emu_out[2]}, x.options(), false);
     run_conv((const float*)x.data_ptr(), (const float*)weight.data_ptr(), bias.is_cuda() ? (const float*)bias.data_ptr() : nullptr,
-             (float*)y.data_ptr(), emu_seed);
+             store, (float*)y.data_ptr(), emu_seed);
     return y;
+}
+
+// The host wrapper's other forms of the call: without the bias, without
+// the extras (a store that reads none).
+static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, const std::vector<torch::Tensor>& extras)
+{
+    return conv_part(x, weight, torch::Tensor(), extras);
+}
+static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Tensor bias = torch::Tensor())
+{
+    return conv_part(x, weight, bias, {});
 }
 `
 
@@ -149,11 +164,13 @@ int main(int argc, char** argv)
 `
 
 // chainConstants: the forward's input length, the extras (lengths and
-// whether int64; a trailing 0 so that none is an array of one), the
-// output's length, the forward function's name.
+// whether int64; a trailing 0 so that none is an array of one), the ones
+// the convolution's store reads (indices, a trailing -1), the output's
+// length, the forward function's name.
 const chainConstants = `
 static constexpr size_t emu_forward_x_len = %d;
 static constexpr long long emu_extra_len[] = {%s0}, emu_final_len = %d;
+static constexpr int emu_store_extras[] = {%s-1};
 static constexpr bool emu_extra_int64[] = {%sfalse};
 #define EMU_BIAS %d
 #define EMU_FORWARD %s
@@ -224,10 +241,13 @@ func BuildChain(ctx context.Context, cxx, dir, kernel, host string, p *plan.Plan
 	if err != nil {
 		return nil, err
 	}
-	var lens, ints strings.Builder
+	var lens, ints, store strings.Builder
 	for _, e := range ch.Extras {
 		fmt.Fprintf(&lens, "%d, ", e.Len)
 		fmt.Fprintf(&ints, "%t, ", e.Int64())
+	}
+	for _, e := range p.Epilogue.Extras {
+		fmt.Fprintf(&store, "%d, ", e.Arg)
 	}
 	xLen := l.Conv.InputLen()
 	if len(ch.Prologue) > 0 {
@@ -237,7 +257,7 @@ func BuildChain(ctx context.Context, cxx, dir, kernel, host string, p *plan.Plan
 	if l.Conv.Bias {
 		bias = 1
 	}
-	consts := fmt.Sprintf(chainConstants, xLen, lens.String(), finalLen(ch), ints.String(), bias, name)
+	consts := fmt.Sprintf(chainConstants, xLen, lens.String(), finalLen(ch), store.String(), ints.String(), bias, name)
 	exe, seed, err := compile(ctx, cxx, dir, "#define EMU_CHAIN 1\n"+conv+driver+consts+torchShim+fwd+chainMain)
 	if err != nil {
 		return nil, err

@@ -342,7 +342,9 @@ func smallPlan(t *testing.T, s *spec.Spec, target plan.Target) *plan.Plan {
 // the whole forward (prologue, convolution, passes, BatchNorm updates)
 // as the host wrapper launches it, for both targets: every output
 // written, relative L2 within 1e-5 of the float64 reference on the output
-// and on the running statistics.
+// and on the running statistics. The small version's store applies the
+// ops the full problem's does, reading the same tensors the same way
+// (gen/plan's TestLeadingPointwiseOpsFuse says which those are).
 func TestLevel2ForwardMatchesReference(t *testing.T) {
 	r, err := gen.NewRenderer()
 	if err != nil {
@@ -359,10 +361,33 @@ func TestLevel2ForwardMatchesReference(t *testing.T) {
 			t.Run(s.Name+"/"+target.Name, func(t *testing.T) {
 				t.Parallel()
 				p := smallPlan(t, s, target)
+				full, err := spec.Load(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fp, err := plan.New(full, target)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := storeSays(p), storeSays(fp); got != want {
+					t.Fatalf("in small the store applies %s, in full %s", got, want)
+				}
 				runChain(t, r, dir, p, nil).check(t, p)
 			})
 		}
 	}
+}
+
+// storeSays lists the ops p's store applies and the tensors they read.
+func storeSays(p *plan.Plan) string {
+	var ops, reads []string
+	for _, op := range p.Epilogue.Ops {
+		ops = append(ops, op.Kind)
+	}
+	for _, e := range p.Epilogue.Extras {
+		reads = append(reads, p.Epilogue.Chain.Extras[e.Arg].Expr+" per "+e.Read)
+	}
+	return fmt.Sprintf("%v reading %v", ops, reads)
 }
 
 // TestLevel2MutantsAreCaught plants a bug in one pass of a problem (a

@@ -178,8 +178,9 @@ static void check_writes(const char* kernel, bool some_once, uint64_t seed)
 
 // run_conv runs the convolution as the host wrapper launches it: the
 // repack, the re-layout and the fill where the kernel has them, then the
-// main kernel, with the stores to y counted and checked.
-static void run_conv(const float* x_in, const float* w_in, const float* b, float* y_out, uint64_t seed)
+// main kernel, with the stores to y counted and checked; store are the
+// tensors the fused ops in the store read (EMU_STORE_ARGS passes them).
+static void run_conv(const float* x_in, const float* w_in, const float* b, const float* const* store, float* y_out, uint64_t seed)
 {
     auto launch_seed = [&](uint64_t k) { return seed == 0 ? 0 : seed + k; };  // (splitmix64 decorrelates them)
     std::vector<float> wt(emu_repack_len, NAN), xr(emu_xr_len, NAN);
@@ -195,10 +196,11 @@ static void run_conv(const float* x_in, const float* w_in, const float* b, float
     OutFloat* out = reinterpret_cast<OutFloat*>(y_out);
     (void)b;
     (void)out;
+    (void)store;
     EMU_RELAYOUT
     EMU_FILL
     count_writes(y_out, emu_y_len);
-    run_blocks(emu_grid, emu_threads, launch_seed(3), [&] { emu_main(xin, wt.data(), b, out); });
+    run_blocks(emu_grid, emu_threads, launch_seed(3), [&] { emu_main(xin, wt.data(), b, EMU_STORE_ARGS out); });
     check_writes(emu_main_name, emu_has_fill, launch_seed(3));
 }
 
@@ -210,7 +212,7 @@ int main(int argc, char** argv)
     if (emu_bias_len > 0) bias = load(argv[3], emu_bias_len);
     const uint64_t seed = std::strtoull(argv[5], nullptr, 10);
     std::vector<float> y(emu_y_len, NAN);
-    run_conv(x.data(), w.data(), bias.empty() ? nullptr : bias.data(), y.data(), seed);
+    run_conv(x.data(), w.data(), bias.empty() ? nullptr : bias.data(), nullptr, y.data(), seed);
     FILE* f = std::fopen(argv[4], "wb");
     if (!f || std::fwrite(y.data(), sizeof(float), y.size(), f) != y.size()) { std::fprintf(stderr, "cannot write %s\n", argv[4]); return 2; }
     std::fclose(f);
@@ -234,6 +236,7 @@ static const char* const emu_main_name = %q;
 #define emu_main %s
 #define EMU_RELAYOUT %s
 #define EMU_FILL %s
+#define EMU_STORE_ARGS %s
 `
 
 // relayoutLaunch runs the input re-layout of a kernel that has one (its
@@ -244,7 +247,7 @@ const relayoutLaunch = `run_blocks({%[1]d, 1, 1}, %[2]d, launch_seed(1), [&] { %
 // fillLaunch runs the bias fill of a kernel that has one (its blocks,
 // block size, name), after the re-layout and before the main kernel; it
 // must write every output once.
-const fillLaunch = `count_writes(y_out, emu_y_len); run_blocks({%[1]d, 1, 1}, %[2]d, launch_seed(2), [&] { %[3]s(b, out); }); check_writes(%[3]q, false, launch_seed(2));`
+const fillLaunch = `count_writes(y_out, emu_y_len); run_blocks({%[1]d, 1, 1}, %[2]d, launch_seed(2), [&] { %[3]s(b, EMU_STORE_ARGS out); }); check_writes(%[3]q, false, launch_seed(2));`
 
 // reached lists, per dimension, whether some tap reaches output position
 // o: (o + padding - k*dilation) is a multiple of the stride whose quotient
@@ -317,7 +320,12 @@ func countStores(kernel string) (string, error) {
 
 // Build compiles kernel (the KERNEL_SOURCE of an emitted cuda.<target>.py) with its
 // launch record into a host program under dir; cxx is the C++20 compiler.
+// A kernel whose store reads the model's tensors (fused ops of a level-2
+// forward) runs with them in BuildChain.
 func Build(ctx context.Context, cxx, dir, kernel string, l plan.Launch) (*Program, error) {
+	if l.StoreExtras[0] > 0 {
+		return nil, errors.New("emulate: the kernel's store reads the model's tensors (ops of a level-2 forward): BuildChain runs it")
+	}
 	src, err := convSource(kernel, l)
 	if err != nil {
 		return nil, err
@@ -352,12 +360,18 @@ func convSource(kernel string, l plan.Launch) (string, error) {
 	if l.Fill != "" {
 		fill = fmt.Sprintf(fillLaunch, l.FillBlocks, plan.FillBlockThreads, l.Fill)
 	}
+	store := ""
+	for i, n := range l.StoreExtras {
+		if n > 0 {
+			store += fmt.Sprintf("store[%d], ", i)
+		}
+	}
 	reach := reached(c, l.Out)
 	consts := fmt.Sprintf(driverConstants,
 		c.InputLen(), c.WeightLen(), bias, c.OutputLen(), l.RepackLen, l.RelaidLen,
 		plan.RepackBlockThreads, plan.RepackBlocks(l.RepackLen), l.Threads, c.OutChannels,
 		l.Grid[0], l.Grid[1], l.Grid[2], l.Out[0], l.Out[1], l.Out[2], reach[0], reach[1], reach[2],
-		l.Fill != "", l.Function, l.Repack, l.Function, relayout, fill)
+		l.Fill != "", l.Function, l.Repack, l.Function, relayout, fill, store)
 	return shim + "\n" + host + consts, nil
 }
 

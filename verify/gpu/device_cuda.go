@@ -206,6 +206,20 @@ func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err e
 	if yp, err = alloc("y", c.OutputLen()); err != nil {
 		return nil, nil, nil, err
 	}
+	// The tensors a level-2 kernel's store reads for its fused ops, zeros:
+	// this tier launches the kernel as the host wrapper does, and the
+	// forward with its ops is the harness's (and the CPU emulator's) check.
+	var store []cu.DevicePtr
+	for i, n := range k.StoreExtras {
+		if n == 0 {
+			break
+		}
+		p, err := upload(fmt.Sprintf("store extra %d", i), make([]float32, n))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		store = append(store, p)
+	}
 	poison := func() error {
 		if err := cu.MemsetD32(wtp, wtPoison, int64(k.RepackLen)); err != nil {
 			return err
@@ -224,8 +238,14 @@ func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err e
 		mainIn = &xrp
 	}
 	relayoutArgs := []unsafe.Pointer{unsafe.Pointer(&xp), unsafe.Pointer(&xrp)}
-	fillArgs := []unsafe.Pointer{unsafe.Pointer(&bp), unsafe.Pointer(&yp)}
-	mainArgs := []unsafe.Pointer{unsafe.Pointer(mainIn), unsafe.Pointer(&wtp), unsafe.Pointer(&bp), unsafe.Pointer(&yp)}
+	// The fill and the main kernel take the store's tensors between the
+	// bias and y.
+	var storeArgs []unsafe.Pointer
+	for i := range store {
+		storeArgs = append(storeArgs, unsafe.Pointer(&store[i]))
+	}
+	fillArgs := append(append([]unsafe.Pointer{unsafe.Pointer(&bp)}, storeArgs...), unsafe.Pointer(&yp))
+	mainArgs := append(append([]unsafe.Pointer{unsafe.Pointer(mainIn), unsafe.Pointer(&wtp), unsafe.Pointer(&bp)}, storeArgs...), unsafe.Pointer(&yp))
 	repackBlocks := plan.RepackBlocks(k.RepackLen)
 	forward := func() error {
 		if err := repackFn.Launch(repackBlocks, 1, 1, plan.RepackBlockThreads, 1, 1, 0, cu.NoStream, repackArgs); err != nil {

@@ -20,7 +20,8 @@ var (
 
 // The verifier launches kernels the way the emitted host wrapper does:
 // same names, same grids, blocks and dynamic shared memory, and the
-// argument lists (w, wt) and (x, wt, bias, y) it passes as 8-byte slots.
+// argument lists (w, wt) and (x, wt, bias, the store's tensors, y) it
+// passes as 8-byte slots.
 // Checked on every registered kernel and a few random configurations.
 func TestLaunchMatchesHostWrapper(t *testing.T) {
 	items, err := Items(&Options{Root: root, Random: 8, Seed: 2}, verify.Kernels, t.TempDir())
@@ -85,8 +86,19 @@ func TestLaunchMatchesHostWrapper(t *testing.T) {
 		if got := params(kernel, k.Repack); got != 2 {
 			t.Errorf("%s: %s takes %d parameters, the verifier passes 2", k.Spec, k.Repack, got)
 		}
-		if got := params(kernel, k.Function); got != 4 {
-			t.Errorf("%s: %s takes %d parameters, the verifier passes 4", k.Spec, k.Function, got)
+		store := 0
+		for _, n := range k.StoreExtras {
+			if n > 0 {
+				store++
+			}
+		}
+		if got := params(kernel, k.Function); got != 4+store {
+			t.Errorf("%s: %s takes %d parameters, the verifier passes %d", k.Spec, k.Function, got, 4+store)
+		}
+		if k.Fill != "" {
+			if got := params(kernel, k.Fill); got != 2+store {
+				t.Errorf("%s: %s takes %d parameters, the verifier passes %d", k.Spec, k.Fill, got, 2+store)
+			}
 		}
 		if strings.Contains(kernel, "extern __shared__") != (k.DynamicSmem > 0) {
 			t.Errorf("%s: declares dynamic shared memory %v, the verifier launches with %d bytes", k.Spec, strings.Contains(kernel, "extern __shared__"), k.DynamicSmem)
