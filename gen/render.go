@@ -130,7 +130,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 	}
 	v.Chain = newChainView(p.Epilogue.Chain, p.Epilogue.Ops)
 	for _, op := range p.Epilogue.Ops {
-		v.Fused = append(v.Fused, pointCode(op, nil))
+		v.Fused = append(v.Fused, pointCode(op))
 		v.FusedKept = v.FusedKept || op.Conv
 	}
 	v.BlockX, v.BlockY, v.BlockZ = "blockIdx.x", "blockIdx.y", "blockIdx.z"
