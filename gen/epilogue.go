@@ -48,13 +48,83 @@ type ExtraCheck struct {
 // PassView is one pass: its plan and what the template prints for it.
 type PassView struct {
 	plan.Pass
-	Code       []string // pointwise: statements on float v (the element i, its channel c)
-	Blocks     string   // the launch's grid
-	Threads    int
+	I    string   // the C type of element offsets: int, or long long for a wide pass
+	Code []string // Ops as statements on float v (element i, its channel c)
+	Kept bool     // the convolution's value v0 is read
+	// NeedI and NeedC: the kernel computes each element's flat index i
+	// and channel c (only where its ops or norm read them).
+	NeedI, NeedC bool
+	// Params are the extras as kernel parameters and Args the host's
+	// arguments for them (each with a leading comma), where the pass reads
+	// any; else empty.
+	Params, Args string
+	// NormCode is the norm's statement on v (normalise: from the
+	// segment's scale[q] and shift[q]; rownorm: from mean and rstd, or
+	// the row's exps and inv).
+	NormCode string
+	Eps      string // the norm's epsilon as a C double
+	// normalise: Parts, the partial results of a segment its stats pass
+	// wrote; Finalised, what the block makes of them (for the comment).
+	Parts      int
+	Finalised  string
 	SlotOffset int
-	OutShape   string
-	Kept       bool   // the convolution's value v0 is read
-	Params     string // pointwise: the extras' kernel parameters
+	// stats: Decode, the statements giving the block's segment s, run r
+	// and piece; PieceN, the block's element count where pieces differ
+	// (else PieceLen). reduce (a thread an output): Decode, the output's
+	// kept coordinates; Loops, the loops over the reduced ones and their
+	// body, reading in[At].
+	Decode []string
+	PieceN string
+	Loops  []string
+	At     string
+	// Comment is the kernel's comment, a line a string.
+	Comment []string
+	// rownorm: RowCond, the condition under which a chunk of a row is
+	// inside it ("" when every one is); RowWhat and RowSteps, the norm and
+	// its sums in words.
+	RowCond, RowWhat, RowSteps string
+	InShape, OutShape          string
+}
+
+// ChannelOf is the channel of the element at flat index idx.
+func (v PassView) ChannelOf(idx string) string {
+	o := v.Out
+	dhw := o[2] * o[3] * o[4]
+	if v.Kind == "rownorm" && v.Row.RowChannel {
+		return fmt.Sprintf("(int)(row / %d %% %d)", dhw/v.Row.Len, o[1])
+	}
+	return fmt.Sprintf("(int)(%s / %d %% %d)", idx, dhw, o[1])
+}
+
+// SegOf is the index in the block's shared arrays of the segment of the
+// element at flat index idx (normalise).
+func (v PassView) SegOf(idx string) string {
+	return fmt.Sprintf("(int)(%s / %d - q0)", idx, v.Seg.Div)
+}
+
+// SegBase is the offset of run r of segment s (stats).
+func (v PassView) SegBase(s, r string) string {
+	g := v.Seg
+	cast := ""
+	if v.Wide {
+		cast = "(long long)"
+	}
+	var terms []string
+	switch {
+	case g.Count <= g.Inner:
+		terms = append(terms, fmt.Sprintf("%s%s * %d", cast, s, g.RunLen))
+	case g.Inner == 1:
+		terms = append(terms, fmt.Sprintf("%s%s * %d", cast, s, g.Outer))
+	default:
+		if g.Outer != 0 {
+			terms = append(terms, fmt.Sprintf("%s(%s / %d) * %d", cast, s, g.Inner, g.Outer))
+		}
+		terms = append(terms, fmt.Sprintf("%s(%s %% %d) * %d", cast, s, g.Inner, g.RunLen))
+	}
+	if g.Runs > 1 {
+		terms = append(terms, fmt.Sprintf("%s%s * %d", cast, r, g.RunStride))
+	}
+	return strings.Join(terms, " + ")
 }
 
 // cFloat writes a number as a CUDA float literal.
@@ -105,14 +175,13 @@ func storeOperand(op plan.PointOp) string {
 	return operand(op)
 }
 
-// pointCode is one op's statement on v in a pass kernel.
-func pointCode(op plan.PointOp, slotOffset []int) string {
-	return pointCodeWith(op, slotOffset, operand)
-}
+// pointCode is one op's statement on v in a pass kernel (a norm is its
+// pass's NormCode).
+func pointCode(op plan.PointOp) string { return pointCodeWith(op, operand) }
 
 // pointCodeWith is one op's statement on v, its other side written by
 // operand.
-func pointCodeWith(op plan.PointOp, slotOffset []int, operand func(plan.PointOp) string) string {
+func pointCodeWith(op plan.PointOp, operand func(plan.PointOp) string) string {
 	switch op.Kind {
 	case "add":
 		return "v = v + " + operand(op) + ";"
@@ -149,40 +218,9 @@ func pointCodeWith(op plan.PointOp, slotOffset []int, operand func(plan.PointOp)
 		return "v = v >= 0.0f ? v : v * " + cFloat(op.Slope) + ";"
 	case "sigmoid_gate":
 		return "v = v * (1.0f / (1.0f + expf(-(v + " + cFloat(op.Shift) + ")))) / " + cFloat(op.Div) + ";"
-	case "norm":
-		g := op.Seg
-		seg := fmt.Sprintf("(i / %dLL)", g.Div)
-		if g.Mod > 0 {
-			seg = fmt.Sprintf("(%s %% %dLL)", seg, g.Mod)
-		}
-		st := fmt.Sprintf("stats + %d + 2 * %s", slotOffset[op.Slot], seg)
-		if op.Softmax {
-			return fmt.Sprintf("{ const double* s = %s; v = (float)(exp((double)v - s[0]) / s[1]); }", st)
-		}
-		mean := fmt.Sprintf("const double* s = %s; const double mean = s[0] / %s;", st, cDouble(float64(g.Elements())))
-		if op.SubMean {
-			return "{ " + mean + " v = (float)((double)v - mean); }"
-		}
-		idx := "c"
-		if op.LastAxis {
-			idx = fmt.Sprintf("(int)(i %% %dLL)", g.RunLen)
-		}
-		code := fmt.Sprintf("{ %s const double var = fmax(s[1] / %s - mean * mean, 0.0); v = (float)(((double)v - mean) / sqrt(var + %s))",
-			mean, cDouble(float64(g.Elements())), cDouble(op.Eps))
-		if op.Weight >= 0 {
-			code += fmt.Sprintf(" * __ldg(e%d + %s)", op.Weight, idx)
-		}
-		if op.Bias >= 0 {
-			code += fmt.Sprintf(" + __ldg(e%d + %s)", op.Bias, idx)
-		}
-		return code + "; }"
 	}
 	panic("gen: unknown pointwise op " + op.Kind)
 }
-
-const epiThreads = 256
-
-func blocks(n int) string { return strconv.Itoa(max(1, (n+epiThreads-1)/epiThreads)) }
 
 func shapeC(s []int) string {
 	parts := make([]string, len(s))
@@ -206,7 +244,7 @@ func newChainView(c *plan.Chain, fused []plan.PointOp) *ChainView {
 	for _, u := range c.Updates {
 		v.Updates = append(v.Updates, UpdateView{BNUpdate: u, Offset: v.SlotOffsets[u.Slot]})
 	}
-	v.StatsLen = max(1, off)
+	v.StatsLen = off
 	var params, args, exprs []string
 	for i, e := range c.Extras {
 		exprs = append(exprs, e.Expr)
@@ -222,37 +260,277 @@ func newChainView(c *plan.Chain, fused []plan.PointOp) *ChainView {
 	v.ExtraParams = strings.Join(params, ", ")
 	v.ExtraArgs = strings.Join(args, ", ")
 	v.Python = "[" + strings.Join(exprs, ", ") + "]"
-	view := func(p plan.Pass) PassView {
-		pv := PassView{Pass: p, Threads: epiThreads, OutShape: shapeC(p.Out[:])}
-		switch p.Kind {
-		case "pointwise":
-			pv.Params = v.ExtraParams
-			for _, op := range p.Ops {
-				pv.Code = append(pv.Code, pointCode(op, v.SlotOffsets))
-				pv.Kept = pv.Kept || op.Conv
-			}
-			pv.Blocks = blocks(p.OutLen)
-		case "stats":
-			pv.SlotOffset = v.SlotOffsets[p.Slot]
-			if p.Large {
-				pv.Blocks = fmt.Sprintf("dim3(%d, %d)", p.Seg.Count, p.Split)
-			} else {
-				pv.Blocks = blocks(p.Seg.Count)
-			}
-		case "channel":
-			pv.Blocks = blocks(p.In[0] * p.In[2] * p.In[3] * p.In[4])
-		default:
-			pv.Blocks = blocks(p.OutLen)
+	parts := map[int]int{} // a stats slot's partial results a segment
+	for _, p := range c.Passes {
+		if p.Kind == "stats" {
+			parts[p.Slot] = p.Part.Parts
 		}
-		return pv
 	}
 	for _, p := range c.Prologue {
-		v.Prologue = append(v.Prologue, view(p))
+		v.Prologue = append(v.Prologue, v.passView(p, parts))
 	}
 	for _, p := range c.Passes {
-		v.Passes = append(v.Passes, view(p))
+		v.Passes = append(v.Passes, v.passView(p, parts))
 	}
 	return v
+}
+
+// passView is what the template prints for pass p.
+func (v *ChainView) passView(p plan.Pass, parts map[int]int) PassView {
+	pv := PassView{Pass: p, I: "int", InShape: shapeC(p.In[:]), OutShape: shapeC(p.Out[:])}
+	if p.Wide {
+		pv.I = "long long"
+	}
+	extras := false
+	elementwise := false
+	for _, op := range p.Ops {
+		pv.Code = append(pv.Code, pointCode(op))
+		pv.Kept = pv.Kept || op.Conv
+		extras = extras || op.Arg >= 0
+		pv.NeedC = pv.NeedC || op.Arg >= 0 && op.PerChannel
+		elementwise = elementwise || op.Arg >= 0 && op.Elementwise
+	}
+	n := p.Norm
+	affine := (p.Kind == "normalise" || p.Kind == "rownorm") && (n.Weight >= 0 || n.Bias >= 0)
+	extras = extras || affine
+	if extras {
+		pv.Params, pv.Args = ", "+v.ExtraParams, ", "+v.ExtraArgs
+	}
+	// The norm's weight and bias: at the element's last-axis position, or
+	// at its channel (unless folded into the segment's scale and shift).
+	at := "c"
+	if n.LastAxis {
+		at = fmt.Sprintf("(int)(i %% %d)", p.Out[4])
+	}
+	scaled := func(code string) string {
+		if n.Weight >= 0 {
+			code += fmt.Sprintf(" * __ldg(e%d + %s)", n.Weight, at)
+		}
+		if n.Bias >= 0 {
+			code += fmt.Sprintf(" + __ldg(e%d + %s)", n.Bias, at)
+		}
+		return code + ";"
+	}
+	pv.Eps = cDouble(n.Eps)
+	switch p.Kind {
+	case "pointwise":
+		pv.NeedI = elementwise || pv.NeedC && !p.Point.VecChannel
+	case "normalise":
+		pv.Parts, pv.SlotOffset = parts[n.Slot], v.SlotOffsets[n.Slot]
+		switch {
+		case n.Softmax:
+			pv.NormCode = "v = expf(v - (float)shift[q]) * (float)scale[q];"
+			pv.Finalised = "maximum and the reciprocal of its sum of exp"
+		case n.SubMean:
+			pv.NormCode = "v = (float)((double)v + shift[q]);"
+			pv.Finalised = "mean"
+		case p.Fold:
+			pv.NormCode = "v = (float)fma((double)v, scale[q], shift[q]);"
+			pv.Finalised = "scale and shift (1/sqrt(variance + eps) and -mean, with the weight and bias folded in)"
+		default:
+			pv.NormCode = scaled("v = (float)fma((double)v, scale[q], shift[q])")
+			pv.Finalised = "scale and shift (1/sqrt(variance + eps) and -mean times it)"
+			pv.NeedC = pv.NeedC || affine && !n.LastAxis
+		}
+		pv.NeedI = elementwise || pv.NeedC && !p.Point.VecChannel || !p.Point.VecSeg || affine && n.LastAxis && !p.Fold
+	case "stats":
+		pv.SlotOffset = v.SlotOffsets[p.Slot]
+		l := p.Part
+		switch {
+		case l.Parts == 1:
+			pv.Decode = []string{"const int s = blockIdx.x;"}
+		default:
+			pv.Decode = []string{fmt.Sprintf("const int s = blockIdx.x / %d;", l.Parts)}
+			if p.Seg.Runs > 1 && l.Pieces > 1 {
+				pv.Decode = append(pv.Decode, fmt.Sprintf("const int r = blockIdx.x / %d %% %d;", l.Pieces, p.Seg.Runs))
+			} else if p.Seg.Runs > 1 {
+				pv.Decode = append(pv.Decode, fmt.Sprintf("const int r = blockIdx.x %% %d;", p.Seg.Runs))
+			}
+			if l.Pieces > 1 {
+				pv.Decode = append(pv.Decode, fmt.Sprintf("const int piece = blockIdx.x %% %d;", l.Pieces))
+			}
+		}
+		if p.Seg.RunLen%l.PieceLen != 0 {
+			pv.PieceN = fmt.Sprintf("min(%d, %d - piece * %d)", l.PieceLen, p.Seg.RunLen, l.PieceLen)
+		}
+	case "rownorm":
+		r := p.Row
+		switch {
+		case r.Ragged && r.RowGuard:
+			pv.RowCond = fmt.Sprintf("live && off < %d", r.Len)
+		case r.Ragged:
+			pv.RowCond = fmt.Sprintf("off < %d", r.Len)
+		case r.RowGuard:
+			pv.RowCond = "live"
+		}
+		at = "c"
+		if n.LastAxis {
+			at = "off + k"
+		}
+		switch {
+		case n.Softmax:
+			pv.NormCode = "v = v * inv;"
+			pv.RowWhat, pv.RowSteps = "Softmax", "the row's maximum, then its sum of exp(x - max)"
+		case n.SubMean:
+			pv.RowWhat, pv.RowSteps = "x - mean(x)", "the row's mean"
+		default:
+			pv.NormCode = scaled("v = v * rstd")
+			pv.RowWhat, pv.RowSteps = "(x - mean) / sqrt(variance + eps)", "the row's mean, then its sum of squared deviations from it"
+			pv.NeedC = pv.NeedC || affine && !n.LastAxis
+		}
+		pv.NeedI = elementwise || pv.NeedC && !r.RowChannel
+	case "reduce":
+		pv.NeedI = elementwise
+		if p.Run == 0 {
+			pv.Decode, pv.Loops, pv.At = reduceLoops(p, pv.I)
+			pv.NeedC = false // the decoded c, where a channel is kept
+		}
+	default:
+		pv.NeedI = elementwise
+		if p.Kind == "channel" {
+			pv.NeedC = false // the loop's own c
+		}
+	}
+	pv.Comment = passComment(pv)
+	return pv
+}
+
+// reduceLoops is the body of a reduction a thread an output: the
+// decoding of the output's kept coordinates from o, the loops over the
+// reduced ones (with their body) and the input's index.
+func reduceLoops(p plan.Pass, idx string) (decode, loops []string, at string) {
+	names := [5]string{"n", "c", "d", "h", "w"}
+	vars := names
+	decode = []string{idx + " r = o;"}
+	for k := 4; k >= 1; k-- {
+		switch {
+		case p.Axes[k]:
+		case p.Out[k] == 1:
+			vars[k] = "0"
+		default:
+			decode = append(decode, fmt.Sprintf("const int %s = (int)(r %% %d); r /= %d;", names[k], p.Out[k], p.Out[k]))
+		}
+	}
+	if !p.Axes[0] {
+		decode = append(decode, fmt.Sprintf("const %s n = r;", idx))
+	}
+	depth := ""
+	for k := range 5 {
+		if p.Axes[k] {
+			loops = append(loops, fmt.Sprintf("%sfor (int %s = 0; %s < %d; ++%s)", depth, names[k], names[k], p.In[k], names[k]))
+			depth += "    "
+		}
+	}
+	loops[len(loops)-1] += " {"
+	inner := strings.TrimSuffix(depth, "    ")
+	at = vars[0]
+	for k := 1; k < 5; k++ {
+		if strings.Contains(at, " + ") {
+			at = "(" + at + ")"
+		}
+		switch {
+		case at == "0":
+			at = vars[k]
+		case vars[k] == "0":
+			at = fmt.Sprintf("%s * %d", at, p.In[k])
+		default:
+			at = fmt.Sprintf("%s * %d + %s", at, p.In[k], vars[k])
+		}
+	}
+	sum := "acc += x;"
+	if p.Reduce == "max" {
+		sum = "acc = fmaxf(acc, x);"
+	}
+	loops = append(loops, depth+"const float x = in["+at+"];", depth+sum, inner+"}")
+	return decode, loops, at
+}
+
+// passComment is the comment over a pass's kernel: what it computes and
+// how its threads cover the tensor, wrapped.
+func passComment(v PassView) []string {
+	p := v.Pass
+	after := ""
+	if len(p.Ops) > 0 {
+		after = fmt.Sprintf("; then the %d op(s) after it in the chain, before the write (no kernel of their own)", len(p.Ops))
+	}
+	axes := ""
+	for k, a := range p.Axes {
+		if a {
+			axes += fmt.Sprintf(" %d", k)
+		}
+	}
+	var text string
+	switch p.Kind {
+	case "pointwise":
+		text = fmt.Sprintf("Pointwise: %d op(s) on each of %d elements, in place, %d consecutive elements a thread", len(p.Ops), p.OutLen, p.Point.Vec)
+		if p.Point.Vec == 4 {
+			text += " (a float4)"
+		}
+		text += "."
+	case "normalise":
+		g := p.Seg
+		mod := ""
+		if g.Mod > 0 {
+			mod = fmt.Sprintf(" %% %d", g.Mod)
+		}
+		text = fmt.Sprintf("Normalise %d elements in place by their segment's statistics (%d segments of %d; element i's is (i / %d)%s)%s. "+
+			"A block covers %d elements: first a warp a segment turns the stats kernel's %d partial result(s) of each segment the block reaches "+
+			"into its %s, once, in shared memory (no division or square root an element); then each thread applies them to %d vector(s) of %d, %d elements apart.",
+			p.OutLen, g.Count, g.Elements(), g.Div, mod, after, p.Point.PerBlock, v.Parts, v.Finalised, p.Point.Iters, p.Point.Vec, p.Threads*p.Point.Vec)
+	case "stats":
+		g, l := p.Seg, p.Part
+		what := "sum and sum of squares, in double"
+		if p.Stat == "softmax" {
+			what = "maximum and sum of exp(x - max) (exp in float, the sum in double)"
+		}
+		vec := ""
+		if l.Vec == 4 {
+			vec = " as float4s"
+		}
+		text = fmt.Sprintf("Partial statistics of %d segments of %d elements: segment s is %d run(s) of %d starting at %s. "+
+			"A block sums one piece of %d elements of a run (%d a run, %d a segment), coalesced%s, and writes its %s: "+
+			"every part is written and none added atomically, so nothing is zeroed first and the sums do not depend on the blocks' order.",
+			g.Count, g.Elements(), g.Runs, g.RunLen, v.SegBase("s", "r"), l.PieceLen, l.Pieces, l.Parts, vec, what)
+	case "rownorm":
+		r := p.Row
+		across := ""
+		if r.Lanes > 1 {
+			across = " across the row's threads (shuffles)"
+		}
+		ops := ""
+		if len(p.Ops) > 0 {
+			ops = fmt.Sprintf(", gets the %d op(s) after the norm", len(p.Ops))
+		}
+		text = fmt.Sprintf("%s over %d rows of %d contiguous elements, whole in one kernel and in place: %d thread(s) a row hold %d of its values "+
+			"in registers (%d vector(s) of %d, %d elements apart, so that a warp's loads are whole sectors); %s, a thread's share in float, the shares in double%s; "+
+			"each value is normalised%s and written once. No statistics go through memory.",
+			v.RowWhat, p.Seg.Count, r.Len, r.Lanes, r.Values(), r.Chunks, r.Vec, r.Lanes*r.Vec, v.RowSteps, across, ops)
+	case "channel":
+		positions := p.In[0] * p.In[2] * p.In[3] * p.In[4]
+		text = fmt.Sprintf("%s over the %d channels of each of %d positions, a thread a position (neighbouring threads read neighbouring positions)", p.Reduce, p.In[1], positions)
+		if p.Hold {
+			text += ", its channels read once into registers"
+		}
+		text += after + "."
+		if p.Reduce == "softmax" || p.Reduce == "logsumexp" {
+			text += " exp in float (its error is far under the gate's), the sum in double."
+		}
+	case "reduce":
+		if p.Run > 0 {
+			text = fmt.Sprintf("%s over axes%s: (%s) to (%s). Each output's inputs are one contiguous run of %d: a block an output reads it coalesced and adds it up%s.",
+				p.Reduce, axes, v.InShape, v.OutShape, p.Run, after)
+		} else {
+			text = fmt.Sprintf("%s over axes%s: (%s) to (%s), a thread an output (neighbouring threads read neighbouring inputs)%s.", p.Reduce, axes, v.InShape, v.OutShape, after)
+		}
+	case "pool":
+		kind := "Average"
+		if p.Max {
+			kind = "Max"
+		}
+		text = fmt.Sprintf("%s pool, window %dx%dx%d, stride %dx%dx%d, padding %dx%dx%d: (%s) to (%s), a thread an output%s.", kind,
+			p.Window[0], p.Window[1], p.Window[2], p.Stride[0], p.Stride[1], p.Stride[2], p.Pad[0], p.Pad[1], p.Pad[2], v.InShape, v.OutShape, after)
+	}
+	return strings.Split(wrapText(text, 92), "\n")
 }
 
 // chainDoc says in the docstring what runs besides the convolution, in
@@ -261,28 +539,52 @@ func chainDoc(c *plan.Chain, fused []plan.PointOp) string {
 	kinds := func(ops []plan.PointOp) string {
 		var k []string
 		for _, op := range ops {
-			k = append(k, strings.Replace(op.Kind, "norm", "normalise", 1))
+			k = append(k, op.Kind)
 		}
 		return strings.Join(k, ", ")
+	}
+	then := func(p plan.Pass) string {
+		if len(p.Ops) == 0 {
+			return ""
+		}
+		return ", then " + kinds(p.Ops) + " before it writes"
+	}
+	norm := func(p plan.Pass) string {
+		switch {
+		case p.Norm.Softmax:
+			return "softmax"
+		case p.Norm.SubMean:
+			return "x - mean"
+		}
+		return "normalise"
 	}
 	describe := func(p plan.Pass) string {
 		switch p.Kind {
 		case "pointwise":
-			return "pointwise (" + kinds(p.Ops) + ")"
+			return fmt.Sprintf("pointwise (%s), %d elements a thread", kinds(p.Ops), p.Point.Vec)
 		case "stats":
+			what := "sum and sum of squares"
 			if p.Stat == "softmax" {
-				return "each segment's maximum and sum of exp, in double"
+				what = "maximum and sum of exp"
 			}
-			return "each segment's sum and sum of squares, in double"
+			return fmt.Sprintf("each segment's %s in double, as %d partial result(s) a segment (no atomics)", what, p.Part.Parts)
+		case "normalise":
+			return fmt.Sprintf("%s, each block turning its segments' partial results into their statistics once%s", norm(p), then(p))
+		case "rownorm":
+			return fmt.Sprintf("%s over rows of %d in one kernel, %d thread(s) a row holding it in registers%s",
+				norm(p), p.Row.Len, p.Row.Lanes, then(p))
 		case "channel":
-			return p.Reduce + " over channels"
+			return p.Reduce + " over channels" + then(p)
 		case "reduce":
-			return p.Reduce + " over an axis"
+			if p.Run > 0 {
+				return fmt.Sprintf("%s over the last axes, a block an output%s", p.Reduce, then(p))
+			}
+			return p.Reduce + " over an axis" + then(p)
 		case "pool":
 			if p.Max {
-				return "max pool"
+				return "max pool" + then(p)
 			}
-			return "average pool"
+			return "average pool" + then(p)
 		}
 		return p.Kind
 	}

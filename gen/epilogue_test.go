@@ -2,6 +2,8 @@ package gen
 
 import (
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,5 +126,65 @@ func TestChainDocSaysWhatRuns(t *testing.T) {
 	}
 	if level2 != 2*19 {
 		t.Errorf("%d level-2 plans, want 19 problems for two targets", level2)
+	}
+}
+
+// TestPassKernelsComputeWhatTheyRead renders every level-2 submission:
+// the forward allocates the stats kernels' partial results exactly when
+// it has a stats kernel, zeroes nothing, and each kernel of the chain
+// computes an element's index i, channel c or segment q only where it
+// reads it.
+func TestPassKernelsComputeWhatTheyRead(t *testing.T) {
+	specs, err := LoadAll("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := regexp.MustCompile(`const (?:int|long long) (i|c|q) = `)
+	kernels := 0
+	for _, l := range specs {
+		for _, p := range l.Plans {
+			c := p.Epilogue.Chain
+			if !c.Any() {
+				continue
+			}
+			files, err := r.Render([]*plan.Plan{p}, l.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var src string
+			for _, f := range files {
+				if filepath.Base(f.Path) == SubmissionFile("cuda", p.Target) {
+					src = string(f.Data)
+				}
+			}
+			if strings.Contains(src, "torch::zeros") || strings.Contains(src, "(void)") {
+				t.Errorf("%s: a buffer zeroed or a value computed for nothing", p.Spec.Name)
+			}
+			if allocated := strings.Contains(src, "auto parts = torch::empty("); allocated != (len(c.Slots) > 0) {
+				t.Errorf("%s: partial results allocated %t, %d stats slots", p.Spec.Name, allocated, len(c.Slots))
+			}
+			for _, q := range append(slices.Clone(c.Prologue), c.Passes...) {
+				start := strings.Index(src, "void "+q.Name+"(")
+				if start < 0 {
+					t.Fatalf("%s: no kernel %s", p.Spec.Name, q.Name)
+				}
+				body := src[start : start+strings.Index(src[start:], "\n}\n")]
+				kernels++
+				for _, m := range local.FindAllStringSubmatchIndex(body, -1) {
+					name := body[m[2]:m[3]]
+					rest := body[m[1]:]
+					if !regexp.MustCompile(`\b` + name + `\b`).MatchString(rest) {
+						t.Errorf("%s: %s computes %s and never reads it", p.Spec.Name, q.Name, name)
+					}
+				}
+			}
+		}
+	}
+	if kernels < 2*30 {
+		t.Errorf("%d kernels of the chains checked", kernels)
 	}
 }

@@ -139,7 +139,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		v.NoTriton = wrapText("No Triton file: the Triton backend cannot express this forward yet ("+p.TritonLeftOut+").", 80)
 	}
 	for _, op := range p.Epilogue.Ops {
-		v.Fused = append(v.Fused, pointCodeWith(op, nil, storeOperand))
+		v.Fused = append(v.Fused, pointCodeWith(op, storeOperand))
 		v.FusedKept = v.FusedKept || op.Conv
 	}
 	v.Store = newStoreView(p)

@@ -452,7 +452,6 @@ func newTritonChainView(p *plan.Plan, v *View) *TritonChainView {
 	}
 	for _, q := range c.Passes {
 		s := tritonStep(q, offsets)
-		cv.Zeroed = cv.Zeroed || q.Kind == "stats" && q.Large && q.Stat == "moments"
 		cv.Libdevice = cv.Libdevice || usesLibdevice(q.Ops)
 		cv.Steps = append(cv.Steps, s)
 	}
@@ -493,14 +492,9 @@ func tritonStep(q plan.Pass, offsets []int) TritonStep {
 		if g.Runs > 1 {
 			s.RunOffset = fmt.Sprintf("(e // %d) * %d + e %% %d", g.RunLen, g.RunStride, g.RunLen)
 		}
-		switch {
-		case q.Large:
-			s.Block, s.Grid, s.Per = tritonPointBlock, g.Count*q.Split, divUp(g.Elements(), q.Split)
-		default:
-			s.BlockE = min(tritonMaxRun, pow2AtLeast(g.Elements()))
-			s.BlockS = tritonTile / s.BlockE
-			s.Grid = divUp(g.Count, s.BlockS)
-		}
+		s.BlockE = min(tritonMaxRun, pow2AtLeast(g.Elements()))
+		s.BlockS = tritonTile / s.BlockE
+		s.Grid = divUp(g.Count, s.BlockS)
 	case "channel":
 		s.C, s.DHW = q.In[1], dhw
 		s.BlockC = min(tritonMaxChannel, pow2AtLeast(q.In[1]))

@@ -10,38 +10,69 @@ import (
 
 // The ops around the convolution as passes: each a straight kernel over
 // one tensor, written by the template for its kind. Runs of pointwise and
-// per-channel ops are one pass; reductions (statistics of a norm, a
-// softmax's maximum and sum, pools, means) are their own passes whose
-// results the next pointwise pass reads. Sums are double precision: a
-// normalisation divides by a spread that can be far smaller than the
-// values it was computed from.
+// per-channel ops are one pass, and the pointwise ops right after a pass
+// that writes a tensor of its own (a norm, a reduction, a pool) are
+// applied by that pass before it writes, so they cost no launch and no
+// round trip through memory. A norm whose segment is one short contiguous
+// row runs whole in one kernel (rownorm); a longer segment's statistics
+// are partial sums of blocks (stats) that the normalising pass turns into
+// each segment's scale and shift once per block (normalise). Sums are
+// double precision: a normalisation divides by a spread that can be far
+// smaller than the values it was computed from. (A row kernel adds each
+// thread's few values in float, relative to one of them or to the mean,
+// so that their error is relative to the spread, and the threads' shares
+// in double.)
 
 // Pass is one kernel launch of the chain.
 type Pass struct {
-	Kind string // pointwise, stats, channel, reduce, pool
+	Kind string // pointwise, stats, normalise, rownorm, channel, reduce, pool
 	Name string // the kernel's name
 	// In and Out are the shapes read and written, always (N, C, D, H, W)
 	// (a reduced axis has size 1).
 	In, Out [5]int
 	InLen   int
 	OutLen  int
-	InPlace bool // Out overwrites In (pointwise, the shapes equal)
+	// Wide: the pass's element offsets need 64 bits (a tensor it reads or
+	// writes has close to 2^31 elements or more); else they are ints.
+	Wide bool
+	// Threads and Blocks are the launch: threads a block, blocks.
+	Threads, Blocks int
 
-	Ops []PointOp // pointwise
+	// Ops are the pointwise ops applied to each value the pass writes, in
+	// order: a pointwise pass's own; for the others (but stats, which
+	// writes no tensor), the ops right after them in the chain.
+	Ops []PointOp
+	// Norm (normalise, rownorm) is the norm the pass applies before Ops.
+	Norm PointOp
 
-	// stats: per segment (see Segments) the double sums of x and x*x
-	// (Moments) or the maximum then the sum of exp(x - max) (SoftMax).
-	Seg   Segments
-	Stat  string // moments or softmax
-	Slot  int    // the stats buffer it fills
-	Large bool   // a block per segment part with atomics (else a thread per segment)
-	Split int    // Large: blocks per segment
+	// stats and rownorm: the segments (see Segments) and what is computed
+	// of each: moments (the sums of x and x*x; a rownorm: the mean, then
+	// the sum of squared deviations from it) or softmax (the maximum and
+	// the sum of exp(x - max)).
+	Seg  Segments
+	Stat string
+	Slot int // stats: the partials slot it fills
 
 	Reduce string // channel: softmax, logsumexp, sum, max; reduce: mean, sum, max
 	Axes   [5]bool
 
 	Window, Stride, Pad [3]int // pool
 	Max                 bool   // pool: max (else average)
+
+	Point PointLayout // pointwise, normalise
+	Row   RowLayout   // rownorm
+	Part  PartLayout  // stats
+	// Hold (channel): a position's channels are read once into registers
+	// (at most MaxHeldChannels of them), not once for each step.
+	Hold bool
+	// Fold (normalise): the norm's weight and bias are its segment's (a
+	// BatchNorm: a segment is a channel), so they are folded into the
+	// segment's scale and shift.
+	Fold bool
+	// Run (reduce): the reduced axes are the trailing ones, so each output
+	// is the sum of a contiguous run of Run elements, which a block reads
+	// coalesced (0: a thread an output, looping over its inputs).
+	Run int
 }
 
 // Segments are the groups a stats pass sums over: segment s is Runs runs
@@ -57,6 +88,97 @@ type Segments struct {
 // Elements is the number of elements in a segment.
 func (g Segments) Elements() int { return g.RunLen * g.Runs }
 
+// Contiguous tells whether segment s is the elements s*L to s*L+L-1 (L
+// its elements): rows one after another.
+func (g Segments) Contiguous() bool {
+	l := g.Elements()
+	if g.Runs > 1 && g.RunStride != g.RunLen {
+		return false
+	}
+	if g.Count > 1 && g.Inner > 1 && g.RunLen != l {
+		return false
+	}
+	return g.Count <= g.Inner || g.Outer == g.Inner*l
+}
+
+// MaxRow is the longest contiguous segment a rownorm pass holds in
+// registers: 16 values a thread, 128 threads a row.
+const MaxRow = 2048
+
+// MaxHeldChannels is the most channels a channel pass holds in registers.
+const MaxHeldChannels = 64
+
+// passThreads are the threads of a block of every pass but a reduce's
+// short runs and the BatchNorm updates.
+const passThreads = 256
+
+// PointLayout is how a pointwise or normalise pass covers its elements:
+// each thread takes Iters vectors of Vec consecutive elements, Threads*Vec
+// elements apart; a block PerBlock elements.
+type PointLayout struct {
+	Vec      int  // 4 (float4 loads and stores) where the length is a multiple of 4, else 1
+	Iters    int  // vectors a thread handles
+	PerBlock int  // Threads*Vec*Iters
+	Ragged   bool // the length is not a multiple of PerBlock: vectors past the end are skipped
+	// VecChannel: the elements of a vector share one channel (D*H*W is a
+	// multiple of Vec), computed once a vector.
+	VecChannel bool
+	// normalise: VecSeg, the elements of a vector share one segment (Div
+	// is a multiple of Vec); Segs, the most segments one block's elements
+	// reach, whose scale and shift the block computes first (its shared
+	// arrays).
+	VecSeg bool
+	Segs   int
+}
+
+// RowLayout is how a rownorm pass holds its rows: Lanes threads a row,
+// each holding Chunks vectors of Vec consecutive elements, Lanes*Vec
+// elements apart, so that a warp's loads are whole sectors.
+type RowLayout struct {
+	Len    int // elements a row
+	Vec    int // 4, 2 or 1: the largest that divides Len
+	Lanes  int // threads a row, a power of two; past 32, whole warps that add their sums in shared memory
+	Chunks int // vectors a thread holds
+	Rows   int // rows a block
+	// Ragged: Lanes*Vec*Chunks passes Len, so the last chunk's lanes past
+	// the row's end hold nothing; RowGuard: the row count is not a
+	// multiple of Rows, so the last block's rows past the end hold nothing.
+	Ragged, RowGuard bool
+	// RowChannel: a row lies in one channel (D*H*W is a multiple of Len),
+	// whose index is computed once a row.
+	RowChannel bool
+}
+
+// Values is the elements a thread holds.
+func (r RowLayout) Values() int { return r.Vec * r.Chunks }
+
+// Warps is the warps of one row (0 when a row is part of a warp).
+func (r RowLayout) Warps() int { return r.Lanes / 32 }
+
+// PartLayout is how a stats pass splits its segments among blocks: each
+// run of a segment into Pieces pieces of PieceLen elements (the last of a
+// run shorter), a block each, writing one partial result; a segment has
+// Parts of them, in order, at partial index s*Parts + r*Pieces + piece.
+type PartLayout struct {
+	Pieces   int
+	PieceLen int // a multiple of Vec
+	Parts    int // Seg.Runs * Pieces
+	Vec      int // 4 (float4 loads) where every run and piece starts at a multiple of 4, else 1
+}
+
+// partBlocks is about 4 blocks an SM of the 132 of an H200: a stats pass
+// splits runs until it has that many, keeping at least partMin elements
+// a block.
+const (
+	partBlocks = 528
+	partMin    = 16384
+)
+
+// normaliseBlock is about how many elements a block of a normalise pass
+// covers, so that computing its segments' scale and shift from the
+// partial sums is a small part of its work.
+const normaliseBlock = 4096
+
 // PointOp is one pointwise op. Operands: a number (Num), a tensor
 // argument (Arg: extras index) read per channel, as a scalar or per
 // element, or the convolution's output (Conv).
@@ -70,10 +192,11 @@ type PointOp struct {
 	Min, Max    *float64 // clamp
 	Slope       float64
 	Shift, Div  float64
-	// norm: (x - mean) * rstd * weight + bias from stats slot Slot over
-	// segments Seg (the element's segment decoded from its index);
-	// weight and bias per channel (or per last-axis position with
-	// LastAxis), args Weight and Bias (-1: none).
+	// norm: (x - mean) * rstd * weight + bias over segments Seg (the
+	// element's segment decoded from its index), from the partial sums in
+	// stats slot Slot (a normalise pass) or the row in registers (a
+	// rownorm pass, Slot -1); weight and bias per channel (or per
+	// last-axis position with LastAxis), args Weight and Bias (-1: none).
 	Slot         int
 	Seg          Segments
 	Eps          float64
@@ -96,11 +219,13 @@ type Extra struct {
 func (e Extra) Int64() bool { return strings.HasSuffix(e.Expr, ".num_batches_tracked") }
 
 // BNUpdate is a training-mode BatchNorm's running statistics update:
-// from stats slot Slot (Count elements a channel), momentum, into extras
-// Mean, Var and Batches (running_mean, running_var, num_batches_tracked).
+// from stats slot Slot (Parts partial sums a channel, Count elements a
+// channel), momentum, into extras Mean, Var and Batches (running_mean,
+// running_var, num_batches_tracked).
 type BNUpdate struct {
 	Name               string
 	Slot, Channels     int
+	Parts              int
 	Count              int
 	Momentum           float64
 	Mean, Var, Batches int
@@ -113,7 +238,10 @@ type Chain struct {
 	Passes   []Pass
 	Updates  []BNUpdate
 	Extras   []Extra
-	Slots    []int // stats buffer sizes, in doubles
+	// Slots are the stats passes' partial results, in doubles (two a
+	// part); a forward allocates them only when there are any, and every
+	// double of them is written before it is read (nothing is zeroed).
+	Slots    []int
 	Final    []int // forward's output shape
 	ConvKept bool  // the convolution's output is read after the first pass
 	// Fused: the leading pointwise pass runs in the convolution's store
@@ -169,7 +297,7 @@ func (c *Chain) fuse() ([]PointOp, []StoreExtra) {
 // the convolution's store): a chain with any other is not expressed in
 // Triton (TritonRefusal).
 var (
-	tritonPassKinds = []string{"pointwise", "stats", "channel", "reduce", "pool"}
+	tritonPassKinds = []string{"pointwise", "channel", "reduce", "pool"}
 	tritonPointOps  = []string{"add", "sub", "mul", "div", "clamp", "relu", "gelu", "sigmoid", "tanh", "swish", "hardswish",
 		"mul_hardswish", "leaky_relu", "sigmoid_gate", "norm"}
 )
@@ -187,6 +315,9 @@ func (c *Chain) TritonRefusal(fused []PointOp) string {
 	for _, p := range append(slices.Clone(c.Prologue), c.Passes...) {
 		if !slices.Contains(tritonPassKinds, p.Kind) {
 			return fmt.Sprintf("no Triton kernel for a %s step", p.Kind)
+		}
+		if p.Kind != "pointwise" && len(p.Ops) > 0 {
+			return fmt.Sprintf("no Triton kernel for a %s step that applies the ops after it", p.Kind)
 		}
 		if n := max(p.InLen, p.OutLen); n > TritonMaxLen {
 			return fmt.Sprintf("a %s step over %d elements: the Triton kernels after the convolution index in 32 bits, at most %d", p.Kind, n, TritonMaxLen)
@@ -260,14 +391,14 @@ func layChain(s *spec.Spec, out [3]int) (*Chain, error) {
 		return &Chain{}, nil
 	}
 	p := s.Problem
-	b := &chainBuilder{r: r, c: &Chain{}}
+	b := &chainBuilder{r: r, c: &Chain{}, open: -1}
 	in := r.Inputs[0].Shape
 	shape := [5]int{in[0], in[1], in[2], in[3], in[4]}
 	for _, op := range r.Prologue {
 		l := r.Layer(op.Attr)
 		shape = b.pool(l, shape)
 	}
-	b.c.Prologue, b.passes = b.passes, nil
+	b.c.Prologue, b.passes, b.open = b.passes, nil, -1
 	shape = [5]int{p.Batch, p.OutChannels, out[0], out[1], out[2]}
 	final := shape[:]
 	squeeze := -1
@@ -284,7 +415,6 @@ func layChain(s *spec.Spec, out [3]int) (*Chain, error) {
 			squeeze = op.Dims[0]
 		}
 	}
-	b.flush()
 	if b.err != nil {
 		return nil, b.err
 	}
@@ -295,6 +425,11 @@ func layChain(s *spec.Spec, out [3]int) (*Chain, error) {
 		}
 	}
 	b.c.Passes, b.c.Final = b.passes, final
+	for _, ps := range [][]Pass{b.c.Prologue, b.c.Passes} {
+		for i := range ps {
+			ps[i].layout()
+		}
+	}
 	return b.c, nil
 }
 
@@ -302,8 +437,10 @@ type chainBuilder struct {
 	r      *spec.Reference
 	c      *Chain
 	passes []Pass
-	cur    *Pass // the open pointwise pass
-	err    error
+	// open is the pass the next pointwise op joins (-1: it opens a
+	// pointwise pass): the last pass, unless it writes nothing (stats).
+	open int
+	err  error
 }
 
 func numel(s [5]int) int { return s[0] * s[1] * s[2] * s[3] * s[4] }
@@ -318,46 +455,43 @@ func (b *chainBuilder) extra(expr string, n int) int {
 	return len(b.c.Extras) - 1
 }
 
-func (b *chainBuilder) flush() {
-	if b.cur != nil {
-		b.passes = append(b.passes, *b.cur)
-		b.cur = nil
-	}
-}
-
+// push appends a pass; the pointwise ops after it join it, unless it is
+// a stats pass (whose statistics the normalising pass after it reads).
 func (b *chainBuilder) push(p Pass) {
-	b.flush()
 	p.InLen, p.OutLen = numel(p.In), numel(p.Out)
 	b.passes = append(b.passes, p)
+	b.open = len(b.passes) - 1
+	if p.Kind == "stats" {
+		b.open = -1
+	}
 }
 
-// point adds a pointwise op to the open pass (opening one).
+// point adds a pointwise op to the open pass (opening a pointwise one).
 func (b *chainBuilder) point(op PointOp, shape [5]int) {
-	if b.cur == nil {
-		b.cur = &Pass{Kind: "pointwise", In: shape, Out: shape, InLen: numel(shape), OutLen: numel(shape), InPlace: true}
+	if b.open < 0 {
+		b.push(Pass{Kind: "pointwise", In: shape, Out: shape})
 	}
-	b.cur.Ops = append(b.cur.Ops, op)
+	b.passes[b.open].Ops = append(b.passes[b.open].Ops, op)
 }
 
-func (b *chainBuilder) slot(n int) int {
-	b.c.Slots = append(b.c.Slots, n)
-	return len(b.c.Slots) - 1
-}
-
-// stats plans a stats pass over segments and returns its slot.
-func (b *chainBuilder) stats(g Segments, kind string, shape [5]int) int {
-	slot := b.slot(2 * g.Count)
-	p := Pass{Kind: "stats", In: shape, Out: shape, Seg: g, Stat: kind, Slot: slot}
-	if kind == "softmax" {
-		p.Large, p.Split = true, 1 // a block per segment: its maximum, then its sum
-	} else if g.Elements() > 4096 {
-		p.Large = true
-		// About 4 blocks an SM of the 132 of an H200, at least 16 Ki
-		// elements a block.
-		p.Split = max(1, min(528/max(1, g.Count)+1, g.Elements()/16384))
+// norm plans a norm over segments g of x: one rownorm pass where a
+// segment is a short contiguous row (and no BatchNorm update reads its
+// statistics), else a stats pass and a normalise pass that reads its
+// partial sums. It returns the stats slot (-1 for a rownorm) and the
+// partial sums a segment.
+func (b *chainBuilder) norm(op PointOp, g Segments, stat string, x [5]int, update bool) (slot, parts int) {
+	op.Kind, op.Arg, op.Seg, op.Slot = "norm", -1, g, -1
+	if !update && g.Contiguous() && g.Elements() <= MaxRow {
+		b.push(Pass{Kind: "rownorm", In: x, Out: x, Seg: g, Stat: stat, Norm: op})
+		return -1, 0
 	}
-	b.push(p)
-	return slot
+	part := partLayout(g)
+	b.c.Slots = append(b.c.Slots, 2*g.Count*part.Parts)
+	slot = len(b.c.Slots) - 1
+	b.push(Pass{Kind: "stats", In: x, Out: x, Seg: g, Stat: stat, Slot: slot, Part: part})
+	op.Slot = slot
+	b.push(Pass{Kind: "normalise", In: x, Out: x, Seg: g, Stat: stat, Norm: op})
+	return slot, part.Parts
 }
 
 func (b *chainBuilder) operand(o spec.Operand, shape [5]int) (PointOp, error) {
@@ -405,7 +539,7 @@ func (b *chainBuilder) op(o spec.Op, x [5]int) ([5]int, error) {
 		if err != nil {
 			return x, err
 		}
-		if op.Conv && len(b.passes) > 0 {
+		if op.Conv && !(len(b.passes) == 0 || len(b.passes) == 1 && b.open == 0 && b.passes[0].Kind == "pointwise") {
 			return x, fmt.Errorf("the convolution's output is read after a reduction")
 		}
 		op.Kind = o.Name
@@ -441,9 +575,7 @@ func (b *chainBuilder) op(o spec.Op, x [5]int) ([5]int, error) {
 		if len(o.Dims) == 1 {
 			return x, fmt.Errorf("softmax over axis %d is not planned", o.Dims[0])
 		}
-		g := perChannel(x)
-		slot := b.stats(g, "softmax", x)
-		b.point(PointOp{Kind: "norm", Arg: -1, Slot: slot, Seg: g, Softmax: true, Weight: -1, Bias: -1}, x)
+		b.norm(PointOp{Softmax: true, Weight: -1, Bias: -1}, perChannel(x), "softmax", x, false)
 	case "logsumexp", "sum", "max", "mean":
 		out := x
 		for _, d := range o.Dims {
@@ -466,9 +598,7 @@ func (b *chainBuilder) op(o spec.Op, x [5]int) ([5]int, error) {
 		if !slices.Equal(o.Dims, []int{2, 3, 4}) {
 			return x, fmt.Errorf("x - mean over %v is not planned (over the spatial axes it is)", o.Dims)
 		}
-		g := perChannel(x)
-		slot := b.stats(g, "moments", x)
-		b.point(PointOp{Kind: "norm", Arg: -1, Slot: slot, Seg: g, SubMean: true, Weight: -1, Bias: -1}, x)
+		b.norm(PointOp{SubMean: true, Weight: -1, Bias: -1}, perChannel(x), "moments", x, false)
 	case "apply":
 		return b.apply(b.r.Layer(o.Attr), x)
 	default:
@@ -506,23 +636,20 @@ func (b *chainBuilder) apply(l *spec.Layer, x [5]int) ([5]int, error) {
 		// Training mode: statistics of the batch per channel (biased
 		// variance normalises; the running variance takes the unbiased).
 		g := Segments{Count: x[1], Inner: x[1], Outer: 0, RunLen: dhw, Runs: x[0], RunStride: x[1] * dhw, Div: dhw, Mod: x[1]}
-		slot := b.stats(g, "moments", x)
 		w, bias := b.extra(self+".weight", x[1]), b.extra(self+".bias", x[1])
-		b.point(PointOp{Kind: "norm", Arg: -1, Slot: slot, Seg: g, Eps: num(l.Built["eps"]), Weight: w, Bias: bias}, x)
-		b.c.Updates = append(b.c.Updates, BNUpdate{Slot: slot, Channels: x[1], Count: g.Elements(), Momentum: num(l.Built["momentum"]),
+		slot, parts := b.norm(PointOp{Eps: num(l.Built["eps"]), Weight: w, Bias: bias}, g, "moments", x, true)
+		b.c.Updates = append(b.c.Updates, BNUpdate{Slot: slot, Channels: x[1], Parts: parts, Count: g.Elements(), Momentum: num(l.Built["momentum"]),
 			Mean: b.extra(self+".running_mean", x[1]), Var: b.extra(self+".running_var", x[1]), Batches: b.extra(self+".num_batches_tracked", 1)})
 	case "GroupNorm":
 		groups := l.Built["num_groups"].Int
 		cg := x[1] / groups
 		g := Segments{Count: x[0] * groups, Inner: 1, Outer: cg * dhw, RunLen: cg * dhw, Runs: 1, RunStride: cg * dhw, Div: cg * dhw}
-		slot := b.stats(g, "moments", x)
 		w, bias := b.extra(self+".weight", x[1]), b.extra(self+".bias", x[1])
-		b.point(PointOp{Kind: "norm", Arg: -1, Slot: slot, Seg: g, Eps: num(l.Built["eps"]), Weight: w, Bias: bias}, x)
+		b.norm(PointOp{Eps: num(l.Built["eps"]), Weight: w, Bias: bias}, g, "moments", x, false)
 	case "LayerNorm":
 		g := Segments{Count: numel(x) / x[4], Inner: 1, Outer: x[4], RunLen: x[4], Runs: 1, RunStride: x[4], Div: x[4]}
-		slot := b.stats(g, "moments", x)
 		w, bias := b.extra(self+".weight", x[4]), b.extra(self+".bias", x[4])
-		b.point(PointOp{Kind: "norm", Arg: -1, Slot: slot, Seg: g, Eps: num(l.Built["eps"]), Weight: w, Bias: bias, LastAxis: true}, x)
+		b.norm(PointOp{Eps: num(l.Built["eps"]), Weight: w, Bias: bias, LastAxis: true}, g, "moments", x, false)
 	case "AvgPool3d", "MaxPool3d":
 		return b.pool(l, x), nil
 	case "AdaptiveAvgPool3d":
@@ -558,4 +685,127 @@ func triple(v spec.Value) [3]int {
 		return [3]int{v.Tuple[0], v.Tuple[1], v.Tuple[2]}
 	}
 	return [3]int{v.Int, v.Int, v.Int}
+}
+
+// partLayout splits segments g among the blocks of a stats pass: runs
+// into pieces until there are about partBlocks blocks, none under
+// partMin elements.
+func partLayout(g Segments) PartLayout {
+	l := PartLayout{Vec: 1}
+	if g.RunLen%4 == 0 && g.RunStride%4 == 0 && g.Outer%4 == 0 {
+		l.Vec = 4
+	}
+	pieces := max(1, min(ceilDiv(partBlocks, g.Count*g.Runs), g.RunLen/partMin))
+	l.PieceLen = ceilDiv(ceilDiv(g.RunLen, pieces), l.Vec) * l.Vec
+	l.Pieces = ceilDiv(g.RunLen, l.PieceLen)
+	l.Parts = g.Runs * l.Pieces
+	return l
+}
+
+// rowLayout holds rows of n elements: about 16 values a thread (fewer
+// threads a row means fewer shuffles to add its sums), Lanes a power of
+// two, at most 128 of them (n is at most MaxRow).
+func rowLayout(n, rows, dhw int) RowLayout {
+	l := RowLayout{Len: n, Vec: 1}
+	for _, v := range []int{4, 2} {
+		if n%v == 0 {
+			l.Vec = v
+			break
+		}
+	}
+	l.Lanes = 1
+	for l.Lanes*16 < n {
+		l.Lanes *= 2
+	}
+	l.Chunks = ceilDiv(n, l.Lanes*l.Vec)
+	l.Rows = passThreads / l.Lanes
+	l.Ragged = l.Lanes*l.Vec*l.Chunks != n
+	l.RowGuard = rows%l.Rows != 0
+	l.RowChannel = dhw%n == 0
+	return l
+}
+
+// pointLayout covers n elements by vectors of 4 where n allows; a
+// normalise pass (norm) takes about normaliseBlock elements a block.
+func pointLayout(n, dhw int, norm *PointOp) PointLayout {
+	l := PointLayout{Vec: 1, Iters: 1}
+	if n%4 == 0 {
+		l.Vec = 4
+	}
+	if norm != nil {
+		l.Iters = max(1, min(normaliseBlock/(passThreads*l.Vec), ceilDiv(n, passThreads*l.Vec)))
+	}
+	l.PerBlock = passThreads * l.Vec * l.Iters
+	l.Ragged = n%l.PerBlock != 0
+	l.VecChannel = dhw%l.Vec == 0
+	if norm != nil {
+		l.VecSeg = norm.Seg.Div%l.Vec == 0
+		// A block's elements [lo, lo+PerBlock) reach segments lo/Div to
+		// (lo+PerBlock-1)/Div.
+		l.Segs = (l.PerBlock-1)/norm.Seg.Div + 2
+	}
+	return l
+}
+
+// wideSlack is more than any pass's index runs past its tensors (a
+// block's elements or rows past the end): offsets are ints while the
+// tensors' lengths plus it fit.
+const wideSlack = 1 << 20
+
+// layout decides how the pass's kernel covers its tensor: threads,
+// blocks, vectors, and whether its offsets need 64 bits.
+func (p *Pass) layout() {
+	p.Wide = max(p.InLen, p.OutLen)+wideSlack > maxInt32
+	p.Threads = passThreads
+	dhw := p.Out[2] * p.Out[3] * p.Out[4]
+	switch p.Kind {
+	case "pointwise":
+		p.Point = pointLayout(p.OutLen, dhw, nil)
+		p.Blocks = ceilDiv(p.OutLen, p.Point.PerBlock)
+	case "normalise":
+		p.Point = pointLayout(p.OutLen, dhw, &p.Norm)
+		g := p.Seg
+		p.Fold = (p.Norm.Weight >= 0 || p.Norm.Bias >= 0) && !p.Norm.LastAxis && g.Div == dhw && (g.Mod == p.Out[1] || g.Mod == 0 && g.Count == p.Out[1])
+		p.Blocks = ceilDiv(p.OutLen, p.Point.PerBlock)
+	case "stats":
+		p.Blocks = p.Seg.Count * p.Part.Parts
+	case "rownorm":
+		p.Row = rowLayout(p.Seg.Elements(), p.Seg.Count, dhw)
+		p.Blocks = ceilDiv(p.Seg.Count, p.Row.Rows)
+	case "channel":
+		p.Hold = (p.Reduce == "softmax" || p.Reduce == "logsumexp") && p.In[1] <= MaxHeldChannels
+		p.Blocks = ceilDiv(p.In[0]*p.In[2]*p.In[3]*p.In[4], p.Threads)
+	case "reduce":
+		if p.Run = trailingRun(p.In, p.Axes); p.Run > 0 {
+			// A block a run: a warp for short runs, up to 256 threads,
+			// at least 8 elements a thread.
+			p.Threads = 32
+			for p.Threads < passThreads && p.Threads*8 < p.Run {
+				p.Threads *= 2
+			}
+			p.Blocks = p.OutLen
+			return
+		}
+		p.Blocks = ceilDiv(p.OutLen, p.Threads)
+	default:
+		p.Blocks = ceilDiv(p.OutLen, p.Threads)
+	}
+}
+
+// trailingRun is the elements each output of a reduction of axes of in
+// sums when the reduced axes are the last ones (each output's inputs
+// then lie in one contiguous run), else 0.
+func trailingRun(in [5]int, axes [5]bool) int {
+	first := 5
+	for first > 0 && axes[first-1] {
+		first--
+	}
+	if first == 5 || slices.Contains(axes[:first], true) {
+		return 0
+	}
+	run := 1
+	for _, v := range in[first:] {
+		run *= v
+	}
+	return run
 }

@@ -24,10 +24,15 @@ tensor cores do not add in exact fp32, so their sums cover 4 steps of
 32 (every phase's steps).
 Both re-layouts run in every forward and are part of its time.
 After the convolution, as kernels of their own, in order: each segment's sum and
-sum of squares, in double; pointwise (normalise); each segment's sum and sum of
-squares, in double; pointwise (normalise). Kernel
+sum of squares in double, as 32 partial result(s) a segment (no atomics);
+normalise, each block turning its segments' partial results into their
+statistics once; each segment's sum and sum of squares in double, as 2 partial
+result(s) a segment (no atomics); x - mean, each block turning its segments'
+partial results into their statistics once. Kernel
 l2_15_batchnorm_subtract_igemm_bn0 updates the BatchNorm's running statistics as
 PyTorch does.
+No Triton file: the Triton backend cannot express this forward yet (no Triton
+kernel for a stats step).
 """
 import torch
 import torch.nn as nn
@@ -410,110 +415,208 @@ l2_15_batchnorm_subtract_igemm(const float* __restrict__ xr, const float* __rest
 }
 
 // ---- The ops around the convolution, as passes (from the plan) ----------
-// One thread an element; norms read their segment's double sums.
 
-// Statistics of 32 segments of 1968624 elements: segment s is 16 run(s) of
-// 123039 starting at (s / 32) * 0 + (s % 32) * 123039 + r * 3937248.
-// 17 blocks a segment, each summing its share in double and adding
-// it to the segment's sums (zeroed before) atomically.
-extern "C" __global__ void l2_15_batchnorm_subtract_igemm_epi0(const float* __restrict__ in, double* __restrict__ stats)
+// Partial statistics of 32 segments of 1968624 elements: segment s is 16 run(s) of 123039
+// starting at s * 123039 + r * 3937248. A block sums one piece of 61520 elements of a run (2 a
+// run, 32 a segment), coalesced, and writes its sum and sum of squares, in double: every part
+// is written and none added atomically, so nothing is zeroed first and the sums do not depend
+// on the blocks' order.
+extern "C" __global__ void l2_15_batchnorm_subtract_igemm_epi0(const float* __restrict__ in, double* __restrict__ parts)
 {
-    __shared__ double red[2][256];
-    const long long s = blockIdx.x;
-    const long long base = (s / 32) * 0LL + (s % 32) * 123039LL;
-    const long long per = (1968624LL + 17 - 1) / 17;
-    const long long lo = blockIdx.y * per, hi = min(lo + per, 1968624LL);
+    const int s = blockIdx.x / 32;
+    const int r = blockIdx.x / 2 % 16;
+    const int piece = blockIdx.x % 2;
+    const float* x = in + s * 123039 + r * 3937248 + piece * 61520;
+    const int n = min(61520, 123039 - piece * 61520);
     double sum = 0.0, sq = 0.0;
-    for (long long e = lo + threadIdx.x; e < hi; e += blockDim.x) {
-        const double x = in[base + (e / 123039) * 3937248LL + e % 123039];
-        sum += x;
-        sq += x * x;
+    for (int e = threadIdx.x; e < n; e += 256) {
+        const double v = x[e];
+        sum += v;
+        sq += v * v;
     }
-    red[0][threadIdx.x] = sum;
-    red[1][threadIdx.x] = sq;
+    __shared__ double red_s[8], red_q[8];
+    for (int step = 16; step > 0; step /= 2) sum = sum + __shfl_xor_sync(0xffffffffu, sum, step);
+    if (threadIdx.x % 32 == 0) red_s[threadIdx.x / 32] = sum;
     __syncthreads();
-    for (int k = blockDim.x / 2; k > 0; k /= 2) {
-        if (threadIdx.x < k) {
-            red[0][threadIdx.x] += red[0][threadIdx.x + k];
-            red[1][threadIdx.x] += red[1][threadIdx.x + k];
-        }
-        __syncthreads();
+    if (threadIdx.x < 32) {
+        sum = threadIdx.x < 8 ? red_s[threadIdx.x] : 0.0;
+        for (int step = 4; step > 0; step /= 2) sum = sum + __shfl_xor_sync(0xffffffffu, sum, step);
+    }
+    for (int step = 16; step > 0; step /= 2) sq = sq + __shfl_xor_sync(0xffffffffu, sq, step);
+    if (threadIdx.x % 32 == 0) red_q[threadIdx.x / 32] = sq;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        sq = threadIdx.x < 8 ? red_q[threadIdx.x] : 0.0;
+        for (int step = 4; step > 0; step /= 2) sq = sq + __shfl_xor_sync(0xffffffffu, sq, step);
     }
     if (threadIdx.x == 0) {
-        atomicAdd(stats + 0 + 2 * s, red[0][0]);
-        atomicAdd(stats + 0 + 2 * s + 1, red[1][0]);
+        parts[0 + 2 * blockIdx.x] = sum;
+        parts[0 + 2 * blockIdx.x + 1] = sq;
     }
 }
 
-// Pointwise: 1 ops on each of 62995968 elements.
-extern "C" __global__ void l2_15_batchnorm_subtract_igemm_epi1(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2, const float* __restrict__ e3, const float* __restrict__ e4)
+// Normalise 62995968 elements in place by their segment's statistics (32 segments of 1968624;
+// element i's is (i / 123039) % 32). A block covers 4096 elements: first a warp a segment
+// turns the stats kernel's 32 partial result(s) of each segment the block reaches into its
+// scale and shift (1/sqrt(variance + eps) and -mean, with the weight and bias folded in),
+// once, in shared memory (no division or square root an element); then each thread applies
+// them to 4 vector(s) of 4, 1024 elements apart.
+extern "C" __global__ void l2_15_batchnorm_subtract_igemm_epi1(float* __restrict__ data, const double* __restrict__ parts, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2, const float* __restrict__ e3, const float* __restrict__ e4)
 {
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 62995968LL) return;
-    const int c = (int)((i / 123039LL) % 32);
-    float v = in[i];
-    { const double* s = stats + 0 + 2 * ((i / 123039LL) % 32LL); const double mean = s[0] / 1968624.0; const double var = fmax(s[1] / 1968624.0 - mean * mean, 0.0); v = (float)(((double)v - mean) / sqrt(var + 1.0000000000000001e-05)) * __ldg(e0 + c) + __ldg(e1 + c); }
-    (void)c;
-    out[i] = v;
-}
-
-// Statistics of 512 segments of 123039 elements: segment s is 1 run(s) of
-// 123039 starting at (s / 1) * 123039 + (s % 1) * 123039 + r * 123039.
-// 2 blocks a segment, each summing its share in double and adding
-// it to the segment's sums (zeroed before) atomically.
-extern "C" __global__ void l2_15_batchnorm_subtract_igemm_epi2(const float* __restrict__ in, double* __restrict__ stats)
-{
-    __shared__ double red[2][256];
-    const long long s = blockIdx.x;
-    const long long base = (s / 1) * 123039LL + (s % 1) * 123039LL;
-    const long long per = (123039LL + 2 - 1) / 2;
-    const long long lo = blockIdx.y * per, hi = min(lo + per, 123039LL);
-    double sum = 0.0, sq = 0.0;
-    for (long long e = lo + threadIdx.x; e < hi; e += blockDim.x) {
-        const double x = in[base + (e / 123039) * 123039LL + e % 123039];
-        sum += x;
-        sq += x * x;
-    }
-    red[0][threadIdx.x] = sum;
-    red[1][threadIdx.x] = sq;
-    __syncthreads();
-    for (int k = blockDim.x / 2; k > 0; k /= 2) {
-        if (threadIdx.x < k) {
-            red[0][threadIdx.x] += red[0][threadIdx.x + k];
-            red[1][threadIdx.x] += red[1][threadIdx.x + k];
+    __shared__ double scale[2], shift[2];
+    const int lo = (int)blockIdx.x * 4096;
+    const int q0 = lo / 123039;
+    {
+        const int hi = lo + 4096 < 62995968 ? lo + 4096 : 62995968;
+        const int segs = (int)((hi - 1) / 123039 - q0) + 1;
+        const int lane = threadIdx.x % 32;
+        for (int j = threadIdx.x / 32; j < segs; j += 8) {
+            const int s = (int)((q0 + j) % 32);
+            const double* p = parts + 0 + 2 * s * 32;
+            double sum = 0.0, sq = 0.0;
+            for (int k = lane; k < 32; k += 32) {
+                sum += p[2 * k];
+                sq += p[2 * k + 1];
+            }
+            for (int o = 16; o > 0; o /= 2) {
+                sum += __shfl_xor_sync(0xffffffffu, sum, o);
+                sq += __shfl_xor_sync(0xffffffffu, sq, o);
+            }
+            if (lane == 0) {
+                const double mean = sum / 1968624.0;
+                const double rstd = 1.0 / sqrt(fmax(sq / 1968624.0 - mean * mean, 0.0) + 1.0000000000000001e-05);
+                // The weight and bias are the segment's (its channel's): folded in.
+                const double w = rstd * __ldg(e0 + s);
+                scale[j] = w;
+                shift[j] = __ldg(e1 + s) - mean * w;
+            }
         }
-        __syncthreads();
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int it = 0; it < 4; ++it) {
+        const int i0 = lo + (it * 256 + threadIdx.x) * 4;
+        if (i0 < 62995968) {
+            const float4 x4 = *reinterpret_cast<const float4*>(data + i0);
+            float x[4] = {x4.x, x4.y, x4.z, x4.w};
+            #pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                float v = x[k];
+                const int i = i0 + k;
+                const int q = (int)(i / 123039 - q0);
+                v = (float)fma((double)v, scale[q], shift[q]);
+                x[k] = v;
+            }
+            *reinterpret_cast<float4*>(data + i0) = make_float4(x[0], x[1], x[2], x[3]);
+        }
+    }
+}
+
+// Partial statistics of 512 segments of 123039 elements: segment s is 1 run(s) of 123039
+// starting at s * 123039. A block sums one piece of 61520 elements of a run (2 a run, 2 a
+// segment), coalesced, and writes its sum and sum of squares, in double: every part is written
+// and none added atomically, so nothing is zeroed first and the sums do not depend on the
+// blocks' order.
+extern "C" __global__ void l2_15_batchnorm_subtract_igemm_epi2(const float* __restrict__ in, double* __restrict__ parts)
+{
+    const int s = blockIdx.x / 2;
+    const int piece = blockIdx.x % 2;
+    const float* x = in + s * 123039 + piece * 61520;
+    const int n = min(61520, 123039 - piece * 61520);
+    double sum = 0.0, sq = 0.0;
+    for (int e = threadIdx.x; e < n; e += 256) {
+        const double v = x[e];
+        sum += v;
+        sq += v * v;
+    }
+    __shared__ double red_s[8], red_q[8];
+    for (int step = 16; step > 0; step /= 2) sum = sum + __shfl_xor_sync(0xffffffffu, sum, step);
+    if (threadIdx.x % 32 == 0) red_s[threadIdx.x / 32] = sum;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        sum = threadIdx.x < 8 ? red_s[threadIdx.x] : 0.0;
+        for (int step = 4; step > 0; step /= 2) sum = sum + __shfl_xor_sync(0xffffffffu, sum, step);
+    }
+    for (int step = 16; step > 0; step /= 2) sq = sq + __shfl_xor_sync(0xffffffffu, sq, step);
+    if (threadIdx.x % 32 == 0) red_q[threadIdx.x / 32] = sq;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        sq = threadIdx.x < 8 ? red_q[threadIdx.x] : 0.0;
+        for (int step = 4; step > 0; step /= 2) sq = sq + __shfl_xor_sync(0xffffffffu, sq, step);
     }
     if (threadIdx.x == 0) {
-        atomicAdd(stats + 64 + 2 * s, red[0][0]);
-        atomicAdd(stats + 64 + 2 * s + 1, red[1][0]);
+        parts[2048 + 2 * blockIdx.x] = sum;
+        parts[2048 + 2 * blockIdx.x + 1] = sq;
     }
 }
 
-// Pointwise: 1 ops on each of 62995968 elements.
-extern "C" __global__ void l2_15_batchnorm_subtract_igemm_epi3(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2, const float* __restrict__ e3, const float* __restrict__ e4)
+// Normalise 62995968 elements in place by their segment's statistics (512 segments of 123039;
+// element i's is (i / 123039)). A block covers 4096 elements: first a warp a segment turns the
+// stats kernel's 2 partial result(s) of each segment the block reaches into its mean, once, in
+// shared memory (no division or square root an element); then each thread applies them to 4
+// vector(s) of 4, 1024 elements apart.
+extern "C" __global__ void l2_15_batchnorm_subtract_igemm_epi3(float* __restrict__ data, const double* __restrict__ parts)
 {
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 62995968LL) return;
-    const int c = (int)((i / 123039LL) % 32);
-    float v = in[i];
-    { const double* s = stats + 64 + 2 * (i / 123039LL); const double mean = s[0] / 123039.0; v = (float)((double)v - mean); }
-    (void)c;
-    out[i] = v;
+    __shared__ double shift[2];
+    const int lo = (int)blockIdx.x * 4096;
+    const int q0 = lo / 123039;
+    {
+        const int hi = lo + 4096 < 62995968 ? lo + 4096 : 62995968;
+        const int segs = (int)((hi - 1) / 123039 - q0) + 1;
+        const int lane = threadIdx.x % 32;
+        for (int j = threadIdx.x / 32; j < segs; j += 8) {
+            const int s = (int)(q0 + j);
+            const double* p = parts + 2048 + 2 * s * 2;
+            double sum = 0.0;
+            for (int k = lane; k < 2; k += 32) sum += p[2 * k];
+            for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+            if (lane == 0) shift[j] = -sum / 123039.0;
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int it = 0; it < 4; ++it) {
+        const int i0 = lo + (it * 256 + threadIdx.x) * 4;
+        if (i0 < 62995968) {
+            const float4 x4 = *reinterpret_cast<const float4*>(data + i0);
+            float x[4] = {x4.x, x4.y, x4.z, x4.w};
+            #pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                float v = x[k];
+                const int i = i0 + k;
+                const int q = (int)(i / 123039 - q0);
+                v = (float)((double)v + shift[q]);
+                x[k] = v;
+            }
+            *reinterpret_cast<float4*>(data + i0) = make_float4(x[0], x[1], x[2], x[3]);
+        }
+    }
 }
 
 // Training-mode BatchNorm's running statistics, as the reference updates
 // them: momentum 0.1, the unbiased variance of 1968624 elements a channel.
-extern "C" __global__ void l2_15_batchnorm_subtract_igemm_bn0(const double* __restrict__ stats, float* running_mean, float* running_var, long long* batches)
+// A warp a channel adds its 32 partial sums.
+extern "C" __global__ void l2_15_batchnorm_subtract_igemm_bn0(const double* __restrict__ parts, float* running_mean, float* running_var, long long* batches)
 {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c == 0) batches[0] += 1;
-    if (c >= 32) return;
-    const double n = 1968624.0;
-    const double mean = stats[0 + 2 * c] / n;
-    const double var = fmax(stats[0 + 2 * c + 1] / n - mean * mean, 0.0);
-    running_mean[c] = (float)((1.0 - 0.1) * running_mean[c] + 0.1 * mean);
-    running_var[c] = (float)((1.0 - 0.1) * running_var[c] + 0.1 * var * n / (n - 1.0));
+    const int c = blockIdx.x, lane = threadIdx.x;
+    const double* p = parts + 0 + 2 * c * 32;
+    double sum = 0.0, sq = 0.0;
+    for (int k = lane; k < 32; k += 32) {
+        sum += p[2 * k];
+        sq += p[2 * k + 1];
+    }
+    for (int o = 16; o > 0; o /= 2) {
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        sq += __shfl_xor_sync(0xffffffffu, sq, o);
+    }
+    if (lane == 0) {
+        if (c == 0) batches[0] += 1;
+        const double n = 1968624.0;
+        const double mean = sum / n;
+        const double var = fmax(sq / n - mean * mean, 0.0);
+        running_mean[c] = (float)((1.0 - 0.1) * running_mean[c] + 0.1 * mean);
+        running_var[c] = (float)((1.0 - 0.1) * running_var[c] + 0.1 * var * n / (n - 1.0));
+    }
 }
 """
 
@@ -575,24 +678,18 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 "extra 4 must be a contiguous int64 CUDA tensor of 1 elements");
     torch::Tensor cur = x;
     cur = conv_part(cur, weight, bias);
-    auto stats = torch::zeros({1088}, cur.options().dtype(torch::kFloat64));
-    {
-        l2_15_batchnorm_subtract_igemm_epi0<<<dim3(32, 17), 256>>>((const float*)cur.data_ptr(), (double*)stats.data_ptr());
-        check_launch("l2_15_batchnorm_subtract_igemm_epi0");
-    }
-    {
-        l2_15_batchnorm_subtract_igemm_epi1<<<246078, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr(), (const float*)extras[3].data_ptr(), nullptr);
-        check_launch("l2_15_batchnorm_subtract_igemm_epi1");
-    }
-    {
-        l2_15_batchnorm_subtract_igemm_epi2<<<dim3(512, 2), 256>>>((const float*)cur.data_ptr(), (double*)stats.data_ptr());
-        check_launch("l2_15_batchnorm_subtract_igemm_epi2");
-    }
-    {
-        l2_15_batchnorm_subtract_igemm_epi3<<<246078, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr(), (const float*)extras[3].data_ptr(), nullptr);
-        check_launch("l2_15_batchnorm_subtract_igemm_epi3");
-    }
-    l2_15_batchnorm_subtract_igemm_bn0<<<1, 256>>>((const double*)stats.data_ptr(), (float*)extras[2].data_ptr(),
+    // The statistics kernels' partial results: every one is written before
+    // it is read, so none is zeroed first.
+    auto parts = torch::empty({4096}, cur.options().dtype(torch::kFloat64));
+    l2_15_batchnorm_subtract_igemm_epi0<<<1024, 256>>>((const float*)cur.data_ptr(), (double*)parts.data_ptr());
+    check_launch("l2_15_batchnorm_subtract_igemm_epi0");
+    l2_15_batchnorm_subtract_igemm_epi1<<<15380, 256>>>((float*)cur.data_ptr(), (const double*)parts.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr(), (const float*)extras[3].data_ptr(), nullptr);
+    check_launch("l2_15_batchnorm_subtract_igemm_epi1");
+    l2_15_batchnorm_subtract_igemm_epi2<<<1024, 256>>>((const float*)cur.data_ptr(), (double*)parts.data_ptr());
+    check_launch("l2_15_batchnorm_subtract_igemm_epi2");
+    l2_15_batchnorm_subtract_igemm_epi3<<<15380, 256>>>((float*)cur.data_ptr(), (const double*)parts.data_ptr());
+    check_launch("l2_15_batchnorm_subtract_igemm_epi3");
+    l2_15_batchnorm_subtract_igemm_bn0<<<32, 32>>>((const double*)parts.data_ptr(), (float*)extras[2].data_ptr(),
         (float*)extras[3].data_ptr(), (long long*)extras[4].data_ptr());
     check_launch("l2_15_batchnorm_subtract_igemm_bn0");
     return cur.view({16, 32, 31, 63, 63});

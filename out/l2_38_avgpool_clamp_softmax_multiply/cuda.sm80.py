@@ -26,7 +26,11 @@ Both re-layouts run in every forward and are part of its time.
 Before the convolution, as kernels of their own: average pool. The convolution's
 store applies clamp to each output before writing it (no kernel of their own).
 After the convolution, as kernels of their own, in order: each segment's maximum
-and sum of exp, in double; pointwise (normalise, mul).
+and sum of exp in double, as 1 partial result(s) a segment (no atomics);
+softmax, each block turning its segments' partial results into their statistics
+once, then mul before it writes.
+No Triton file: the Triton backend cannot express this forward yet (no Triton
+kernel for a stats step).
 """
 import torch
 import torch.nn as nn
@@ -433,18 +437,18 @@ l2_38_avgpool_clamp_softmax_multiply_igemm(const float* __restrict__ xr, const f
 }
 
 // ---- The ops around the convolution, as passes (from the plan) ----------
-// One thread an element; norms read their segment's double sums.
 
-// Average pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (32, 32, 32, 64, 64) to (32, 32, 16, 32, 32).
+// Average pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (32, 32, 32, 64, 64) to (32, 32,
+// 16, 32, 32), a thread an output.
 extern "C" __global__ void l2_38_avgpool_clamp_softmax_multiply_igemm_pro0(const float* __restrict__ in, float* __restrict__ out)
 {
-    const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= 16777216LL) return;
-    long long r = o;
+    const int o = (int)blockIdx.x * 256 + threadIdx.x;
+    if (o >= 16777216) return;
+    int r = o;
     const int ow = (int)(r % 32); r /= 32;
     const int oh = (int)(r % 32); r /= 32;
     const int od = (int)(r % 16); r /= 16;
-    const float* x = in + r * 131072LL;
+    const float* x = in + r * 131072;
     float acc = 0.0f;
     for (int kd = 0; kd < 2; ++kd) {
         const int d = od * 2 - 0 + kd;
@@ -455,59 +459,117 @@ extern "C" __global__ void l2_38_avgpool_clamp_softmax_multiply_igemm_pro0(const
             for (int kw = 0; kw < 2; ++kw) {
                 const int w = ow * 2 - 0 + kw;
                 if (w < 0 || w >= 64) continue;
-                const float v = x[((long long)d * 64 + h) * 64 + w];
-                acc = acc + v;
+                const float e = x[(d * 64 + h) * 64 + w];
+                acc = acc + e;
             }
         }
     }
-    out[o] = acc / 8.0f;
+    float v = acc / 8.0f;
+    out[o] = v;
 }
 
-// Statistics of 2048 segments of 131072 elements: segment s is 1 run(s) of
-// 131072 starting at (s / 1) * 131072 + (s % 1) * 131072 + r * 131072.
-// A block a segment: its maximum, then the sum of exp(x - max), in double.
-extern "C" __global__ void l2_38_avgpool_clamp_softmax_multiply_igemm_epi0(const float* __restrict__ in, double* __restrict__ stats)
+// Partial statistics of 2048 segments of 131072 elements: segment s is 1 run(s) of 131072
+// starting at s * 131072. A block sums one piece of 131072 elements of a run (1 a run, 1 a
+// segment), coalesced as float4s, and writes its maximum and sum of exp(x - max) (exp in
+// float, the sum in double): every part is written and none added atomically, so nothing is
+// zeroed first and the sums do not depend on the blocks' order.
+extern "C" __global__ void l2_38_avgpool_clamp_softmax_multiply_igemm_epi0(const float* __restrict__ in, double* __restrict__ parts)
 {
-    __shared__ double red[256];
-    const long long s = blockIdx.x;
-    const long long base = (s / 1) * 131072LL + (s % 1) * 131072LL;
+    const int s = blockIdx.x;
+    const float* x = in + s * 131072;
+    // Online: a thread's maximum so far and its sum of exp(x - max),
+    // rescaled when the maximum grows.
     float m = -INFINITY;
-    for (long long e = threadIdx.x; e < 131072LL; e += blockDim.x)
-        m = fmaxf(m, in[base + (e / 131072) * 131072LL + e % 131072]);
-    red[threadIdx.x] = m;
-    __syncthreads();
-    for (int k = blockDim.x / 2; k > 0; k /= 2) {
-        if (threadIdx.x < k) red[threadIdx.x] = fmax(red[threadIdx.x], red[threadIdx.x + k]);
-        __syncthreads();
-    }
-    const double mx = red[0];
-    __syncthreads();
     double sum = 0.0;
-    for (long long e = threadIdx.x; e < 131072LL; e += blockDim.x)
-        sum += exp((double)in[base + (e / 131072) * 131072LL + e % 131072] - mx);
-    red[threadIdx.x] = sum;
+    for (int e = threadIdx.x * 4; e < 131072; e += 1024) {
+        const float4 x4 = *reinterpret_cast<const float4*>(x + e);
+        const float xs[4] = {x4.x, x4.y, x4.z, x4.w};
+        #pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const float v = xs[k];
+            if (v > m) {
+                sum *= (double)expf(m - v);
+                m = v;
+            }
+            sum += (double)expf(v - m);
+        }
+    }
+    // The block's maximum, then each thread's sum rescaled to it.
+    __shared__ float red_m[8];
+    __shared__ double red_s[8];
+    float bm = m;
+    for (int step = 16; step > 0; step /= 2) bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, step));
+    if (threadIdx.x % 32 == 0) red_m[threadIdx.x / 32] = bm;
     __syncthreads();
-    for (int k = blockDim.x / 2; k > 0; k /= 2) {
-        if (threadIdx.x < k) red[threadIdx.x] += red[threadIdx.x + k];
-        __syncthreads();
+    if (threadIdx.x < 32) {
+        bm = threadIdx.x < 8 ? red_m[threadIdx.x] : -INFINITY;
+        for (int step = 4; step > 0; step /= 2) bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, step));
+    }
+    if (threadIdx.x == 0) red_m[0] = bm;
+    __syncthreads();
+    bm = red_m[0];
+    sum = m == bm ? sum : sum * (double)expf(m - bm);
+    for (int step = 16; step > 0; step /= 2) sum = sum + __shfl_xor_sync(0xffffffffu, sum, step);
+    if (threadIdx.x % 32 == 0) red_s[threadIdx.x / 32] = sum;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        sum = threadIdx.x < 8 ? red_s[threadIdx.x] : 0.0;
+        for (int step = 4; step > 0; step /= 2) sum = sum + __shfl_xor_sync(0xffffffffu, sum, step);
     }
     if (threadIdx.x == 0) {
-        stats[0 + 2 * s] = mx;
-        stats[0 + 2 * s + 1] = red[0];
+        parts[0 + 2 * blockIdx.x] = bm;
+        parts[0 + 2 * blockIdx.x + 1] = sum;
     }
 }
 
-// Pointwise: 2 ops on each of 268435456 elements.
-extern "C" __global__ void l2_38_avgpool_clamp_softmax_multiply_igemm_epi1(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0)
+// Normalise 268435456 elements in place by their segment's statistics (2048 segments of
+// 131072; element i's is (i / 131072)); then the 1 op(s) after it in the chain, before the
+// write (no kernel of their own). A block covers 4096 elements: first a warp a segment turns
+// the stats kernel's 1 partial result(s) of each segment the block reaches into its maximum
+// and the reciprocal of its sum of exp, once, in shared memory (no division or square root an
+// element); then each thread applies them to 4 vector(s) of 4, 1024 elements apart.
+extern "C" __global__ void l2_38_avgpool_clamp_softmax_multiply_igemm_epi1(float* __restrict__ data, const double* __restrict__ parts, const float* __restrict__ e0)
 {
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 268435456LL) return;
-    const int c = (int)((i / 131072LL) % 64);
-    float v = in[i];
-    { const double* s = stats + 0 + 2 * (i / 131072LL); v = (float)(exp((double)v - s[0]) / s[1]); }
-    v = v * __ldg(e0 + c);
-    (void)c;
-    out[i] = v;
+    __shared__ double scale[2], shift[2];
+    const int lo = (int)blockIdx.x * 4096;
+    const int q0 = lo / 131072;
+    {
+        const int segs = (int)((lo + 4095) / 131072 - q0) + 1;
+        const int lane = threadIdx.x % 32;
+        for (int j = threadIdx.x / 32; j < segs; j += 8) {
+            const int s = (int)(q0 + j);
+            const double* p = parts + 0 + 2 * s * 1;
+            // The segment's maximum, then its sum of exp(x - max) from each
+            // part's, rescaled to the maximum.
+            double m = -INFINITY;
+            for (int k = lane; k < 1; k += 32) m = fmax(m, p[2 * k]);
+            for (int o = 16; o > 0; o /= 2) m = fmax(m, __shfl_xor_sync(0xffffffffu, m, o));
+            double sum = 0.0;
+            for (int k = lane; k < 1; k += 32) sum += p[2 * k + 1] * exp(p[2 * k] - m);
+            for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+            if (lane == 0) {
+                scale[j] = 1.0 / sum;
+                shift[j] = m;
+            }
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int it = 0; it < 4; ++it) {
+        const int i0 = lo + (it * 256 + threadIdx.x) * 4;
+        const float4 x4 = *reinterpret_cast<const float4*>(data + i0);
+        float x[4] = {x4.x, x4.y, x4.z, x4.w};
+        const int c = (int)(i0 / 131072 % 64);
+        const int q = (int)(i0 / 131072 - q0);
+        #pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            float v = x[k];
+            v = expf(v - (float)shift[q]) * (float)scale[q];
+            v = v * __ldg(e0 + c);
+            x[k] = v;
+        }
+        *reinterpret_cast<float4*>(data + i0) = make_float4(x[0], x[1], x[2], x[3]);
+    }
 }
 """
 
@@ -568,15 +630,13 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
         cur = next;
     }
     cur = conv_part(cur, weight, bias);
-    auto stats = torch::zeros({4096}, cur.options().dtype(torch::kFloat64));
-    {
-        l2_38_avgpool_clamp_softmax_multiply_igemm_epi0<<<dim3(2048, 1), 256>>>((const float*)cur.data_ptr(), (double*)stats.data_ptr());
-        check_launch("l2_38_avgpool_clamp_softmax_multiply_igemm_epi0");
-    }
-    {
-        l2_38_avgpool_clamp_softmax_multiply_igemm_epi1<<<1048576, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr());
-        check_launch("l2_38_avgpool_clamp_softmax_multiply_igemm_epi1");
-    }
+    // The statistics kernels' partial results: every one is written before
+    // it is read, so none is zeroed first.
+    auto parts = torch::empty({4096}, cur.options().dtype(torch::kFloat64));
+    l2_38_avgpool_clamp_softmax_multiply_igemm_epi0<<<2048, 256>>>((const float*)cur.data_ptr(), (double*)parts.data_ptr());
+    check_launch("l2_38_avgpool_clamp_softmax_multiply_igemm_epi0");
+    l2_38_avgpool_clamp_softmax_multiply_igemm_epi1<<<65536, 256>>>((float*)cur.data_ptr(), (const double*)parts.data_ptr(), (const float*)extras[0].data_ptr());
+    check_launch("l2_38_avgpool_clamp_softmax_multiply_igemm_epi1");
     return cur.view({32, 64, 32, 64, 64});
 }
 """

@@ -19,7 +19,9 @@ Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
 The convolution's store applies mul to each output before writing it (no kernel
 of their own), reading self.scale1 (its one value). After the convolution, as
-kernels of their own, in order: average pool; pointwise (add, mul).
+kernels of their own, in order: average pool, then add, mul before it writes.
+No Triton file: the Triton backend cannot express this forward yet (no Triton
+kernel for a pool step that applies the ops after it).
 """
 import torch
 import torch.nn as nn
@@ -251,18 +253,20 @@ l2_50_scaling_avgpool_biasadd_scaling_igemm(const float* __restrict__ x, const f
 }
 
 // ---- The ops around the convolution, as passes (from the plan) ----------
-// One thread an element; norms read their segment's double sums.
 
-// Average pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (128, 16, 31, 63, 63) to (128, 16, 15, 31, 31).
-extern "C" __global__ void l2_50_scaling_avgpool_biasadd_scaling_igemm_epi0(const float* __restrict__ in, float* __restrict__ out)
+// Average pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (128, 16, 31, 63, 63) to (128, 16,
+// 15, 31, 31), a thread an output; then the 2 op(s) after it in the chain, before the write
+// (no kernel of their own).
+extern "C" __global__ void l2_50_scaling_avgpool_biasadd_scaling_igemm_epi0(const float* __restrict__ in, float* __restrict__ out, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2)
 {
-    const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= 29521920LL) return;
-    long long r = o;
+    const int o = (int)blockIdx.x * 256 + threadIdx.x;
+    if (o >= 29521920) return;
+    int r = o;
     const int ow = (int)(r % 31); r /= 31;
     const int oh = (int)(r % 31); r /= 31;
     const int od = (int)(r % 15); r /= 15;
-    const float* x = in + r * 123039LL;
+    const int c = (int)(r % 16);
+    const float* x = in + r * 123039;
     float acc = 0.0f;
     for (int kd = 0; kd < 2; ++kd) {
         const int d = od * 2 - 0 + kd;
@@ -273,25 +277,15 @@ extern "C" __global__ void l2_50_scaling_avgpool_biasadd_scaling_igemm_epi0(cons
             for (int kw = 0; kw < 2; ++kw) {
                 const int w = ow * 2 - 0 + kw;
                 if (w < 0 || w >= 63) continue;
-                const float v = x[((long long)d * 63 + h) * 63 + w];
-                acc = acc + v;
+                const float e = x[(d * 63 + h) * 63 + w];
+                acc = acc + e;
             }
         }
     }
-    out[o] = acc / 8.0f;
-}
-
-// Pointwise: 2 ops on each of 29521920 elements.
-extern "C" __global__ void l2_50_scaling_avgpool_biasadd_scaling_igemm_epi1(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2)
-{
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 29521920LL) return;
-    const int c = (int)((i / 14415LL) % 16);
-    float v = in[i];
+    float v = acc / 8.0f;
     v = v + __ldg(e1 + c);
     v = v * __ldg(e2);
-    (void)c;
-    out[i] = v;
+    out[o] = v;
 }
 """
 
@@ -344,16 +338,11 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 "extra 2 must be a contiguous float32 CUDA tensor of 1 elements");
     torch::Tensor cur = x;
     cur = conv_part(cur, weight, bias, extras);
-    auto stats = torch::zeros({1}, cur.options().dtype(torch::kFloat64));
     {
         auto next = torch::empty({128, 16, 15, 31, 31}, cur.options());
-        l2_50_scaling_avgpool_biasadd_scaling_igemm_epi0<<<115320, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
+        l2_50_scaling_avgpool_biasadd_scaling_igemm_epi0<<<115320, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr());
         check_launch("l2_50_scaling_avgpool_biasadd_scaling_igemm_epi0");
         cur = next;
-    }
-    {
-        l2_50_scaling_avgpool_biasadd_scaling_igemm_epi1<<<115320, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr());
-        check_launch("l2_50_scaling_avgpool_biasadd_scaling_igemm_epi1");
     }
     return cur.view({128, 16, 15, 31, 31});
 }

@@ -19,8 +19,11 @@ Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
 The convolution's store applies swish to each output before writing it (no
 kernel of their own). After the convolution, as kernels of their own, in order:
-each segment's sum and sum of squares, in double; pointwise (normalise,
-hardswish).
+each segment's sum and sum of squares in double, as 2 partial result(s) a
+segment (no atomics); normalise, each block turning its segments' partial
+results into their statistics once, then hardswish before it writes.
+No Triton file: the Triton backend cannot express this forward yet (no Triton
+kernel for a stats step).
 """
 import torch
 import torch.nn as nn
@@ -248,52 +251,101 @@ l2_60_swish_groupnorm_hardswish_igemm(const float* __restrict__ x, const float* 
 }
 
 // ---- The ops around the convolution, as passes (from the plan) ----------
-// One thread an element; norms read their segment's double sums.
 
-// Statistics of 512 segments of 492156 elements: segment s is 1 run(s) of
-// 492156 starting at (s / 1) * 492156 + (s % 1) * 492156 + r * 492156.
-// 2 blocks a segment, each summing its share in double and adding
-// it to the segment's sums (zeroed before) atomically.
-extern "C" __global__ void l2_60_swish_groupnorm_hardswish_igemm_epi0(const float* __restrict__ in, double* __restrict__ stats)
+// Partial statistics of 512 segments of 492156 elements: segment s is 1 run(s) of 492156
+// starting at s * 492156. A block sums one piece of 246080 elements of a run (2 a run, 2 a
+// segment), coalesced as float4s, and writes its sum and sum of squares, in double: every part
+// is written and none added atomically, so nothing is zeroed first and the sums do not depend
+// on the blocks' order.
+extern "C" __global__ void l2_60_swish_groupnorm_hardswish_igemm_epi0(const float* __restrict__ in, double* __restrict__ parts)
 {
-    __shared__ double red[2][256];
-    const long long s = blockIdx.x;
-    const long long base = (s / 1) * 492156LL + (s % 1) * 492156LL;
-    const long long per = (492156LL + 2 - 1) / 2;
-    const long long lo = blockIdx.y * per, hi = min(lo + per, 492156LL);
+    const int s = blockIdx.x / 2;
+    const int piece = blockIdx.x % 2;
+    const float* x = in + s * 492156 + piece * 246080;
+    const int n = min(246080, 492156 - piece * 246080);
     double sum = 0.0, sq = 0.0;
-    for (long long e = lo + threadIdx.x; e < hi; e += blockDim.x) {
-        const double x = in[base + (e / 492156) * 492156LL + e % 492156];
-        sum += x;
-        sq += x * x;
+    for (int e = threadIdx.x * 4; e < n; e += 1024) {
+        const float4 x4 = *reinterpret_cast<const float4*>(x + e);
+        const double a = x4.x, b = x4.y, c = x4.z, d = x4.w;
+        sum += (a + b) + (c + d);
+        sq += (a * a + b * b) + (c * c + d * d);
     }
-    red[0][threadIdx.x] = sum;
-    red[1][threadIdx.x] = sq;
+    __shared__ double red_s[8], red_q[8];
+    for (int step = 16; step > 0; step /= 2) sum = sum + __shfl_xor_sync(0xffffffffu, sum, step);
+    if (threadIdx.x % 32 == 0) red_s[threadIdx.x / 32] = sum;
     __syncthreads();
-    for (int k = blockDim.x / 2; k > 0; k /= 2) {
-        if (threadIdx.x < k) {
-            red[0][threadIdx.x] += red[0][threadIdx.x + k];
-            red[1][threadIdx.x] += red[1][threadIdx.x + k];
-        }
-        __syncthreads();
+    if (threadIdx.x < 32) {
+        sum = threadIdx.x < 8 ? red_s[threadIdx.x] : 0.0;
+        for (int step = 4; step > 0; step /= 2) sum = sum + __shfl_xor_sync(0xffffffffu, sum, step);
+    }
+    for (int step = 16; step > 0; step /= 2) sq = sq + __shfl_xor_sync(0xffffffffu, sq, step);
+    if (threadIdx.x % 32 == 0) red_q[threadIdx.x / 32] = sq;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        sq = threadIdx.x < 8 ? red_q[threadIdx.x] : 0.0;
+        for (int step = 4; step > 0; step /= 2) sq = sq + __shfl_xor_sync(0xffffffffu, sq, step);
     }
     if (threadIdx.x == 0) {
-        atomicAdd(stats + 0 + 2 * s, red[0][0]);
-        atomicAdd(stats + 0 + 2 * s + 1, red[1][0]);
+        parts[0 + 2 * blockIdx.x] = sum;
+        parts[0 + 2 * blockIdx.x + 1] = sq;
     }
 }
 
-// Pointwise: 2 ops on each of 251983872 elements.
-extern "C" __global__ void l2_60_swish_groupnorm_hardswish_igemm_epi1(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0, const float* __restrict__ e1)
+// Normalise 251983872 elements in place by their segment's statistics (512 segments of 492156;
+// element i's is (i / 492156)); then the 1 op(s) after it in the chain, before the write (no
+// kernel of their own). A block covers 4096 elements: first a warp a segment turns the stats
+// kernel's 2 partial result(s) of each segment the block reaches into its scale and shift
+// (1/sqrt(variance + eps) and -mean times it), once, in shared memory (no division or square
+// root an element); then each thread applies them to 4 vector(s) of 4, 1024 elements apart.
+extern "C" __global__ void l2_60_swish_groupnorm_hardswish_igemm_epi1(float* __restrict__ data, const double* __restrict__ parts, const float* __restrict__ e0, const float* __restrict__ e1)
 {
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 251983872LL) return;
-    const int c = (int)((i / 123039LL) % 16);
-    float v = in[i];
-    { const double* s = stats + 0 + 2 * (i / 492156LL); const double mean = s[0] / 492156.0; const double var = fmax(s[1] / 492156.0 - mean * mean, 0.0); v = (float)(((double)v - mean) / sqrt(var + 1.0000000000000001e-05)) * __ldg(e0 + c) + __ldg(e1 + c); }
-    v = v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f;
-    (void)c;
-    out[i] = v;
+    __shared__ double scale[2], shift[2];
+    const int lo = (int)blockIdx.x * 4096;
+    const int q0 = lo / 492156;
+    {
+        const int hi = lo + 4096 < 251983872 ? lo + 4096 : 251983872;
+        const int segs = (int)((hi - 1) / 492156 - q0) + 1;
+        const int lane = threadIdx.x % 32;
+        for (int j = threadIdx.x / 32; j < segs; j += 8) {
+            const int s = (int)(q0 + j);
+            const double* p = parts + 0 + 2 * s * 2;
+            double sum = 0.0, sq = 0.0;
+            for (int k = lane; k < 2; k += 32) {
+                sum += p[2 * k];
+                sq += p[2 * k + 1];
+            }
+            for (int o = 16; o > 0; o /= 2) {
+                sum += __shfl_xor_sync(0xffffffffu, sum, o);
+                sq += __shfl_xor_sync(0xffffffffu, sq, o);
+            }
+            if (lane == 0) {
+                const double mean = sum / 492156.0;
+                const double rstd = 1.0 / sqrt(fmax(sq / 492156.0 - mean * mean, 0.0) + 1.0000000000000001e-05);
+                scale[j] = rstd;
+                shift[j] = -mean * rstd;
+            }
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int it = 0; it < 4; ++it) {
+        const int i0 = lo + (it * 256 + threadIdx.x) * 4;
+        if (i0 < 251983872) {
+            const float4 x4 = *reinterpret_cast<const float4*>(data + i0);
+            float x[4] = {x4.x, x4.y, x4.z, x4.w};
+            const int q = (int)(i0 / 492156 - q0);
+            #pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                float v = x[k];
+                const int i = i0 + k;
+                const int c = (int)(i / 123039 % 16);
+                v = (float)fma((double)v, scale[q], shift[q]) * __ldg(e0 + c) + __ldg(e1 + c);
+                v = v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f;
+                x[k] = v;
+            }
+            *reinterpret_cast<float4*>(data + i0) = make_float4(x[0], x[1], x[2], x[3]);
+        }
+    }
 }
 """
 
@@ -343,15 +395,13 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 "extra 1 must be a contiguous float32 CUDA tensor of 16 elements");
     torch::Tensor cur = x;
     cur = conv_part(cur, weight, bias);
-    auto stats = torch::zeros({1024}, cur.options().dtype(torch::kFloat64));
-    {
-        l2_60_swish_groupnorm_hardswish_igemm_epi0<<<dim3(512, 2), 256>>>((const float*)cur.data_ptr(), (double*)stats.data_ptr());
-        check_launch("l2_60_swish_groupnorm_hardswish_igemm_epi0");
-    }
-    {
-        l2_60_swish_groupnorm_hardswish_igemm_epi1<<<984312, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr());
-        check_launch("l2_60_swish_groupnorm_hardswish_igemm_epi1");
-    }
+    // The statistics kernels' partial results: every one is written before
+    // it is read, so none is zeroed first.
+    auto parts = torch::empty({2048}, cur.options().dtype(torch::kFloat64));
+    l2_60_swish_groupnorm_hardswish_igemm_epi0<<<1024, 256>>>((const float*)cur.data_ptr(), (double*)parts.data_ptr());
+    check_launch("l2_60_swish_groupnorm_hardswish_igemm_epi0");
+    l2_60_swish_groupnorm_hardswish_igemm_epi1<<<61520, 256>>>((float*)cur.data_ptr(), (const double*)parts.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr());
+    check_launch("l2_60_swish_groupnorm_hardswish_igemm_epi1");
     return cur.view({128, 16, 31, 63, 63});
 }
 """

@@ -28,7 +28,11 @@ memory.
 Both re-layouts run in every forward and are part of its time.
 The convolution's store applies relu to each output before writing it (no kernel
 of their own). After the convolution, as kernels of their own, in order: each
-segment's sum and sum of squares, in double; pointwise (normalise).
+segment's sum and sum of squares in double, as 5 partial result(s) a segment (no
+atomics); normalise, each block turning its segments' partial results into their
+statistics once.
+No Triton file: the Triton backend cannot express this forward yet (no Triton
+kernel for a stats step).
 """
 import torch
 import torch.nn as nn
@@ -509,51 +513,96 @@ l2_61_relu_groupnorm_igemm(const float* __restrict__ xr, const float* __restrict
 }
 
 // ---- The ops around the convolution, as passes (from the plan) ----------
-// One thread an element; norms read their segment's double sums.
 
-// Statistics of 128 segments of 628864 elements: segment s is 1 run(s) of
-// 628864 starting at (s / 1) * 628864 + (s % 1) * 628864 + r * 628864.
-// 5 blocks a segment, each summing its share in double and adding
-// it to the segment's sums (zeroed before) atomically.
-extern "C" __global__ void l2_61_relu_groupnorm_igemm_epi0(const float* __restrict__ in, double* __restrict__ stats)
+// Partial statistics of 128 segments of 628864 elements: segment s is 1 run(s) of 628864
+// starting at s * 628864. A block sums one piece of 125776 elements of a run (5 a run, 5 a
+// segment), coalesced as float4s, and writes its sum and sum of squares, in double: every part
+// is written and none added atomically, so nothing is zeroed first and the sums do not depend
+// on the blocks' order.
+extern "C" __global__ void l2_61_relu_groupnorm_igemm_epi0(const float* __restrict__ in, double* __restrict__ parts)
 {
-    __shared__ double red[2][256];
-    const long long s = blockIdx.x;
-    const long long base = (s / 1) * 628864LL + (s % 1) * 628864LL;
-    const long long per = (628864LL + 5 - 1) / 5;
-    const long long lo = blockIdx.y * per, hi = min(lo + per, 628864LL);
+    const int s = blockIdx.x / 5;
+    const int piece = blockIdx.x % 5;
+    const float* x = in + s * 628864 + piece * 125776;
+    const int n = min(125776, 628864 - piece * 125776);
     double sum = 0.0, sq = 0.0;
-    for (long long e = lo + threadIdx.x; e < hi; e += blockDim.x) {
-        const double x = in[base + (e / 628864) * 628864LL + e % 628864];
-        sum += x;
-        sq += x * x;
+    for (int e = threadIdx.x * 4; e < n; e += 1024) {
+        const float4 x4 = *reinterpret_cast<const float4*>(x + e);
+        const double a = x4.x, b = x4.y, c = x4.z, d = x4.w;
+        sum += (a + b) + (c + d);
+        sq += (a * a + b * b) + (c * c + d * d);
     }
-    red[0][threadIdx.x] = sum;
-    red[1][threadIdx.x] = sq;
+    __shared__ double red_s[8], red_q[8];
+    for (int step = 16; step > 0; step /= 2) sum = sum + __shfl_xor_sync(0xffffffffu, sum, step);
+    if (threadIdx.x % 32 == 0) red_s[threadIdx.x / 32] = sum;
     __syncthreads();
-    for (int k = blockDim.x / 2; k > 0; k /= 2) {
-        if (threadIdx.x < k) {
-            red[0][threadIdx.x] += red[0][threadIdx.x + k];
-            red[1][threadIdx.x] += red[1][threadIdx.x + k];
-        }
-        __syncthreads();
+    if (threadIdx.x < 32) {
+        sum = threadIdx.x < 8 ? red_s[threadIdx.x] : 0.0;
+        for (int step = 4; step > 0; step /= 2) sum = sum + __shfl_xor_sync(0xffffffffu, sum, step);
+    }
+    for (int step = 16; step > 0; step /= 2) sq = sq + __shfl_xor_sync(0xffffffffu, sq, step);
+    if (threadIdx.x % 32 == 0) red_q[threadIdx.x / 32] = sq;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        sq = threadIdx.x < 8 ? red_q[threadIdx.x] : 0.0;
+        for (int step = 4; step > 0; step /= 2) sq = sq + __shfl_xor_sync(0xffffffffu, sq, step);
     }
     if (threadIdx.x == 0) {
-        atomicAdd(stats + 0 + 2 * s, red[0][0]);
-        atomicAdd(stats + 0 + 2 * s + 1, red[1][0]);
+        parts[0 + 2 * blockIdx.x] = sum;
+        parts[0 + 2 * blockIdx.x + 1] = sq;
     }
 }
 
-// Pointwise: 1 ops on each of 80494592 elements.
-extern "C" __global__ void l2_61_relu_groupnorm_igemm_epi1(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0, const float* __restrict__ e1)
+// Normalise 80494592 elements in place by their segment's statistics (128 segments of 628864;
+// element i's is (i / 628864)). A block covers 4096 elements: first a warp a segment turns the
+// stats kernel's 5 partial result(s) of each segment the block reaches into its scale and
+// shift (1/sqrt(variance + eps) and -mean times it), once, in shared memory (no division or
+// square root an element); then each thread applies them to 4 vector(s) of 4, 1024 elements
+// apart.
+extern "C" __global__ void l2_61_relu_groupnorm_igemm_epi1(float* __restrict__ data, const double* __restrict__ parts, const float* __restrict__ e0, const float* __restrict__ e1)
 {
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 80494592LL) return;
-    const int c = (int)((i / 39304LL) % 128);
-    float v = in[i];
-    { const double* s = stats + 0 + 2 * (i / 628864LL); const double mean = s[0] / 628864.0; const double var = fmax(s[1] / 628864.0 - mean * mean, 0.0); v = (float)(((double)v - mean) / sqrt(var + 1.0000000000000001e-05)) * __ldg(e0 + c) + __ldg(e1 + c); }
-    (void)c;
-    out[i] = v;
+    __shared__ double scale[2], shift[2];
+    const int lo = (int)blockIdx.x * 4096;
+    const int q0 = lo / 628864;
+    {
+        const int segs = (int)((lo + 4095) / 628864 - q0) + 1;
+        const int lane = threadIdx.x % 32;
+        for (int j = threadIdx.x / 32; j < segs; j += 8) {
+            const int s = (int)(q0 + j);
+            const double* p = parts + 0 + 2 * s * 5;
+            double sum = 0.0, sq = 0.0;
+            for (int k = lane; k < 5; k += 32) {
+                sum += p[2 * k];
+                sq += p[2 * k + 1];
+            }
+            for (int o = 16; o > 0; o /= 2) {
+                sum += __shfl_xor_sync(0xffffffffu, sum, o);
+                sq += __shfl_xor_sync(0xffffffffu, sq, o);
+            }
+            if (lane == 0) {
+                const double mean = sum / 628864.0;
+                const double rstd = 1.0 / sqrt(fmax(sq / 628864.0 - mean * mean, 0.0) + 1.0000000000000001e-05);
+                scale[j] = rstd;
+                shift[j] = -mean * rstd;
+            }
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int it = 0; it < 4; ++it) {
+        const int i0 = lo + (it * 256 + threadIdx.x) * 4;
+        const float4 x4 = *reinterpret_cast<const float4*>(data + i0);
+        float x[4] = {x4.x, x4.y, x4.z, x4.w};
+        const int c = (int)(i0 / 39304 % 128);
+        const int q = (int)(i0 / 628864 - q0);
+        #pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            float v = x[k];
+            v = (float)fma((double)v, scale[q], shift[q]) * __ldg(e0 + c) + __ldg(e1 + c);
+            x[k] = v;
+        }
+        *reinterpret_cast<float4*>(data + i0) = make_float4(x[0], x[1], x[2], x[3]);
+    }
 }
 """
 
@@ -607,15 +656,13 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, st
                 "extra 1 must be a contiguous float32 CUDA tensor of 128 elements");
     torch::Tensor cur = x;
     cur = conv_part(cur, weight);
-    auto stats = torch::zeros({256}, cur.options().dtype(torch::kFloat64));
-    {
-        l2_61_relu_groupnorm_igemm_epi0<<<dim3(128, 5), 256>>>((const float*)cur.data_ptr(), (double*)stats.data_ptr());
-        check_launch("l2_61_relu_groupnorm_igemm_epi0");
-    }
-    {
-        l2_61_relu_groupnorm_igemm_epi1<<<314432, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr());
-        check_launch("l2_61_relu_groupnorm_igemm_epi1");
-    }
+    // The statistics kernels' partial results: every one is written before
+    // it is read, so none is zeroed first.
+    auto parts = torch::empty({1280}, cur.options().dtype(torch::kFloat64));
+    l2_61_relu_groupnorm_igemm_epi0<<<640, 256>>>((const float*)cur.data_ptr(), (double*)parts.data_ptr());
+    check_launch("l2_61_relu_groupnorm_igemm_epi0");
+    l2_61_relu_groupnorm_igemm_epi1<<<19652, 256>>>((float*)cur.data_ptr(), (const double*)parts.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr());
+    check_launch("l2_61_relu_groupnorm_igemm_epi1");
     return cur.view({16, 128, 34, 34, 34});
 }
 """

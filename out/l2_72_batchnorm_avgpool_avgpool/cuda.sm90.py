@@ -18,9 +18,13 @@ are fp32 FFMA, accumulated in fp32.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
 After the convolution, as kernels of their own, in order: each segment's sum and
-sum of squares, in double; pointwise (normalise); average pool; average pool.
-Kernel l2_72_batchnorm_avgpool_avgpool_igemm_bn0 updates the BatchNorm's running
+sum of squares in double, as 64 partial result(s) a segment (no atomics);
+normalise, each block turning its segments' partial results into their
+statistics once; average pool; average pool. Kernel
+l2_72_batchnorm_avgpool_avgpool_igemm_bn0 updates the BatchNorm's running
 statistics as PyTorch does.
+No Triton file: the Triton backend cannot express this forward yet (no Triton
+kernel for a stats step).
 """
 import torch
 import torch.nn as nn
@@ -240,63 +244,112 @@ l2_72_batchnorm_avgpool_avgpool_igemm(const float* __restrict__ x, const float* 
 }
 
 // ---- The ops around the convolution, as passes (from the plan) ----------
-// One thread an element; norms read their segment's double sums.
 
-// Statistics of 16 segments of 16003008 elements: segment s is 64 run(s) of
-// 250047 starting at (s / 16) * 0 + (s % 16) * 250047 + r * 4000752.
-// 34 blocks a segment, each summing its share in double and adding
-// it to the segment's sums (zeroed before) atomically.
-extern "C" __global__ void l2_72_batchnorm_avgpool_avgpool_igemm_epi0(const float* __restrict__ in, double* __restrict__ stats)
+// Partial statistics of 16 segments of 16003008 elements: segment s is 64 run(s) of 250047
+// starting at s * 250047 + r * 4000752. A block sums one piece of 250047 elements of a run (1
+// a run, 64 a segment), coalesced, and writes its sum and sum of squares, in double: every
+// part is written and none added atomically, so nothing is zeroed first and the sums do not
+// depend on the blocks' order.
+extern "C" __global__ void l2_72_batchnorm_avgpool_avgpool_igemm_epi0(const float* __restrict__ in, double* __restrict__ parts)
 {
-    __shared__ double red[2][256];
-    const long long s = blockIdx.x;
-    const long long base = (s / 16) * 0LL + (s % 16) * 250047LL;
-    const long long per = (16003008LL + 34 - 1) / 34;
-    const long long lo = blockIdx.y * per, hi = min(lo + per, 16003008LL);
+    const int s = blockIdx.x / 64;
+    const int r = blockIdx.x % 64;
+    const float* x = in + s * 250047 + r * 4000752;
     double sum = 0.0, sq = 0.0;
-    for (long long e = lo + threadIdx.x; e < hi; e += blockDim.x) {
-        const double x = in[base + (e / 250047) * 4000752LL + e % 250047];
-        sum += x;
-        sq += x * x;
+    for (int e = threadIdx.x; e < 250047; e += 256) {
+        const double v = x[e];
+        sum += v;
+        sq += v * v;
     }
-    red[0][threadIdx.x] = sum;
-    red[1][threadIdx.x] = sq;
+    __shared__ double red_s[8], red_q[8];
+    for (int step = 16; step > 0; step /= 2) sum = sum + __shfl_xor_sync(0xffffffffu, sum, step);
+    if (threadIdx.x % 32 == 0) red_s[threadIdx.x / 32] = sum;
     __syncthreads();
-    for (int k = blockDim.x / 2; k > 0; k /= 2) {
-        if (threadIdx.x < k) {
-            red[0][threadIdx.x] += red[0][threadIdx.x + k];
-            red[1][threadIdx.x] += red[1][threadIdx.x + k];
-        }
-        __syncthreads();
+    if (threadIdx.x < 32) {
+        sum = threadIdx.x < 8 ? red_s[threadIdx.x] : 0.0;
+        for (int step = 4; step > 0; step /= 2) sum = sum + __shfl_xor_sync(0xffffffffu, sum, step);
+    }
+    for (int step = 16; step > 0; step /= 2) sq = sq + __shfl_xor_sync(0xffffffffu, sq, step);
+    if (threadIdx.x % 32 == 0) red_q[threadIdx.x / 32] = sq;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        sq = threadIdx.x < 8 ? red_q[threadIdx.x] : 0.0;
+        for (int step = 4; step > 0; step /= 2) sq = sq + __shfl_xor_sync(0xffffffffu, sq, step);
     }
     if (threadIdx.x == 0) {
-        atomicAdd(stats + 0 + 2 * s, red[0][0]);
-        atomicAdd(stats + 0 + 2 * s + 1, red[1][0]);
+        parts[0 + 2 * blockIdx.x] = sum;
+        parts[0 + 2 * blockIdx.x + 1] = sq;
     }
 }
 
-// Pointwise: 1 ops on each of 256048128 elements.
-extern "C" __global__ void l2_72_batchnorm_avgpool_avgpool_igemm_epi1(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2, const float* __restrict__ e3, const float* __restrict__ e4)
+// Normalise 256048128 elements in place by their segment's statistics (16 segments of
+// 16003008; element i's is (i / 250047) % 16). A block covers 4096 elements: first a warp a
+// segment turns the stats kernel's 64 partial result(s) of each segment the block reaches into
+// its scale and shift (1/sqrt(variance + eps) and -mean, with the weight and bias folded in),
+// once, in shared memory (no division or square root an element); then each thread applies
+// them to 4 vector(s) of 4, 1024 elements apart.
+extern "C" __global__ void l2_72_batchnorm_avgpool_avgpool_igemm_epi1(float* __restrict__ data, const double* __restrict__ parts, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2, const float* __restrict__ e3, const float* __restrict__ e4)
 {
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 256048128LL) return;
-    const int c = (int)((i / 250047LL) % 16);
-    float v = in[i];
-    { const double* s = stats + 0 + 2 * ((i / 250047LL) % 16LL); const double mean = s[0] / 16003008.0; const double var = fmax(s[1] / 16003008.0 - mean * mean, 0.0); v = (float)(((double)v - mean) / sqrt(var + 1.0000000000000001e-05)) * __ldg(e0 + c) + __ldg(e1 + c); }
-    (void)c;
-    out[i] = v;
+    __shared__ double scale[2], shift[2];
+    const int lo = (int)blockIdx.x * 4096;
+    const int q0 = lo / 250047;
+    {
+        const int hi = lo + 4096 < 256048128 ? lo + 4096 : 256048128;
+        const int segs = (int)((hi - 1) / 250047 - q0) + 1;
+        const int lane = threadIdx.x % 32;
+        for (int j = threadIdx.x / 32; j < segs; j += 8) {
+            const int s = (int)((q0 + j) % 16);
+            const double* p = parts + 0 + 2 * s * 64;
+            double sum = 0.0, sq = 0.0;
+            for (int k = lane; k < 64; k += 32) {
+                sum += p[2 * k];
+                sq += p[2 * k + 1];
+            }
+            for (int o = 16; o > 0; o /= 2) {
+                sum += __shfl_xor_sync(0xffffffffu, sum, o);
+                sq += __shfl_xor_sync(0xffffffffu, sq, o);
+            }
+            if (lane == 0) {
+                const double mean = sum / 16003008.0;
+                const double rstd = 1.0 / sqrt(fmax(sq / 16003008.0 - mean * mean, 0.0) + 1.0000000000000001e-05);
+                // The weight and bias are the segment's (its channel's): folded in.
+                const double w = rstd * __ldg(e0 + s);
+                scale[j] = w;
+                shift[j] = __ldg(e1 + s) - mean * w;
+            }
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int it = 0; it < 4; ++it) {
+        const int i0 = lo + (it * 256 + threadIdx.x) * 4;
+        if (i0 < 256048128) {
+            const float4 x4 = *reinterpret_cast<const float4*>(data + i0);
+            float x[4] = {x4.x, x4.y, x4.z, x4.w};
+            #pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                float v = x[k];
+                const int i = i0 + k;
+                const int q = (int)(i / 250047 - q0);
+                v = (float)fma((double)v, scale[q], shift[q]);
+                x[k] = v;
+            }
+            *reinterpret_cast<float4*>(data + i0) = make_float4(x[0], x[1], x[2], x[3]);
+        }
+    }
 }
 
-// Average pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (64, 16, 63, 63, 63) to (64, 16, 31, 31, 31).
+// Average pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (64, 16, 63, 63, 63) to (64, 16,
+// 31, 31, 31), a thread an output.
 extern "C" __global__ void l2_72_batchnorm_avgpool_avgpool_igemm_epi2(const float* __restrict__ in, float* __restrict__ out)
 {
-    const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= 30505984LL) return;
-    long long r = o;
+    const int o = (int)blockIdx.x * 256 + threadIdx.x;
+    if (o >= 30505984) return;
+    int r = o;
     const int ow = (int)(r % 31); r /= 31;
     const int oh = (int)(r % 31); r /= 31;
     const int od = (int)(r % 31); r /= 31;
-    const float* x = in + r * 250047LL;
+    const float* x = in + r * 250047;
     float acc = 0.0f;
     for (int kd = 0; kd < 2; ++kd) {
         const int d = od * 2 - 0 + kd;
@@ -307,24 +360,26 @@ extern "C" __global__ void l2_72_batchnorm_avgpool_avgpool_igemm_epi2(const floa
             for (int kw = 0; kw < 2; ++kw) {
                 const int w = ow * 2 - 0 + kw;
                 if (w < 0 || w >= 63) continue;
-                const float v = x[((long long)d * 63 + h) * 63 + w];
-                acc = acc + v;
+                const float e = x[(d * 63 + h) * 63 + w];
+                acc = acc + e;
             }
         }
     }
-    out[o] = acc / 8.0f;
+    float v = acc / 8.0f;
+    out[o] = v;
 }
 
-// Average pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (64, 16, 31, 31, 31) to (64, 16, 15, 15, 15).
+// Average pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (64, 16, 31, 31, 31) to (64, 16,
+// 15, 15, 15), a thread an output.
 extern "C" __global__ void l2_72_batchnorm_avgpool_avgpool_igemm_epi3(const float* __restrict__ in, float* __restrict__ out)
 {
-    const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= 3456000LL) return;
-    long long r = o;
+    const int o = (int)blockIdx.x * 256 + threadIdx.x;
+    if (o >= 3456000) return;
+    int r = o;
     const int ow = (int)(r % 15); r /= 15;
     const int oh = (int)(r % 15); r /= 15;
     const int od = (int)(r % 15); r /= 15;
-    const float* x = in + r * 29791LL;
+    const float* x = in + r * 29791;
     float acc = 0.0f;
     for (int kd = 0; kd < 2; ++kd) {
         const int d = od * 2 - 0 + kd;
@@ -335,26 +390,39 @@ extern "C" __global__ void l2_72_batchnorm_avgpool_avgpool_igemm_epi3(const floa
             for (int kw = 0; kw < 2; ++kw) {
                 const int w = ow * 2 - 0 + kw;
                 if (w < 0 || w >= 31) continue;
-                const float v = x[((long long)d * 31 + h) * 31 + w];
-                acc = acc + v;
+                const float e = x[(d * 31 + h) * 31 + w];
+                acc = acc + e;
             }
         }
     }
-    out[o] = acc / 8.0f;
+    float v = acc / 8.0f;
+    out[o] = v;
 }
 
 // Training-mode BatchNorm's running statistics, as the reference updates
 // them: momentum 0.1, the unbiased variance of 16003008 elements a channel.
-extern "C" __global__ void l2_72_batchnorm_avgpool_avgpool_igemm_bn0(const double* __restrict__ stats, float* running_mean, float* running_var, long long* batches)
+// A warp a channel adds its 64 partial sums.
+extern "C" __global__ void l2_72_batchnorm_avgpool_avgpool_igemm_bn0(const double* __restrict__ parts, float* running_mean, float* running_var, long long* batches)
 {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c == 0) batches[0] += 1;
-    if (c >= 16) return;
-    const double n = 16003008.0;
-    const double mean = stats[0 + 2 * c] / n;
-    const double var = fmax(stats[0 + 2 * c + 1] / n - mean * mean, 0.0);
-    running_mean[c] = (float)((1.0 - 0.1) * running_mean[c] + 0.1 * mean);
-    running_var[c] = (float)((1.0 - 0.1) * running_var[c] + 0.1 * var * n / (n - 1.0));
+    const int c = blockIdx.x, lane = threadIdx.x;
+    const double* p = parts + 0 + 2 * c * 64;
+    double sum = 0.0, sq = 0.0;
+    for (int k = lane; k < 64; k += 32) {
+        sum += p[2 * k];
+        sq += p[2 * k + 1];
+    }
+    for (int o = 16; o > 0; o /= 2) {
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        sq += __shfl_xor_sync(0xffffffffu, sq, o);
+    }
+    if (lane == 0) {
+        if (c == 0) batches[0] += 1;
+        const double n = 16003008.0;
+        const double mean = sum / n;
+        const double var = fmax(sq / n - mean * mean, 0.0);
+        running_mean[c] = (float)((1.0 - 0.1) * running_mean[c] + 0.1 * mean);
+        running_var[c] = (float)((1.0 - 0.1) * running_var[c] + 0.1 * var * n / (n - 1.0));
+    }
 }
 """
 
@@ -413,15 +481,13 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 "extra 4 must be a contiguous int64 CUDA tensor of 1 elements");
     torch::Tensor cur = x;
     cur = conv_part(cur, weight, bias);
-    auto stats = torch::zeros({32}, cur.options().dtype(torch::kFloat64));
-    {
-        l2_72_batchnorm_avgpool_avgpool_igemm_epi0<<<dim3(16, 34), 256>>>((const float*)cur.data_ptr(), (double*)stats.data_ptr());
-        check_launch("l2_72_batchnorm_avgpool_avgpool_igemm_epi0");
-    }
-    {
-        l2_72_batchnorm_avgpool_avgpool_igemm_epi1<<<1000188, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr(), (const float*)extras[3].data_ptr(), nullptr);
-        check_launch("l2_72_batchnorm_avgpool_avgpool_igemm_epi1");
-    }
+    // The statistics kernels' partial results: every one is written before
+    // it is read, so none is zeroed first.
+    auto parts = torch::empty({2048}, cur.options().dtype(torch::kFloat64));
+    l2_72_batchnorm_avgpool_avgpool_igemm_epi0<<<1024, 256>>>((const float*)cur.data_ptr(), (double*)parts.data_ptr());
+    check_launch("l2_72_batchnorm_avgpool_avgpool_igemm_epi0");
+    l2_72_batchnorm_avgpool_avgpool_igemm_epi1<<<62512, 256>>>((float*)cur.data_ptr(), (const double*)parts.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr(), (const float*)extras[3].data_ptr(), nullptr);
+    check_launch("l2_72_batchnorm_avgpool_avgpool_igemm_epi1");
     {
         auto next = torch::empty({64, 16, 31, 31, 31}, cur.options());
         l2_72_batchnorm_avgpool_avgpool_igemm_epi2<<<119164, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
@@ -434,7 +500,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
         check_launch("l2_72_batchnorm_avgpool_avgpool_igemm_epi3");
         cur = next;
     }
-    l2_72_batchnorm_avgpool_avgpool_igemm_bn0<<<1, 256>>>((const double*)stats.data_ptr(), (float*)extras[2].data_ptr(),
+    l2_72_batchnorm_avgpool_avgpool_igemm_bn0<<<16, 32>>>((const double*)parts.data_ptr(), (float*)extras[2].data_ptr(),
         (float*)extras[3].data_ptr(), (long long*)extras[4].data_ptr());
     check_launch("l2_72_batchnorm_avgpool_avgpool_igemm_bn0");
     return cur.view({64, 16, 15, 15, 15});

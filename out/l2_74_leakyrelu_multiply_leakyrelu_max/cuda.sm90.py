@@ -461,18 +461,18 @@ l2_74_leakyrelu_multiply_leakyrelu_max_igemm(const float* __restrict__ xr, const
 }
 
 // ---- The ops around the convolution, as passes (from the plan) ----------
-// One thread an element; norms read their segment's double sums.
 
-// Max pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (16, 32, 32, 64, 64) to (16, 32, 16, 32, 32).
+// Max pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (16, 32, 32, 64, 64) to (16, 32, 16,
+// 32, 32), a thread an output.
 extern "C" __global__ void l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi0(const float* __restrict__ in, float* __restrict__ out)
 {
-    const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= 8388608LL) return;
-    long long r = o;
+    const int o = (int)blockIdx.x * 256 + threadIdx.x;
+    if (o >= 8388608) return;
+    int r = o;
     const int ow = (int)(r % 32); r /= 32;
     const int oh = (int)(r % 32); r /= 32;
     const int od = (int)(r % 16); r /= 16;
-    const float* x = in + r * 131072LL;
+    const float* x = in + r * 131072;
     float acc = -INFINITY;
     for (int kd = 0; kd < 2; ++kd) {
         const int d = od * 2 - 0 + kd;
@@ -483,12 +483,13 @@ extern "C" __global__ void l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi0(con
             for (int kw = 0; kw < 2; ++kw) {
                 const int w = ow * 2 - 0 + kw;
                 if (w < 0 || w >= 64) continue;
-                const float v = x[((long long)d * 64 + h) * 64 + w];
-                acc = fmaxf(acc, v);
+                const float e = x[(d * 64 + h) * 64 + w];
+                acc = fmaxf(acc, e);
             }
         }
     }
-    out[o] = acc;
+    float v = acc;
+    out[o] = v;
 }
 """
 
@@ -538,7 +539,6 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 "extra 0 must be a contiguous float32 CUDA tensor of 32 elements");
     torch::Tensor cur = x;
     cur = conv_part(cur, weight, bias, extras);
-    auto stats = torch::zeros({1}, cur.options().dtype(torch::kFloat64));
     {
         auto next = torch::empty({16, 32, 16, 32, 32}, cur.options());
         l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi0<<<32768, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());

@@ -25,9 +25,13 @@ tensor cores do not add in exact fp32, so their sums cover 4 steps of
 Both re-layouts run in every forward and are part of its time.
 The convolution's store applies mul to each output before writing it (no kernel
 of their own). After the convolution, as kernels of their own, in order: each
-segment's sum and sum of squares, in double; pointwise (normalise); mean over an
-axis. Kernel l2_77_scale_batchnorm_globalavgpool_igemm_bn0 updates the
-BatchNorm's running statistics as PyTorch does.
+segment's sum and sum of squares in double, as 16 partial result(s) a segment
+(no atomics); normalise, each block turning its segments' partial results into
+their statistics once; mean over the last axes, a block an output. Kernel
+l2_77_scale_batchnorm_globalavgpool_igemm_bn0 updates the BatchNorm's running
+statistics as PyTorch does.
+No Triton file: the Triton backend cannot express this forward yet (no Triton
+kernel for a stats step).
 """
 import torch
 import torch.nn as nn
@@ -459,87 +463,144 @@ l2_77_scale_batchnorm_globalavgpool_igemm(const float* __restrict__ xr, const fl
 }
 
 // ---- The ops around the convolution, as passes (from the plan) ----------
-// One thread an element; norms read their segment's double sums.
 
-// Statistics of 128 segments of 414720 elements: segment s is 16 run(s) of
-// 25920 starting at (s / 128) * 0 + (s % 128) * 25920 + r * 3317760.
-// 5 blocks a segment, each summing its share in double and adding
-// it to the segment's sums (zeroed before) atomically.
-extern "C" __global__ void l2_77_scale_batchnorm_globalavgpool_igemm_epi0(const float* __restrict__ in, double* __restrict__ stats)
+// Partial statistics of 128 segments of 414720 elements: segment s is 16 run(s) of 25920
+// starting at s * 25920 + r * 3317760. A block sums one piece of 25920 elements of a run (1 a
+// run, 16 a segment), coalesced as float4s, and writes its sum and sum of squares, in double:
+// every part is written and none added atomically, so nothing is zeroed first and the sums do
+// not depend on the blocks' order.
+extern "C" __global__ void l2_77_scale_batchnorm_globalavgpool_igemm_epi0(const float* __restrict__ in, double* __restrict__ parts)
 {
-    __shared__ double red[2][256];
-    const long long s = blockIdx.x;
-    const long long base = (s / 128) * 0LL + (s % 128) * 25920LL;
-    const long long per = (414720LL + 5 - 1) / 5;
-    const long long lo = blockIdx.y * per, hi = min(lo + per, 414720LL);
+    const int s = blockIdx.x / 16;
+    const int r = blockIdx.x % 16;
+    const float* x = in + s * 25920 + r * 3317760;
     double sum = 0.0, sq = 0.0;
-    for (long long e = lo + threadIdx.x; e < hi; e += blockDim.x) {
-        const double x = in[base + (e / 25920) * 3317760LL + e % 25920];
-        sum += x;
-        sq += x * x;
+    for (int e = threadIdx.x * 4; e < 25920; e += 1024) {
+        const float4 x4 = *reinterpret_cast<const float4*>(x + e);
+        const double a = x4.x, b = x4.y, c = x4.z, d = x4.w;
+        sum += (a + b) + (c + d);
+        sq += (a * a + b * b) + (c * c + d * d);
     }
-    red[0][threadIdx.x] = sum;
-    red[1][threadIdx.x] = sq;
+    __shared__ double red_s[8], red_q[8];
+    for (int step = 16; step > 0; step /= 2) sum = sum + __shfl_xor_sync(0xffffffffu, sum, step);
+    if (threadIdx.x % 32 == 0) red_s[threadIdx.x / 32] = sum;
     __syncthreads();
-    for (int k = blockDim.x / 2; k > 0; k /= 2) {
-        if (threadIdx.x < k) {
-            red[0][threadIdx.x] += red[0][threadIdx.x + k];
-            red[1][threadIdx.x] += red[1][threadIdx.x + k];
-        }
-        __syncthreads();
+    if (threadIdx.x < 32) {
+        sum = threadIdx.x < 8 ? red_s[threadIdx.x] : 0.0;
+        for (int step = 4; step > 0; step /= 2) sum = sum + __shfl_xor_sync(0xffffffffu, sum, step);
+    }
+    for (int step = 16; step > 0; step /= 2) sq = sq + __shfl_xor_sync(0xffffffffu, sq, step);
+    if (threadIdx.x % 32 == 0) red_q[threadIdx.x / 32] = sq;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        sq = threadIdx.x < 8 ? red_q[threadIdx.x] : 0.0;
+        for (int step = 4; step > 0; step /= 2) sq = sq + __shfl_xor_sync(0xffffffffu, sq, step);
     }
     if (threadIdx.x == 0) {
-        atomicAdd(stats + 0 + 2 * s, red[0][0]);
-        atomicAdd(stats + 0 + 2 * s + 1, red[1][0]);
+        parts[0 + 2 * blockIdx.x] = sum;
+        parts[0 + 2 * blockIdx.x + 1] = sq;
     }
 }
 
-// Pointwise: 1 ops on each of 53084160 elements.
-extern "C" __global__ void l2_77_scale_batchnorm_globalavgpool_igemm_epi1(const float* __restrict__ in, float* __restrict__ out, const double* __restrict__ stats, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2, const float* __restrict__ e3, const float* __restrict__ e4)
+// Normalise 53084160 elements in place by their segment's statistics (128 segments of 414720;
+// element i's is (i / 25920) % 128). A block covers 4096 elements: first a warp a segment
+// turns the stats kernel's 16 partial result(s) of each segment the block reaches into its
+// scale and shift (1/sqrt(variance + eps) and -mean, with the weight and bias folded in),
+// once, in shared memory (no division or square root an element); then each thread applies
+// them to 4 vector(s) of 4, 1024 elements apart.
+extern "C" __global__ void l2_77_scale_batchnorm_globalavgpool_igemm_epi1(float* __restrict__ data, const double* __restrict__ parts, const float* __restrict__ e0, const float* __restrict__ e1, const float* __restrict__ e2, const float* __restrict__ e3, const float* __restrict__ e4)
 {
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 53084160LL) return;
-    const int c = (int)((i / 25920LL) % 128);
-    float v = in[i];
-    { const double* s = stats + 0 + 2 * ((i / 25920LL) % 128LL); const double mean = s[0] / 414720.0; const double var = fmax(s[1] / 414720.0 - mean * mean, 0.0); v = (float)(((double)v - mean) / sqrt(var + 1.0000000000000001e-05)) * __ldg(e0 + c) + __ldg(e1 + c); }
-    (void)c;
-    out[i] = v;
+    __shared__ double scale[2], shift[2];
+    const int lo = (int)blockIdx.x * 4096;
+    const int q0 = lo / 25920;
+    {
+        const int segs = (int)((lo + 4095) / 25920 - q0) + 1;
+        const int lane = threadIdx.x % 32;
+        for (int j = threadIdx.x / 32; j < segs; j += 8) {
+            const int s = (int)((q0 + j) % 128);
+            const double* p = parts + 0 + 2 * s * 16;
+            double sum = 0.0, sq = 0.0;
+            for (int k = lane; k < 16; k += 32) {
+                sum += p[2 * k];
+                sq += p[2 * k + 1];
+            }
+            for (int o = 16; o > 0; o /= 2) {
+                sum += __shfl_xor_sync(0xffffffffu, sum, o);
+                sq += __shfl_xor_sync(0xffffffffu, sq, o);
+            }
+            if (lane == 0) {
+                const double mean = sum / 414720.0;
+                const double rstd = 1.0 / sqrt(fmax(sq / 414720.0 - mean * mean, 0.0) + 1.0000000000000001e-05);
+                // The weight and bias are the segment's (its channel's): folded in.
+                const double w = rstd * __ldg(e0 + s);
+                scale[j] = w;
+                shift[j] = __ldg(e1 + s) - mean * w;
+            }
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int it = 0; it < 4; ++it) {
+        const int i0 = lo + (it * 256 + threadIdx.x) * 4;
+        const float4 x4 = *reinterpret_cast<const float4*>(data + i0);
+        float x[4] = {x4.x, x4.y, x4.z, x4.w};
+        const int q = (int)(i0 / 25920 - q0);
+        #pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            float v = x[k];
+            v = (float)fma((double)v, scale[q], shift[q]);
+            x[k] = v;
+        }
+        *reinterpret_cast<float4*>(data + i0) = make_float4(x[0], x[1], x[2], x[3]);
+    }
 }
 
-// mean over axes 2 3 4: (16, 128, 20, 36, 36) to (16, 128, 1, 1, 1).
+// mean over axes 2 3 4: (16, 128, 20, 36, 36) to (16, 128, 1, 1, 1). Each output's inputs are
+// one contiguous run of 25920: a block an output reads it coalesced and adds it up.
 extern "C" __global__ void l2_77_scale_batchnorm_globalavgpool_igemm_epi2(const float* __restrict__ in, float* __restrict__ out)
 {
-    const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= 2048LL) return;
-    long long r = o;
-    const int ow = (int)(r % 1); r /= 1;
-    const int oh = (int)(r % 1); r /= 1;
-    const int od = (int)(r % 1); r /= 1;
-    const int oc = (int)(r % 128);
-    const long long n = r / 128;
+    const int o = blockIdx.x;
+    const float* x = in + o * 25920;
     double acc = 0.0;
-    for (int c = oc; c <= oc; ++c)
-        for (int d = 0; d < 20; ++d)
-            for (int h = 0; h < 36; ++h)
-                for (int w = 0; w < 36; ++w) {
-                    const float x = in[(((n * 128 + c) * 20 + d) * 36 + h) * 36LL + w];
-                    acc += x;
-                }
-    out[o] = (float)(acc / 25920.0);
+    for (int e = threadIdx.x; e < 25920; e += 256) acc += x[e];
+    __shared__ double red[8];
+    for (int step = 16; step > 0; step /= 2) acc = acc + __shfl_xor_sync(0xffffffffu, acc, step);
+    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = acc;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        acc = threadIdx.x < 8 ? red[threadIdx.x] : 0.0;
+        for (int step = 4; step > 0; step /= 2) acc = acc + __shfl_xor_sync(0xffffffffu, acc, step);
+    }
+    if (threadIdx.x == 0) {
+        float v = (float)(acc / 25920.0);
+        out[o] = v;
+    }
 }
 
 // Training-mode BatchNorm's running statistics, as the reference updates
 // them: momentum 0.1, the unbiased variance of 414720 elements a channel.
-extern "C" __global__ void l2_77_scale_batchnorm_globalavgpool_igemm_bn0(const double* __restrict__ stats, float* running_mean, float* running_var, long long* batches)
+// A warp a channel adds its 16 partial sums.
+extern "C" __global__ void l2_77_scale_batchnorm_globalavgpool_igemm_bn0(const double* __restrict__ parts, float* running_mean, float* running_var, long long* batches)
 {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c == 0) batches[0] += 1;
-    if (c >= 128) return;
-    const double n = 414720.0;
-    const double mean = stats[0 + 2 * c] / n;
-    const double var = fmax(stats[0 + 2 * c + 1] / n - mean * mean, 0.0);
-    running_mean[c] = (float)((1.0 - 0.1) * running_mean[c] + 0.1 * mean);
-    running_var[c] = (float)((1.0 - 0.1) * running_var[c] + 0.1 * var * n / (n - 1.0));
+    const int c = blockIdx.x, lane = threadIdx.x;
+    const double* p = parts + 0 + 2 * c * 16;
+    double sum = 0.0, sq = 0.0;
+    for (int k = lane; k < 16; k += 32) {
+        sum += p[2 * k];
+        sq += p[2 * k + 1];
+    }
+    for (int o = 16; o > 0; o /= 2) {
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        sq += __shfl_xor_sync(0xffffffffu, sq, o);
+    }
+    if (lane == 0) {
+        if (c == 0) batches[0] += 1;
+        const double n = 414720.0;
+        const double mean = sum / n;
+        const double var = fmax(sq / n - mean * mean, 0.0);
+        running_mean[c] = (float)((1.0 - 0.1) * running_mean[c] + 0.1 * mean);
+        running_var[c] = (float)((1.0 - 0.1) * running_var[c] + 0.1 * var * n / (n - 1.0));
+    }
 }
 """
 
@@ -604,22 +665,20 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 "extra 4 must be a contiguous int64 CUDA tensor of 1 elements");
     torch::Tensor cur = x;
     cur = conv_part(cur, weight, bias);
-    auto stats = torch::zeros({256}, cur.options().dtype(torch::kFloat64));
-    {
-        l2_77_scale_batchnorm_globalavgpool_igemm_epi0<<<dim3(128, 5), 256>>>((const float*)cur.data_ptr(), (double*)stats.data_ptr());
-        check_launch("l2_77_scale_batchnorm_globalavgpool_igemm_epi0");
-    }
-    {
-        l2_77_scale_batchnorm_globalavgpool_igemm_epi1<<<207360, 256>>>((const float*)cur.data_ptr(), (float*)cur.data_ptr(), (const double*)stats.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr(), (const float*)extras[3].data_ptr(), nullptr);
-        check_launch("l2_77_scale_batchnorm_globalavgpool_igemm_epi1");
-    }
+    // The statistics kernels' partial results: every one is written before
+    // it is read, so none is zeroed first.
+    auto parts = torch::empty({4096}, cur.options().dtype(torch::kFloat64));
+    l2_77_scale_batchnorm_globalavgpool_igemm_epi0<<<2048, 256>>>((const float*)cur.data_ptr(), (double*)parts.data_ptr());
+    check_launch("l2_77_scale_batchnorm_globalavgpool_igemm_epi0");
+    l2_77_scale_batchnorm_globalavgpool_igemm_epi1<<<12960, 256>>>((float*)cur.data_ptr(), (const double*)parts.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (const float*)extras[2].data_ptr(), (const float*)extras[3].data_ptr(), nullptr);
+    check_launch("l2_77_scale_batchnorm_globalavgpool_igemm_epi1");
     {
         auto next = torch::empty({16, 128, 1, 1, 1}, cur.options());
-        l2_77_scale_batchnorm_globalavgpool_igemm_epi2<<<8, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
+        l2_77_scale_batchnorm_globalavgpool_igemm_epi2<<<2048, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
         check_launch("l2_77_scale_batchnorm_globalavgpool_igemm_epi2");
         cur = next;
     }
-    l2_77_scale_batchnorm_globalavgpool_igemm_bn0<<<1, 256>>>((const double*)stats.data_ptr(), (float*)extras[2].data_ptr(),
+    l2_77_scale_batchnorm_globalavgpool_igemm_bn0<<<128, 32>>>((const double*)parts.data_ptr(), (float*)extras[2].data_ptr(),
         (float*)extras[3].data_ptr(), (long long*)extras[4].data_ptr());
     check_launch("l2_77_scale_batchnorm_globalavgpool_igemm_bn0");
     return cur.view({16, 128, 1, 1, 1});

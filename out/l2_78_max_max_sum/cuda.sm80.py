@@ -439,18 +439,18 @@ l2_78_max_max_sum_igemm(const float* __restrict__ xr, const float* __restrict__ 
 }
 
 // ---- The ops around the convolution, as passes (from the plan) ----------
-// One thread an element; norms read their segment's double sums.
 
-// Max pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (16, 64, 63, 63, 63) to (16, 64, 31, 31, 31).
+// Max pool, window 2x2x2, stride 2x2x2, padding 0x0x0: (16, 64, 63, 63, 63) to (16, 64, 31,
+// 31, 31), a thread an output.
 extern "C" __global__ void l2_78_max_max_sum_igemm_epi0(const float* __restrict__ in, float* __restrict__ out)
 {
-    const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= 30505984LL) return;
-    long long r = o;
+    const int o = (int)blockIdx.x * 256 + threadIdx.x;
+    if (o >= 30505984) return;
+    int r = o;
     const int ow = (int)(r % 31); r /= 31;
     const int oh = (int)(r % 31); r /= 31;
     const int od = (int)(r % 31); r /= 31;
-    const float* x = in + r * 250047LL;
+    const float* x = in + r * 250047;
     float acc = -INFINITY;
     for (int kd = 0; kd < 2; ++kd) {
         const int d = od * 2 - 0 + kd;
@@ -461,24 +461,26 @@ extern "C" __global__ void l2_78_max_max_sum_igemm_epi0(const float* __restrict_
             for (int kw = 0; kw < 2; ++kw) {
                 const int w = ow * 2 - 0 + kw;
                 if (w < 0 || w >= 63) continue;
-                const float v = x[((long long)d * 63 + h) * 63 + w];
-                acc = fmaxf(acc, v);
+                const float e = x[(d * 63 + h) * 63 + w];
+                acc = fmaxf(acc, e);
             }
         }
     }
-    out[o] = acc;
+    float v = acc;
+    out[o] = v;
 }
 
-// Max pool, window 3x3x3, stride 3x3x3, padding 0x0x0: (16, 64, 31, 31, 31) to (16, 64, 10, 10, 10).
+// Max pool, window 3x3x3, stride 3x3x3, padding 0x0x0: (16, 64, 31, 31, 31) to (16, 64, 10,
+// 10, 10), a thread an output.
 extern "C" __global__ void l2_78_max_max_sum_igemm_epi1(const float* __restrict__ in, float* __restrict__ out)
 {
-    const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= 1024000LL) return;
-    long long r = o;
+    const int o = (int)blockIdx.x * 256 + threadIdx.x;
+    if (o >= 1024000) return;
+    int r = o;
     const int ow = (int)(r % 10); r /= 10;
     const int oh = (int)(r % 10); r /= 10;
     const int od = (int)(r % 10); r /= 10;
-    const float* x = in + r * 29791LL;
+    const float* x = in + r * 29791;
     float acc = -INFINITY;
     for (int kd = 0; kd < 3; ++kd) {
         const int d = od * 3 - 0 + kd;
@@ -489,24 +491,27 @@ extern "C" __global__ void l2_78_max_max_sum_igemm_epi1(const float* __restrict_
             for (int kw = 0; kw < 3; ++kw) {
                 const int w = ow * 3 - 0 + kw;
                 if (w < 0 || w >= 31) continue;
-                const float v = x[((long long)d * 31 + h) * 31 + w];
-                acc = fmaxf(acc, v);
+                const float e = x[(d * 31 + h) * 31 + w];
+                acc = fmaxf(acc, e);
             }
         }
     }
-    out[o] = acc;
+    float v = acc;
+    out[o] = v;
 }
 
-// sum over the 64 channels of each position.
+// sum over the 64 channels of each of 16000 positions, a thread a position (neighbouring
+// threads read neighbouring positions).
 extern "C" __global__ void l2_78_max_max_sum_igemm_epi2(const float* __restrict__ in, float* __restrict__ out)
 {
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= 16LL * 1000) return;
-    const long long n = t / 1000, sp = t % 1000;
-    const float* x = in + n * 64LL * 1000 + sp;
+    const int t = (int)blockIdx.x * 256 + threadIdx.x;
+    if (t >= 16000) return;
+    const int n = t / 1000, sp = t % 1000;
+    const float* x = in + n * 64000 + sp;
     double sum = 0.0;
-    for (int c = 0; c < 64; ++c) sum += x[(long long)c * 1000];
-    out[t] = (float)sum;
+    for (int c = 0; c < 64; ++c) sum += x[c * 1000];
+    float v = (float)sum;
+    out[t] = v;
 }
 """
 
@@ -556,7 +561,6 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     TORCH_CHECK(extras.size() == 0, "forward passes 0 extra tensors: []");
     torch::Tensor cur = x;
     cur = conv_part(cur, weight, bias);
-    auto stats = torch::zeros({1}, cur.options().dtype(torch::kFloat64));
     {
         auto next = torch::empty({16, 64, 31, 31, 31}, cur.options());
         l2_78_max_max_sum_igemm_epi0<<<119164, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());

@@ -7,7 +7,6 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -93,6 +92,13 @@ func shrink(t *testing.T, path string) *spec.Spec {
 // values (another geometry, kept consistent with init).
 func shrinkWith(t *testing.T, path, initInputs string, problem map[string]string) *spec.Spec {
 	t.Helper()
+	return shrinkInputs(t, path, initInputs, problem, nil)
+}
+
+// shrinkInputs is shrinkWith with forward's inputs in inputs given
+// shapes of their own (instead of shrunk's).
+func shrinkInputs(t *testing.T, path, initInputs string, problem, inputs map[string]string) *spec.Spec {
+	t.Helper()
 	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +115,9 @@ func shrinkWith(t *testing.T, path, initInputs string, problem map[string]string
 	}
 	if initInputs != "" {
 		sh.init = initInputs
+	}
+	if inputs != nil {
+		sh.inputs = inputs
 	}
 	var init []any
 	if err := yaml.Unmarshal([]byte(sh.init), &init); err != nil {
@@ -307,9 +316,11 @@ func (c chainRun) check(t *testing.T, what fmt.Stringer) {
 	if nan := nanCount(c.y); nan > 0 {
 		t.Fatalf("%s (seed %d): %d of %d outputs not written", what, c.seed, nan, len(c.y))
 	}
-	if name, err := c.worst(); !(err <= 1e-5) {
+	name, err := c.worst()
+	if !(err <= 1e-5) {
 		t.Fatalf("%s (seed %d): %s: relative L2 error %.2e > 1e-5", what, c.seed, name, err)
 	}
+	t.Logf("%s: worst relative L2 error %.2e (%s)", what, err, name)
 }
 
 func level2Specs(t *testing.T) []string {
@@ -390,6 +401,126 @@ func storeSays(p *plan.Plan) string {
 	return fmt.Sprintf("%v reading %v", ops, reads)
 }
 
+// Geometries that put a level-2 problem's passes in the kernel forms the
+// shrunk problems do not reach: rows across warps, long segments in
+// partial sums (several pieces a run, pieces of unequal length), a block
+// reduction across warps, channels past the registers.
+var (
+	// #3 over rows of 1000 (64 threads a row, the last chunk ragged) and
+	// of 4096 (past a row kernel: partial sums, the weight at the last
+	// axis).
+	rows1000 = pin{init: "[4, 8, [3, 3, 3], [2, 2, 2], [1, 1, 1], [1, 1, 1], 1.0, [1000], [2, 2, 2]]", problem: map[string]string{"input": "[1, 1, 500]"}}
+	rows4096 = pin{init: "[4, 8, [3, 3, 3], [2, 2, 2], [1, 1, 1], [1, 1, 1], 1.0, [4096], [2, 2, 2]]", problem: map[string]string{"input": "[1, 1, 2048]"}}
+	// #38's softmax over 1024 positions (a row kernel across warps) and
+	// over 65536 (4 pieces a segment).
+	softmax1024  = pin{problem: map[string]string{"input": "[2, 4, 16]"}, inputs: map[string]string{"x": "[2, 4, 4, 8, 32]"}}
+	softmax65536 = pin{problem: map[string]string{"input": "[4, 32, 64]"}, inputs: map[string]string{"x": "[2, 4, 8, 64, 128]"}}
+	// #61's groups of 2 x 14^3, #72's channels of 2 runs of 33^3 (2
+	// pieces a run, of 17969 and 17968), #15 with 5 channels of 15^3 (an
+	// odd length: a float a thread), #96's means over 7^3 (two warps).
+	groups5488  = pin{problem: map[string]string{"input": "[12, 12, 12]"}}
+	uneven33    = pin{problem: map[string]string{"input": "[17, 17, 17]"}}
+	odd15       = pin{init: "[4, 5, 3, 2, 1]", problem: map[string]string{"input": "[8, 8, 8]"}}
+	means343    = pin{problem: map[string]string{"input": "[8, 8, 8]"}}
+	channels72  = pin{init: "[4, 72, 3, 2, 1, 1]"}
+	logsumexp72 = pin{init: "[3, 72, 3, 2, 1, [1, 1, 1, 1]]"}
+)
+
+// pin is a problem's geometry other than shrunk's (init_inputs, problem
+// keys, forward's input shapes; empty keeps shrunk's) and a kernel
+// family (nil: smallPlan's).
+type pin struct {
+	init            string
+	problem, inputs map[string]string
+	family          spec.Family
+}
+
+// pinnedPlan plans spec name (a file of specs/level2 without .yaml) in
+// geometry g for sm80.
+func pinnedPlan(t *testing.T, name string, g *pin) *plan.Plan {
+	t.Helper()
+	path := filepath.Join("..", "..", "specs", "level2", name+".yaml")
+	if g == nil {
+		return smallPlan(t, shrink(t, path), plan.SM80)
+	}
+	s := shrinkInputs(t, path, g.init, g.problem, g.inputs)
+	if g.family == nil {
+		return smallPlan(t, s, plan.SM80)
+	}
+	s.Kernel.CUDA = spec.CUDA{Family: g.family}
+	p, err := plan.New(s, plan.SM80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// passOf is the first pass of p's chain that has, by is, or nil.
+func passOf(p *plan.Plan, is func(plan.Pass) bool) *plan.Pass {
+	for i, q := range p.Epilogue.Chain.Passes {
+		if is(q) {
+			return &p.Epilogue.Chain.Passes[i]
+		}
+	}
+	return nil
+}
+
+// TestLevel2PassForms runs whole forwards in the geometries above, each
+// first checked to plan the kernel form it is here for, against the
+// float64 reference.
+func TestLevel2PassForms(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, spec string
+		geom       *pin
+		is         func(plan.Pass) bool
+	}{
+		{"layernorm rows across warps, ragged", "3_sum_layernorm_avgpool_gelu", &rows1000, func(q plan.Pass) bool {
+			return q.Kind == "rownorm" && q.Row.Lanes == 64 && q.Row.Ragged
+		}},
+		{"layernorm past a row kernel", "3_sum_layernorm_avgpool_gelu", &rows4096, func(q plan.Pass) bool {
+			return q.Kind == "normalise" && q.Norm.LastAxis && !q.Fold
+		}},
+		{"softmax rows across warps", "38_avgpool_clamp_softmax_multiply", &softmax1024, func(q plan.Pass) bool {
+			return q.Kind == "rownorm" && q.Stat == "softmax" && q.Row.Lanes == 64
+		}},
+		{"softmax over positions in pieces", "38_avgpool_clamp_softmax_multiply", &softmax65536, func(q plan.Pass) bool {
+			return q.Kind == "stats" && q.Stat == "softmax" && q.Part.Pieces == 4 && q.Part.Vec == 4
+		}},
+		{"group norm from partial sums", "61_relu_groupnorm", &groups5488, func(q plan.Pass) bool {
+			return q.Kind == "normalise" && !q.Fold && q.Norm.Weight >= 0 && q.Point.VecChannel
+		}},
+		{"batchnorm in unequal pieces", "72_batchnorm_avgpool_avgpool", &uneven33, func(q plan.Pass) bool {
+			return q.Kind == "stats" && q.Seg.Runs == 2 && q.Part.Pieces == 2 && q.Seg.RunLen%q.Part.PieceLen != 0
+		}},
+		{"x - mean from partial sums, a float a thread", "15_batchnorm_subtract", &odd15, func(q plan.Pass) bool {
+			return q.Kind == "normalise" && q.Norm.SubMean && q.Point.Vec == 1
+		}},
+		{"means of runs across warps", "96_multiply_max_globalavgpool_clamp", &means343, func(q plan.Pass) bool {
+			return q.Kind == "reduce" && q.Run == 343 && q.Threads == 64 && len(q.Ops) == 1
+		}},
+		{"softmax of channels past the registers", "49_softmax_sigmoid", &channels72, func(q plan.Pass) bool {
+			return q.Kind == "channel" && q.Reduce == "softmax" && !q.Hold && len(q.Ops) == 1
+		}},
+		{"logsumexp of channels past the registers", "58_logsumexp_hardswish_subtract_clamp", &logsumexp72, func(q plan.Pass) bool {
+			return q.Kind == "channel" && q.Reduce == "logsumexp" && !q.Hold && len(q.Ops) == 3
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := pinnedPlan(t, c.spec, c.geom)
+			if passOf(p, c.is) == nil {
+				t.Fatalf("%s: no pass of the form asked for in %+v", p.Spec.Name, p.Epilogue.Chain.Passes)
+			}
+			runChain(t, r, dir, p, nil).check(t, p)
+		})
+	}
+}
+
 // TestLevel2MutantsAreCaught plants a bug in one pass of a problem (a
 // string edit of the emitted kernel source): the check must fail.
 func TestLevel2MutantsAreCaught(t *testing.T) {
@@ -398,63 +529,43 @@ func TestLevel2MutantsAreCaught(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	perChannel := regexp.MustCompile(`stats \+ 0 \+ 2 \* \(i / (\d+)LL\)`)
-	type pin struct {
-		init    string
-		problem map[string]string
-		family  spec.Family
+	replace := func(old, new string) func(string) string {
+		return func(k string) string { return strings.ReplaceAll(k, old, new) }
+	}
+	replaceFirst := func(old, new string) func(string) string {
+		return func(k string) string { return strings.Replace(k, old, new, 1) }
 	}
 	for _, m := range []struct {
 		name, spec string
 		edit       func(string) string
-		pin        *pin // a kernel family (else smallPlan's)
+		pin        *pin // another geometry or kernel family (else smallPlan's)
 	}{
-		{"batchnorm epsilon 1e-3", "15_batchnorm_subtract", func(k string) string {
-			return strings.Replace(k, "sqrt(var + 1.0000000000000001e-05)", "sqrt(var + 0.001)", 1)
-		}, nil},
-		{"group norm per channel", "61_relu_groupnorm", func(k string) string {
-			return perChannel.ReplaceAllStringFunc(k, func(s string) string {
-				var n int
-				fmt.Sscanf(perChannel.FindStringSubmatch(s)[1], "%d", &n)
-				return fmt.Sprintf("stats + 0 + 2 * (i / %dLL)", n/2)
-			})
-		}, nil},
-		{"running variance momentum backwards", "77_scale_batchnorm_globalavgpool", func(k string) string {
-			return strings.Replace(k, "(1.0 - 0.1) * running_var[c] + 0.1 * var", "0.1 * running_var[c] + (1.0 - 0.1) * var", 1)
-		}, nil},
-		{"batches counted twice", "72_batchnorm_avgpool_avgpool", func(k string) string {
-			return strings.Replace(k, "batches[0] += 1;", "batches[0] += 2;", 1)
-		}, nil},
-		{"max pool window 1 deep", "74_leakyrelu_multiply_leakyrelu_max", func(k string) string {
-			return strings.Replace(k, "kd < 2;", "kd < 1;", 1)
-		}, nil},
-		{"softmax summing 7 of 8 channels", "49_softmax_sigmoid", func(k string) string {
-			return strings.Replace(k, "for (int c = 0; c < 8; ++c) sum += exp(", "for (int c = 1; c < 8; ++c) sum += exp(", 1)
-		}, nil},
-		{"fused divide by 2.5", "100_clamp_min_divide", func(k string) string {
-			return strings.Replace(k, "v = v / 2.0f;", "v = v / 2.5f;", 1)
-		}, nil},
-		{"mma store without the fused ops", "100_clamp_min_divide", func(k string) string {
-			return strings.Replace(k, "= epilogue(acc[i][j][half * 2 + e]", "= (acc[i][j][half * 2 + e]", 1)
-		}, &pin{family: spec.MMA{}}},
-		{"fill without the fused ops", "100_clamp_min_divide", func(k string) string {
-			return strings.Replace(k, "y[i] = epilogue(bias[", "y[i] = (bias[", 1)
-		}, &pin{"[4, 8, 3, 4, 1, -1.0, 2.0]", map[string]string{"stride": "4"}, spec.WGMMA{}}},
+		{"batchnorm epsilon 1e-3", "15_batchnorm_subtract", replaceFirst("0.0) + 1.0000000000000001e-05)", "0.0) + 0.001)"), nil},
+		{"group norm by channels", "61_relu_groupnorm", replace(" / 5488", " / 2744"), &groups5488},
+		{"row kernel skipping the last lane's elements", "61_relu_groupnorm", replaceFirst("if (off < 200) {", "if (off < 200 && lane < 15) {"), nil},
+		{"row kernel adding one warp of two", "38_avgpool_clamp_softmax_multiply", replace("for (int w = 1; w < 2; ++w)", "for (int w = 1; w < 1; ++w)"), &softmax1024},
+		{"layernorm weight at the channel", "3_sum_layernorm_avgpool_gelu", replace("(int)(i % 4096)", "(int)(i / 4096 % 8)"), &rows4096},
+		{"merged op applied twice", "49_softmax_sigmoid", replace("v = 1.0f / (1.0f + expf(-v));", "v = 1.0f / (1.0f + expf(-v)); v = 1.0f / (1.0f + expf(-v));"), nil},
+		{"online softmax without its rescale", "38_avgpool_clamp_softmax_multiply", replace("sum *= (double)expf(m - v);", ""), &softmax65536},
+		{"normalise reading 3 of 4 partial results", "38_avgpool_clamp_softmax_multiply", replace("k < 4; k += 32", "k < 3; k += 32"), &softmax65536},
+		{"stats pieces all at a run's start", "72_batchnorm_avgpool_avgpool", replace(" + piece * 17969;", ";"), &uneven33},
+		{"block sum dropping a warp", "96_multiply_max_globalavgpool_clamp", replace("threadIdx.x < 2 ? red[threadIdx.x]", "threadIdx.x < 1 ? red[threadIdx.x]"), &means343},
+		{"running variance momentum backwards", "77_scale_batchnorm_globalavgpool",
+			replaceFirst("(1.0 - 0.1) * running_var[c] + 0.1 * var", "0.1 * running_var[c] + (1.0 - 0.1) * var"), nil},
+		{"running statistics of the next channel", "72_batchnorm_avgpool_avgpool",
+			replaceFirst("const double* p = parts + 0 + 2 * c * 2;", "const double* p = parts + 0 + 2 * c * 2 + 4;"), nil},
+		{"batches counted twice", "72_batchnorm_avgpool_avgpool", replaceFirst("batches[0] += 1;", "batches[0] += 2;"), nil},
+		{"max pool window 1 deep", "74_leakyrelu_multiply_leakyrelu_max", replaceFirst("kd < 2;", "kd < 1;"), nil},
+		{"softmax summing 7 of 8 channels", "49_softmax_sigmoid", replaceFirst("        sum += r[c];", "        sum += c > 0 ? r[c] : 0.0f;"), nil},
+		{"fused divide by 2.5", "100_clamp_min_divide", replaceFirst("v = v / 2.0f;", "v = v / 2.5f;"), nil},
+		{"mma store without the fused ops", "100_clamp_min_divide", replaceFirst("= epilogue(acc[i][j][half * 2 + e]", "= (acc[i][j][half * 2 + e]"),
+			&pin{family: spec.MMA{}}},
+		{"fill without the fused ops", "100_clamp_min_divide", replaceFirst("y[i] = epilogue(bias[", "y[i] = (bias["),
+			&pin{init: "[4, 8, 3, 4, 1, -1.0, 2.0]", problem: map[string]string{"stride": "4"}, family: spec.WGMMA{}}},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			path := filepath.Join("..", "..", "specs", "level2", m.spec+".yaml")
-			var p *plan.Plan
-			if m.pin == nil {
-				p = smallPlan(t, shrink(t, path), plan.SM80)
-			} else {
-				s := shrinkWith(t, path, m.pin.init, m.pin.problem)
-				s.Kernel.CUDA = spec.CUDA{Family: m.pin.family}
-				var err error
-				if p, err = plan.New(s, plan.SM80); err != nil {
-					t.Fatal(err)
-				}
-			}
+			p := pinnedPlan(t, m.spec, m.pin)
 			edited := false
 			run := runChain(t, r, dir, p, func(k string) string {
 				e := m.edit(k)

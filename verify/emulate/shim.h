@@ -85,6 +85,7 @@ struct alignas(8) float2 {
     float2& operator=(const float2& o) { emu_count(&x, 2, false); std::memcpy(this, &o, 8); return *this; }
 };
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+inline float2 make_float2(float x, float y) { return {x, y}; }
 
 // splitmix64: the same sequence on every host, so a seed reproduces.
 struct EmuRng {
@@ -189,6 +190,7 @@ struct WarpState {
     unsigned a[32][4];
     unsigned b[32][2];
     float shfl[32];
+    double shfl_d[32];
 };
 
 inline Barrier* block_barrier;
@@ -204,17 +206,22 @@ inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); r
 inline double atomicAdd(double* p, double v) { const double old = *p; *p = old + v; return old; }
 inline float atomicAdd(float* p, float v) { const float old = *p; *p = old + v; return old; }
 
-// __shfl_xor_sync over the whole warp (the kernels pass a full mask).
-inline float __shfl_xor_sync(unsigned, float v, int mask)
+// __shfl_xor_sync over the whole warp (the kernels pass a full mask), of
+// a float or a double: every lane must reach it, as on the GPU (a lane
+// that does not leaves the others waiting: a deadlock the scheduler
+// reports).
+template <class T> inline T emu_shfl_xor(T (&slots)[32], T v, int mask)
 {
     const int lane = threadIdx.x % 32;
     WarpState& w = *warp_state;
-    w.shfl[lane] = v;
+    slots[lane] = v;
     w.sync.arrive_and_wait();
-    const float got = w.shfl[lane ^ mask];
+    const T got = slots[lane ^ mask];
     w.sync.arrive_and_wait();  // nobody overwrites a value until all have read theirs
     return got;
 }
+inline float __shfl_xor_sync(unsigned, float v, int mask) { return emu_shfl_xor(warp_state->shfl, v, mask); }
+inline double __shfl_xor_sync(unsigned, double v, int mask) { return emu_shfl_xor(warp_state->shfl_d, v, mask); }
 
 // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 with the PTX ISA's
 // fragment layout: lane 4g+t holds A[g][t], A[g+8][t], A[g][t+4],
