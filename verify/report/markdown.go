@@ -208,6 +208,15 @@ func status(row Row) string {
 	return s
 }
 
+// compileMS is a row's torch.compile time, marked † when an earlier run
+// timed it.
+func compileMS(row Row) string {
+	if row.CompileFrom != "" && row.RefCompileMS != nil {
+		return ms(row.RefCompileMS) + " †"
+	}
+	return ms(row.RefCompileMS)
+}
+
 func floorFraction(row Row) string {
 	if row.FloorFraction > 0 {
 		return fmt.Sprintf("%.0f%%", 100*row.FloorFraction)
@@ -255,8 +264,8 @@ func level2Markdown(b *strings.Builder, r *Report) {
 	p("what KernelBench times), strict fp32, and `torch.compile` (Inductor's default mode, which fuses the ops after\n")
 	p("the convolution and leaves the convolution to cuDNN).)\n%s.\n", sm80PTX)
 	if !slices.ContainsFunc(l2.Rows, func(row Row) bool { return row.Backend == "triton" }) {
-		p("No Triton rows: the Triton backend runs the convolution alone, the ops around it being CUDA passes only\n")
-		p("(specs/README.md), so a spec with ops lists `backends: [cuda]`.\n")
+		p("No Triton rows: these specs list `backends: [cuda]`, or the Triton backend cannot express their ops yet\n")
+		p("(each CUDA file's docstring says which; specs/README.md).\n")
 	}
 	p("Floor: max(the convolution's FLOPs / the file's precision's peak, bytes / bandwidth), the rates above; the\n")
 	p("bytes are what the fused forward must move: its input read once, the weight and bias, the other tensors it\n")
@@ -266,9 +275,13 @@ func level2Markdown(b *strings.Builder, r *Report) {
 	for _, row := range l2.Rows {
 		p("| %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %.3f | %s |\n",
 			row.Spec, row.Backend, row.Target, row.Precision, status(row), sci(row.MaxRelL2), yes(row.Allclose1e2), yes(row.Allclose1e4),
-			ms(row.TimeMS), ms(row.RefDefaultMS), ms(row.RefStrictMS), ms(row.RefCompileMS), ratio(row.SpeedupTF32), ratio(row.SpeedupCompile), row.FloorMS, floorFraction(row))
+			ms(row.TimeMS), ms(row.RefDefaultMS), ms(row.RefStrictMS), compileMS(row), ratio(row.SpeedupTF32), ratio(row.SpeedupCompile), row.FloorMS, floorFraction(row))
 	}
 	p("\n")
+	if i := slices.IndexFunc(l2.Rows, func(row Row) bool { return row.CompileFrom != "" }); i >= 0 {
+		p("† torch.compile timed in an earlier run (`level2-compile.json`, %s) on the same GPU model, beside that\n", l2.Rows[i].CompileFrom)
+		p("run's own eager times; the run of these rows timed eager and strict fp32 only.\n\n")
+	}
 	olderFiles(b, l2.Rows)
 	if slices.ContainsFunc(l2.Rows, func(row Row) bool { return row.FromE2E }) {
 		p("Rows marked (e2e run) are from the run named at the top (`e2e.json`), which timed no `torch.compile`.\n\n")

@@ -101,6 +101,9 @@ type Row struct {
 	// FromE2E: a level-2 row that level2.json lacks, taken from the main
 	// run (e2e.json), which timed no torch.compile.
 	FromE2E bool `json:"from_e2e,omitempty"`
+	// CompileFrom: the date of the earlier level-2 run (level2-compile.json)
+	// its torch.compile time comes from, where its own run timed none.
+	CompileFrom string `json:"compile_from,omitempty"`
 }
 
 // Sweep summarises a random-configuration run per backend.
@@ -345,6 +348,20 @@ func Build(root, dir string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// torch.compile of a reference, timed in an earlier level-2 run, for
+	// the rows whose run timed none (it costs about 20 s a problem).
+	compiled, err := readRun(filepath.Join(dir, "level2-compile.json"))
+	if err != nil {
+		return nil, err
+	}
+	compileOf := map[string]*Times{}
+	if compiled != nil {
+		for _, h := range compiled.Results {
+			if h.RefCompileMS != nil {
+				compileOf[h.Spec] = h.RefCompileMS
+			}
+		}
+	}
 	logSum, count := map[string]float64{}, map[string]int{}
 	best := map[string]Row{} // by spec and target
 	measured := map[string]bool{}
@@ -375,7 +392,12 @@ func Build(root, dir string) (*Report, error) {
 			continue
 		}
 		measured[key] = true
+		carried := ""
+		if t, ok := compileOf[h.Spec]; ok && h.RefCompileMS == nil && isLevel2(l) {
+			h.RefCompileMS, carried = t, compiled.Date
+		}
 		row := rowOf(root, h, p)
+		row.CompileFrom = carried
 		if k, ok := byKernel[h.Spec+"/"+h.Target]; ok && h.Backend == "cuda" {
 			row.Arch = k.Arch
 			if k.Time != nil {

@@ -842,7 +842,7 @@ func TestLevel2Fixture(t *testing.T) {
 		"## Level 2: the convolution and the ops after it\n\nMeasured on **Fixture GPU X200** (driver 999.2.3), torch 9.9.1+test, CUDA 99.2, cuDNN 99200, on 2030-02-03T04:05:06Z\n",
 		// The sm80 wording is the level-1 section's.
 		sm80PTX,
-		"No Triton rows: the Triton backend runs the convolution alone",
+		"No Triton rows: these specs list `backends: [cuda]`, or the Triton backend cannot express their ops yet",
 		"| problem | backend | target | precision | result | rel L2 vs fp64 | allclose 1e-2 / 1e-4 | ms mean / median | eager ms | strict fp32 ms | torch.compile ms | vs eager | vs torch.compile | floor ms | floor |\n",
 		// Floors 0.002320 and 0.001690 ms.
 		"| rp_l2a | cuda | sm80 | 3xtf32 | incorrect (compute_80 PTX, JIT-compiled for 9.0) | 2.0e-03 | yes / no | 0.001 / 0.001 | 0.008 / 0.008 | 0.016 / 0.016 | 0.002 / 0.002 | 8.00x | 2.00x | 0.002 | 232% |\n",
@@ -971,5 +971,52 @@ func TestNumericLess(t *testing.T) {
 	})
 	if got, want := strings.Join(names, " "), "l2_3_b l2_3_c l2_03_d l2_13 l2_13_b l2_100_a l2_x"; got != want {
 		t.Errorf("order %s, want %s", got, want)
+	}
+}
+
+// TestLevel2CompileCarried: a level-2 run that timed no torch.compile
+// takes each problem's from level2-compile.json (an earlier run), marked
+// with that run's date; a row's own time wins.
+func TestLevel2CompileCarried(t *testing.T) {
+	dir := fixtureCopy(t, "e2e.json", "commit", "kernels.json", "level2.json")
+	data, err := os.ReadFile(filepath.Join(fixtureGPU, "level2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFileT(t, filepath.Join(dir, "level2-compile.json"), bytes.ReplaceAll(data, []byte(`"date": "`), []byte(`"date": "earlier `)))
+	var run map[string]any
+	if err := json.Unmarshal(data, &run); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range run["results"].([]any) {
+		if r := r.(map[string]any); r["spec"] == "rp_l2a" {
+			r["ref_compile_ms"] = nil
+		}
+	}
+	if data, err = json.Marshal(run); err != nil {
+		t.Fatal(err)
+	}
+	writeFileT(t, filepath.Join(dir, "level2.json"), data)
+	r, err := Build(fixtureRoot, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	carried := 0
+	for _, row := range r.Level2.Rows {
+		switch {
+		case row.Spec == "rp_l2a" && row.Disposition != NotMeasured:
+			carried++
+			if !strings.HasPrefix(row.CompileFrom, "earlier ") || row.RefCompileMS == nil || row.RefCompileMS.Mean != 0.002 || row.SpeedupCompile == 0 {
+				t.Errorf("%s/%s: compile %+v from %q, speedup %v; want the earlier run's 0.002", row.Spec, row.Target, row.RefCompileMS, row.CompileFrom, row.SpeedupCompile)
+			}
+		case row.CompileFrom != "":
+			t.Errorf("%s/%s took a carried compile time over its own", row.Spec, row.Target)
+		}
+	}
+	if carried != 2 {
+		t.Errorf("%d rp_l2a rows carried a compile time, want 2", carried)
+	}
+	if md := Markdown(r); !strings.Contains(md, "0.002 / 0.002 †") || !strings.Contains(md, "† torch.compile timed in an earlier run (`level2-compile.json`, earlier ") {
+		t.Errorf("markdown does not mark the carried times:\n%s", md)
 	}
 }
