@@ -187,3 +187,23 @@ func TestNoTritonFileSaysWhy(t *testing.T) {
 		t.Errorf("rendered %v", names)
 	}
 }
+
+// TestNoWordPassAnywhere: no committed file under out/ holds the word
+// "pass", comments included (the evaluator's checker refuses it outside
+// comments; a comment is one edit away from that).
+func TestNoWordPassAnywhere(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("..", OutDir, "*", "*.py"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no files under out/: %v", err)
+	}
+	word := regexp.MustCompile(`\bpass\b`)
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loc := word.FindIndex(data); loc != nil {
+			t.Errorf("%s:%d: the word pass", path, 1+strings.Count(string(data[:loc[0]]), "\n"))
+		}
+	}
+}
