@@ -255,8 +255,8 @@ func level2Markdown(b *strings.Builder, r *Report) {
 	p("what KernelBench times), strict fp32, and `torch.compile` (Inductor's default mode, which fuses the ops after\n")
 	p("the convolution and leaves the convolution to cuDNN).)\n%s.\n", sm80PTX)
 	if !slices.ContainsFunc(l2.Rows, func(row Row) bool { return row.Backend == "triton" }) {
-		p("No Triton rows: the Triton backend runs the convolution alone, the ops around it being CUDA passes only\n")
-		p("(specs/README.md), so a spec with ops lists `backends: [cuda]`.\n")
+		p("No Triton rows: these specs name the CUDA backend alone, or have ops the Triton backend cannot express yet\n")
+		p("(their CUDA files' docstrings say which; specs/README.md).\n")
 	}
 	p("Floor: max(the convolution's FLOPs / the file's precision's peak, bytes / bandwidth), the rates above; the\n")
 	p("bytes are what the fused forward must move: its input read once, the weight and bias, the other tensors it\n")

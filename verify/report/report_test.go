@@ -842,7 +842,7 @@ func TestLevel2Fixture(t *testing.T) {
 		"## Level 2: the convolution and the ops after it\n\nMeasured on **Fixture GPU X200** (driver 999.2.3), torch 9.9.1+test, CUDA 99.2, cuDNN 99200, on 2030-02-03T04:05:06Z\n",
 		// The sm80 wording is the level-1 section's.
 		sm80PTX,
-		"No Triton rows: the Triton backend runs the convolution alone",
+		"No Triton rows: these specs name the CUDA backend alone",
 		"| problem | backend | target | precision | result | rel L2 vs fp64 | allclose 1e-2 / 1e-4 | ms mean / median | eager ms | strict fp32 ms | torch.compile ms | vs eager | vs torch.compile | floor ms | floor |\n",
 		// Floors 0.002320 and 0.001690 ms.
 		"| rp_l2a | cuda | sm80 | 3xtf32 | incorrect (compute_80 PTX, JIT-compiled for 9.0) | 2.0e-03 | yes / no | 0.001 / 0.001 | 0.008 / 0.008 | 0.016 / 0.016 | 0.002 / 0.002 | 8.00x | 2.00x | 0.002 | 232% |\n",
