@@ -92,6 +92,9 @@ func TestTritonChainFollowsPlan(t *testing.T) {
 				continue
 			}
 			level2++
+			if p.TritonLeftOut != "" {
+				continue // CUDA alone: TestNoTritonFileSaysWhy
+			}
 			files, err := r.Render([]*plan.Plan{p}, l.Path)
 			if err != nil {
 				t.Fatal(err)
@@ -146,14 +149,14 @@ func TestTritonChainFollowsPlan(t *testing.T) {
 }
 
 // TestNoTritonFileSaysWhy: a problem the Triton backend cannot express
-// (#61 at batch 480: tensors past the Triton chain kernels' 32-bit
+// (#74 at batch 512: tensors past the Triton chain kernels' 32-bit
 // indices) renders its CUDA files alone, whose docstring says why.
 func TestNoTritonFileSaysWhy(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "specs", "level2", "61_relu_groupnorm.yaml"))
+	src, err := os.ReadFile(filepath.Join("..", "specs", "level2", "74_leakyrelu_multiply_leakyrelu_max.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := spec.Parse("big.yaml", []byte(strings.Replace(string(src), "  batch: 16\n", "  batch: 480\n", 1)))
+	s, err := spec.Parse("big.yaml", []byte(strings.Replace(string(src), "  batch: 16\n", "  batch: 512\n", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,12 +181,32 @@ func TestNoTritonFileSaysWhy(t *testing.T) {
 		names = append(names, filepath.Base(f.Path))
 		if strings.HasPrefix(filepath.Base(f.Path), "cuda.") {
 			doc := strings.ReplaceAll(string(f.Data[:strings.Index(string(f.Data), "\nimport torch")]), "\n", " ")
-			if !strings.Contains(doc, "No Triton file: the Triton backend cannot express this forward yet (a stats step over 2414837760 elements") {
+			if !strings.Contains(doc, "No Triton file: the Triton backend cannot express this forward yet (a pool step over 2147483648 elements") {
 				t.Errorf("%s: the docstring does not say why there is no Triton file", f.Path)
 			}
 		}
 	}
 	if strings.Join(names, " ") != "problem.py cuda.sm80.py cuda.sm90.py" {
 		t.Errorf("rendered %v", names)
+	}
+}
+
+// TestNoWordPassAnywhere: no committed file under out/ holds the word
+// "pass", comments included (the evaluator's checker refuses it outside
+// comments; a comment is one edit away from that).
+func TestNoWordPassAnywhere(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("..", OutDir, "*", "*.py"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no files under out/: %v", err)
+	}
+	word := regexp.MustCompile(`\bpass\b`)
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loc := word.FindIndex(data); loc != nil {
+			t.Errorf("%s:%d: the word pass", path, 1+strings.Count(string(data[:loc[0]]), "\n"))
+		}
 	}
 }

@@ -417,7 +417,7 @@ def zoo_head_deepsup_k4_phase_igemm(
     bias = tl.load(b_ptr + g * C_OUT_G + co, mask=co_ok, other=0.0)  # [BLOCK_N]
     acc = acc + bias[None, :]
     # Output (n, g*C_OUT_G + co, r + STRIDE*q); fused, column rw's W index
-    # can pass OUT_W on the last q.
+    # can run past OUT_W on the last q.
     y_row = n * (C_OUT * OUT_DHW) + ((r_d + STRIDE_D * qd) * OUT_H + r_h + STRIDE_H * qh) * OUT_W + O_STEP_W * qw
     y_col = (g * C_OUT_G + co) * OUT_DHW  # [BLOCK_N]
     y_ptrs = y_ptr + y_row[:, None] + (y_col + rw)[None, :]

@@ -345,7 +345,7 @@ def zoo_huge_unet_k3s2_phase_igemm(
 
     # ---- Epilogue: bias, then each output written once ------------------------
     # Output (n, g*C_OUT_G + co, r + STRIDE*q); fused, column rw's W index
-    # can pass OUT_W on the last q.
+    # can run past OUT_W on the last q.
     y_row = n * (C_OUT * OUT_DHW) + ((r_d + STRIDE_D * qd) * OUT_H + r_h + STRIDE_H * qh) * OUT_W + O_STEP_W * qw
     y_col = (g * C_OUT_G + co) * OUT_DHW  # [BLOCK_N]
     y_ptrs = y_ptr + y_row[:, None] + (y_col + rw)[None, :]

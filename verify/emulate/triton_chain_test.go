@@ -2,11 +2,9 @@ package emulate_test
 
 import (
 	"context"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -19,12 +17,13 @@ import (
 
 // tritonChainPlan plans s's Triton file alone for sm90 (the Triton files
 // of both targets are the same code; only a chooser's tiling differs),
-// with tiles of 32 rows by 16 channels unless triton says otherwise, so
-// that the emulation stays quick.
+// unless triton says otherwise with tiles of 32 rows by 16 channels and a
+// flat reduction (16 (tap, channel) columns a step, not 16 channels of
+// the few a shrunk problem has), so that the emulation stays quick.
 func tritonChainPlan(t *testing.T, s *spec.Spec, triton spec.Triton) *plan.Plan {
 	t.Helper()
 	if triton.BlockM == 0 {
-		triton.BlockM, triton.BlockN, triton.BlockK = 32, 16, 16
+		triton.BlockM, triton.BlockN, triton.BlockK, triton.FlatK = 32, 16, 16, true
 	}
 	s.Kernel = spec.Kernel{Backends: []string{"triton"}, Triton: triton}
 	p, err := plan.New(s, plan.SM90)
@@ -78,8 +77,13 @@ func TestLevel2TritonForwardMatchesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ran := 0
 	for _, path := range level2Specs(t) {
 		s := shrink(t, path)
+		if p, err := plan.New(s, plan.SM90); err != nil || p.TritonLeftOut != "" {
+			continue // CUDA alone (gen/plan's TestLevel2TritonBackend says which)
+		}
+		ran++
 		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()
 			p := tritonChainPlan(t, s, spec.Triton{})
@@ -88,6 +92,9 @@ func TestLevel2TritonForwardMatchesReference(t *testing.T) {
 			name, e := run.worst()
 			t.Logf("worst relative L2 error %.2e (%s)", e, name)
 		})
+	}
+	if ran < 5 {
+		t.Errorf("%d level-2 problems with a Triton file, want at least 5", ran)
 	}
 }
 
@@ -136,6 +143,9 @@ reference:
 func plantFused(t *testing.T, p *plan.Plan) *plan.Plan {
 	t.Helper()
 	ch := *p.Epilogue.Chain
+	if ch.Fused {
+		return p // the plan's store already applies them
+	}
 	if len(ch.Passes) == 0 || ch.Passes[0].Kind != "pointwise" || ch.Fused {
 		t.Fatalf("%s: no unfused leading pointwise step", p.Spec.Name)
 	}
@@ -157,16 +167,6 @@ type tritonForm struct {
 func tritonForms() []tritonForm {
 	level2 := func(name string) string { return filepath.Join("..", "..", "specs", "level2", name+".yaml") }
 	return []tritonForm{
-		// GroupNorm with one group over 16 channels of 16^3 positions
-		// (kernel 1): segments of 65536 elements, summed by split programs.
-		{"split segments", func(t *testing.T) *plan.Plan {
-			s := shrinkWith(t, level2("61_relu_groupnorm"), "[4, 16, 1, 1, false]", map[string]string{"kernel": "1", "input": "16"})
-			p := tritonChainPlan(t, s, spec.Triton{})
-			if p.Epilogue.Chain.Passes[0].Split < 2 {
-				t.Fatalf("split %d", p.Epilogue.Chain.Passes[0].Split)
-			}
-			return p
-		}, "tl.atomic_add("},
 		{"fused ops on bias-only residues", func(t *testing.T) *plan.Plan {
 			s, err := spec.Parse("gw_fused.yaml", []byte(gwFusedSpec))
 			if err != nil {
@@ -181,17 +181,11 @@ func tritonForms() []tritonForm {
 			return plantFused(t, tritonChainPlan(t, shrink(t, level2("26_add_hardswish")),
 				spec.Triton{ChannelsLast: true, FuseW: true, BlockM: 16, BlockN: 16, BlockK: 16}))
 		}, "y_row[:, None] + (y_col + rw)[None, :], y_ok, e0_ptr)"},
-		{"batch norm, channels last, padded input, 3xTF32", func(t *testing.T) *plan.Plan {
-			s := shrinkWith(t, level2("77_scale_batchnorm_globalavgpool"), "", nil)
-			return tritonChainPlan(t, s, spec.Triton{Precision: "3xtf32", ChannelsLast: true, PadInput: true, SplitWeight: true, FlatK: true,
-				BlockM: 32, BlockN: 16, BlockK: 16})
-		}, "PAD_INPUT=True"},
 	}
 }
 
 // TestLevel2TritonForms runs the forms the 19 problems with the default
-// options leave out: segments split over programs that add atomically,
-// the fused store on the W residues only the bias reaches, the store's
+// options leave out: the fused store on the W residues only the bias reaches, the store's
 // tensor operands (per channel, per element), other tilings.
 func TestLevel2TritonForms(t *testing.T) {
 	python := python3(t)
@@ -211,14 +205,6 @@ func TestLevel2TritonForms(t *testing.T) {
 			name, e := run.worst()
 			t.Logf("worst relative L2 error %.2e (%s)", e, name)
 		})
-	}
-}
-
-// shiftBias adds 1000 to every convolution bias: logits far past exp's
-// range, which a softmax survives only by subtracting its maximum first.
-func shiftBias(in *gpu.Inputs) {
-	for i := range in.B {
-		in.B[i] += 1000
 	}
 }
 
@@ -249,42 +235,17 @@ func TestLevel2TritonMutantsAreCaught(t *testing.T) {
 		shift            func(*gpu.Inputs)
 		want             string // in the error, where it must be one
 	}{
-		{"channel softmax without its maximum, shifted input", "49_softmax_sigmoid", "",
-			replace("tl.exp(x.to(tl.float64) - mx[None, :])", "tl.exp(x.to(tl.float64))"), shiftBias, ""},
-		{"softmax statistics without the maximum, shifted input", "38_avgpool_clamp_softmax_multiply", "",
-			replace("total += tl.exp(x - mx)", "total += tl.exp(x)"), shiftBias, ""},
 		{"max pool window one deep", "74_leakyrelu_multiply_leakyrelu_max", "", replace("for kd in range(2):", "for kd in range(1):"), nil, ""},
-		{"average pool window off by one", "72_batchnorm_avgpool_avgpool", "", reg(`w = ow \* 2 \+ kw\n`, "w = ow * 2 + kw + 1\n"), nil, ""},
-		{"batch statistics one element short", "15_batchnorm_subtract", "", replace("(e < ELEMS)[None, :]", "(e < ELEMS - 1)[None, :]"), nil, ""},
-		{"running variance momentum backwards", "77_scale_batchnorm_globalavgpool", "",
-			replace("(1.0 - 0.1) * running_var + 0.1 * var", "0.1 * running_var + (1.0 - 0.1) * var"), nil, ""},
-		{"batches counted twice", "72_batchnorm_avgpool_avgpool", "", replace("tl.load(batches_ptr) + 1", "tl.load(batches_ptr) + 2"), nil, ""},
-		{"group norm per channel", "61_relu_groupnorm", "", func(src string) string {
-			re := regexp.MustCompile(`stats_ptr \+ 2 \* \(i // (\d+)\)`)
-			return re.ReplaceAllStringFunc(src, func(s string) string {
-				n, _ := strconv.Atoi(re.FindStringSubmatch(s)[1])
-				return fmt.Sprintf("stats_ptr + 2 * (i // %d)", n/2)
-			})
-		}, nil, ""},
-		{"layer norm weight of the first position", "34_layernorm_gelu_scaling", "", reg(`tl\.load\(e0_ptr \+ i % \d+\)`, "tl.load(e0_ptr)"), nil, ""},
-		{"logsumexp without its maximum", "58_logsumexp_hardswish_subtract_clamp", "", replace("(mx + tl.log(total))", "tl.log(total)"), nil, ""},
-		{"mean over D at the wrong stride", "13_mean_add_softmax_tanh_scaling", "", reg(`\(r \* \d+\)\[None, :\]`, "(r)[None, :]"), nil, ""},
 		{"store without the fused ops", "100_clamp_min_divide", "",
 			replace("tl.store(y_ptrs, l2_100_clamp_min_divide_store_ops(acc), mask=y_ok)", "tl.store(y_ptrs, acc, mask=y_ok)"), nil, ""},
 		{"channel sum one channel short", "78_max_max_sum", "", replace("mask=(c < C)[:, None] & p_ok[None, :], other=0.0)", "mask=(c < C - 1)[:, None] & p_ok[None, :], other=0.0)"), nil, ""},
-		{"split programs all from the segment's start", "", "split segments", replace("e = lo + e0 + tl.arange(0, BLOCK)", "e = e0 + tl.arange(0, BLOCK)"), nil, ""},
-		{"atomic adds into an unzeroed buffer", "", "split segments", replace("stats = torch.zeros(", "stats = torch.empty("), nil,
-			"atomic add to argument 1 of"},
 		{"bias-only residues without the fused ops", "", "fused ops on bias-only residues", replace("gw_fused_store_ops(bias_only)", "bias_only"), nil, ""},
 		{"store's parameter of the next channel", "", "store reads a per-channel parameter",
 			replace("tl.minimum(co, C_OUT_G - 1)", "tl.minimum(co + 1, C_OUT_G - 1)"), nil, ""},
 		{"store's second input one element off", "", "store reads a second input, fused W, channels last",
 			replace("(y_col + rw)[None, :], y_ok, e0_ptr)", "(y_col + rw)[None, :] + 1, y_ok, e0_ptr)"), nil, ""},
-		{"pointwise step storing twice", "60_swish_groupnorm_hardswish", "",
-			replace("    tl.store(x_ptr + i, v, mask=ok)\n", "    tl.store(x_ptr + i, v, mask=ok)\n    tl.store(x_ptr + i, v, mask=ok)\n"), nil,
-			"written 2 times, want once (launch of l2_60_swish_groupnorm_hardswish_igemm_epi"},
 		{"pool's last program not launched", "74_leakyrelu_multiply_leakyrelu_max", "",
-			reg(`(l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi1)\[\((\d+),\)\]`, "${1}[(${2} - 1,)]"), nil, "nxt element"},
+			reg(`(l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi0)\[\((\d+),\)\]`, "${1}[(${2} - 1,)]"), nil, "nxt element"},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
