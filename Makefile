@@ -35,7 +35,8 @@ quietly = echo "== $(1)"; log=$$(mktemp); if $(2) >$$log 2>&1; then \
 # vet, short fuzz runs of the parser and of the whole pipeline (counts of
 # inputs, not durations: Go 1.26's fuzzing coordinator can fail a duration
 # run at its deadline with no failing input, golang/go#75804), then every
-# Go test. With nvcc on PATH the tests also compile every emitted kernel
+# Go test (a package may take 45 minutes: the CPU emulation of every
+# level-2 forward and kernel form runs about 10 on two cores). With nvcc on PATH the tests also compile every emitted kernel
 # for its target (sm80: sm_80 and compute_80; sm90: sm_90a, which needs
 # CUDA 12.0 or later) and fail on spills; without it those tests skip, and
 # so do the CPU emulation tier's (the sm80 files) without g++: the last
@@ -49,7 +50,7 @@ test:
 	@echo "== go test ./..."
 	@command -v nvcc >/dev/null || echo "   skipped: compiling every kernel for its target (verify, verify/gpu, verify/cmd/verify): no nvcc on PATH (.ci/install-nvcc installs it)"
 	@command -v g++ >/dev/null || echo "   skipped: the CPU emulation tier of the CUDA kernels (verify/emulate): no g++ on PATH"
-	@$(GO) test ./...
+	@$(GO) test -timeout 45m ./...
 
 # The GPU verifier, built here against CUDA 11.8 headers and Debian's stub
 # libcuda.so (fetched once into $(CUDA_STUBS)), carried to the GPU host: it
