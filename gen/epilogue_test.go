@@ -148,8 +148,8 @@ func TestPassKernelsComputeWhatTheyRead(t *testing.T) {
 	for _, l := range specs {
 		for _, p := range l.Plans {
 			c := p.Epilogue.Chain
-			if !c.Any() {
-				continue
+			if !c.Any() || p.Spectral != nil {
+				continue // a spectral plan runs none of the chain's passes
 			}
 			files, err := r.Render([]*plan.Plan{p}, l.Path)
 			if err != nil {

@@ -17,8 +17,8 @@ func Registry(specs []Loaded) ([]byte, error) {
 	var items []jen.Code
 	for _, l := range specs {
 		for _, p := range l.Plans {
-			if !slices.Contains(p.Spec.Kernel.Backends, "cuda") {
-				continue
+			if !slices.Contains(p.Spec.Kernel.Backends, "cuda") || p.Spectral != nil {
+				continue // a spectral plan has no convolution kernel
 			}
 			launch := p.Launch(OutDir + "/" + p.Spec.Name + "/" + SubmissionFile("cuda", p.Target))
 			items = append(items, jen.Values(fields(reflect.ValueOf(launch))))

@@ -82,6 +82,9 @@ type View struct {
 
 	// Chain is the passes of the ops around the convolution (nil: none).
 	Chain *ChainView
+	// Spectral is a spectral plan's (nil for the others: then the
+	// convolution's fields above are set).
+	Spectral *SpectralView
 	// NoTriton says in the docstring why this problem has no Triton file
 	// (plan.Plan.TritonLeftOut), wrapped; empty where it has one.
 	NoTriton string
@@ -107,7 +110,6 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 	for i, v := range r.InitInputs {
 		inits[i] = v.Python()
 	}
-	gather := p.Gather()
 	v := &View{
 		Plan: p, Target: p.Target, Conv: c, Tile: t,
 		Name: s.Name, Title: docstringSafe(s.Title), SpecPath: commentSafe(specPath),
@@ -124,20 +126,19 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		OutputShape:   ints(c.Batch, c.OutChannels, p.Out[0], p.Out[1], p.Out[2]),
 		HostFunction:  "conv_transpose3d_forward",
 		WeightLen:     c.WeightLen(),
-		RepackBlocks:  plan.RepackBlocks(p.RepackLen()),
-		RepackThreads: plan.RepackBlockThreads,
-		TapTableLen:   max(1, len(p.Taps)),
-		CIChunks:      p.CIChunks(),
-		ALanes:        gather.Lanes,
-		ARows:         gather.Rows,
-		AKStride:      gather.KStride,
-		AK:            gather.K,
-		BLoads:        gather.BLoads,
 	}
 	v.Chain = newChainView(p.Epilogue.Chain, p.Epilogue.Ops)
 	if p.TritonLeftOut != "" {
 		v.NoTriton = wrapText("No Triton file: the Triton backend cannot express this forward yet ("+p.TritonLeftOut+").", 80)
 	}
+	if p.Spectral != nil {
+		v.Spectral = newSpectralView(p, v)
+		return v, nil
+	}
+	gather := p.Gather()
+	v.RepackBlocks, v.RepackThreads = plan.RepackBlocks(p.RepackLen()), plan.RepackBlockThreads
+	v.TapTableLen, v.CIChunks = max(1, len(p.Taps)), p.CIChunks()
+	v.ALanes, v.ARows, v.AKStride, v.AK, v.BLoads = gather.Lanes, gather.Rows, gather.KStride, gather.K, gather.BLoads
 	for _, op := range p.Epilogue.Ops {
 		v.Fused = append(v.Fused, pointCodeWith(op, storeOperand))
 		v.FusedKept = v.FusedKept || op.Conv
@@ -298,7 +299,11 @@ func (r *Renderer) Render(ps []*plan.Plan, specPath string) ([]File, error) {
 		}
 		for _, name := range names {
 			var buf bytes.Buffer
-			if err := r.t.ExecuteTemplate(&buf, name+".py.tmpl", v); err != nil {
+			tmpl := name + ".py.tmpl"
+			if name == "cuda" && v.Spectral != nil {
+				tmpl = "cuda_spectral.py.tmpl"
+			}
+			if err := r.t.ExecuteTemplate(&buf, tmpl, v); err != nil {
 				return nil, fmt.Errorf("%s: rendering %s for %s: %w", commentSafe(specPath), name, p.Target.Name, err)
 			}
 			file := SubmissionFile(name, p.Target)

@@ -21,7 +21,9 @@
 #            each problem's reference timed in the same run eager, strict
 #            fp32 and under torch.compile (warmed while the files build;
 #            COMPILE=0 leaves it out: it costs about 20 s a problem);
-#            TARGETS (default sm80,sm90) picks the files;
+#            TARGETS (default sm80,sm90) picks the files, ONLY (an
+#            extended regex on the folder) the problems; GPUS=N shares
+#            them out over N GPUs;
 #   random   the Triton submissions of build/random (`make random`) in a
 #            parallel correctness sweep (the CUDA ones are the kernel
 #            verifier's);
@@ -125,10 +127,10 @@ for s in $stages; do
       python3 "$harness" --time --json "$out/e2e.json" out || status=1
     fi ;;
   level2)
-    mapfile -t dirs < <(spec_dirs problem.py out | grep '/l2_')
-    compile=--compile
-    [ "${COMPILE:-1}" = 0 ] && compile=
-    python3 "$harness" --time $compile --targets "${TARGETS:-sm80,sm90}" --json "$out/level2.json" "${dirs[@]}" || status=1 ;;
+    mapfile -t dirs < <(spec_dirs problem.py out | grep '/l2_' | grep -E -- "${ONLY:-.}")
+    compile=(--compile)
+    [ "${COMPILE:-1}" = 0 ] && compile=()
+    run_sharded "$out/level2.json" --time "${compile[@]}" --targets "${TARGETS:-sm80,sm90}" -- "${dirs[@]}" ;;
   random)
     [ -d build/random ] && { python3 "$harness" --sweep --backends triton --json "$out/random.json" build/random || status=1; } ;;
   big)

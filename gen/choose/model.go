@@ -72,6 +72,7 @@ var Machines = map[string]Machine{
 		"wgmma":         {R: 92e12, A: 0.55, K0: 96, Step: 0.4e-6},
 		"triton-3xtf32": {R: 90e12, A: 0.35, K0: 384, Step: 0.5e-6},
 		"triton-fp32":   {R: 34e12, A: 0.25, K0: 128, Step: 0.5e-6},
+		"spectral":      {R: 25e12, Step: 0.5e-6},
 	}},
 	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, Rates: map[string]Rate{
 		"ffma":          {R: 25e12 * ffmaA100, A: 0.15, K0: 64, Step: 0.5e-6},
@@ -80,6 +81,7 @@ var Machines = map[string]Machine{
 		"wgmma":         {R: 56e12 * tensorA100, A: 0.55, K0: 96, Step: 0.8e-6},
 		"triton-3xtf32": {R: 50e12 * tensorA100, A: 0.35, K0: 384, Step: 0.8e-6},
 		"triton-fp32":   {R: 34e12 * ffmaA100, A: 0.25, K0: 128, Step: 0.5e-6},
+		"spectral":      {R: 25e12 * ffmaA100, Step: 0.5e-6},
 	}},
 }
 
@@ -149,6 +151,9 @@ func (m Machine) finish(e Estimate, blocks, resident int, step float64) Estimate
 // EstimateCUDA is a CUDA plan's estimated time on its target.
 func EstimateCUDA(p *plan.Plan) Estimate {
 	m := Machines[p.Target.Name]
+	if p.Spectral != nil {
+		return estimateSpectral(p, m)
+	}
 	c := p.Conv
 	t := p.Tile
 	e := Estimate{Useful: c.FLOPs(), Launches: 2}
@@ -210,6 +215,22 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 		}
 	}
 	e.Bytes = bytes
+	return m.finish(e, p.Blocks[0]*p.Blocks[1]*p.Blocks[2], p.ResidentBlocks(), r.Step)
+}
+
+// estimateSpectral: the transforms and the GEMM per frequency at the
+// FFMA rate ("spectral": the ffma fit until its kernels are timed); the
+// bytes are the input and the weight once and every transform buffer
+// written and read once; a step is a chunk of input channels of the
+// energy kernel.
+func estimateSpectral(p *plan.Plan, m Machine) Estimate {
+	s, c := p.Spectral, p.Conv
+	e := Estimate{Launches: 9, Work: p.SpectralFLOPs()}
+	e.Useful = e.Work
+	e.Bytes = 4*float64(c.InputLen()+c.WeightLen()) + 2*float64(s.WorkspaceBytes())
+	e.Steps = ceilDiv(p.CinG, s.ChanChunk) * ceilDiv(c.Batch, s.Samples)
+	r := m.Rates["spectral"]
+	e.Rate = r.R
 	return m.finish(e, p.Blocks[0]*p.Blocks[1]*p.Blocks[2], p.ResidentBlocks(), r.Step)
 }
 

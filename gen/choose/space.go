@@ -223,5 +223,5 @@ func CUDASpace(strideW int, own spec.Family) []spec.Family {
 	} else {
 		kernels = append(kernels, own)
 	}
-	return kernels
+	return append(kernels, spec.Spectral{})
 }

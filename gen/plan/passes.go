@@ -392,8 +392,13 @@ func layChain(s *spec.Spec, out [3]int) (*Chain, error) {
 	}
 	p := s.Problem
 	b := &chainBuilder{r: r, c: &Chain{}, open: -1}
-	in := r.Inputs[0].Shape
-	shape := [5]int{in[0], in[1], in[2], in[3], in[4]}
+	// The forward's input: as the reference's inputs give it (a spec
+	// refused elsewhere, planned for its kernel errors, may have none).
+	shape := [5]int{p.Batch, p.InChannels, p.In[0], p.In[1], p.In[2]}
+	if len(r.Inputs) > 0 && len(r.Inputs[0].Shape) == 5 {
+		in := r.Inputs[0].Shape
+		shape = [5]int{in[0], in[1], in[2], in[3], in[4]}
+	}
 	for _, op := range r.Prologue {
 		l := r.Layer(op.Attr)
 		shape = b.pool(l, shape)

@@ -57,6 +57,10 @@ type Plan struct {
 	TritonLeftOut string
 	// WGMMA is the layout of a wgmma tile's kernel (Tile.WGMMA).
 	WGMMA WGMMA
+	// Spectral is the layout of a spectral plan (Tile.Spectral), nil
+	// for the others; its Epilogue.Chain names the forward's extras, and
+	// none of the chain's passes runs.
+	Spectral *Spectral
 	// Index is the C type for flat element offsets: int unless a tensor
 	// has 2^31 elements or more.
 	Index string
@@ -88,6 +92,8 @@ type Tile struct {
 	Direct *spec.Direct
 	MMA    *spec.MMA
 	WGMMA  *spec.WGMMA
+	// Spectral computes no convolution output (Plan.Spectral).
+	Spectral *spec.Spectral
 
 	ThreadsM, ThreadsN int
 	WarpsM, WarpsN     int
@@ -112,6 +118,8 @@ func (t Tile) Family() spec.Family {
 		return *t.WGMMA
 	case t.FFMA != nil:
 		return *t.FFMA
+	case t.Spectral != nil:
+		return *t.Spectral
 	}
 	return nil
 }
@@ -431,6 +439,8 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 	// Extents, channels and batch fit the kernels' 32-bit ints: the spec's
 	// limits (spec.MaxExtent, spec.MaxCount) keep them below 2^24.
 	switch f := s.Kernel.CUDA.Of().(type) {
+	case spec.Spectral:
+		return p.planSpectral(f)
 	case spec.WGMMA:
 		if !target.WGMMA {
 			// Without bulk copies the weights load by cp.async either way:

@@ -18,6 +18,10 @@ func (p *Plan) Registers() int {
 		n, _ = p.mmaRegisters()
 	case t.Direct != nil:
 		n, _ = p.directRegisters()
+	case t.Spectral != nil:
+		// The energy kernel: a complex sum per sample held, the chunk's
+		// weight values, addresses.
+		n = 2*p.Spectral.Samples + 2*p.Spectral.ChanChunk + 24
 	default:
 		n, _ = p.ffmaRegisters()
 	}

@@ -10,8 +10,8 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Family is one CUDA kernel family with its options: FFMA, Direct, MMA or
-// WGMMA. Each is its own struct whose yaml tags are its keys under
+// Family is one CUDA kernel family with its options: FFMA, Direct, MMA,
+// WGMMA or Spectral. Each is its own struct whose yaml tags are its keys under
 // kernel.cuda.<family>: the decoder, the printer and the converter read
 // the fields from the tags, so a field is declared once. A zero option is
 // the plan's choice.
@@ -96,21 +96,33 @@ type WGMMA struct {
 	EarlyInputs bool `yaml:"early_inputs"`
 }
 
-func (FFMA) Key() string   { return "ffma" }
-func (Direct) Key() string { return "direct" }
-func (MMA) Key() string    { return "mma" }
-func (WGMMA) Key() string  { return "wgmma" }
+// Spectral computes no convolution output: where the forward after the
+// convolution needs only each (sample, channel)'s mean and each
+// channel's variance of it (a training-mode BatchNorm, then a mean over
+// the spatial axes), it takes the means from the input's and the
+// weight's sums and the variances from the output's discrete Fourier
+// spectrum (Parseval), a small complex GEMM per frequency, in fp32. It
+// has no options; the plan refuses it where the forward or the padding
+// does not allow it.
+type Spectral struct{}
 
-func (FFMA) Precision() string   { return "fp32" }
-func (Direct) Precision() string { return "fp32" }
-func (MMA) Precision() string    { return "3xtf32" }
-func (WGMMA) Precision() string  { return "3xtf32" }
+func (FFMA) Key() string     { return "ffma" }
+func (Direct) Key() string   { return "direct" }
+func (MMA) Key() string      { return "mma" }
+func (WGMMA) Key() string    { return "wgmma" }
+func (Spectral) Key() string { return "spectral" }
+
+func (FFMA) Precision() string     { return "fp32" }
+func (Direct) Precision() string   { return "fp32" }
+func (MMA) Precision() string      { return "3xtf32" }
+func (WGMMA) Precision() string    { return "3xtf32" }
+func (Spectral) Precision() string { return "fp32" }
 
 // PerBlock is the warpgroups of a block (Warpgroups, 0 meaning one).
 func (w WGMMA) PerBlock() int { return max(1, w.Warpgroups) }
 
 // Families are the CUDA families, by key, as the decoder knows them.
-var Families = []Family{FFMA{}, Direct{}, MMA{}, WGMMA{}}
+var Families = []Family{FFMA{}, Direct{}, MMA{}, WGMMA{}, Spectral{}}
 
 // CUDA is the kernel section's CUDA choice: one family and its options.
 // The zero CUDA is FFMA with every option the plan's.

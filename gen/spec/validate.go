@@ -427,6 +427,8 @@ func blockChecks(bm, bn, bk, minBlocks int) []sizeCheck {
 	}
 }
 
+func (Spectral) check(func(key, got, format string, args ...any)) {}
+
 func (t FFMA) check(bad func(key, got, format string, args ...any)) {
 	checks(bad, append(blockChecks(t.BM, t.BN, t.BK, t.MinBlocks),
 		sizeCheck{"tm", t.TM, t.TM == 0 || t.TM == 4 || t.TM == 8},

@@ -44,6 +44,13 @@ inline const char* cudaGetErrorString(cudaError_t) { return "no error"; }
 #define TORCH_CHECK(cond, ...) do { if (!(cond)) { std::fprintf(stderr, "TORCH_CHECK failed: %s\n", #cond); std::exit(7); } } while (0)
 
 namespace torch {
+// The stand-in's tensors are flat: a shape check compares element counts.
+struct IntArrayRef {
+    long long n;
+    IntArrayRef(long long n_) : n(n_) {}
+    IntArrayRef(std::initializer_list<long long> s) : n(1) { for (long long d : s) n *= d; }
+    bool operator==(const IntArrayRef& o) const { return n == o.n; }
+};
 enum ScalarType { kFloat32, kFloat64, kInt64 };
 inline size_t elem_size(ScalarType t) { return t == kFloat32 ? 4 : 8; }
 struct TensorOptions {
@@ -60,6 +67,7 @@ struct Tensor {
     bool is_contiguous() const { return true; }
     ScalarType scalar_type() const { return type; }
     TensorOptions options() const { return {type}; }
+    IntArrayRef sizes() const { return IntArrayRef(numel()); }
     Tensor view(std::initializer_list<long long> s) const
     {
         Tensor t = *this;
@@ -95,6 +103,7 @@ template <class Kernel> void emu_launch(dim3 grid, unsigned threads, Kernel kern
     run_blocks(grid, threads, emu_seed == 0 ? 0 : emu_seed + 16 + emu_launches, kernel);
 }
 
+#ifndef EMU_SPECTRAL
 // conv_part stands in for the convolution's host part: the emulated
 // convolution into a NaN-poisoned output, its store given the extras
 // emu_store_extras names (the tensors its fused ops read).
@@ -121,6 +130,7 @@ static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Ten
 {
     return conv_part(x, weight, bias, {});
 }
+#endif
 `
 
 // chainMain reads the forward's input, the weight, the bias and the
@@ -195,7 +205,12 @@ func chainHost(host string) (string, string, error) {
 	if end < 0 {
 		return "", "", errors.New("emulate: conv_part has no end")
 	}
-	host = host[:i] + host[i+end+3:]
+	return emuForward(host[:i] + host[i+end+3:])
+}
+
+// emuForward is the forward function of a host source with each launch
+// through emu_launch, and the function's name.
+func emuForward(host string) (string, string, error) {
 	m := forwardRe.FindStringSubmatch(host)
 	if m == nil {
 		return "", "", errors.New("emulate: the host source has no forward function")

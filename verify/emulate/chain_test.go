@@ -284,7 +284,11 @@ func runChain(t *testing.T, r *gen.Renderer, dir string, p *plan.Plan, edit func
 	if edit != nil {
 		kernel = edit(kernel)
 	}
-	prog, err := emulate.BuildChain(context.Background(), cxx(t), dir, kernel, host, p)
+	build := emulate.BuildChain
+	if p.Spectral != nil {
+		build = emulate.BuildSpectral
+	}
+	prog, err := build(context.Background(), cxx(t), dir, kernel, host, p)
 	if err != nil {
 		t.Fatal(err)
 	}

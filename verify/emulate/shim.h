@@ -197,6 +197,7 @@ inline Barrier* block_barrier;
 
 inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 inline int min(int a, int b) { return a < b ? a : b; }  // CUDA's integer min
+inline void sincospi(double x, double* s, double* c) { *s = std::sin(M_PI * x); *c = std::cos(M_PI * x); }
 template <class T> inline T __ldg(const T* p) { return *p; }
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
