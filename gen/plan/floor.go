@@ -35,7 +35,13 @@ func (p *Plan) MinBytes() float64 {
 // at the memory bandwidth (geom.FloorMS), whichever is larger. The ops
 // after the convolution add no FLOPs to it: against the convolution's
 // they are a few per output element.
+//
+// A spectral plan computes no convolution: its floor is its own FLOPs
+// (Plan.SpectralFLOPs) in fp32.
 func (p *Plan) FloorMS(precision string) float64 {
+	if p.Spectral != nil {
+		return geom.FloorMS(p.SpectralFLOPs(), p.MinBytes(), "fp32")
+	}
 	return geom.FloorMS(p.Conv.FLOPs(), p.MinBytes(), precision)
 }
 
