@@ -651,6 +651,12 @@ type StoreView struct {
 	Operands     []plan.StoreExtra // epilogue()'s parameters after v, e<Arg>v
 	Channel      []int
 	Scalar       []int
+	Element      []int // read at the output's own index
+	// Prefetch: a wgmma tile's plain store (no kw_in_n, no Winograd)
+	// reads Element, so each phase asks L2 for their lines first (the
+	// store would wait on memory after the products, with few warps an
+	// SM to hide it: #26, 3.24 -> 2.73 ms on sm90, docs/perf/PERF.md).
+	Prefetch bool
 	Signature    string   // epilogue()'s parameter list
 	Comment      []string // what its operands are, a comment's lines
 }
@@ -671,11 +677,15 @@ func newStoreView(p *plan.Plan) StoreView {
 			v.Scalar = append(v.Scalar, e.Arg)
 			what = append(what, fmt.Sprintf("e%dv is %s's one value", e.Arg, expr))
 		default:
+			v.Element = append(v.Element, e.Arg)
 			what = append(what, fmt.Sprintf("e%dv is %s at the output's own index", e.Arg, expr))
 		}
 	}
 	if len(what) > 0 {
 		v.Comment = strings.Split(wrapText(strings.Join(what, "; ")+".", 74), "\n")
+	}
+	if w := p.Tile.WGMMA; w != nil && !w.KWInN && !w.Winograd {
+		v.Prefetch = len(v.Element) > 0
 	}
 	return v
 }

@@ -120,7 +120,15 @@ func TestLevel2Floor(t *testing.T) {
 					name, got, inMB, weightMB, w.finalMB, w.secondMB, paramsMB)
 			}
 			for _, precision := range []string{"fp32", "3xtf32"} {
-				if f, want := p.FloorMS(precision), geom.FloorMS(p.Conv.FLOPs(), p.MinBytes(), precision); f != want {
+				want := geom.FloorMS(p.Conv.FLOPs(), p.MinBytes(), precision)
+				if p.Spectral != nil {
+					// No convolution is computed: the plan's own FLOPs in fp32.
+					want = geom.FloorMS(p.SpectralFLOPs(), p.MinBytes(), "fp32")
+					if !(want < geom.FloorMS(p.Conv.FLOPs(), p.MinBytes(), "3xtf32")) {
+						t.Errorf("%s: the spectral floor %v ms is no lower than the convolution's", name, want)
+					}
+				}
+				if f := p.FloorMS(precision); f != want {
 					t.Errorf("%s: floor %v ms at %s, want %v", name, f, precision, want)
 				}
 			}

@@ -37,8 +37,8 @@ type SpectralView struct {
 	FLOPs, Workspace   string
 	ConvFLOPs          string // the convolution's GFLOP, for comparison
 	// The plan's blocks: energy (frequencies, warps), sums and transforms.
-	FreqTile, Warps, SumThreads, DFTThreads, FreqRun int
-	XLen, XMid, WLen, WMid                           int
+	FreqTile, Warps, WarpChans, SumThreads, DFTThreads, FreqRun int
+	XLen, XMid, WLen, WMid                                      int
 }
 
 // DFTLaunch is one transform launch: Real reads floats along the last
@@ -64,11 +64,11 @@ func newSpectralView(p *plan.Plan, v *View) *SpectralView {
 	sv.BatchPositions = c.Batch * sv.Positions
 	sv.ConvFLOPs = fmt.Sprintf("%.1f", c.FLOPs()/1e9)
 	sv.FreqTile, sv.Warps, sv.SumThreads, sv.DFTThreads = plan.EnergyFreqs, plan.EnergyWarps, plan.SumThreads, plan.DFTThreads
-	sv.FreqRun = plan.FreqRun
+	sv.FreqRun, sv.WarpChans = plan.FreqRun, plan.EnergyWarpChans
 	b, m := s.Bins, s.M
 	in, k := c.In, c.Kernel
 	nci, wci := c.Batch*c.InChannels, c.InChannels*c.OutPerGroup()
-	blocks := func(n int) int { return (n + plan.DFTThreads - 1) / plan.DFTThreads }
+	blocks := func(n int) int { return min(plan.DFTMaxBlocks, (n+plan.DFTThreads-1)/plan.DFTThreads) }
 	runs := func(m int) int { return (m + plan.FreqRun - 1) / plan.FreqRun }
 	for _, t := range []struct {
 		what      string

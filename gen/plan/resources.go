@@ -19,9 +19,10 @@ func (p *Plan) Registers() int {
 	case t.Direct != nil:
 		n, _ = p.directRegisters()
 	case t.Spectral != nil:
-		// The energy kernel: a complex sum per sample held, the chunk's
-		// weight values, addresses.
-		n = 2*p.Spectral.Samples + 2*p.Spectral.ChanChunk + 24
+		// The energy kernel: a complex sum per sample and channel held,
+		// as many again for the chunk's weights in flight and addresses
+		// (ptxas: 128 at 16 samples and two channels).
+		n = 4 * EnergyWarpChans * p.Spectral.Samples
 	default:
 		n, _ = p.ffmaRegisters()
 	}

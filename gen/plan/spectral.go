@@ -41,7 +41,7 @@ type Spectral struct {
 	Norm   PointOp
 	Update BNUpdate
 	// Energy kernel: a block is EnergyFreqs consecutive frequencies (a
-	// lane each) by EnergyWarps output channels (a warp each) of one
+	// lane each) by EnergyWarps x EnergyWarpChans output channels of one
 	// group; a thread holds the products of Samples samples at once and
 	// stages ChanChunk input channels' transforms a step. EnergyTiles is
 	// the blocks along the frequencies.
@@ -56,17 +56,24 @@ type Spectral struct {
 
 // Energy kernel's block, see Spectral.
 const (
-	EnergyFreqs   = 32
-	EnergyWarps   = 8
-	EnergySamples = 16
-	EnergyChans   = 8
+	EnergyFreqs = 32
+	EnergyWarps = 8
+	// EnergyWarpChans: output channels a warp of the energy kernel
+	// computes, each staged input value serving all of them (shared
+	// memory reads, not FFMA, bound it with one).
+	EnergyWarpChans = 2
+	EnergySamples   = 16
+	EnergyChans     = 8
 	// DFTThreads is the block of the transform kernels, SumThreads of the
 	// input's sums and of the finish (a block a channel).
 	DFTThreads = 256
 	// FreqRun is the frequencies a thread of a middle-axis transform
 	// computes from the inputs it loads once.
-	FreqRun    = 4
-	SumThreads = 256
+	FreqRun = 8
+	// DFTMaxBlocks caps a transform's grid (its threads stride over the
+	// outputs), so that each block's table serves many of them.
+	DFTMaxBlocks = 2048
+	SumThreads   = 256
 	// MaxSpectralAxis bounds M per axis (the twiddle table in shared
 	// memory); MaxSpectralBytes the workspace.
 	MaxSpectralAxis  = 4096
@@ -83,15 +90,19 @@ func (p *Plan) planSpectral(f spec.Spectral) (*Plan, error) {
 	c := p.Conv
 	p.Names = names(p.Spec.Name, p.Target)
 	p.Names.Kernel = p.Spec.Name + "_spectral"
+	var refusals spec.Errors
 	refuse := func(format string, args ...any) (*Plan, error) {
-		return nil, spec.Errors{p.Spec.Errorf(p.Spec.Kernel.CUDAField("spectral"), "{}", format, args...)}
-	}
-	if c.Padding != [3]int{} {
-		return refuse("needs padding 0, so that the convolution crops nothing and its output is the whole linear convolution (got padding %v)", c.Padding)
+		refusals = append(refusals, p.Spec.Errorf(p.Spec.Kernel.CUDAField("spectral"), "", format, args...))
+		return nil, refusals
 	}
 	ch, ops, _, err := planChain(p.Spec, p.Out, p.Names.Kernel)
 	if err != nil {
 		return nil, spec.Errors{p.Spec.Errorf("reference.forward", "", "%v", err)}
+	}
+	if c.Padding != [3]int{} {
+		// Said with the forward's reason below, if it has one too.
+		refusals = append(refusals, p.Spec.Errorf(p.Spec.Kernel.CUDAField("spectral"), "",
+			"needs padding 0, so that the convolution crops nothing and its output is the whole linear convolution (got padding %v)", c.Padding))
 	}
 	if k := &p.Spec.Kernel; slices.Contains(k.Backends, "triton") {
 		if !k.BackendsOmitted {
@@ -106,6 +117,9 @@ func (p *Plan) planSpectral(f spec.Spectral) (*Plan, error) {
 	s, why := spectralForm(ch, ops)
 	if why != "" {
 		return refuse("needs a forward of affine ops, a training-mode BatchNorm and a mean over the spatial axes, the output of shape (batch, channels, 1, 1, 1): %s", why)
+	}
+	if refusals != nil {
+		return nil, refusals
 	}
 	if c.InPerGroup() > MaxSpectralChannels {
 		return refuse("keeps a group's %d input channels' weight sums in shared memory: at most %d", c.InPerGroup(), MaxSpectralChannels)
@@ -130,7 +144,7 @@ func (p *Plan) planSpectral(f spec.Spectral) (*Plan, error) {
 	p.Spectral = s
 	p.SmemBytes = s.Samples * s.ChanChunk * EnergyFreqs * 8
 	p.Epilogue.Chain = ch
-	p.Blocks = [3]int{s.EnergyTiles, ceilDiv(c.OutPerGroup(), EnergyWarps), c.Groups}
+	p.Blocks = [3]int{s.EnergyTiles, ceilDiv(c.OutPerGroup(), EnergyWarps*EnergyWarpChans), c.Groups}
 	p.Grid, p.Threads = p.Blocks, EnergyFreqs*EnergyWarps
 	if p.Grid[1] > MaxGridYZ || p.Grid[2] > MaxGridYZ {
 		return refuse("would launch %d x %d blocks along y and z: at most %d", p.Grid[1], p.Grid[2], MaxGridYZ)

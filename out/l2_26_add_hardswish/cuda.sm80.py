@@ -12,16 +12,17 @@ M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
 A block is one warpgroup
-(4 warps) computing 128 output positions of each
+(4 warps) computing 64 output positions of each
 phase in turn by 64 output channels. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the tensor
-cores' shared-memory layout and staged 4 steps deep with cp.async.
+cores' shared-memory layout and staged 2 steps deep with cp.async.
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), m16n8k8 mma.sync products. The
 tensor cores do not add in exact fp32, so their sums cover 4 steps of
-32 and are then added in fp32.
+32 and are then added in fp32, the running sums parked in shared
+memory.
 Both re-layouts run in every forward and are part of its time.
 The convolution's store applies add, mul_hardswish to each output before writing
 it (no kernel of their own), reading add_input at the output's own index.
@@ -67,13 +68,16 @@ static constexpr int kRelayoutPos = 17, kRelayoutChunks = 1;  // the re-layout's
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 27, kNTiles = 1;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 2, kRows = 128;
+static constexpr int kSlabs = 1, kRows = 64;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
-static constexpr int kStages = 4;  // weight-image steps in shared memory
+static constexpr int kStages = 2;  // weight-image steps in shared memory
+// The fp32 running sums wait in shared memory between spans: thread tid's
+// element e of slab sl at kParkedAt + (sl * kND + e) * kThreads + tid.
+static constexpr int kParkedAt = 8192;
 static constexpr int kKW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr int kOuts = 1;  // outputs a row
-static constexpr int kOutRows = 128;
+static constexpr int kOutRows = 64;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
@@ -238,6 +242,12 @@ __device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
     lo = __float_as_uint(x - __uint_as_float(hi));
 }
 
+// Asks L2 for the line holding p: no register, no wait.
+__device__ __forceinline__ void prefetch_l2(const float* p)
+{
+    asm volatile("prefetch.global.L2 [%0];" :: "l"(p));
+}
+
 // cp.async: 16 bytes from global to shared memory, past the registers.
 __device__ __forceinline__ void cp_async_16(float* dst, const float* src)
 {
@@ -254,7 +264,7 @@ __device__ __forceinline__ void cp_async_commit()
 // run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
 // Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
@@ -264,8 +274,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 l2_26_add_hardswish_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, const float* __restrict__ e0, float* __restrict__ y)
 {
-    // The weight stages.
-    extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
+    // The weight stages, the parked sums.
+    __shared__ __align__(128) float b_stage[49152 / 4];
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
     // in L2, and the weight image streams through all phases' steps
@@ -318,6 +328,22 @@ l2_26_add_hardswish_igemm(const float* __restrict__ xr, const float* __restrict_
             }
         }
 
+        // The fused ops read e0 at each output the store writes: their lines
+        // are asked of L2 now, so the store's reads find them there after
+        // the phase's products instead of waiting on memory.
+        if (active) {
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) {
+                #pragma unroll
+                for (int e = 0; e < kND; ++e) {
+                    const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
+                    if (outs[sl][r] > 0 && co < kCoutG) {
+                        prefetch_l2(e0 + yb[sl][r] + (idx_t)co * kOutDHW);
+                    }
+                }
+            }
+        }
+
         // Thread t's 8 reduction elements of the phase's step s for its
         // rows: channels of one tap (kCinP is a multiple of 8), at xb + the
         // offset a_offset gives; none (zero) past the reduction's end.
@@ -346,17 +372,11 @@ l2_26_add_hardswish_igemm(const float* __restrict__ xr, const float* __restrict_
             }
         };
 
-        // acc: the fp32 running sums; part: the tensor cores' sums of
-        // the current span of steps, added to acc at its end.
-        float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
-        #pragma unroll
-        for (int sl = 0; sl < kSlabs; ++sl) {
-            #pragma unroll
-            for (int e = 0; e < kND; ++e) {
-                #pragma unroll
-                for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
-            }
-        }
+        // part: the tensor cores' sums of the current span of steps, added
+        // to the parked sums at its end.
+        float part[kSlabs][kND];
+        float* const parked = b_stage + kParkedAt + tid;
+        auto park = [&](int sl, int e) -> float& { return parked[(sl * kND + e) * kThreads]; };
         if (active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
@@ -404,11 +424,16 @@ l2_26_add_hardswish_igemm(const float* __restrict__ xr, const float* __restrict_
                     }
                 }
             }
-            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
+            if (s % kSpan == kSpan - 1 && s < P.steps - 1) {
+                // A span's sums park (the first's replace, the rest add);
+                // the last span's stay where they are, for the outputs.
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
-                    for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
+                    for (int e = 0; e < kND; ++e) {
+                        float& p = park(sl, e);
+                        p = s < kSpan ? part[sl][e] : p + part[sl][e];
+                    }
                 }
             }
             // The next step's inputs load now, while other warps' products run.
@@ -416,7 +441,9 @@ l2_26_add_hardswish_igemm(const float* __restrict__ xr, const float* __restrict_
         }
         if (!active) continue;
 
-        auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
+        // The last span's sums, with the parked ones added on the way out.
+        const bool spans = P.steps > kSpan;
+        auto result = [&](int sl, int o, int e) { return spans ? part[sl][e] + park(sl, e) : part[sl][e]; };
 
         // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
         // (g+8, 8cb+2t), (g+8, +1); each written once, bias added.
@@ -465,10 +492,7 @@ static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Ten
     check_launch("l2_26_add_hardswish_repack_weight");
     l2_26_add_hardswish_relayout_input<<<36992, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("l2_26_add_hardswish_relayout_input");
-    // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l2_26_add_hardswish_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "l2_26_add_hardswish_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l2_26_add_hardswish_igemm<<<dim3(4096, 1, 1), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    l2_26_add_hardswish_igemm<<<dim3(8192, 1, 1), 128>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         (const float*)bias.data_ptr(), (const float*)extras[0].data_ptr(), (float*)y.data_ptr());
     check_launch("l2_26_add_hardswish_igemm");
     return y;

@@ -229,6 +229,12 @@ __device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
     lo = __float_as_uint(x - __uint_as_float(hi));
 }
 
+// Asks L2 for the line holding p: no register, no wait.
+__device__ __forceinline__ void prefetch_l2(const float* p)
+{
+    asm volatile("prefetch.global.L2 [%0];" :: "l"(p));
+}
+
 // cp.async: 16 bytes from global to shared memory, past the registers.
 __device__ __forceinline__ void cp_async_16(float* dst, const float* src)
 {
@@ -335,6 +341,22 @@ l2_26_add_hardswish_igemm(const float* __restrict__ xr, const float* __restrict_
                     + (idx_t)(qw + kLoW) * kCinP;
                 yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
                     + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
+            }
+        }
+
+        // The fused ops read e0 at each output the store writes: their lines
+        // are asked of L2 now, so the store's reads find them there after
+        // the phase's products instead of waiting on memory.
+        if (active) {
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) {
+                #pragma unroll
+                for (int e = 0; e < kND; ++e) {
+                    const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
+                    if (outs[sl][r] > 0 && co < kCoutG) {
+                        prefetch_l2(e0 + yb[sl][r] + (idx_t)co * kOutDHW);
+                    }
+                }
             }
         }
 

@@ -48,11 +48,11 @@ static constexpr int kOutDHW = 25920;  // the transform's grid: the output's pos
 static constexpr int kOutW = 36, kBinsW = 19;  // W bins kept: kOutW/2 + 1
 static constexpr int kFreqs = 13680;  // bins kept, (D, H, W) with W fastest
 static constexpr int kTwiddles = 36;  // the largest axis
-static constexpr int kFreqTile = 32, kWarps = 8;  // energy block: a lane a frequency, a warp an output channel
+static constexpr int kFreqTile = 32, kWarps = 8, kWarpChans = 2;  // energy block: a lane a frequency, a warp output channels
 static constexpr int kSamples = 16, kChans = 8;  // samples a thread holds, input channels staged a step
 static constexpr int kTiles = 428;  // energy blocks along the frequencies
 static constexpr int kSumThreads = 256;
-static constexpr int kFreqRun = 4;  // frequencies a thread of a middle-axis transform computes
+static constexpr int kFreqRun = 8;  // frequencies a thread of a middle-axis transform computes
 
 // The table e^{-2 pi i r/m} for r < m, from double, shared by the block.
 __device__ void twiddles(float2* tw, int m)
@@ -91,86 +91,91 @@ extern "C" __global__ void l2_77_scale_batchnorm_globalavgpool_input_sums(const 
 
 // The real transform along the last axis: rows of len floats, element l
 // at position l*step of a grid of m, to the first bins of its spectrum.
-// A thread a bin.
+// A thread a bin, the grid striding over them (so that a block's table
+// serves many).
 extern "C" __global__ void l2_77_scale_batchnorm_globalavgpool_rdft_w(const float* __restrict__ in, float2* __restrict__ out, idx_t rows, int len, int step, int m, int bins)
 {
     __shared__ float2 tw[kTwiddles];
     twiddles(tw, m);
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= rows * bins) return;
-    const idx_t row = i / bins;
-    const int f = (int)(i - row * bins), inc = (int)((long long)f * step % m);
-    const float* src = in + row * len;
-    float re = 0.0f, im = 0.0f;
-    for (int l = 0, e = 0; l < len; ++l) {
-        const float v = src[l];
-        re = fmaf(v, tw[e].x, re);
-        im = fmaf(v, tw[e].y, im);
-        e += inc;
-        if (e >= m) e -= m;
+    for (idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * bins; i += (idx_t)gridDim.x * blockDim.x) {
+        const idx_t row = i / bins;
+        const int f = (int)(i - row * bins), inc = f * (step % m) % m;  // below 2^24: f, m <= 4096
+        const float* src = in + row * len;
+        float re = 0.0f, im = 0.0f;
+        for (int l = 0, e = 0; l < len; ++l) {
+            const float v = src[l];
+            re = fmaf(v, tw[e].x, re);
+            im = fmaf(v, tw[e].y, im);
+            e += inc;
+            if (e >= m) e -= m;
+        }
+        out[i] = make_float2(re, im);
     }
-    out[i] = make_float2(re, im);
 }
 
 // The complex transform along a middle axis: in (outer, len, inner) to
 // out (outer, m, inner), element l at position l*step of a grid of m. A
 // thread computes kFreqRun frequencies f0.. of one (outer, inner) column
 // (each input it loads serves all of them), inner fastest across the
-// threads (so the reads and writes along inner coalesce).
+// threads (so the reads and writes along inner coalesce), the grid
+// striding over the runs.
 extern "C" __global__ void l2_77_scale_batchnorm_globalavgpool_dft(const float2* __restrict__ in, float2* __restrict__ out, idx_t outer, int len, idx_t inner, int step, int m)
 {
     __shared__ float2 tw[kTwiddles];
     twiddles(tw, m);
     const int runs = (m + kFreqRun - 1) / kFreqRun;
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= outer * runs * inner) return;
-    const idx_t o = i / (runs * inner), rest = i - o * runs * inner, run = rest / inner, col = rest - run * inner;
-    const int f0 = (int)run * kFreqRun;
-    const float2* src = in + o * len * inner + col;
-    float re[kFreqRun], im[kFreqRun];
-    int e[kFreqRun], inc[kFreqRun];
-    #pragma unroll
-    for (int r = 0; r < kFreqRun; ++r) {
-        re[r] = im[r] = 0.0f;
-        e[r] = 0;
-        inc[r] = (int)((long long)(f0 + r) * step % m);
-    }
-    for (int l = 0; l < len; ++l) {
-        const float2 v = src[l * inner];
+    for (idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; i < outer * runs * inner; i += (idx_t)gridDim.x * blockDim.x) {
+        const idx_t o = i / (runs * inner), rest = i - o * runs * inner, run = rest / inner, col = rest - run * inner;
+        const int f0 = (int)run * kFreqRun;
+        const float2* src = in + o * len * inner + col;
+        float re[kFreqRun], im[kFreqRun];
+        int e[kFreqRun], inc[kFreqRun];
         #pragma unroll
         for (int r = 0; r < kFreqRun; ++r) {
-            const float2 w = tw[e[r]];
-            re[r] = fmaf(v.x, w.x, fmaf(-v.y, w.y, re[r]));
-            im[r] = fmaf(v.x, w.y, fmaf(v.y, w.x, im[r]));
-            e[r] += inc[r];
-            if (e[r] >= m) e[r] -= m;
+            re[r] = im[r] = 0.0f;
+            e[r] = 0;
+            inc[r] = (f0 + r) * (step % m) % m;  // below 2^24: f, m <= 4096
         }
+        for (int l = 0; l < len; ++l) {
+            const float2 v = src[l * inner];
+            #pragma unroll
+            for (int r = 0; r < kFreqRun; ++r) {
+                const float2 w = tw[e[r]];
+                re[r] = fmaf(v.x, w.x, fmaf(-v.y, w.y, re[r]));
+                im[r] = fmaf(v.x, w.y, fmaf(v.y, w.x, im[r]));
+                e[r] += inc[r];
+                if (e[r] >= m) e[r] -= m;
+            }
+        }
+        float2* dst = out + (o * m + f0) * inner + col;
+        #pragma unroll
+        for (int r = 0; r < kFreqRun; ++r)
+            if (f0 + r < m) dst[r * inner] = make_float2(re[r], im[r]);
     }
-    float2* dst = out + (o * m + f0) * inner + col;
-    #pragma unroll
-    for (int r = 0; r < kFreqRun; ++r)
-        if (f0 + r < m) dst[r * inner] = make_float2(re[r], im[r]);
 }
 
 // Energies about the mean: block (frequency tile, channel tile, group);
 // each thread sums Y(f) = X(f, ci) W(f, ci, co) over the group's input
-// channels for kSamples samples at once (X staged in shared memory, read
-// by the block's eight channels), then its bins' |Y|^2, weighted by how
-// often the full spectrum holds them (conjugate pairs along W twice, f = 0
-// never), are summed over the warp's frequencies: one partial a (tile,
-// sample, channel), written once.
+// channels for kSamples samples and kWarpChans output channels at once
+// (X staged in shared memory, each value it reads serving both
+// channels), then its bins' |Y|^2, weighted by how often the full
+// spectrum holds them (conjugate pairs along W twice, f = 0 never), are
+// summed over the warp's frequencies: one partial a (tile, sample,
+// channel), written once.
 extern "C" __global__ void __launch_bounds__(kFreqTile * kWarps) l2_77_scale_batchnorm_globalavgpool_energy(const float2* __restrict__ xf, const float2* __restrict__ wf, float* __restrict__ part)
 {
     __shared__ float2 xs[kSamples][kChans][kFreqTile];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const int f = blockIdx.x * kFreqTile + lane, j = blockIdx.y * kWarps + warp, g = blockIdx.z;
+    const int f = blockIdx.x * kFreqTile + lane, j0 = (blockIdx.y * kWarps + warp) * kWarpChans, g = blockIdx.z;
     const int fw = f % kBinsW;
     const float weight = f == 0 || f >= kFreqs ? 0.0f : fw == 0 || 2 * fw == kOutW ? 1.0f : 2.0f;
-    const bool mine = f < kFreqs && j < kCoutG;
     for (int n0 = 0; n0 < kBatch; n0 += kSamples) {
-        float2 acc[kSamples];
+        float2 acc[kWarpChans][kSamples];
         #pragma unroll
-        for (int s = 0; s < kSamples; ++s) acc[s] = make_float2(0.0f, 0.0f);
+        for (int q = 0; q < kWarpChans; ++q) {
+            #pragma unroll
+            for (int s = 0; s < kSamples; ++s) acc[q][s] = make_float2(0.0f, 0.0f);
+        }
         for (int c0 = 0; c0 < kCinG; c0 += kChans) {
             __syncthreads();  // the last step's readers are done with xs
             for (int k = threadIdx.x; k < kSamples * kChans * kFreqTile; k += kFreqTile * kWarps) {
@@ -182,20 +187,29 @@ extern "C" __global__ void __launch_bounds__(kFreqTile * kWarps) l2_77_scale_bat
             #pragma unroll
             for (int cc = 0; cc < kChans; ++cc) {
                 const int ci = c0 + cc;
-                const float2 w = mine && ci < kCinG ? wf[((idx_t)(g * kCinG + ci) * kCoutG + j) * kFreqs + f] : make_float2(0.0f, 0.0f);
+                float2 w[kWarpChans];
+                #pragma unroll
+                for (int q = 0; q < kWarpChans; ++q)
+                    w[q] = f < kFreqs && j0 + q < kCoutG && ci < kCinG ? wf[((idx_t)(g * kCinG + ci) * kCoutG + j0 + q) * kFreqs + f] : make_float2(0.0f, 0.0f);
                 #pragma unroll
                 for (int s = 0; s < kSamples; ++s) {
                     const float2 a = xs[s][cc][lane];
-                    acc[s].x = fmaf(a.x, w.x, fmaf(-a.y, w.y, acc[s].x));
-                    acc[s].y = fmaf(a.x, w.y, fmaf(a.y, w.x, acc[s].y));
+                    #pragma unroll
+                    for (int q = 0; q < kWarpChans; ++q) {
+                        acc[q][s].x = fmaf(a.x, w[q].x, fmaf(-a.y, w[q].y, acc[q][s].x));
+                        acc[q][s].y = fmaf(a.x, w[q].y, fmaf(a.y, w[q].x, acc[q][s].y));
+                    }
                 }
             }
         }
         #pragma unroll
-        for (int s = 0; s < kSamples; ++s) {
-            float e = weight * (acc[s].x * acc[s].x + acc[s].y * acc[s].y);
-            for (int o = 16; o > 0; o /= 2) e += __shfl_xor_sync(0xffffffffu, e, o);
-            if (lane == 0 && n0 + s < kBatch && j < kCoutG) part[((idx_t)blockIdx.x * kBatch + n0 + s) * kCout + g * kCoutG + j] = e;
+        for (int q = 0; q < kWarpChans; ++q) {
+            #pragma unroll
+            for (int s = 0; s < kSamples; ++s) {
+                float e = weight * (acc[q][s].x * acc[q][s].x + acc[q][s].y * acc[q][s].y);
+                for (int o = 16; o > 0; o /= 2) e += __shfl_xor_sync(0xffffffffu, e, o);
+                if (lane == 0 && n0 + s < kBatch && j0 + q < kCoutG) part[((idx_t)blockIdx.x * kBatch + n0 + s) * kCout + g * kCoutG + j0 + q] = e;
+            }
         }
     }
 }
@@ -299,24 +313,24 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     l2_77_scale_batchnorm_globalavgpool_input_sums<<<1024, 256>>>((const float*)x.data_ptr(), (double*)sums.data_ptr());
     check_launch("l2_77_scale_batchnorm_globalavgpool_input_sums");
     // The input along W.
-    l2_77_scale_batchnorm_globalavgpool_rdft_w<<<38912, 256>>>((const float*)x.data_ptr(), (float2*)xf.data_ptr(), 524288, 32, 1, 36, 19);
+    l2_77_scale_batchnorm_globalavgpool_rdft_w<<<2048, 256>>>((const float*)x.data_ptr(), (float2*)xf.data_ptr(), 524288, 32, 1, 36, 19);
     check_launch("l2_77_scale_batchnorm_globalavgpool_rdft_w");
     // The input along H.
-    l2_77_scale_batchnorm_globalavgpool_dft<<<10944, 256>>>((const float2*)xf.data_ptr(), (float2*)xm.data_ptr(), 16384, 32, 19, 1, 36);
+    l2_77_scale_batchnorm_globalavgpool_dft<<<2048, 256>>>((const float2*)xf.data_ptr(), (float2*)xm.data_ptr(), 16384, 32, 19, 1, 36);
     check_launch("l2_77_scale_batchnorm_globalavgpool_dft");
     // The input along D.
-    l2_77_scale_batchnorm_globalavgpool_dft<<<13680, 256>>>((const float2*)xm.data_ptr(), (float2*)xf.data_ptr(), 1024, 16, 684, 1, 20);
+    l2_77_scale_batchnorm_globalavgpool_dft<<<2048, 256>>>((const float2*)xm.data_ptr(), (float2*)xf.data_ptr(), 1024, 16, 684, 1, 20);
     check_launch("l2_77_scale_batchnorm_globalavgpool_dft");
     // The weight along W.
-    l2_77_scale_batchnorm_globalavgpool_rdft_w<<<15200, 256>>>((const float*)weight.data_ptr(), (float2*)wf.data_ptr(), 204800, 5, 1, 36, 19);
+    l2_77_scale_batchnorm_globalavgpool_rdft_w<<<2048, 256>>>((const float*)weight.data_ptr(), (float2*)wf.data_ptr(), 204800, 5, 1, 36, 19);
     check_launch("l2_77_scale_batchnorm_globalavgpool_rdft_w");
     // The weight along H.
-    l2_77_scale_batchnorm_globalavgpool_dft<<<27360, 256>>>((const float2*)wf.data_ptr(), (float2*)wm.data_ptr(), 40960, 5, 19, 1, 36);
+    l2_77_scale_batchnorm_globalavgpool_dft<<<2048, 256>>>((const float2*)wf.data_ptr(), (float2*)wm.data_ptr(), 40960, 5, 19, 1, 36);
     check_launch("l2_77_scale_batchnorm_globalavgpool_dft");
     // The weight along D.
-    l2_77_scale_batchnorm_globalavgpool_dft<<<109440, 256>>>((const float2*)wm.data_ptr(), (float2*)wf.data_ptr(), 8192, 5, 684, 1, 20);
+    l2_77_scale_batchnorm_globalavgpool_dft<<<2048, 256>>>((const float2*)wm.data_ptr(), (float2*)wf.data_ptr(), 8192, 5, 684, 1, 20);
     check_launch("l2_77_scale_batchnorm_globalavgpool_dft");
-    l2_77_scale_batchnorm_globalavgpool_energy<<<dim3(428, 16, 1), 256>>>((const float2*)xf.data_ptr(), (const float2*)wf.data_ptr(), (float*)part.data_ptr());
+    l2_77_scale_batchnorm_globalavgpool_energy<<<dim3(428, 8, 1), 256>>>((const float2*)xf.data_ptr(), (const float2*)wf.data_ptr(), (float*)part.data_ptr());
     check_launch("l2_77_scale_batchnorm_globalavgpool_energy");
     l2_77_scale_batchnorm_globalavgpool_finish<<<128, 256>>>((const float*)weight.data_ptr(), (const float*)bias.data_ptr(),
         (const double*)sums.data_ptr(), (const float*)part.data_ptr(), (const float*)extras[0].data_ptr(), (const float*)extras[1].data_ptr(), (float*)extras[2].data_ptr(), (float*)extras[3].data_ptr(),

@@ -269,18 +269,7 @@ func (ci chainInputs) run(y []float32, after [][]float32, seed uint64, err error
 // float64 reference of problem's spec on the same inputs.
 func runChain(t *testing.T, r *gen.Renderer, dir string, p *plan.Plan, edit func(string) string) chainRun {
 	t.Helper()
-	src, err := mutate.RenderCUDA(r, p, p.Spec.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kernel, err := verify.KernelSource(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, err := verify.HostSource(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kernel, host := cudaSources(t, r, p)
 	if edit != nil {
 		kernel = edit(kernel)
 	}
@@ -295,6 +284,23 @@ func runChain(t *testing.T, r *gen.Renderer, dir string, p *plan.Plan, edit func
 	ci := newChainInputs(t, p, nil)
 	y, after, err := prog.Run(context.Background(), ci.x, ci.in.W, ci.in.B, ci.extras)
 	return ci.run(y, after, prog.Seed, err)
+}
+
+// cudaSources renders p's CUDA submission and returns its KERNEL_SOURCE
+// and HOST_SOURCE.
+func cudaSources(t *testing.T, r *gen.Renderer, p *plan.Plan) (kernel, host string) {
+	t.Helper()
+	src, err := mutate.RenderCUDA(r, p, p.Spec.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kernel, err = verify.KernelSource(src); err != nil {
+		t.Fatal(err)
+	}
+	if host, err = verify.HostSource(src); err != nil {
+		t.Fatal(err)
+	}
+	return kernel, host
 }
 
 // worst is the largest relative L2 error of the run and what it is in:

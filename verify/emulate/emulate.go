@@ -53,6 +53,8 @@ var ptxHelpers = []struct{ signature, body string }{
 	{"__device__ __forceinline__ void cp_async_16(float* dst, const float* src)",
 		"{\n    std::memcpy(dst, src, 16);\n}"},
 	{"__device__ __forceinline__ void cp_async_commit()", "{\n}"},
+	// A prefetch into L2 changes no value.
+	{"__device__ __forceinline__ void prefetch_l2(const float* p)", "{\n}"},
 	{"__device__ __forceinline__ void cp_async_wait_current()", "{\n}"},
 }
 
@@ -139,6 +141,7 @@ static std::vector<float> load(const char* path, size_t n)
 template <class Kernel> void run_blocks(dim3_ grid, unsigned threads, uint64_t seed, Kernel kernel)
 {
     std::vector<dim3_> blocks;
+    gridDim = grid;
     for (unsigned bz = 0; bz < grid.z; ++bz)
     for (unsigned by = 0; by < grid.y; ++by)
     for (unsigned bx = 0; bx < grid.x; ++bx) blocks.push_back({bx, by, bz});

@@ -107,6 +107,7 @@ struct EmuRng {
 
 struct WarpState;
 thread_local dim3_ threadIdx, blockIdx, blockDim;
+inline dim3_ gridDim;  // the launch's grid (run_blocks sets it)
 thread_local WarpState* warp_state;
 
 // Sched runs a launch's CUDA threads as fibers, one at a time: the running

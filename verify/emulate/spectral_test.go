@@ -1,7 +1,9 @@
 package emulate_test
 
 import (
+	"context"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"convtgen/gen"
 	"convtgen/gen/plan"
 	"convtgen/gen/spec"
+	"convtgen/verify/emulate"
 )
 
 // spectralSpec is testdata/spectral.yaml with the problem's keys in
@@ -131,4 +134,37 @@ func TestSpectralMutantsAreCaught(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSpectralTransformsStride: the transforms' threads stride over their
+// outputs when the grid is smaller than they are (DFTMaxBlocks caps it on
+// the GPU; in small no grid reaches the cap, so here the host's launches
+// are cut to two blocks and one).
+func TestSpectralTransformsStride(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.New(spectralSpec(t, "", nil), plan.SM80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel, host := cudaSources(t, r, p)
+	cut := regexp.MustCompile(`(_r?dft(?:_w)?)<<<\d+,`)
+	if n := len(cut.FindAllString(host, -1)); n != 6 {
+		t.Fatalf("%d transform launches, want 6", n)
+	}
+	host = cut.ReplaceAllStringFunc(host, func(s string) string {
+		if strings.Contains(s, "rdft") {
+			return cut.ReplaceAllString(s, "${1}<<<2,")
+		}
+		return cut.ReplaceAllString(s, "${1}<<<1,")
+	})
+	prog, err := emulate.BuildSpectral(context.Background(), cxx(t), t.TempDir(), kernel, host, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := newChainInputs(t, p, nil)
+	y, after, err := prog.Run(context.Background(), ci.x, ci.in.W, ci.in.B, ci.extras)
+	ci.run(y, after, prog.Seed, err).check(t, p)
 }
