@@ -72,7 +72,7 @@ var Machines = map[string]Machine{
 		"wgmma":         {R: 92e12, A: 0.55, K0: 96, Step: 0.4e-6},
 		"triton-3xtf32": {R: 90e12, A: 0.35, K0: 384, Step: 0.5e-6},
 		"triton-fp32":   {R: 34e12, A: 0.25, K0: 128, Step: 0.5e-6},
-		"spectral":      {R: 25e12, Step: 0.5e-6},
+		"spectral":      {R: 12.5e12, Step: 0.5e-6},
 	}},
 	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, Rates: map[string]Rate{
 		"ffma":          {R: 25e12 * ffmaA100, A: 0.15, K0: 64, Step: 0.5e-6},
@@ -81,7 +81,7 @@ var Machines = map[string]Machine{
 		"wgmma":         {R: 56e12 * tensorA100, A: 0.55, K0: 96, Step: 0.8e-6},
 		"triton-3xtf32": {R: 50e12 * tensorA100, A: 0.35, K0: 384, Step: 0.8e-6},
 		"triton-fp32":   {R: 34e12 * ffmaA100, A: 0.25, K0: 128, Step: 0.5e-6},
-		"spectral":      {R: 25e12 * ffmaA100, Step: 0.5e-6},
+		"spectral":      {R: 12.5e12 * ffmaA100, Step: 0.5e-6},
 	}},
 }
 
@@ -219,7 +219,7 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 }
 
 // estimateSpectral: the transforms and the GEMM per frequency at the
-// FFMA rate ("spectral": the ffma fit until its kernels are timed); the
+// spectral rate (#77's 26 GFLOP in 2.1 ms on the H200, PERF.md v41); the
 // bytes are the input and the weight once and every transform buffer
 // written and read once; a step is a chunk of input channels of the
 // energy kernel.
