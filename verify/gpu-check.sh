@@ -16,7 +16,9 @@
 #   e2e      the evaluator-style harness over every submission in out/,
 #            timed (embedded in bin/verify; the file itself without it);
 #            with GPUS=N (2 or more), the problems dealt out over N GPUs
-#            and the runs merged into one e2e.json;
+#            and the runs merged into one e2e.json; ONLY (an extended
+#            regex on the folder) and TARGETS run a part (e.g. the zoo in
+#            slices: that e2e.json then holds those files alone);
 #   level2   the level-2 submissions of out/ (l2_*) the evaluator's way,
 #            each problem's reference timed in the same run eager, strict
 #            fp32 and under torch.compile (warmed while the files build;
@@ -118,7 +120,12 @@ for s in $stages; do
       run_sharded "$out/tune-triton.json" --time --no-ref-time --trials 2 --timed 30 --timeout 300 --backends triton -- "${dirs[@]}"
     fi ;;
   e2e)
-    if [ "${GPUS:-0}" -ge 2 ]; then
+    if [ -n "${ONLY:-}" ]; then
+      # A part of the specs (the zoo is longer than one call): the harness
+      # over the folders ONLY matches, TARGETS' files.
+      mapfile -t dirs < <(spec_dirs problem.py out | grep -E -- "$ONLY")
+      run_sharded "$out/e2e.json" --time --targets "${TARGETS:-sm80,sm90}" -- "${dirs[@]}"
+    elif [ "${GPUS:-0}" -ge 2 ]; then
       mapfile -t dirs < <(spec_dirs problem.py out)
       run_sharded "$out/e2e.json" --time -- "${dirs[@]}"
     elif [ -x bin/verify ]; then

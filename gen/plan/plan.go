@@ -130,6 +130,9 @@ func (t Tile) Choice() spec.CUDA { return spec.CUDA{Family: t.Family()} }
 // String is the family's choice and the plan's derived shape (not %+v's
 // pointers, so a plan prints the same every run).
 func (t Tile) String() string {
+	if t.Spectral != nil {
+		return t.Choice().String() // no tiles: the layout is Plan.Spectral's
+	}
 	return fmt.Sprintf("%s threads %dx%d warps %dx%d pad %d tap_chunk %d bn %d", t.Choice(), t.ThreadsM, t.ThreadsN, t.WarpsM, t.WarpsN, t.Pad, t.TapChunk, t.BN())
 }
 
