@@ -267,7 +267,8 @@ func level2Markdown(b *strings.Builder, r *Report) {
 		p("No Triton rows: these specs list `backends: [cuda]`, or the Triton backend cannot express their ops yet\n")
 		p("(each CUDA file's docstring says which; specs/README.md).\n")
 	}
-	p("Floor: max(the convolution's FLOPs / the file's precision's peak, bytes / bandwidth), the rates above; the\n")
+	p("Floor: max(the convolution's FLOPs / the file's precision's peak, bytes / bandwidth), the rates above (a\n")
+	p("spectral file computes no convolution: its own FLOPs at the fp32 rate); the\n")
 	p("bytes are what the fused forward must move: its input read once, the weight and bias, the other tensors it\n")
 	p("reads (parameters, a second input), the final output written once, and no intermediate tensor.\n\n")
 	p("| problem | backend | target | precision | result | rel L2 vs fp64 | allclose 1e-2 / 1e-4 | ms mean / median | eager ms | strict fp32 ms | torch.compile ms | vs eager | vs torch.compile | floor ms | floor |\n")
@@ -283,6 +284,13 @@ func level2Markdown(b *strings.Builder, r *Report) {
 		p("run's own eager times; the run of these rows timed eager and strict fp32 only.\n\n")
 	}
 	olderFiles(b, l2.Rows)
+	if len(l2.NoTriton) > 0 {
+		p("No Triton file (the spec leaves the backends open, and the Triton backend cannot express the forward yet):\n\n")
+		for _, n := range l2.NoTriton {
+			p("- %s: %s\n", n.Spec, n.Why)
+		}
+		p("\n")
+	}
 	if slices.ContainsFunc(l2.Rows, func(row Row) bool { return row.FromE2E }) {
 		p("Rows marked (e2e run) are from the run named at the top (`e2e.json`), which timed no `torch.compile`.\n\n")
 	}

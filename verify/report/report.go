@@ -151,6 +151,16 @@ type Level2 struct {
 	Date    string          `json:"date,omitempty"`
 	Rows    []Row           `json:"rows"`
 	Summary []Level2Summary `json:"summary"`
+	// NoTriton lists the problems the Triton backend cannot express yet
+	// (their specs leave the backends open), with the plan's reason.
+	NoTriton []NoTriton `json:"no_triton,omitempty"`
+}
+
+// NoTriton is a level-2 problem without a Triton file, and why
+// (plan.Plan.TritonLeftOut, per target where the targets differ).
+type NoTriton struct {
+	Spec string `json:"spec"`
+	Why  string `json:"why"`
 }
 
 // Level2Summary tallies one backend and target's level-2 files: how many
@@ -439,6 +449,7 @@ func Build(root, dir string) (*Report, error) {
 	}
 	sortRows(r.Level2.Rows, true)
 	r.Level2.Summary = level2Summary(r.Level2.Rows)
+	r.Level2.NoTriton = noTriton(specs)
 	sortRows(r.Rows, false)
 	for b, s := range logSum {
 		r.GeoMean[b] = math.Exp(s / float64(count[b]))
@@ -757,4 +768,25 @@ func codeSHA256(path string) string {
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
+}
+
+// noTriton lists the level-2 specs whose plans left Triton out, in spec
+// order, with the reason (each target's where they differ).
+func noTriton(specs []gen.Loaded) []NoTriton {
+	var out []NoTriton
+	for _, l := range specs {
+		if !isLevel2(l) {
+			continue
+		}
+		var whys []string
+		for _, p := range l.Plans {
+			if w := p.TritonLeftOut; w != "" && !slices.Contains(whys, w) {
+				whys = append(whys, w)
+			}
+		}
+		if len(whys) > 0 {
+			out = append(out, NoTriton{Spec: l.Spec().Name, Why: strings.Join(whys, "; ")})
+		}
+	}
+	return out
 }

@@ -1020,3 +1020,36 @@ func TestLevel2CompileCarried(t *testing.T) {
 		t.Errorf("markdown does not mark the carried times:\n%s", md)
 	}
 }
+
+// TestNoTritonListed: the level-2 section names exactly the problems
+// without a Triton file, each with a reason: none of them has a Triton
+// row, and every level-2 problem without one is named.
+func TestNoTritonListed(t *testing.T) {
+	r, err := Build(repoRoot, filepath.Join(committed, "gpu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	triton := map[string]bool{}
+	specs := map[string]bool{}
+	for _, row := range r.Level2.Rows {
+		specs[row.Spec] = true
+		if row.Backend == "triton" {
+			triton[row.Spec] = true
+		}
+	}
+	listed := map[string]bool{}
+	for _, n := range r.Level2.NoTriton {
+		listed[n.Spec] = true
+		if n.Why == "" || triton[n.Spec] {
+			t.Errorf("%s: listed without a Triton file (%q), Triton rows %t", n.Spec, n.Why, triton[n.Spec])
+		}
+	}
+	for s := range specs {
+		if !triton[s] && !listed[s] {
+			t.Errorf("%s: no Triton row and not listed", s)
+		}
+	}
+	if len(listed) == 0 {
+		t.Error("no level-2 problem listed without a Triton file")
+	}
+}
