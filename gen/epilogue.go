@@ -653,9 +653,9 @@ type StoreView struct {
 	Scalar       []int
 	Element      []int // read at the output's own index
 	// Prefetch: a wgmma tile's plain store (no kw_in_n, no Winograd)
-	// reads Element, so each phase asks L2 for their lines first (the
-	// store would wait on memory after the products, with few warps an
-	// SM to hide it: #26, 3.24 -> 2.73 ms on sm90, docs/perf/PERF.md).
+	// reads Element, so each phase asks L2 for their lines first: the
+	// store would wait on memory after the products, with too few warps
+	// an SM to hide it (PERF.md v41).
 	Prefetch bool
 	Signature    string   // epilogue()'s parameter list
 	Comment      []string // what its operands are, a comment's lines
