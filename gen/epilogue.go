@@ -127,6 +127,11 @@ func (v PassView) SegBase(s, r string) string {
 	return strings.Join(terms, " + ")
 }
 
+// extraParam is float extra i as a kernel parameter, extraArg the host's
+// argument for it.
+func extraParam(i int) string { return fmt.Sprintf("const float* __restrict__ e%d", i) }
+func extraArg(i int) string   { return fmt.Sprintf("(const float*)extras[%d].data_ptr()", i) }
+
 // cFloat writes a number as a CUDA float literal.
 func cFloat(f float64) string {
 	if math.IsInf(f, 1) {
@@ -250,12 +255,12 @@ func newChainView(c *plan.Chain, fused []plan.PointOp) *ChainView {
 		exprs = append(exprs, e.Expr)
 		int64 := e.Int64()
 		v.ExtraChecks = append(v.ExtraChecks, ExtraCheck{Index: i, Expr: e.Expr, Len: e.Len, Int64: int64})
-		params = append(params, fmt.Sprintf("const float* __restrict__ e%d", i))
+		params = append(params, extraParam(i))
 		if int64 {
 			args = append(args, "nullptr") // an int64 tensor, which no float pass reads
 			continue
 		}
-		args = append(args, fmt.Sprintf("(const float*)extras[%d].data_ptr()", i))
+		args = append(args, extraArg(i))
 	}
 	v.ExtraParams = strings.Join(params, ", ")
 	v.ExtraArgs = strings.Join(args, ", ")
@@ -656,17 +661,17 @@ type StoreView struct {
 	// reads Element, so each phase asks L2 for their lines first: the
 	// store would wait on memory after the products, with too few warps
 	// an SM to hide it (PERF.md v41).
-	Prefetch bool
-	Signature    string   // epilogue()'s parameter list
-	Comment      []string // what its operands are, a comment's lines
+	Prefetch  bool
+	Signature string   // epilogue()'s parameter list
+	Comment   []string // what its operands are, a comment's lines
 }
 
 func newStoreView(p *plan.Plan) StoreView {
 	v := StoreView{Signature: "float v", Operands: p.Epilogue.Extras}
 	var what []string
 	for _, e := range p.Epilogue.Extras {
-		v.Params += fmt.Sprintf(", const float* __restrict__ e%d", e.Arg)
-		v.Args += fmt.Sprintf(", (const float*)extras[%d].data_ptr()", e.Arg)
+		v.Params += ", " + extraParam(e.Arg)
+		v.Args += ", " + extraArg(e.Arg)
 		v.Signature += fmt.Sprintf(", float e%dv", e.Arg)
 		expr := p.Epilogue.Chain.Extras[e.Arg].Expr
 		switch e.Read {

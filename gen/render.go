@@ -132,7 +132,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		v.NoTriton = wrapText("No Triton file: the Triton backend cannot express this forward yet ("+p.TritonLeftOut+").", 80)
 	}
 	if p.Spectral != nil {
-		v.Spectral = newSpectralView(p, v)
+		v.Spectral = newSpectralView(p)
 		return v, nil
 	}
 	gather := p.Gather()

@@ -29,8 +29,7 @@ type SpectralView struct {
 	Params, Args       string
 	Mean, Var, Batches int // extras of the running statistics
 	Momentum, Eps      string
-	SumBlocks, Tiles   int
-	EnergyGrid         [3]int
+	SumBlocks          int
 	PartLen, MeansLen  int
 	Positions          int // the output's positions a channel of a sample
 	BatchPositions     int // the count the running variance's correction uses
@@ -38,7 +37,6 @@ type SpectralView struct {
 	ConvFLOPs          string // the convolution's GFLOP, for comparison
 	// The plan's blocks: energy (frequencies, warps), sums and transforms.
 	FreqTile, Warps, WarpChans, SumThreads, DFTThreads, FreqRun int
-	XLen, XMid, WLen, WMid                                      int
 }
 
 // DFTLaunch is one transform launch: Real reads floats along the last
@@ -53,12 +51,12 @@ type DFTLaunch struct {
 	Len, Step, M, Bins int
 }
 
-func newSpectralView(p *plan.Plan, v *View) *SpectralView {
+func newSpectralView(p *plan.Plan) *SpectralView {
 	s, c := p.Spectral, p.Conv
-	sv := &SpectralView{S: s, Tiles: s.EnergyTiles, EnergyGrid: p.Grid, SumBlocks: c.Batch * c.InChannels,
+	sv := &SpectralView{S: s, SumBlocks: c.Batch * c.InChannels,
 		PartLen: s.EnergyTiles * c.Batch * c.OutChannels, MeansLen: c.Batch * c.OutChannels,
-		Positions: p.Out[0] * p.Out[1] * p.Out[2], XLen: s.XLen, XMid: s.XMid, WLen: s.WLen, WMid: s.WMid,
-		Mean: s.Update.Mean, Var: s.Update.Var, Batches: s.Update.Batches,
+		Positions: p.Out[0] * p.Out[1] * p.Out[2],
+		Mean:      s.Update.Mean, Var: s.Update.Var, Batches: s.Update.Batches,
 		Momentum: cDouble(s.Update.Momentum), Eps: cDouble(s.Norm.Eps),
 		FLOPs: fmt.Sprintf("%.1f", p.SpectralFLOPs()/1e9), Workspace: fmt.Sprintf("%.0f", float64(s.WorkspaceBytes())/1e6)}
 	sv.BatchPositions = c.Batch * sv.Positions
@@ -82,22 +80,26 @@ func newSpectralView(p *plan.Plan, v *View) *SpectralView {
 			DFTLaunch{What: t.what + " along H", From: t.a, To: t.m, Blocks: blocks(t.n * t.ext[0] * runs(m[1]) * b[2]), Outer: t.n * t.ext[0], Inner: b[2], Len: t.ext[1], Step: t.st[1], M: m[1]},
 			DFTLaunch{What: t.what + " along D", From: t.m, To: t.a, Blocks: blocks(t.n * runs(m[0]) * m[1] * b[2]), Outer: t.n, Inner: m[1] * b[2], Len: t.ext[0], Step: t.st[0], M: m[0]})
 	}
-	var params, args, ops []string
+	// The finish reads each float extra it names once, as a parameter.
 	seen := map[int]bool{}
+	read := func(arg int) {
+		if !seen[arg] {
+			seen[arg] = true
+			sv.Params += ", " + extraParam(arg)
+			sv.Args += ", " + extraArg(arg)
+		}
+	}
 	value := func(op plan.PointOp) string {
 		if op.Arg < 0 {
 			return cDouble(op.Num)
 		}
-		if !seen[op.Arg] {
-			seen[op.Arg] = true
-			params = append(params, fmt.Sprintf("const float* __restrict__ e%d", op.Arg))
-			args = append(args, fmt.Sprintf("(const float*)extras[%d].data_ptr()", op.Arg))
-		}
+		read(op.Arg)
 		if op.PerChannel {
 			return fmt.Sprintf("(double)e%d[c]", op.Arg)
 		}
 		return fmt.Sprintf("(double)e%d[0]", op.Arg)
 	}
+	var ops []string
 	for _, op := range s.Affine {
 		x := value(op)
 		switch op.Kind {
@@ -114,19 +116,14 @@ func newSpectralView(p *plan.Plan, v *View) *SpectralView {
 	}
 	sv.Ops = strings.Join(ops, ", ")
 	sv.Gamma, sv.Beta = "1.0", "0.0"
-	if w := s.Norm.Weight; w >= 0 {
-		sv.Gamma = fmt.Sprintf("(double)e%d[c]", w)
-		params = append(params, fmt.Sprintf("const float* __restrict__ e%d", w))
-		args = append(args, fmt.Sprintf("(const float*)extras[%d].data_ptr()", w))
-	}
-	if bi := s.Norm.Bias; bi >= 0 {
-		sv.Beta = fmt.Sprintf("(double)e%d[c]", bi)
-		params = append(params, fmt.Sprintf("const float* __restrict__ e%d", bi))
-		args = append(args, fmt.Sprintf("(const float*)extras[%d].data_ptr()", bi))
-	}
-	for i := range params {
-		sv.Params += ", " + params[i]
-		sv.Args += ", " + args[i]
+	for _, t := range []struct {
+		arg int
+		to  *string
+	}{{s.Norm.Weight, &sv.Gamma}, {s.Norm.Bias, &sv.Beta}} {
+		if t.arg >= 0 {
+			read(t.arg)
+			*t.to = fmt.Sprintf("(double)e%d[c]", t.arg)
+		}
 	}
 	return sv
 }

@@ -534,18 +534,30 @@ func (p *Plan) withChain() (*Plan, error) {
 	if err != nil {
 		return nil, spec.Errors{p.Spec.Errorf("reference.forward", "", "%v", err)}
 	}
-	if k := &p.Spec.Kernel; slices.Contains(k.Backends, "triton") {
-		if why := ch.TritonRefusal(ops); why != "" {
-			if !k.BackendsOmitted {
-				return nil, spec.Errors{p.Spec.Errorf("kernel.backends", "triton",
-					"the Triton backend cannot express this forward yet: %s (name cuda alone, or leave the backends out)", why)}
-			}
-			k.Backends = slices.DeleteFunc(slices.Clone(k.Backends), func(b string) bool { return b == "triton" })
-			p.TritonLeftOut = why
+	if why := ch.TritonRefusal(ops); why != "" {
+		if !p.leaveOutTriton(why) {
+			return nil, spec.Errors{p.Spec.Errorf("kernel.backends", "triton",
+				"the Triton backend cannot express this forward yet: %s (name cuda alone, or leave the backends out)", why)}
 		}
 	}
 	p.Epilogue.Chain, p.Epilogue.Ops, p.Epilogue.Extras = ch, ops, extras
 	return p, nil
+}
+
+// leaveOutTriton drops the Triton backend, saying why, where the spec
+// left the backends open; it reports false where the spec names Triton
+// (the caller refuses the plan).
+func (p *Plan) leaveOutTriton(why string) bool {
+	k := &p.Spec.Kernel
+	if !slices.Contains(k.Backends, "triton") {
+		return true
+	}
+	if !k.BackendsOmitted {
+		return false
+	}
+	k.Backends = slices.DeleteFunc(slices.Clone(k.Backends), func(b string) bool { return b == "triton" })
+	p.TritonLeftOut = why
+	return true
 }
 
 // The kernels' phase and tap tables live in constant memory, 64 KiB a

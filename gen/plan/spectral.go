@@ -104,15 +104,12 @@ func (p *Plan) planSpectral(f spec.Spectral) (*Plan, error) {
 		refusals = append(refusals, p.Spec.Errorf(p.Spec.Kernel.CUDAField("spectral"), "",
 			"needs padding 0, so that the convolution crops nothing and its output is the whole linear convolution (got padding %v)", c.Padding))
 	}
-	if k := &p.Spec.Kernel; slices.Contains(k.Backends, "triton") {
-		if !k.BackendsOmitted {
-			return refuse("is a CUDA plan, and a Triton file would need the convolution's: name cuda alone, or leave the backends out")
-		}
-		k.Backends = slices.DeleteFunc(slices.Clone(k.Backends), func(b string) bool { return b == "triton" })
-		p.TritonLeftOut = "the CUDA file computes no convolution output (a spectral plan), and the Triton backend has no such kernels"
-		if why := ch.TritonRefusal(ops); why != "" {
-			p.TritonLeftOut = why
-		}
+	why := ch.TritonRefusal(ops)
+	if why == "" {
+		why = "the CUDA file computes no convolution output (a spectral plan), and the Triton backend has no such kernels"
+	}
+	if !p.leaveOutTriton(why) {
+		return refuse("is a CUDA plan, and a Triton file would need the convolution's: name cuda alone, or leave the backends out")
 	}
 	s, why := spectralForm(ch, ops)
 	if why != "" {
