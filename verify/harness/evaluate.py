@@ -17,7 +17,9 @@ an H200 is not the A100's code (the result's "ran" says so). For every other sub
    later imports are fast. With --compile, each reference is compiled once first as well.
 2. Evaluate, one file at a time as soon as its own build is done (the builds of later files
    go on beside it, niced), each in its own child process (a CUDA fault poisons the
-   context of the process it happens in, never the next file's):
+   context of the process it happens in, never the next file's); the next file's child
+   is started while one runs, and imports torch and its files then, so that only the
+   GPU work is left when its turn comes:
    - seeded construction on the CPU, reference first, as the evaluator does; weights are
      not copied, so every parameter must come out equal;
    - trials with the evaluator's per-trial seeds: the output block is poisoned with NaN
@@ -135,6 +137,7 @@ def parse_args(argv):
     parser.add_argument("--item", help=argparse.SUPPRESS)
     parser.add_argument("--ref-timing", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
+    parser.add_argument("--wait-go", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     child_mode = args.item or args.ref_timing
     if not child_mode and not args.dirs:
@@ -612,35 +615,93 @@ def build_all(paths, jobs, compile_dirs=()):
 
 # ---------------------------------------------------------------- evaluation phase (parent side)
 
-def run_child(mode, target, args):
-    """Run one evaluation in a child process; (its JSON result or None, its output tail)."""
-    with tempfile.TemporaryDirectory(prefix="evaluate-") as tmp:
-        result_path = os.path.join(tmp, "result.json")
-        command = child_command(mode, target, result_path, args)
+GO = "go\n"  # what a started child waits for on stdin before its GPU work
+
+
+class Child:
+    """One evaluation in a child process, started ahead of its turn.
+
+    The child prepares at once (starts Python, imports torch, the problem and the file,
+    builds the models on the CPU: seconds a file, most of a small problem's time) and
+    then waits on stdin; go() lets it use the GPU. The parent starts the next file's
+    child while this one runs, so the preparation overlaps the previous file's GPU work
+    and never the timing of its own."""
+
+    def __init__(self, mode, target, args):
+        self.timeout = args.timeout
+        self.tmp = tempfile.TemporaryDirectory(prefix="evaluate-")
+        self.result_path = os.path.join(self.tmp.name, "result.json")
+        self.log = open(os.path.join(self.tmp.name, "output.txt"), "w+", encoding="utf-8", errors="replace")
+        command = child_command(mode, target, self.result_path, args) + ["--wait-go"]
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=self.log,
+                                     stderr=subprocess.STDOUT, text=True)
+        self.started = None
+
+    def go(self):
+        """Let the child use the GPU; the timeout counts from here."""
+        if self.started is not None:
+            return
+        self.started = time.monotonic()
         try:
-            proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, errors="replace", timeout=args.timeout)
-            output = f"exit status {proc.returncode}\n{proc.stdout}"
-        except subprocess.TimeoutExpired as exc:
-            # exc.output is bytes whatever text= says
-            output = f"timed out after {args.timeout} s\n{(exc.output or b'').decode(errors='replace')}"
-        if not os.path.exists(result_path):
-            return None, tail(output)
-        with open(result_path, encoding="utf-8") as f:
-            return json.load(f), tail(output)
+            self.proc.stdin.write(GO)
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass  # it ended while preparing: its result file or its output says why
+
+    def result(self):
+        """Let the child run (if not yet) and wait for it; (its JSON result or None,
+        its output tail)."""
+        self.go()
+        left = max(0.0, self.timeout - (time.monotonic() - self.started))
+        try:
+            status = f"exit status {self.proc.wait(timeout=left)}"
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            status = f"timed out after {self.timeout} s"
+        try:
+            self.log.seek(0)
+            output = tail(f"{status}\n{self.log.read()}")
+            if not os.path.exists(self.result_path):
+                return None, output
+            with open(self.result_path, encoding="utf-8") as f:
+                return json.load(f), output
+        finally:
+            self.close()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        self.tmp.cleanup()
 
 
-def evaluate_file(path, build_error, args):
+def wait_for_go(args):
+    """In a child started with --wait-go: block until the parent says go; a closed
+    pipe (the parent is gone) ends the child before it touches the GPU."""
+    if args.wait_go and sys.stdin.readline() != GO:
+        sys.exit(0)
+
+
+def run_child(mode, target, args):
+    """Run one evaluation in a child process now; (its JSON result or None, its output tail)."""
+    return Child(mode, target, args).result()
+
+
+def evaluate_file(path, build_error, args, child=None):
+    """One file's result: its build's failure, or its child's verdict (child: one
+    started ahead for it, else one is started now)."""
     if build_error:
         return new_result(path, reason="build failed: " + build_error)
-    result, output = run_child("--item", path, args)
+    result, output = (child or Child("--item", path, args)).result()
     if result is None:
         return new_result(path, reason="evaluation process died: " + output)
     return result
 
 
-def time_reference(spec, args):
-    times, output = run_child("--ref-timing", spec.path, args)
+def time_reference(spec, args, child=None):
+    times, output = (child or Child("--ref-timing", spec.path, args)).result()
     if times is None:
         progress(f"[reference] {spec.name}: timing failed, speedups will be missing\n{output}")
         return NO_REF_TIMES
@@ -658,17 +719,46 @@ def evaluate_all(specs, builds, args, on_result=lambda results: None):
     build_error = builds.get if isinstance(builds, dict) else builds.error
     if not isinstance(builds, dict):
         builds.warmed()
+    # The runs in order: each spec's reference timing (spec, None), then its files
+    # (spec, path). The child of the next run is started as soon as the current one
+    # has the GPU (once the next file's build is done).
+    runs = []
+    for spec in specs:
+        if args.time and not args.no_ref_time and spec.submissions:
+            runs.append((spec, None))
+        runs.extend((spec, path) for path in spec.submissions)
+
+    def start(run):
+        spec, path = run
+        if path is None:
+            return None, Child("--ref-timing", spec.path, args)
+        error = build_error(path)
+        return error, None if error else Child("--item", path, args)
+
     results = []
     total = sum(len(s.submissions) for s in specs)
-    for spec in specs:
-        timed = args.time and not args.no_ref_time and spec.submissions
-        ref_times = time_reference(spec, args) if timed else NO_REF_TIMES
-        for path in spec.submissions:
-            result = evaluate_file(path, build_error(path), args)
+    ref_times = NO_REF_TIMES
+    ahead = start(runs[0]) if runs else None
+    try:
+        for i, (spec, path) in enumerate(runs):
+            (error, child), ahead = ahead, None
+            if child:
+                child.go()
+            if i + 1 < len(runs):
+                ahead = start(runs[i + 1])
+            if path is None:
+                ref_times = time_reference(spec, args, child)
+                continue
+            if i == 0 or runs[i - 1][0] is not spec:
+                ref_times = NO_REF_TIMES  # a spec whose reference is not timed
+            result = evaluate_file(path, error, args, child)
             result.update(ref_times)
             results.append(result)
             progress(item_line(len(results), total, result))
             on_result(results)
+    finally:
+        if ahead and ahead[1]:
+            ahead[1].close()
     return results
 
 
@@ -970,6 +1060,7 @@ def evaluate_submission(path, args):
         problem = load_module(os.path.join(os.path.dirname(path), "problem.py"))
         submission = load_module(path)
         inits = init_inputs(problem)
+        wait_for_go(args)  # the imports are done: what follows uses the GPU
         ref = construct(problem.Model, inits)
         new = construct(submission.Model, inits)
         weight_issue = weight_mismatch(ref, new)
@@ -990,7 +1081,9 @@ def item_main(args):
 def ref_timing_main(args):
     """Time one spec's reference with PyTorch defaults (TF32 convs) and with strict fp32."""
     problem = load_module(os.path.join(args.ref_timing, "problem.py"))
-    ref = construct(problem.Model, init_inputs(problem))
+    inits = init_inputs(problem)
+    wait_for_go(args)
+    ref = construct(problem.Model, inits)
     inputs = timing_inputs(problem)
     default = timing_stats(time_model(ref, inputs, args.timed))
     with strict_fp32():

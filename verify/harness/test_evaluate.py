@@ -431,6 +431,41 @@ class IsolationTest(unittest.TestCase):
             write(mark, "")
             self.assertIsNone(builds.error(second))
 
+    def test_next_child_prepares_while_one_runs(self):
+        # Each stand-in child logs when it starts, when it is let go and when it ends.
+        # The second file's child must start before the first ends (its preparation
+        # overlaps) but get the GPU only after the first has ended.
+        root = tempfile.mkdtemp()
+        log = os.path.join(root, "log")
+        code = ("import json, sys, time\n"
+                "name, result = sys.argv[1], sys.argv[2]\n"
+                "def mark(what):\n"
+                "    open(%r, 'a').write(f'{what} {name} {time.monotonic()}\\n')\n"
+                "mark('start')\n"
+                "if '--wait-go' in sys.argv and sys.stdin.readline() != 'go\\n':\n"
+                "    sys.exit(0)\n"
+                "mark('go')\n"
+                "time.sleep(0.5)\n"
+                "json.dump({'spec': name, 'backend': 'cuda', 'target': 'sm80', 'disposition': 'passed',\n"
+                "           'max_rel_l2': 1e-7, 'time_ms': None, 'reason': ''}, open(result, 'w'))\n"
+                "mark('end')\n") % log
+
+        def command(mode, target, result_path, args):
+            return [sys.executable, "-c", code, os.path.basename(os.path.dirname(target)), result_path]
+
+        paths = [os.path.join(root, name, "cuda.sm80.py") for name in ("58", "61", "68")]
+        specs = [evaluate.Spec(os.path.basename(os.path.dirname(p)), os.path.dirname(p), [p]) for p in paths]
+        with mock.patch.object(evaluate, "child_command", command), mock.patch("sys.stdout"):
+            results = evaluate.evaluate_all(specs, {p: None for p in paths}, self.args())
+        self.assertEqual([r["spec"] for r in results], ["58", "61", "68"])
+        events = {}
+        for line in open(log).read().split("\n")[:-1]:
+            what, name, at = line.split()
+            events[what, name] = float(at)
+        for first, second in (("58", "61"), ("61", "68")):
+            self.assertLess(events["start", second], events["end", first])
+            self.assertGreater(events["go", second], events["end", first])
+
 
 if __name__ == "__main__":
     unittest.main()
