@@ -107,5 +107,5 @@ bench:
 # out/REPORT.md, out/report.json and the plot from them.
 report:
 	mkdir -p out/gpu
-	cd build/gpu && cp $$(ls e2e.json level2.json kernels.json tune-kernels.json random.json random-sweep*.json random-kernels*.json mutate.json big.json commit 2>/dev/null) ../../out/gpu/
+	cd build/gpu && cp $$(ls e2e.json level2.json zoo.json kernels.json tune-kernels.json random.json random-sweep*.json random-kernels*.json mutate.json big.json commit 2>/dev/null) ../../out/gpu/
 	$(GO) run ./verify/cmd/report -in out/gpu -out out

@@ -19,6 +19,10 @@
 #            and the runs merged into one e2e.json; ONLY (an extended
 #            regex on the folder) and TARGETS run a part (e.g. the zoo in
 #            slices: that e2e.json then holds those files alone);
+#   zoo      the zoo's submissions of out/ (zoo_*) the evaluator's way into
+#            zoo.json (the report's zoo section); ONLY (an extended regex
+#            on the folder) and TARGETS run a part: a call's worth at a
+#            time, merged afterwards (evaluate.py --merge);
 #   level2   the level-2 submissions of out/ (l2_*) the evaluator's way,
 #            each problem's reference timed in the same run eager, strict
 #            fp32 and under torch.compile (warmed while the files build;
@@ -133,6 +137,9 @@ for s in $stages; do
     else
       python3 "$harness" --time --json "$out/e2e.json" out || status=1
     fi ;;
+  zoo)
+    mapfile -t dirs < <(spec_dirs problem.py out | grep '/zoo_' | grep -E -- "${ONLY:-.}")
+    run_sharded "$out/zoo.json" --time --targets "${TARGETS:-sm80,sm90}" -- "${dirs[@]}" ;;
   level2)
     mapfile -t dirs < <(spec_dirs problem.py out | grep '/l2_' | grep -E -- "${ONLY:-.}")
     compile=(--compile)

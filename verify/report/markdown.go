@@ -28,6 +28,7 @@ func Write(r *Report, outDir string) error {
 		"REPORT.md":   []byte(Markdown(r)),
 		"report.json": append(data, '\n'),
 		PlotFile:      []byte(Plot(r)),
+		ZooPlotFile:   []byte(ZooPlot(r)),
 	} {
 		if err := os.WriteFile(filepath.Join(outDir, name), content, 0o644); err != nil {
 			return err
@@ -114,6 +115,7 @@ func Markdown(r *Report) string {
 	}
 	notPassed(&b, r.Rows)
 	level2Markdown(&b, r)
+	zooMarkdown(&b, r)
 	if len(r.Sweeps) > 0 {
 		p("\n## Random configurations\n\n")
 		p("Random valid configurations (gen.RandomSpec: stride 1-5, dilation 1-3, strides sharing a factor with the\n")
@@ -306,6 +308,9 @@ func level2Markdown(b *strings.Builder, r *Report) {
 			p("; over torch.compile **%.2fx**, faster on %d of %d", s.GeoMeanCompile, s.BeatCompile, s.VsCompile)
 		}
 		p(".\n")
+	}
+	for _, t := range sortedKeys(l2.BestGeoMean) {
+		p("- the faster backend per problem, %s: over eager **%.2fx** (geometric mean over %d problems).\n", t, l2.BestGeoMean[t], l2.BestCount[t])
 	}
 	notPassed(b, l2.Rows)
 }

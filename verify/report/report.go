@@ -135,6 +135,7 @@ type Report struct {
 	Mutation    *Mutation          `json:"mutation_check,omitempty"`
 	Big         *BigRun            `json:"big,omitempty"`
 	Level2      Level2             `json:"level2"`
+	Zoo         Zoo                `json:"zoo"`
 }
 
 // Level2 is the section of the specs with ops around the convolution
@@ -154,6 +155,10 @@ type Level2 struct {
 	// NoTriton lists the problems the Triton backend cannot express yet
 	// (their specs leave the backends open), with the plan's reason.
 	NoTriton []NoTriton `json:"no_triton,omitempty"`
+	// BestGeoMean is, per target, the geometric-mean speedup over eager of
+	// each problem's faster passed backend (BestCount problems).
+	BestGeoMean map[string]float64 `json:"best_geomean_speedup_vs_default,omitempty"`
+	BestCount   map[string]int     `json:"best_count,omitempty"`
 }
 
 // NoTriton is a level-2 problem without a Triton file, and why
@@ -396,6 +401,8 @@ func Build(root, dir string) (*Report, error) {
 		switch {
 		case p == nil: // a target no longer generated
 			continue
+		case isZoo(l): // the zoo's section
+			continue
 		case !fromE2E && !isLevel2(l): // level 1's rows are the e2e run's alone
 			continue
 		case measured[key]: // a level-2 file level2.json has
@@ -433,6 +440,9 @@ func Build(root, dir string) (*Report, error) {
 	// as not yet measured.
 	for _, l := range specs {
 		s := l.Spec()
+		if isZoo(l) {
+			continue
+		}
 		for _, backend := range s.Kernel.Backends {
 			for i, t := range plan.Targets {
 				if measured[s.Name+"/"+backend+"/"+t.Name] {
@@ -447,8 +457,14 @@ func Build(root, dir string) (*Report, error) {
 			}
 		}
 	}
+	zoo, err := zooRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	r.Zoo = zooSection(root, specs, byName, zoo, e2e)
 	sortRows(r.Level2.Rows, true)
 	r.Level2.Summary = level2Summary(r.Level2.Rows)
+	r.Level2.BestGeoMean, r.Level2.BestCount = bestGeoMean(r.Level2.Rows)
 	r.Level2.NoTriton = noTriton(specs)
 	sortRows(r.Rows, false)
 	for b, s := range logSum {
@@ -563,6 +579,33 @@ func digitRun(s string) int {
 
 // level2Summary tallies the level-2 rows per backend and target, in
 // that order (the rows' sums in row order: the last digits stay put).
+// bestGeoMean is, per target, the geometric mean of each problem's faster
+// passed backend's speedup over eager, and how many problems it covers.
+func bestGeoMean(rows []Row) (map[string]float64, map[string]int) {
+	best := map[string]Row{}
+	for _, row := range rows {
+		if row.Disposition != "passed" || row.SpeedupTF32 == 0 {
+			continue
+		}
+		key := row.Spec + "/" + row.Target
+		if b, ok := best[key]; !ok || row.TimeMS.Mean < b.TimeMS.Mean {
+			best[key] = row
+		}
+	}
+	logSum, count := map[string]float64{}, map[string]int{}
+	for _, row := range rows { // in row order: the sum's last digits stay put
+		if b, ok := best[row.Spec+"/"+row.Target]; ok && b.Backend == row.Backend {
+			logSum[row.Target] += math.Log(row.SpeedupTF32)
+			count[row.Target]++
+		}
+	}
+	geo := map[string]float64{}
+	for t, s := range logSum {
+		geo[t] = math.Exp(s / float64(count[t]))
+	}
+	return geo, count
+}
+
 func level2Summary(rows []Row) []Level2Summary {
 	var out []Level2Summary
 	logEager, logCompile := map[int]float64{}, map[int]float64{}

@@ -1053,3 +1053,56 @@ func TestNoTritonListed(t *testing.T) {
 		t.Error("no level-2 problem listed without a Triton file")
 	}
 }
+
+// TestZooSection: the zoo's specs (specs/zoo/) get a section of their own
+// from zoo.json: the faster backend per shape and target, and the gate's
+// tallies (strict fp32 always; the default only where cuDNN's default runs
+// under a third of the TF32 rate).
+func TestZooSection(t *testing.T) {
+	dir := fixtureCopy(t, "e2e.json", "commit", "kernels.json")
+	result := func(backend, target string, ms, def, strict float64) string {
+		return fmt.Sprintf(`{"spec": "rp_z", "backend": %q, "target": %q, "disposition": "passed", "reason": "", "max_rel_l2": 1e-7, "trials": 5,
+			"time_ms": {"mean": %g, "median": %g}, "ref_default_ms": {"mean": %g, "median": %g}, "ref_strict_ms": {"mean": %g, "median": %g}}`,
+			backend, target, ms, ms, def, def, strict, strict)
+	}
+	// sm80: cuDNN's default is slow (well under a third of the TF32 rate);
+	// sm90: it runs above it (0.0005 ms), so only strict fp32 is a gate there.
+	writeFileT(t, filepath.Join(dir, "zoo.json"), []byte(`{"gpu": "Fixture GPU X100", "driver": "999.1.2", "date": "2030-01-03T00:00:00Z", "results": [`+
+		strings.Join([]string{
+			result("cuda", "sm80", 0.5, 1.0, 2.0), result("triton", "sm80", 0.8, 1.0, 2.0),
+			result("cuda", "sm90", 0.004, 0.0005, 0.003), result("triton", "sm90", 0.002, 0.0005, 0.003),
+		}, ",")+`]}`))
+	r, err := Build(fixtureRoot, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range r.Rows {
+		if row.Spec == "rp_z" {
+			t.Fatalf("a zoo shape in the main table: %+v", row)
+		}
+	}
+	if len(r.Zoo.Best) != 2 || r.Zoo.Best[0].Backend != "cuda" || r.Zoo.Best[1].Backend != "triton" {
+		t.Fatalf("zoo best rows = %+v, want cuda on sm80, triton on sm90", r.Zoo.Best)
+	}
+	want := []ZooSummary{
+		{Target: "sm80", Shapes: 1, Measured: 1, BeatStrict: 1, SlowDefault: 1, BeatDefault: 1, GeoMean: 2, Backends: map[string]int{"cuda": 1}},
+		{Target: "sm90", Shapes: 1, Measured: 1, BeatStrict: 1, SlowDefault: 0, BeatDefault: 0, GeoMean: 0.25, Backends: map[string]int{"triton": 1}},
+	}
+	if fmt.Sprint(r.Zoo.Summary) != fmt.Sprint(want) {
+		t.Errorf("zoo summary = %+v\nwant %+v", r.Zoo.Summary, want)
+	}
+	md := Markdown(r)
+	for _, s := range []string{"## The zoo", "| rp_z | sm90 | ", "at least strict fp32's speed on **1 of 1**", "over the default **0.25x**"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("REPORT.md lacks %q", s)
+		}
+	}
+	if plot := ZooPlot(r); strings.Count(plot, "<title>rp_z") != 2 {
+		t.Errorf("zoo plot has %d points, want 2", strings.Count(plot, "<title>rp_z"))
+	}
+	// Without zoo.json the shapes are listed as not yet measured.
+	os.Remove(filepath.Join(dir, "zoo.json"))
+	if r, err = Build(fixtureRoot, dir); err != nil || len(r.Zoo.Missing) != 2 {
+		t.Errorf("without zoo.json: missing %v (%v), want both targets of rp_z", r.Zoo.Missing, err)
+	}
+}

@@ -1,0 +1,277 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"convtgen/gen"
+	"convtgen/gen/geom"
+)
+
+// ZooFolder holds the zoo's specs: realistic shapes generated with the
+// plan's own choices, reported in a section of their own.
+const ZooFolder = "specs/zoo/"
+
+// TF32Rate is the dense TF32 tensor rate the zoo's gate reads cuDNN's
+// default against: where cuDNN reaches a third of it, an exact kernel
+// (three products to its one) is not asked to beat it.
+const TF32Rate = 3 * geom.TF32x3FLOPS
+
+// Zoo is the section of the zoo's specs (zoo.json, gpu-check's zoo stage;
+// e2e.json's rows for files it lacks): every file's
+// row, the faster of the two backends per shape and target, and a summary
+// per target against the gates of the chooser's issue.
+type Zoo struct {
+	GPU     string       `json:"gpu,omitempty"`
+	Driver  string       `json:"driver,omitempty"`
+	Date    string       `json:"date,omitempty"`
+	Rows    []Row        `json:"rows"`
+	Best    []Row        `json:"best"` // the faster passed backend per shape and target
+	Summary []ZooSummary `json:"summary"`
+	Missing []string     `json:"not_measured,omitempty"` // "<spec> <target>" with no passed file
+}
+
+// ZooSummary tallies one target's shapes by their faster backend.
+type ZooSummary struct {
+	Target      string         `json:"target"`
+	Shapes      int            `json:"shapes"`
+	Measured    int            `json:"measured"`     // shapes with a passed file and the reference's times
+	BeatStrict  int            `json:"beat_strict"`  // at least as fast as strict-fp32 cuDNN
+	SlowDefault int            `json:"slow_default"` // shapes where cuDNN's default runs under TF32Rate/3
+	BeatDefault int            `json:"beat_default"` // of those, at least as fast as it
+	GeoMean     float64        `json:"geomean_speedup_vs_default,omitempty"`
+	Backends    map[string]int `json:"faster_backend"` // shapes won per backend
+}
+
+func isZoo(l gen.Loaded) bool { return strings.HasPrefix(l.Path, ZooFolder) }
+
+// defaultRate is the TF32 rate cuDNN's default reached on row's shape, in
+// FLOP/s (0 without its time).
+func defaultRate(row Row) float64 {
+	if row.RefDefaultMS == nil || row.RefDefaultMS.Mean <= 0 {
+		return 0
+	}
+	return row.GFLOPs * 1e9 / (row.RefDefaultMS.Mean * 1e-3)
+}
+
+// zooSection builds the zoo's section from its run's results (zoo.json,
+// then e2e.json's for the files zoo.json lacks).
+func zooSection(root string, specs []gen.Loaded, byName map[string]gen.Loaded, runs ...*HarnessRun) Zoo {
+	var z Zoo
+	measured := map[string]bool{}
+	for _, run := range runs {
+		if run == nil {
+			continue
+		}
+		for _, h := range run.Results {
+			l, ok := byName[h.Spec]
+			if !ok || !isZoo(l) {
+				continue
+			}
+			h.Target = targetOf(h.Target)
+			p := planFor(l, h.Target)
+			key := h.Spec + "/" + h.Backend + "/" + h.Target
+			if p == nil || measured[key] {
+				continue
+			}
+			if z.Date == "" {
+				z.GPU, z.Date = run.GPU, run.Date
+				if run.Driver != nil {
+					z.Driver = *run.Driver
+				}
+			}
+			measured[key] = true
+			z.Rows = append(z.Rows, rowOf(root, h, p))
+		}
+	}
+	best := map[string]Row{}
+	for _, row := range z.Rows {
+		if row.Disposition != "passed" || row.SpeedupTF32 == 0 {
+			continue
+		}
+		key := row.Spec + "/" + row.Target
+		if b, ok := best[key]; !ok || row.TimeMS.Mean < b.TimeMS.Mean {
+			best[key] = row
+		}
+	}
+	for _, l := range specs {
+		if !isZoo(l) {
+			continue
+		}
+		s := l.Spec()
+		for _, t := range l.Plans {
+			if b, ok := best[s.Name+"/"+t.Target.Name]; ok {
+				z.Best = append(z.Best, b)
+			} else {
+				z.Missing = append(z.Missing, s.Name+" "+t.Target.Name)
+			}
+			for _, backend := range s.Kernel.Backends {
+				if !measured[s.Name+"/"+backend+"/"+t.Target.Name] {
+					z.Rows = append(z.Rows, rowOf(root, HarnessResult{Spec: s.Name, Backend: backend, Target: t.Target.Name, Disposition: NotMeasured}, t))
+				}
+			}
+		}
+	}
+	sortRows(z.Rows, false)
+	slices.SortStableFunc(z.Best, func(a, b Row) int {
+		if c := strings.Compare(a.Target, b.Target); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Spec, b.Spec)
+	})
+	z.Summary = zooSummary(specs, z.Best)
+	return z
+}
+
+func zooSummary(specs []gen.Loaded, best []Row) []ZooSummary {
+	var out []ZooSummary
+	for _, l := range specs {
+		if !isZoo(l) {
+			continue
+		}
+		for _, p := range l.Plans {
+			i := slices.IndexFunc(out, func(s ZooSummary) bool { return s.Target == p.Target.Name })
+			if i < 0 {
+				out = append(out, ZooSummary{Target: p.Target.Name, Backends: map[string]int{}})
+				i = len(out) - 1
+			}
+			out[i].Shapes++
+		}
+	}
+	logSum := map[string]float64{}
+	for _, row := range best {
+		i := slices.IndexFunc(out, func(s ZooSummary) bool { return s.Target == row.Target })
+		s := &out[i]
+		s.Measured++
+		s.Backends[row.Backend]++
+		logSum[row.Target] += math.Log(row.SpeedupTF32)
+		if row.SpeedupStrict >= 1 {
+			s.BeatStrict++
+		}
+		if defaultRate(row) < TF32Rate/3 {
+			s.SlowDefault++
+			if row.SpeedupTF32 >= 1 {
+				s.BeatDefault++
+			}
+		}
+	}
+	for i := range out {
+		if s := &out[i]; s.Measured > 0 {
+			s.GeoMean = math.Exp(logSum[s.Target] / float64(s.Measured))
+		}
+	}
+	slices.SortFunc(out, func(a, b ZooSummary) int { return strings.Compare(a.Target, b.Target) })
+	return out
+}
+
+// zooRun reads zoo.json in dir (nil when there is none).
+func zooRun(dir string) (*HarnessRun, error) { return readRun(filepath.Join(dir, "zoo.json")) }
+
+// ZooPlotFile is the zoo's plot beside REPORT.md.
+const ZooPlotFile = "zoo.svg"
+
+func zooMarkdown(b *strings.Builder, r *Report) {
+	z := r.Zoo
+	if len(z.Best) == 0 && len(z.Missing) == 0 {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p("\n## The zoo: realistic shapes with the plan's own choices\n\n")
+	if z.Date != "" {
+		p("Measured on **%s** (driver %s) on %s (`zoo.json`, from `verify/gpu-check.sh zoo`, run in slices),\n", z.GPU, z.Driver, z.Date)
+		p("the evaluator's method as above, cuDNN timed in the same run. %s.\n", strings.ReplaceAll(sm80PTX, "\n", " "))
+	}
+	p("Every spec under `%s` leaves its kernel to the chooser; a row is the faster of its two files (CUDA and\n", ZooFolder)
+	p("Triton) per target. \"cuDNN rate\" is the default (TF32) convolution's FLOP rate and its share of the %g TFLOP/s\n", TF32Rate/1e12)
+	p("dense TF32 rate: below a third of it, the gate asks for at least the default's speed; above, an exact kernel\n")
+	p("(three products to its one) is asked to beat strict fp32 only.\n\n")
+	p("![speedup over cuDNN's default against problem size](%s)\n\n", ZooPlotFile)
+	for _, s := range z.Summary {
+		p("- %s: %d of %d shapes measured; at least strict fp32's speed on **%d of %d**; where cuDNN's default runs under a third of the TF32 rate (%d shapes) at least its speed on **%d**; geometric mean over the default **%.2fx**; faster backend: %s.\n",
+			s.Target, s.Measured, s.Shapes, s.BeatStrict, s.Measured, s.SlowDefault, s.BeatDefault, s.GeoMean, backendCounts(s.Backends))
+	}
+	p("\n| shape | target | GFLOP | backend | ms mean | CUDA ms | Triton ms | default ms | strict ms | cuDNN rate | vs default | vs strict |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	timeOf := func(spec, backend, target string) string {
+		i := slices.IndexFunc(z.Rows, func(row Row) bool {
+			return row.Spec == spec && row.Backend == backend && row.Target == target
+		})
+		if i < 0 || z.Rows[i].TimeMS == nil || z.Rows[i].Disposition != "passed" {
+			return "–"
+		}
+		return fmt.Sprintf("%.3f", z.Rows[i].TimeMS.Mean)
+	}
+	for _, row := range z.Best {
+		rate := defaultRate(row)
+		p("| %s | %s | %.3g | %s | %.3f | %s | %s | %.3f | %.3f | %.1f TFLOP/s (%.0f%%) | %s | %s |\n",
+			row.Spec, row.Target, row.GFLOPs, row.Backend, row.TimeMS.Mean, timeOf(row.Spec, "cuda", row.Target), timeOf(row.Spec, "triton", row.Target),
+			row.RefDefaultMS.Mean, row.RefStrictMS.Mean, rate/1e12, 100*rate/TF32Rate, ratio(row.SpeedupTF32), ratio(row.SpeedupStrict))
+	}
+	if len(z.Missing) > 0 {
+		p("\nNot yet measured: %s.\n", strings.Join(z.Missing, ", "))
+	}
+	notPassed(b, z.Rows)
+}
+
+func backendCounts(m map[string]int) string {
+	var parts []string
+	for _, k := range sortedCounts(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ZooPlot draws each zoo shape's speedup over cuDNN's default (the faster
+// backend) against its GFLOP, both on log scales, a colour per target.
+func ZooPlot(r *Report) string {
+	const w, h, left, right, top, bottom = 820, 480, 70, 20, 40, 50
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w, h)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
+	fmt.Fprintf(&b, `<text x="10" y="20" font-size="14">Zoo: speedup over cuDNN's default (faster backend) against problem size; line at 1x</text>`+"\n")
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, row := range r.Zoo.Best {
+		lo, hi = math.Min(lo, math.Log10(row.GFLOPs)), math.Max(hi, math.Log10(row.GFLOPs))
+	}
+	if len(r.Zoo.Best) == 0 {
+		lo, hi = -3, 3
+	}
+	lo, hi = math.Floor(lo), math.Ceil(hi)
+	if hi == lo {
+		hi = lo + 1
+	}
+	const sLo, sHi = -3.0, 5.0 // log2 of the speedup: 1/8x to 32x
+	x := func(gflop float64) float64 {
+		return left + (math.Log10(gflop)-lo)/(hi-lo)*(w-left-right)
+	}
+	y := func(speedup float64) float64 {
+		s := math.Max(sLo, math.Min(sHi, math.Log2(speedup)))
+		return top + (sHi-s)/(sHi-sLo)*(h-top-bottom)
+	}
+	for e := lo; e <= hi; e++ {
+		fmt.Fprintf(&b, `<line x1="%.0f" y1="%d" x2="%.0f" y2="%d" stroke="#ddd"/>`+"\n", x(math.Pow(10, e)), top, x(math.Pow(10, e)), h-bottom)
+		fmt.Fprintf(&b, `<text x="%.0f" y="%d" text-anchor="middle">1e%+.0f</text>`+"\n", x(math.Pow(10, e)), h-bottom+16, e)
+	}
+	for s := sLo; s <= sHi; s++ {
+		stroke := "#ddd"
+		if s == 0 {
+			stroke = "black"
+		}
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.0f" x2="%d" y2="%.0f" stroke="%s"/>`+"\n", left, y(math.Exp2(s)), w-right, y(math.Exp2(s)), stroke)
+		fmt.Fprintf(&b, `<text x="%d" y="%.0f" text-anchor="end">%gx</text>`+"\n", left-6, y(math.Exp2(s))+4, math.Exp2(s))
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">GFLOP of the convolution</text>`+"\n", (w+left)/2, h-12)
+	colors := map[string]string{"sm80": "#e76f51", "sm90": "#2a9d8f"}
+	for i, t := range []string{"sm80", "sm90"} {
+		fmt.Fprintf(&b, `<circle cx="%d" cy="%d" r="5" fill="%s"/><text x="%d" y="%d">%s file</text>`+"\n", left+20+i*110, top+12, colors[t], left+30+i*110, top+16, t)
+	}
+	for _, row := range r.Zoo.Best {
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4" fill="%s" fill-opacity="0.8"><title>%s %s %s: %.2fx</title></circle>`+"\n",
+			x(row.GFLOPs), y(row.SpeedupTF32), colors[row.Target], row.Spec, row.Target, row.Backend, row.SpeedupTF32)
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
