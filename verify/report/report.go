@@ -378,7 +378,6 @@ func Build(root, dir string) (*Report, error) {
 		}
 	}
 	logSum, count := map[string]float64{}, map[string]int{}
-	best := map[string]Row{} // by spec and target
 	measured := map[string]bool{}
 	// Level-2 rows: level2.json's, then e2e.json's for the files it lacks.
 	var level2Results []HarnessResult
@@ -431,9 +430,6 @@ func Build(root, dir string) (*Report, error) {
 			key := h.Backend + " " + h.Target
 			logSum[key] += math.Log(row.SpeedupTF32)
 			count[key]++
-			if b, ok := best[h.Spec+"/"+h.Target]; !ok || row.TimeMS.Mean < b.TimeMS.Mean {
-				best[h.Spec+"/"+h.Target] = row
-			}
 		}
 	}
 	// Every file of every spec has a row: one the results lack is marked
@@ -470,7 +466,7 @@ func Build(root, dir string) (*Report, error) {
 	for b, s := range logSum {
 		r.GeoMean[b] = math.Exp(s / float64(count[b]))
 	}
-	for _, row := range best {
+	for _, row := range fastest(r.Rows) {
 		r.Best = append(r.Best, row)
 	}
 	// Summed in spec order: a map's order would change the last digits
@@ -579,9 +575,9 @@ func digitRun(s string) int {
 
 // level2Summary tallies the level-2 rows per backend and target, in
 // that order (the rows' sums in row order: the last digits stay put).
-// bestGeoMean is, per target, the geometric mean of each problem's faster
-// passed backend's speedup over eager, and how many problems it covers.
-func bestGeoMean(rows []Row) (map[string]float64, map[string]int) {
+// fastest is the fastest passed row with the reference's time per spec
+// and target (keyed "spec/target").
+func fastest(rows []Row) map[string]Row {
 	best := map[string]Row{}
 	for _, row := range rows {
 		if row.Disposition != "passed" || row.SpeedupTF32 == 0 {
@@ -592,6 +588,13 @@ func bestGeoMean(rows []Row) (map[string]float64, map[string]int) {
 			best[key] = row
 		}
 	}
+	return best
+}
+
+// bestGeoMean is, per target, the geometric mean of each problem's faster
+// passed backend's speedup over eager, and how many problems it covers.
+func bestGeoMean(rows []Row) (map[string]float64, map[string]int) {
+	best := fastest(rows)
 	logSum, count := map[string]float64{}, map[string]int{}
 	for _, row := range rows { // in row order: the sum's last digits stay put
 		if b, ok := best[row.Spec+"/"+row.Target]; ok && b.Backend == row.Backend {

@@ -87,16 +87,7 @@ func zooSection(root string, specs []gen.Loaded, byName map[string]gen.Loaded, r
 			z.Rows = append(z.Rows, rowOf(root, h, p))
 		}
 	}
-	best := map[string]Row{}
-	for _, row := range z.Rows {
-		if row.Disposition != "passed" || row.SpeedupTF32 == 0 {
-			continue
-		}
-		key := row.Spec + "/" + row.Target
-		if b, ok := best[key]; !ok || row.TimeMS.Mean < b.TimeMS.Mean {
-			best[key] = row
-		}
-	}
+	best := fastest(z.Rows)
 	for _, l := range specs {
 		if !isZoo(l) {
 			continue
