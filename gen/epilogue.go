@@ -77,6 +77,12 @@ type PassView struct {
 	PieceN string
 	Loops  []string
 	At     string
+	// depthsum: the (sample, channel, h, w) columns and h*w; the depths
+	// a column reads (From to To-1); SumDecl declares the sums, SumCode
+	// adds v (depth d) to those whose range holds d, SumStore writes them.
+	Columns, HW, From, To int
+	SumDecl               string
+	SumCode, SumStore     []string
 	// Comment is the kernel's comment, a line a string.
 	Comment []string
 	// rownorm: RowCond, the condition under which a chunk of a row is
@@ -384,6 +390,8 @@ func (v *ChainView) passView(p plan.Pass, parts map[int]int) PassView {
 			pv.NeedC = pv.NeedC || affine && !n.LastAxis
 		}
 		pv.NeedI = elementwise || pv.NeedC && !r.RowChannel
+	case "depthsum":
+		depthSums(&pv)
 	case "reduce":
 		pv.NeedI = elementwise
 		if p.Run == 0 {
@@ -398,6 +406,45 @@ func (v *ChainView) passView(p plan.Pass, parts map[int]int) PassView {
 	}
 	pv.Comment = passComment(pv)
 	return pv
+}
+
+// depthSums fills a depthsum pass's statements: a sum a tap, each
+// adding the depths of its range (a condition only where its range is
+// narrower than the loop's), each written at its folded channel.
+func depthSums(pv *PassView) {
+	p := pv.Pass
+	pv.HW = p.In[3] * p.In[4]
+	pv.Columns = p.In[0] * p.In[1] * pv.HW
+	pv.From, pv.To = p.Sums[0].Lo, p.Sums[0].Hi
+	for _, t := range p.Sums {
+		pv.From, pv.To = min(pv.From, t.Lo), max(pv.To, t.Hi)
+	}
+	var decl []string
+	for j, t := range p.Sums {
+		decl = append(decl, fmt.Sprintf("s%d = 0.0", j))
+		var cond []string
+		if t.Lo > pv.From {
+			cond = append(cond, fmt.Sprintf("d >= %d", t.Lo))
+		}
+		if t.Hi < pv.To {
+			cond = append(cond, fmt.Sprintf("d < %d", t.Hi))
+		}
+		add := fmt.Sprintf("s%d += v;", j)
+		if len(cond) > 0 {
+			add = "if (" + strings.Join(cond, " && ") + ") " + add
+		}
+		pv.SumCode = append(pv.SumCode, add)
+		pv.SumStore = append(pv.SumStore, fmt.Sprintf("y[%s] = (float)(s%d / %d.0);", offset(j, pv.HW), j, p.OutDepth))
+	}
+	pv.SumDecl = "double " + strings.Join(decl, ", ") + ";"
+}
+
+// offset is the literal j*hw (a long long past an int's range).
+func offset(j, hw int) string {
+	if n := j * hw; n > math.MaxInt32 {
+		return strconv.Itoa(n) + "LL"
+	}
+	return strconv.Itoa(j * hw)
 }
 
 // reduceLoops is the body of a reduction a thread an output: the
@@ -527,6 +574,14 @@ func passComment(v PassView) []string {
 		} else {
 			text = fmt.Sprintf("%s over axes%s: (%s) to (%s), a thread an output (neighbouring threads read neighbouring inputs)%s.", p.Reduce, axes, v.InShape, v.OutShape, after)
 		}
+	case "depthsum":
+		var ranges []string
+		for j, t := range p.Sums {
+			ranges = append(ranges, fmt.Sprintf("channel ci*%d + %d sums depths %d to %d (tap %d)", len(p.Sums), j, t.Lo, t.Hi-1, t.K))
+		}
+		text = fmt.Sprintf("The depth mean's sums, before the convolution: (%s) to (%s), a thread a (sample, channel, h, w) column (neighbouring threads "+
+			"read neighbouring w), reading each of its %d depths once and adding it, in double, to the sums of the taps whose range holds it; %s. "+
+			"Each sum is divided by the output depth, %d.", v.InShape, v.OutShape, p.In[2], strings.Join(ranges, ", "), p.OutDepth)
 	case "pool":
 		kind := "Average"
 		if p.Max {
@@ -585,6 +640,8 @@ func chainDoc(c *plan.Chain, fused []plan.PointOp) string {
 				return fmt.Sprintf("%s over the last axes, a block an output%s", p.Reduce, then(p))
 			}
 			return p.Reduce + " over an axis" + then(p)
+		case "depthsum":
+			return fmt.Sprintf("the depth mean's sums of x over each depth tap's range, in double (%d sums an input channel)", len(p.Sums))
 		case "pool":
 			if p.Max {
 				return "max pool" + then(p)

@@ -108,7 +108,7 @@ func TestLevel2Floor(t *testing.T) {
 			if !p.Epilogue.Chain.Any() {
 				t.Errorf("%s: no chain", name)
 			}
-			if got := p.Conv.FLOPs() / 1e9; math.Abs(got-gflop) > gHalf {
+			if got := p.Spec.Problem.Conv.FLOPs() / 1e9; math.Abs(got-gflop) > gHalf {
 				t.Errorf("%s: %.4f GFLOP, the table %s", name, got, w.gflop)
 			}
 			if got := 4 * float64(numel(p.Epilogue.Chain.Final)) / 1e6; math.Abs(got-final) > fHalf {

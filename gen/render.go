@@ -5,6 +5,7 @@ package gen
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,6 +86,11 @@ type View struct {
 	// Spectral is a spectral plan's (nil for the others: then the
 	// convolution's fields above are set).
 	Spectral *SpectralView
+	// Fold is what a depth fold's weight re-layout and host checks print
+	// (nil without one).
+	Fold *FoldView
+	// FoldDoc is the CUDA docstring's paragraph on a depth fold.
+	FoldDoc string
 	// NoTriton says in the docstring why this problem has no Triton file
 	// (plan.Plan.TritonLeftOut), wrapped; empty where it has one.
 	NoTriton string
@@ -106,6 +112,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 	if err := checkIdents(idents...); err != nil {
 		return nil, fmt.Errorf("%s: %w", commentSafe(specPath), err)
 	}
+	pc := s.Problem.Conv // the reference's convolution (c, with a depth fold, is the folded one)
 	inits := make([]string, len(r.InitInputs))
 	for i, v := range r.InitInputs {
 		inits[i] = v.Python()
@@ -113,9 +120,9 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 	v := &View{
 		Plan: p, Target: p.Target, Conv: c, Tile: t,
 		Name: s.Name, Title: docstringSafe(s.Title), SpecPath: commentSafe(specPath),
-		Summary:       summary(c, p.Out),
+		Summary:       summary(pc, pc.Out()),
 		Ref:           &s.Reference,
-		InputLines:    r.InputLines(s.Problem.InputDist, []int{c.Batch, c.InChannels, c.In[0], c.In[1], c.In[2]}),
+		InputLines:    r.InputLines(s.Problem.InputDist, []int{pc.Batch, pc.InChannels, pc.In[0], pc.In[1], pc.In[2]}),
 		Attr:          r.Attr,
 		InitSignature: r.InitSignature(),
 		ConvArgs:      r.ConvArgs(),
@@ -128,6 +135,10 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		WeightLen:     c.WeightLen(),
 	}
 	v.Chain = newChainView(p.Epilogue.Chain, p.Epilogue.Ops)
+	if f := p.DepthFold; f != nil {
+		v.FoldDoc = foldDoc(f, c, p.Out)
+		v.Fold = newFoldView(f, p.CoutG)
+	}
 	if p.TritonLeftOut != "" {
 		v.NoTriton = wrapText("No Triton file: the Triton backend cannot express this forward yet ("+p.TritonLeftOut+").", 80)
 	}
@@ -253,6 +264,55 @@ func summary(c geom.Conv, out [3]int) string {
 		c.Batch, c.InChannels, c.In[0], c.In[1], c.In[2], c.Batch, c.OutChannels, out[0], out[1], out[2],
 		tuple(c.Kernel), tuple(c.Stride), tuple(c.Padding), tuple(c.OutputPadding), tuple(c.Dilation), c.Groups,
 		map[bool]string{true: "True", false: "False"}[c.Bias])
+}
+
+// FoldView is a depth fold's weight re-layout as the template prints it.
+type FoldView struct {
+	ProblemWeightShape string // the module's weight, (Cin, CoutG, KD, KH, KW)
+	I                  string // the re-layout's index type
+	KHW                int    // kernel_h x kernel_w
+	// Tap0 is the first tap where the taps that reach the output are
+	// consecutive (0 prints nothing); else TapTable lists them.
+	Tap0     int
+	TapTable string
+}
+
+func newFoldView(f *plan.DepthFold, coutG int) *FoldView {
+	c := f.Problem
+	v := &FoldView{ProblemWeightShape: ints(c.InChannels, coutG, c.Kernel[0], c.Kernel[1], c.Kernel[2]), I: "int", KHW: c.Kernel[1] * c.Kernel[2]}
+	if c.WeightLen() > math.MaxInt32-plan.RepackBlockThreads {
+		v.I = "long long"
+	}
+	var ks []int
+	for j, t := range f.Taps {
+		ks = append(ks, t.K)
+		if t.K != f.Taps[0].K+j {
+			v.TapTable = "x" // not consecutive
+		}
+	}
+	if v.TapTable != "" {
+		v.TapTable = ints(ks...)
+	} else {
+		v.Tap0 = f.Taps[0].K
+	}
+	return v
+}
+
+// foldDoc says in the docstring how a depth fold changes the problem:
+// the convolution the kernel computes instead (c, output out) and why.
+func foldDoc(f *plan.DepthFold, c geom.Conv, out [3]int) string {
+	var ranges []string
+	for _, t := range f.Taps {
+		ranges = append(ranges, fmt.Sprintf("tap %d: depths %d to %d", t.K, t.Lo, t.Hi-1))
+	}
+	return wrapText(fmt.Sprintf("The mean over depth is moved in front of the convolution (exact in real arithmetic): output depth o adds, for each "+
+		"depth tap k, slice k of the weight applied to input depth d where o = d*stride_d - padding_d + k*dilation_d, so the depth mean is "+
+		"each tap's slice applied to the sum of x over the input depths whose outputs land in the output, over %d. A first kernel sums x over "+
+		"each tap's range (%s), in double, and divides by %d; a second re-lays the weight to match. The kernel then computes a transposed "+
+		"convolution of one depth position: input (%d, %d, 1, %d, %d) -> output (%d, %d, %d, %d, %d), kernel %v, input channel ci*%d + j "+
+		"holding channel ci summed over the j-th tap's range; %.1f GFLOP where the convolution takes %.1f.",
+		f.OutDepth(), strings.Join(ranges, "; "), f.OutDepth(), c.Batch, c.InChannels, c.In[1], c.In[2], c.Batch, c.OutChannels, out[0], out[1], out[2],
+		tuple(c.Kernel), len(f.Taps), c.FLOPs()/1e9, f.Problem.FLOPs()/1e9), 80)
 }
 
 func tuple(v [3]int) string { return "(" + ints(v[0], v[1], v[2]) + ")" }

@@ -21,6 +21,7 @@ func TestLeadingPointwiseOpsFuse(t *testing.T) {
 	}
 	fused := map[string]fusion{
 		"l2_100_clamp_min_divide":                    {[]string{"clamp", "div"}, nil},
+		"l2_13_mean_add_softmax_tanh_scaling":        {[]string{"add"}, []string{"self.bias channel"}}, // the depth mean runs before the convolution
 		"l2_20_sum_residualadd_multiply_residualadd": {[]string{"add", "add", "mul", "add"}, []string{"self.bias channel"}},
 		"l2_26_add_hardswish":                        {[]string{"add", "mul_hardswish"}, []string{"add_input element"}},
 		"l2_38_avgpool_clamp_softmax_multiply":       {[]string{"clamp"}, nil},
@@ -68,7 +69,7 @@ func TestLeadingPointwiseOpsFuse(t *testing.T) {
 			if l := p.Launch(""); l.StoreExtras != lens {
 				t.Errorf("%s for %s: the launch record's store extras are %v, want %v", s.Name, target.Name, l.StoreExtras, lens)
 			}
-			whole, err := layChain(s, p.Out)
+			whole, err := layChain(s, p.Out, p.DepthFold)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -25,7 +25,7 @@ import (
 
 // Pass is one kernel launch of the chain.
 type Pass struct {
-	Kind string // pointwise, stats, normalise, rownorm, channel, reduce, pool
+	Kind string // pointwise, stats, normalise, rownorm, channel, reduce, pool, depthsum
 	Name string // the kernel's name
 	// In and Out are the shapes read and written, always (N, C, D, H, W)
 	// (a reduced axis has size 1).
@@ -69,6 +69,11 @@ type Pass struct {
 	// BatchNorm: a segment is a channel), so they are folded into the
 	// segment's scale and shift.
 	Fold bool
+	// Sums (depthsum): the depth taps whose input ranges the pass sums,
+	// an output channel each (DepthFold), and the problem's output depth
+	// OutDepth, which divides them.
+	Sums     []DepthTap
+	OutDepth int
 	// Run (reduce): the reduced axes are the trailing ones, so each output
 	// is the sum of a contiguous run of Run elements, which a block reads
 	// coalesced (0: a thread an output, looping over its inputs).
@@ -235,9 +240,12 @@ type BNUpdate struct {
 // Chain is the model's ops as passes.
 type Chain struct {
 	Prologue []Pass
-	Passes   []Pass
-	Updates  []BNUpdate
-	Extras   []Extra
+	// FoldWeight re-lays the weight for a depth fold (DepthFold; its
+	// depthsum pass ends Prologue), nil without one.
+	FoldWeight *WeightFold
+	Passes     []Pass
+	Updates    []BNUpdate
+	Extras     []Extra
 	// Slots are the stats passes' partial results, in doubles (two a
 	// part); a forward allocates them only when there are any, and every
 	// double of them is written before it is read (nothing is zeroed).
@@ -375,17 +383,21 @@ func (c *Chain) name(kernel string) {
 // planChain lays out the passes of a spec's prologue and forward and
 // returns the ops fused into the convolution's store and the tensors
 // they read.
-func planChain(s *spec.Spec, out [3]int, kernel string) (*Chain, []PointOp, []StoreExtra, error) {
-	c, err := layChain(s, out)
+func planChain(s *spec.Spec, out [3]int, kernel string, fold *DepthFold) (*Chain, []PointOp, []StoreExtra, error) {
+	c, err := layChain(s, out, fold)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	ops, extras := c.fuse()
 	c.name(kernel)
+	if fold != nil {
+		w := fold.weightFold(kernel)
+		c.FoldWeight = &w
+	}
 	return c, ops, extras, nil
 }
 
-func layChain(s *spec.Spec, out [3]int) (*Chain, error) {
+func layChain(s *spec.Spec, out [3]int, fold *DepthFold) (*Chain, error) {
 	r := &s.Reference
 	if len(r.Forward) == 0 && len(r.Prologue) == 0 {
 		return &Chain{}, nil
@@ -403,11 +415,19 @@ func layChain(s *spec.Spec, out [3]int) (*Chain, error) {
 		l := r.Layer(op.Attr)
 		shape = b.pool(l, shape)
 	}
+	forward, squeeze := r.Forward, -1
+	if fold != nil {
+		// The depth mean runs before the convolution, as its sums.
+		b.push(fold.pass(shape))
+		forward = forward[1:]
+		if !r.Forward[0].Keepdim {
+			squeeze = 2
+		}
+	}
 	b.c.Prologue, b.passes, b.open = b.passes, nil, -1
 	shape = [5]int{p.Batch, p.OutChannels, out[0], out[1], out[2]}
 	final := shape[:]
-	squeeze := -1
-	for _, op := range r.Forward {
+	for _, op := range forward {
 		var err error
 		shape, err = b.op(op, shape)
 		if err != nil {
@@ -780,6 +800,8 @@ func (p *Pass) layout() {
 	case "channel":
 		p.Hold = (p.Reduce == "softmax" || p.Reduce == "logsumexp") && p.In[1] <= MaxHeldChannels
 		p.Blocks = ceilDiv(p.In[0]*p.In[2]*p.In[3]*p.In[4], p.Threads)
+	case "depthsum":
+		p.Blocks = ceilDiv(p.In[0]*p.In[1]*p.In[3]*p.In[4], p.Threads)
 	case "reduce":
 		if p.Run = trailingRun(p.In, p.Axes); p.Run > 0 {
 			// A block a run: a warp for short runs, up to 256 threads,

@@ -64,7 +64,7 @@ func form(q Pass) string {
 func TestLevel2Kernels(t *testing.T) {
 	want := map[string][]string{
 		"l2_100_clamp_min_divide":                    nil,
-		"l2_13_mean_add_softmax_tanh_scaling":        {"reduce mean +1", "channel softmax +2"},
+		"l2_13_mean_add_softmax_tanh_scaling":        {"channel softmax +2"}, // the depth mean: a depth fold
 		"l2_15_batchnorm_subtract":                   {"stats moments", "normalise", "stats moments", "normalise sub_mean"},
 		"l2_20_sum_residualadd_multiply_residualadd": nil,
 		"l2_26_add_hardswish":                        nil,

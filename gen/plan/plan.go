@@ -19,11 +19,16 @@ type Plan struct {
 	// target's (spec.Kernel.For).
 	Spec   *spec.Spec
 	Target Target
-	Conv   geom.Conv
-	Out    [3]int // output depth, height, width
-	CinG   int    // input channels per group: the reduction's channel extent
-	CoutG  int    // output channels per group: the GEMM's N
-	Tile   Tile
+	// Conv is the convolution the kernel computes: the spec's, or with
+	// DepthFold its folded form.
+	Conv geom.Conv
+	// DepthFold is the forward's depth mean moved in front of the
+	// convolution (nil: none).
+	DepthFold *DepthFold
+	Out       [3]int // output depth, height, width
+	CinG      int    // input channels per group: the reduction's channel extent
+	CoutG     int    // output channels per group: the GEMM's N
+	Tile      Tile
 
 	// Phases lists the stride phases that hold outputs; Taps holds their
 	// taps back to back. The grid interleaves the phases (block x works on
@@ -438,7 +443,13 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 	ts.Kernel = s.Kernel.For(target.Name)
 	s = &ts
 	c := s.Problem.Conv
-	p := &Plan{Spec: s, Target: target, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup(), Epilogue: Epilogue{Bias: c.Bias}}
+	var fold *DepthFold
+	if _, spectral := s.Kernel.CUDA.Of().(spec.Spectral); !spectral {
+		if fold = planDepthFold(s); fold != nil {
+			c = fold.Conv()
+		}
+	}
+	p := &Plan{Spec: s, Target: target, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup(), Epilogue: Epilogue{Bias: c.Bias}, DepthFold: fold}
 	// Extents, channels and batch fit the kernels' 32-bit ints: the spec's
 	// limits (spec.MaxExtent, spec.MaxCount) keep them below 2^24.
 	switch f := s.Kernel.CUDA.Of().(type) {
@@ -530,7 +541,7 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 
 // withChain plans the passes of the ops around the convolution.
 func (p *Plan) withChain() (*Plan, error) {
-	ch, ops, extras, err := planChain(p.Spec, p.Out, p.Names.Kernel)
+	ch, ops, extras, err := planChain(p.Spec, p.Out, p.Names.Kernel, p.DepthFold)
 	if err != nil {
 		return nil, spec.Errors{p.Spec.Errorf("reference.forward", "", "%v", err)}
 	}

@@ -95,7 +95,7 @@ func (p *Plan) planSpectral(f spec.Spectral) (*Plan, error) {
 		refusals = append(refusals, p.Spec.Errorf(p.Spec.Kernel.CUDAField("spectral"), "", format, args...))
 		return nil, refusals
 	}
-	ch, ops, _, err := planChain(p.Spec, p.Out, p.Names.Kernel)
+	ch, ops, _, err := planChain(p.Spec, p.Out, p.Names.Kernel, nil)
 	if err != nil {
 		return nil, spec.Errors{p.Spec.Errorf("reference.forward", "", "%v", err)}
 	}

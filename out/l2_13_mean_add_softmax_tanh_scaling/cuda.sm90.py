@@ -4,6 +4,18 @@
 Input (16, 16, 32, 128, 128) -> output (16, 64, 32, 128, 128); kernel (3, 3, 3), stride (1, 1, 1),
 padding (1, 1, 1), output_padding (0, 0, 0), dilation (1, 1, 1), groups 1, bias True.
 
+The mean over depth is moved in front of the convolution (exact in real
+arithmetic): output depth o adds, for each depth tap k, slice k of the weight
+applied to input depth d where o = d*stride_d - padding_d + k*dilation_d, so the
+depth mean is each tap's slice applied to the sum of x over the input depths
+whose outputs land in the output, over 32. A first kernel sums x over each tap's
+range (tap 0: depths 1 to 31; tap 1: depths 0 to 31; tap 2: depths 0 to 30), in
+double, and divides by 32; a second re-lays the weight to match. The kernel then
+computes a transposed convolution of one depth position: input (16, 48, 1, 128,
+128) -> output (16, 64, 1, 128, 128), kernel (1, 3, 3), input channel ci*3 + j
+holding channel ci summed over the j-th tap's range; 14.5 GFLOP where the
+convolution takes 463.9.
+
 Algorithm: output-stationary implicit GEMM with stride-phase decomposition.
 The outputs split into stride_d*stride_h*stride_w phases (o = r + stride*q).
 Inside a phase only the taps with (r + padding - k*dilation) divisible by the
@@ -26,11 +38,13 @@ tensor cores do not add in exact fp32, so their sums cover 16 steps of
 32 and are then added in fp32, the running sums parked in shared
 memory.
 Both re-layouts run in every forward and are part of its time.
-After the convolution, as kernels of their own, in order: mean over an axis,
-then add before it writes; softmax over channels, then tanh, mul before it
-writes.
+Before the convolution, as kernels of their own: the depth mean's sums of x over
+each depth tap's range, in double (3 sums an input channel). The convolution's
+store applies add to each output before writing it (no kernel of their own),
+reading self.bias at the output's channel. After the convolution, as kernels of
+their own, in order: softmax over channels, then tanh, mul before it writes.
 No Triton file: the Triton backend cannot express this forward yet (no Triton
-kernel for a reduce step that applies the ops after it).
+kernel for a depthsum step).
 """
 import torch
 import torch.nn as nn
@@ -41,23 +55,32 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kCin = 16, kCout = 64, kGroups = 1;
-static constexpr int kCinG = 16, kCoutG = 64;  // channels per group
-static constexpr int kInD = 32, kInH = 128, kInW = 128;
-static constexpr int kOutD = 32, kOutH = 128, kOutW = 128;
+static constexpr int kCin = 48, kCout = 64, kGroups = 1;
+static constexpr int kCinG = 48, kCoutG = 64;  // channels per group
+static constexpr int kInD = 1, kInH = 128, kInW = 128;
+static constexpr int kOutD = 1, kOutH = 128, kOutW = 128;
 static constexpr int kStrideD = 1, kStrideH = 1, kStrideW = 1;
-static constexpr int kTaps = 27;  // kernel positions, kd*kh*kw
+static constexpr int kTaps = 9;  // kernel positions, kd*kh*kw
 static constexpr idx_t kInHW = (idx_t)kInH * kInW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
+
+// The pointwise ops right after the convolution, applied by the store
+// (from the plan): the output crosses memory once less.
+// e0v is self.bias at the output's channel.
+__device__ __forceinline__ float epilogue(float v, float e0v)
+{
+    v = v + e0v;
+    return v;
+}
 
 // ---- Layout (from the plan) ----------------------------------------------
 // The input re-laid as (batch, group, kXD, kXH, kXW, kCinP): channels last,
 // padded with zeros to kCinP, inside a zero border of kLo* positions, so
 // that every tap of every output reads inside it (no bounds checks).
-static constexpr int kCinP = 16;
-static constexpr int kLoD = 1, kLoH = 1, kLoW = 1;
-static constexpr int kXD = 34, kXH = 130, kXW = 256;
-static constexpr int kRelayoutPos = 64, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
+static constexpr int kCinP = 48;
+static constexpr int kLoD = 0, kLoH = 1, kLoW = 1;
+static constexpr int kXD = 1, kXH = 130, kXW = 256;
+static constexpr int kRelayoutPos = 32, kRelayoutChunks = 2;  // the re-layout's units a block, blocks a row
 // A phase's GEMM: its rows by a group's output channels, reduced over
 // (tap, channel) in steps of 32. A block is kWarpgroups warpgroups, each
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
@@ -107,14 +130,11 @@ static constexpr int kNumPhases = 1;
 // GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (its (d, h) tap
 // with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 32, 128, 128, 4194304, 64, 20, 0, 0, 9 },
+    { 0, 0, 0, 1, 128, 128, 131072, 64, 20, 0, 0, 3 },
 };
-__constant__ TapInfo kTapTable[27] = {
-    { 0, 536576 }, { 1, 536576 }, { 2, 536576 }, { 3, 532480 }, { 4, 532480 }, { 5, 532480 },
-    { 6, 528384 }, { 7, 528384 }, { 8, 528384 }, { 9, 4096 }, { 10, 4096 }, { 11, 4096 },
-    { 12, 0 }, { 13, 0 }, { 14, 0 }, { 15, -4096 }, { 16, -4096 }, { 17, -4096 },
-    { 18, -528384 }, { 19, -528384 }, { 20, -528384 }, { 21, -532480 }, { 22, -532480 }, { 23, -532480 },
-    { 24, -536576 }, { 25, -536576 }, { 26, -536576 },
+__constant__ TapInfo kTapTable[9] = {
+    { 0, 12288 }, { 1, 12288 }, { 2, 12288 }, { 3, 0 }, { 4, 0 }, { 5, 0 },
+    { 6, -12288 }, { 7, -12288 }, { 8, -12288 },
 };
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
@@ -177,7 +197,7 @@ extern "C" __global__ void l2_13_mean_add_softmax_tanh_scaling_repack_weight(con
 // 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
 static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
 static constexpr int kSlots = 4;  // re-laid positions a unit
-static constexpr int kReadPos = 130;  // input positions a block reads
+static constexpr int kReadPos = 66;  // input positions a block reads
 extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l2_13_mean_add_softmax_tanh_scaling_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
 {
     __shared__ float stage[kReadPos * (kCinP + 1)];
@@ -307,7 +327,7 @@ __device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned p
 static constexpr int kMinBlocks = 4;
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 l2_13_mean_add_softmax_tanh_scaling_igemm(const float* __restrict__ xr, const float* __restrict__ img,
-    const float* __restrict__ bias, float* __restrict__ y)
+    const float* __restrict__ bias, const float* __restrict__ e0, float* __restrict__ y)
 {
     // The weight stages, the parked sums, the barriers.
     extern __shared__ __align__(128) float b_stage[];  // 49168 bytes, past the static 48 KiB
@@ -479,6 +499,15 @@ l2_13_mean_add_softmax_tanh_scaling_igemm(const float* __restrict__ xr, const fl
 
         auto result = [&](int sl, int o, int e) { return o > 0 ? park(sl, e) : acc[sl][o][e]; };
 
+        // The fused ops' tensors, loaded before the store's loops: a per-channel
+        // one once for each of this thread's channels, not at each output.
+        float e0v[kND];
+        #pragma unroll
+        for (int k = 0; k < kND; ++k) {
+            const int co = nt * kNP + 8 * (k / 4) + 4 * (t / 2) + k % 4;
+            e0v[k] = co < kCoutG ? __ldg(e0 + grp * kCoutG + co) : 0.0f;
+        }
+
         // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
         // (g+8, 8cb+2t), (g+8, +1), both outputs of each row's pair. Lanes
         // t = 2j and 2j+1 trade halves, so that the even one writes output 0
@@ -494,9 +523,9 @@ l2_13_mean_add_softmax_tanh_scaling_igemm(const float* __restrict__ xr, const fl
                 const float got = __shfl_xor_sync(0xffffffffu, odd ? y0 : y1, 1);
                 const float first = odd ? got : y0, second = odd ? y1 : got;  // channels co and co + 2
                 if (o < outs[sl][r] && co < kCoutG)
-                    y[yb[sl][r] + o * kStrideW + (idx_t)co * kOutDHW] = first + bias[grp * kCoutG + co];
+                    y[yb[sl][r] + o * kStrideW + (idx_t)co * kOutDHW] = epilogue(first + bias[grp * kCoutG + co], e0v[e / 4 * 4 + e % 2]);
                 if (o < outs[sl][r] && co + 2 < kCoutG)
-                    y[yb[sl][r] + o * kStrideW + (idx_t)(co + 2) * kOutDHW] = second + bias[grp * kCoutG + co + 2];
+                    y[yb[sl][r] + o * kStrideW + (idx_t)(co + 2) * kOutDHW] = epilogue(second + bias[grp * kCoutG + co + 2], e0v[e / 4 * 4 + e % 2 + 2]);
             }
         }
     }
@@ -504,33 +533,51 @@ l2_13_mean_add_softmax_tanh_scaling_igemm(const float* __restrict__ xr, const fl
 
 // ---- The ops around the convolution, as passes (from the plan) ----------
 
-// mean over axes 2: (16, 64, 32, 128, 128) to (16, 64, 1, 128, 128), a thread an output
-// (neighbouring threads read neighbouring inputs); then the 1 op(s) after it in the chain,
-// before the write (no kernel of their own).
-extern "C" __global__ void l2_13_mean_add_softmax_tanh_scaling_igemm_epi0(const float* __restrict__ in, float* __restrict__ out, const float* __restrict__ e0)
+// The depth mean's sums, before the convolution: (16, 16, 32, 128, 128) to (16, 48, 1, 128,
+// 128), a thread a (sample, channel, h, w) column (neighbouring threads read neighbouring w),
+// reading each of its 32 depths once and adding it, in double, to the sums of the taps whose
+// range holds it; channel ci*3 + 0 sums depths 1 to 31 (tap 0), channel ci*3 + 1 sums depths 0
+// to 31 (tap 1), channel ci*3 + 2 sums depths 0 to 30 (tap 2). Each sum is divided by the
+// output depth, 32.
+extern "C" __global__ void l2_13_mean_add_softmax_tanh_scaling_igemm_pro0(const float* __restrict__ in, float* __restrict__ out)
 {
     const int o = (int)blockIdx.x * 256 + threadIdx.x;
-    if (o >= 16777216) return;
-    int r = o;
-    const int w = (int)(r % 128); r /= 128;
-    const int h = (int)(r % 128); r /= 128;
-    const int c = (int)(r % 64); r /= 64;
-    const int n = r;
-    double acc = 0.0;
+    if (o >= 4194304) return;
+    const int nc = o / 16384, hw = o - nc * 16384;
+    const float* x = in + nc * 524288 + hw;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0;
+#pragma unroll 4
     for (int d = 0; d < 32; ++d) {
-        const float x = in[(((n * 64 + c) * 32 + d) * 128 + h) * 128 + w];
-        acc += x;
+        const double v = x[(int)d * 16384];
+        if (d >= 1) s0 += v;
+        s1 += v;
+        if (d < 31) s2 += v;
     }
-    float v = (float)(acc / 32.0);
-    v = v + __ldg(e0 + c);
-    out[o] = v;
+    float* y = out + nc * 49152 + hw;
+    y[0] = (float)(s0 / 32.0);
+    y[16384] = (float)(s1 / 32.0);
+    y[32768] = (float)(s2 / 32.0);
+}
+
+// The weight re-laid for the depth fold, from (16, 64, 3, 3, 3) to the
+// folded convolution's (48, 64, 1, 3, 3): element (ci*3 + j, co, 0, kh, kw) is
+// element (ci, co, kd, kh, kw) for the j-th depth tap kd that reaches the output. A
+// thread an element, writes coalesced.
+extern "C" __global__ void l2_13_mean_add_softmax_tanh_scaling_igemm_fold_weight(const float* __restrict__ w, float* __restrict__ folded)
+{
+    const int o = (int)blockIdx.x * 256 + threadIdx.x;
+    if (o >= 27648) return;
+    const int t = o % 9, r = o / 9;
+    const int co = r % 64, cj = r / 64;
+    const int ci = cj / 3, j = cj - ci * 3;
+    folded[o] = w[((ci * 64 + co) * 3 + j) * 9 + t];
 }
 
 // softmax over the 64 channels of each of 262144 positions, a thread a position (neighbouring
 // threads read neighbouring positions), its channels read once into registers; then the 2
 // op(s) after it in the chain, before the write (no kernel of their own). exp in float (its
 // error is far under the gate's), the sum in double.
-extern "C" __global__ void l2_13_mean_add_softmax_tanh_scaling_igemm_epi1(const float* __restrict__ in, float* __restrict__ out)
+extern "C" __global__ void l2_13_mean_add_softmax_tanh_scaling_igemm_epi0(const float* __restrict__ in, float* __restrict__ out)
 {
     const int t = (int)blockIdx.x * 256 + threadIdx.x;
     if (t >= 262144) return;
@@ -574,29 +621,29 @@ static void check_launch(const char* kernel)
     TORCH_CHECK(err == cudaSuccess, "launching ", kernel, " failed: ", cudaGetErrorString(err));
 }
 
-static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Tensor bias)
+static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, const std::vector<torch::Tensor>& extras)
 {
     TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32 && x.is_contiguous(),
                 "x must be a contiguous float32 CUDA tensor");
-    TORCH_CHECK(x.sizes() == torch::IntArrayRef({16, 16, 32, 128, 128}),
-                "x must have shape (16, 16, 32, 128, 128): the kernel is generated for it");
+    TORCH_CHECK(x.sizes() == torch::IntArrayRef({16, 48, 1, 128, 128}),
+                "x must have shape (16, 48, 1, 128, 128): the kernel is generated for it");
     TORCH_CHECK(weight.is_cuda() && weight.scalar_type() == torch::kFloat32 && weight.is_contiguous() &&
-                weight.sizes() == torch::IntArrayRef({16, 64, 3, 3, 3}),
-                "weight must be a contiguous float32 CUDA tensor of shape (16, 64, 3, 3, 3)");
+                weight.sizes() == torch::IntArrayRef({48, 64, 1, 3, 3}),
+                "weight must be a contiguous float32 CUDA tensor of shape (48, 64, 1, 3, 3)");
     TORCH_CHECK(bias.is_cuda() && bias.scalar_type() == torch::kFloat32 && bias.is_contiguous() && bias.numel() == 64,
                 "bias must be a contiguous float32 CUDA tensor of 64 elements");
     auto img = torch::empty({81920}, x.options());
-    auto xr = torch::empty({289669120}, x.options());
-    auto y = torch::empty({16, 64, 32, 128, 128}, x.options());
+    auto xr = torch::empty({25559040}, x.options());
+    auto y = torch::empty({16, 64, 1, 128, 128}, x.options());
     l2_13_mean_add_softmax_tanh_scaling_repack_weight<<<320, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     check_launch("l2_13_mean_add_softmax_tanh_scaling_repack_weight");
-    l2_13_mean_add_softmax_tanh_scaling_relayout_input<<<70720, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
+    l2_13_mean_add_softmax_tanh_scaling_relayout_input<<<4160, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("l2_13_mean_add_softmax_tanh_scaling_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l2_13_mean_add_softmax_tanh_scaling_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 49168);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "l2_13_mean_add_softmax_tanh_scaling_igemm needs 49168 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l2_13_mean_add_softmax_tanh_scaling_igemm<<<dim3(65536, 1, 1), 128, 49168>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
-        (const float*)bias.data_ptr(), (float*)y.data_ptr());
+    l2_13_mean_add_softmax_tanh_scaling_igemm<<<dim3(2048, 1, 1), 128, 49168>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+        (const float*)bias.data_ptr(), (const float*)extras[0].data_ptr(), (float*)y.data_ptr());
     check_launch("l2_13_mean_add_softmax_tanh_scaling_igemm");
     return y;
 }
@@ -609,17 +656,26 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 extras[0].scalar_type() == torch::kFloat32,
                 "extra 0 must be a contiguous float32 CUDA tensor of 64 elements");
     torch::Tensor cur = x;
-    cur = conv_part(cur, weight, bias);
     {
-        auto next = torch::empty({16, 64, 1, 128, 128}, cur.options());
-        l2_13_mean_add_softmax_tanh_scaling_igemm_epi0<<<65536, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr(), (const float*)extras[0].data_ptr());
-        check_launch("l2_13_mean_add_softmax_tanh_scaling_igemm_epi0");
+        TORCH_CHECK(cur.is_cuda() && cur.is_contiguous() && cur.scalar_type() == torch::kFloat32 && cur.numel() == 134217728,
+                    "x must be a contiguous float32 CUDA tensor of 134217728 elements");
+        auto next = torch::empty({16, 48, 1, 128, 128}, cur.options());
+        l2_13_mean_add_softmax_tanh_scaling_igemm_pro0<<<16384, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
+        check_launch("l2_13_mean_add_softmax_tanh_scaling_igemm_pro0");
         cur = next;
     }
+    TORCH_CHECK(weight.is_cuda() && weight.scalar_type() == torch::kFloat32 && weight.is_contiguous() &&
+                weight.sizes() == torch::IntArrayRef({16, 64, 3, 3, 3}),
+                "weight must be a contiguous float32 CUDA tensor of shape (16, 64, 3, 3, 3)");
+    auto folded_weight = torch::empty({48, 64, 1, 3, 3}, weight.options());
+    l2_13_mean_add_softmax_tanh_scaling_igemm_fold_weight<<<108, 256>>>((const float*)weight.data_ptr(), (float*)folded_weight.data_ptr());
+    check_launch("l2_13_mean_add_softmax_tanh_scaling_igemm_fold_weight");
+    weight = folded_weight;
+    cur = conv_part(cur, weight, bias, extras);
     {
         auto next = torch::empty({16, 64, 1, 128, 128}, cur.options());
-        l2_13_mean_add_softmax_tanh_scaling_igemm_epi1<<<1024, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
-        check_launch("l2_13_mean_add_softmax_tanh_scaling_igemm_epi1");
+        l2_13_mean_add_softmax_tanh_scaling_igemm_epi0<<<1024, 256>>>((const float*)cur.data_ptr(), (float*)next.data_ptr());
+        check_launch("l2_13_mean_add_softmax_tanh_scaling_igemm_epi0");
         cur = next;
     }
     return cur.view({16, 64, 1, 128, 128});

@@ -158,7 +158,7 @@ int main(int argc, char** argv)
     const int extras_n = sizeof emu_extra_len / sizeof emu_extra_len[0] - 1;
     if (argc != 6 + extras_n) { std::fprintf(stderr, "usage: x w bias|- y seed extras...\n"); return 2; }
     emu_seed = std::strtoull(argv[5], nullptr, 10);
-    torch::Tensor x = load_tensor(argv[1], emu_forward_x_len, torch::kFloat32), w = load_tensor(argv[2], emu_w_len, torch::kFloat32);
+    torch::Tensor x = load_tensor(argv[1], emu_forward_x_len, torch::kFloat32), w = load_tensor(argv[2], emu_forward_w_len, torch::kFloat32);
     std::vector<torch::Tensor> extras;
     for (int i = 0; i < extras_n; ++i) extras.push_back(load_tensor(argv[6 + i], emu_extra_len[i], emu_extra_int64[i] ? torch::kInt64 : torch::kFloat32));
 #if EMU_BIAS
@@ -173,12 +173,12 @@ int main(int argc, char** argv)
 }
 `
 
-// chainConstants: the forward's input length, the extras (lengths and
+// chainConstants: the forward's input and weight lengths, the extras (lengths and
 // whether int64; a trailing 0 so that none is an array of one), the ones
 // the convolution's store reads (indices, a trailing -1), the output's
 // length, the forward function's name.
 const chainConstants = `
-static constexpr size_t emu_forward_x_len = %d;
+static constexpr size_t emu_forward_x_len = %d, emu_forward_w_len = %d;
 static constexpr long long emu_extra_len[] = {%s0}, emu_final_len = %d;
 static constexpr int emu_store_extras[] = {%s-1};
 static constexpr bool emu_extra_int64[] = {%sfalse};
@@ -272,7 +272,11 @@ func BuildChain(ctx context.Context, cxx, dir, kernel, host string, p *plan.Plan
 	if l.Conv.Bias {
 		bias = 1
 	}
-	consts := fmt.Sprintf(chainConstants, xLen, lens.String(), finalLen(ch), store.String(), ints.String(), bias, name)
+	wLen := l.Conv.WeightLen()
+	if f := p.DepthFold; f != nil {
+		wLen = f.Problem.WeightLen() // the module's weight, before the fold re-lays it
+	}
+	consts := fmt.Sprintf(chainConstants, xLen, wLen, lens.String(), finalLen(ch), store.String(), ints.String(), bias, name)
 	exe, seed, err := compile(ctx, cxx, dir, "#define EMU_CHAIN 1\n"+conv+driver+consts+torchShim+fwd+chainMain)
 	if err != nil {
 		return nil, err

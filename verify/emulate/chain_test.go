@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,6 +70,15 @@ func setKey(t *testing.T, m *yaml.Node, key, v string) {
 	t.Fatalf("no key %s", key)
 }
 
+func hasKey(m *yaml.Node, key string) bool {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
+}
+
 func getKey(t *testing.T, m *yaml.Node, key string) *yaml.Node {
 	t.Helper()
 	for i := 0; i+1 < len(m.Content); i += 2 {
@@ -129,6 +139,9 @@ func shrinkInputs(t *testing.T, path, initInputs string, problem, inputs map[str
 	setKey(t, p, "out_channels", fmt.Sprint(init[1]))
 	setKey(t, p, "input", sh.input)
 	for k, v := range problem {
+		if !hasKey(p, k) { // a key the spec leaves at its default
+			p.Content = append(p.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, &yaml.Node{Kind: yaml.ScalarNode, Value: "0"})
+		}
 		setKey(t, p, k, v)
 	}
 	r := getKey(t, root, "reference")
@@ -185,7 +198,7 @@ type chainInputs struct {
 func newChainInputs(t *testing.T, p *plan.Plan, shift func(*gpu.Inputs)) chainInputs {
 	t.Helper()
 	ch := p.Epilogue.Chain
-	c := p.Conv
+	c := p.Spec.Problem.Conv // the reference's (p.Conv, with a depth fold, is the folded one)
 	in := gpu.MakeInputs(c, p.Spec.Problem.InputDist, 7)
 	if shift != nil {
 		shift(&in)
@@ -193,7 +206,7 @@ func newChainInputs(t *testing.T, p *plan.Plan, shift func(*gpu.Inputs)) chainIn
 	x := in.X
 	rng := rand.New(rand.NewSource(9))
 	x64 := ref.Tensor{Shape: []int{c.Batch, c.InChannels, c.In[0], c.In[1], c.In[2]}}
-	if len(ch.Prologue) > 0 {
+	if len(p.Spec.Reference.Prologue) > 0 {
 		x64.Shape = p.Spec.Reference.Inputs[0].Shape
 		x = make([]float32, ch.Prologue[0].InLen)
 		for i := range x {
@@ -236,7 +249,8 @@ func newChainInputs(t *testing.T, p *plan.Plan, shift func(*gpu.Inputs)) chainIn
 		byExpr[e.Expr] = f
 		ci.extraNames = append(ci.extraNames, e.Expr)
 	}
-	conv := ref.Tensor{Shape: []int{c.Batch, c.OutChannels, p.Out[0], p.Out[1], p.Out[2]}, Data: ref.Forward(c, xc, in.W, in.B)}
+	o := c.Out()
+	conv := ref.Tensor{Shape: []int{c.Batch, c.OutChannels, o[0], o[1], o[2]}, Data: ref.Forward(c, xc, in.W, in.B)}
 	res, err := ref.Chain(&p.Spec.Reference, conv, func(expr string) []float64 {
 		v, ok := byExpr[expr]
 		if !ok {
@@ -525,6 +539,37 @@ func TestLevel2PassForms(t *testing.T) {
 			p := pinnedPlan(t, c.spec, c.geom)
 			if passOf(p, c.is) == nil {
 				t.Fatalf("%s: no pass of the form asked for in %+v", p.Spec.Name, p.Epilogue.Chain.Passes)
+			}
+			runChain(t, r, dir, p, nil).check(t, p)
+		})
+	}
+}
+
+// TestDepthFoldForwards runs #13's forward (a depth mean first: folded)
+// where its depth taps cover unequal ranges at stride 2, and where a
+// tap reaches no output at stride 4 (the weight re-layout's tap table),
+// against the float64 reference of the unfolded forward.
+func TestDepthFoldForwards(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		geom pin
+		taps []plan.DepthTap
+	}{
+		{"stride 2, padding 2", pin{init: "[4, 8, 3, 2, 2, 2.0]", problem: map[string]string{"input": "[3, 4, 5]", "stride": "2", "padding": "2"}},
+			[]plan.DepthTap{{K: 0, Lo: 1, Hi: 3}, {K: 1, Lo: 1, Hi: 2}, {K: 2, Lo: 0, Hi: 2}}},
+		{"stride 4, a tap reaching nothing", pin{init: "[4, 8, 3, 4, 2, 2.0]", problem: map[string]string{"input": "[2, 4, 5]", "stride": "4", "padding": "2"}},
+			[]plan.DepthTap{{K: 0, Lo: 1, Hi: 2}, {K: 2, Lo: 0, Hi: 1}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := pinnedPlan(t, "13_mean_add_softmax_tanh_scaling", &c.geom)
+			if p.DepthFold == nil || !slices.Equal(p.DepthFold.Taps, c.taps) {
+				t.Fatalf("fold %+v, want taps %v", p.DepthFold, c.taps)
 			}
 			runChain(t, r, dir, p, nil).check(t, p)
 		})

@@ -46,7 +46,7 @@ func BuildSpectral(ctx context.Context, cxx, dir, kernel, host string, p *plan.P
 		bias = 1
 	}
 	consts := fmt.Sprintf(spectralConstants, c.WeightLen(), bias*c.OutChannels) +
-		fmt.Sprintf(chainConstants, c.InputLen(), lens.String(), finalLen(ch), "", ints.String(), bias, name)
+		fmt.Sprintf(chainConstants, c.InputLen(), c.WeightLen(), lens.String(), finalLen(ch), "", ints.String(), bias, name)
 	exe, seed, err := compile(ctx, cxx, dir, "#define EMU_CHAIN 1\n#define EMU_SPECTRAL 1\n"+shim+"\n"+k+driver+consts+torchShim+fwd+chainMain)
 	if err != nil {
 		return nil, err
