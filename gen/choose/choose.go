@@ -57,6 +57,9 @@ func (o Options) Choose(s *spec.Spec, t plan.Target) (*spec.Spec, Decision) {
 	var picked spec.TargetKernel
 	if slices.Contains(k.Backends, "cuda") {
 		if cands := cudaOpen(k.CUDA, s.Problem.Conv.Stride[2]); cands != nil {
+			if t.WGMMA {
+				cands = withBulkTwins(cands)
+			}
 			if d.CUDA, d.Refused = rankCUDA(s, t, cands); d.Refused != nil {
 				return s, d
 			}
@@ -102,6 +105,23 @@ func cudaOpen(c spec.CUDA, strideW int) []spec.Family {
 	for _, f := range CUDASpace(strideW, c.Family) {
 		if f.Key() == c.Family.Key() {
 			out = append(out, overlay(f, c.Family))
+		}
+	}
+	return dedupe(out)
+}
+
+// withBulkTwins is cands with, after each wgmma tile whose weight stages
+// are filled by every thread's cp.async copies, the same tile filled by
+// bulk copies (sm_90a): the tuning space lists bulk weights only where
+// they were measured, but every tuned sm90 tile uses them and the model
+// rates them faster, so the chooser weighs both.
+func withBulkTwins(cands []spec.Family) []spec.Family {
+	var out []spec.Family
+	for _, f := range cands {
+		out = append(out, f)
+		if w, ok := f.(spec.WGMMA); ok && !w.BulkWeights {
+			w.BulkWeights = true
+			out = append(out, w)
 		}
 	}
 	return dedupe(out)

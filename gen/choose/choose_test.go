@@ -77,6 +77,39 @@ func TestChooseKeepsWhatTheSpecGives(t *testing.T) {
 	}
 }
 
+// On sm_90a every wgmma tile is weighed with its weights by bulk copies
+// too (each ranked tile has its bulk twin ranked), and the big problem's
+// pick takes them; sm80 has no bulk copies, so none of its candidates
+// resolves to them.
+func TestChooseWeighsBulkWeights(t *testing.T) {
+	s := convSpec(t, big, spec.Kernel{Backends: []string{"cuda"}})
+	for _, tg := range plan.Targets {
+		_, d := Options{}.Choose(s, tg)
+		ranked := map[spec.WGMMA]bool{}
+		for _, r := range d.CUDA {
+			if w, ok := r.CUDA.(spec.WGMMA); ok {
+				ranked[w] = true
+				if w.BulkWeights && !tg.WGMMA {
+					t.Errorf("%s: candidate %v has bulk weights", tg.Name, w)
+				}
+			}
+		}
+		if !tg.WGMMA {
+			continue
+		}
+		for w := range ranked {
+			twin := w
+			twin.BulkWeights = true
+			if !ranked[twin] {
+				t.Errorf("%s: %v ranked without its bulk twin", tg.Name, w)
+			}
+		}
+		if w, ok := d.CUDA[0].CUDA.(spec.WGMMA); !ok || !w.BulkWeights {
+			t.Errorf("%s: picked %v, want a wgmma tile with bulk weights", tg.Name, d.CUDA[0].CUDA)
+		}
+	}
+}
+
 // Tiny problems: the fewest launches win (no wgmma's re-layout and fill).
 func TestChooseTinyTakesFewLaunches(t *testing.T) {
 	s := convSpec(t, tiny, spec.Kernel{Backends: []string{"cuda"}})

@@ -17,7 +17,7 @@ phase in turn by 64 output channels. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the tensor
-cores' shared-memory layout and staged 4 steps deep with cp.async.
+cores' shared-memory layout and staged 4 steps deep by bulk copies (TMA).
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), wgmma's m64n64k8 warpgroup products. The
 tensor cores do not add in exact fp32, so their sums cover 4 steps of
@@ -75,6 +75,8 @@ static constexpr int kSlabs = 1, kRows = 64;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 4;  // weight-image steps in shared memory
+// The stages' barriers (8 bytes each) from float kBarriersAt of shared memory.
+static constexpr int kBarriersAt = 16384;
 static constexpr int kKW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr int kOuts = 1;  // outputs a row
 static constexpr int kOutRows = 64;
@@ -233,13 +235,6 @@ __device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
     lo = __float_as_uint(x - __uint_as_float(hi));
 }
 
-// cp.async: 16 bytes from global to shared memory, past the registers.
-__device__ __forceinline__ void cp_async_16(float* dst, const float* src)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src));
-}
-
 __device__ __forceinline__ void cp_async_commit()
 {
     asm volatile("cp.async.commit_group;" ::: "memory");
@@ -281,6 +276,31 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
         | (unsigned long long)(128 >> 4) << 32;
 }
 
+// A weight stage's barrier: a phase completes with the copying thread's
+// arrival and the bytes it announced landing (the init fenced before use).
+__device__ __forceinline__ void barrier_init(unsigned long long* bar)
+{
+    asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// bytes from global src to shared dst by the TMA unit (16-byte aligned, a
+// multiple of 16), completing bar's current phase once they land.
+__device__ __forceinline__ void bulk_copy(float* dst, const float* src, int bytes, unsigned long long* bar)
+{
+    const unsigned b = (unsigned)__cvta_generic_to_shared(bar), d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(d), "l"(src), "r"(bytes), "r"(b) : "memory");
+}
+
+// Waits until bar's phase of this parity has completed.
+__device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned parity)
+{
+    asm volatile("{\n.reg .pred done;\nWAIT_%=:\nmbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n@!done bra WAIT_%=;\n}\n"
+                 :: "r"((unsigned)__cvta_generic_to_shared(bar)), "r"(parity) : "memory");
+}
+
 // Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
 // more registers from the same fragments, and one block an SM is asked for.
 static constexpr int kMinBlocks = 1;
@@ -288,8 +308,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 l2_3_sum_layernorm_avgpool_gelu_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, const float* __restrict__ e0, float* __restrict__ y)
 {
-    // The weight stages.
-    extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
+    // The weight stages, the barriers.
+    extern __shared__ __align__(128) float b_stage[];  // 65568 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
     // in L2, and the weight image streams through all phases' steps
@@ -299,6 +319,13 @@ l2_3_sum_layernorm_avgpool_gelu_igemm(const float* __restrict__ xr, const float*
     const int m_first = blockIdx.x * kOutRows;
     const int nt = blockIdx.y, grp = blockIdx.z;
     const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
+    // Stage k's barrier, and in bit k the parity of its next phase.
+    unsigned long long* const stage_full = reinterpret_cast<unsigned long long*>(b_stage + kBarriersAt);
+    unsigned full_parity = 0;
+    if (tid == 0) {
+        for (int k = 0; k < kStages; ++k) barrier_init(stage_full + k);
+    }
+    __syncthreads();
 
     // Global step gs's weights into its stage, if before end (a commit
     // group either way, so that the wait counts stay in step).
@@ -306,7 +333,7 @@ l2_3_sum_layernorm_avgpool_gelu_igemm(const float* __restrict__ xr, const float*
         if (gs < end) {
             const float* src = wimg + (idx_t)gs * kStage;
             float* dst = b_stage + (gs % kStages) * kStage;
-            for (int i = tid; i < kStage / 4; i += kThreads) cp_async_16(dst + 4 * i, src + 4 * i);
+            if (tid == 0) bulk_copy(dst, src, kStage * 4, stage_full + gs % kStages);
         }
         cp_async_commit();
     };
@@ -384,9 +411,12 @@ l2_3_sum_layernorm_avgpool_gelu_igemm(const float* __restrict__ xr, const float*
         if (active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
-            // Step gs's weights have landed (this thread's copies, then, after the barrier, everyone's), and every warp
+            // Step gs's weights have landed (the bulk copy's), and every warp
             // is done with the stage the next copy overwrites (each waited for
             // its products before this barrier).
+            const int k = gs % kStages;
+            barrier_wait(stage_full + k, full_parity >> k & 1);
+            full_parity ^= 1u << k;
             cp_async_wait_current();
             async_proxy_fence();
             __syncthreads();
@@ -589,9 +619,9 @@ static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Ten
     l2_3_sum_layernorm_avgpool_gelu_relayout_input<<<17952, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("l2_3_sum_layernorm_avgpool_gelu_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l2_3_sum_layernorm_avgpool_gelu_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "l2_3_sum_layernorm_avgpool_gelu_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l2_3_sum_layernorm_avgpool_gelu_igemm<<<dim3(8192, 1, 1), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l2_3_sum_layernorm_avgpool_gelu_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65568);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "l2_3_sum_layernorm_avgpool_gelu_igemm needs 65568 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    l2_3_sum_layernorm_avgpool_gelu_igemm<<<dim3(8192, 1, 1), 128, 65568>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         (const float*)bias.data_ptr(), (const float*)extras[0].data_ptr(), (float*)y.data_ptr());
     check_launch("l2_3_sum_layernorm_avgpool_gelu_igemm");
     return y;
@@ -625,7 +655,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
 """
 
 
-# Built for sm90 (H100/H200, sm_90a): its wgmma products
+# Built for sm90 (H100/H200, sm_90a): its wgmma products and bulk copies
 # exist on no other GPU. cuda.sm80.py is the file for the others.
 if torch.cuda.get_device_capability() != (9, 0):
     raise RuntimeError("this file is built for sm90 (compute capability 9.0, H100/H200); this GPU is %d.%d: use cuda.sm80.py" % torch.cuda.get_device_capability())

@@ -15,12 +15,12 @@ The kernel's W taps are GEMM columns too: N = kernel_w x 32 output
 channels, K = the (d, h) taps x input channels, and a row is an input
 position along W; output q of a line adds the sums of column kw of row
 q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
-(4 warps) computing 64 rows of each phase in turn by 64 columns and
-writing the outputs of its first 63. The input is re-laid channels last
+(4 warps) computing 128 rows of each phase in turn by 64 columns and
+writing the outputs of its first 127. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the tensor
-cores' shared-memory layout and staged 4 steps deep with cp.async.
+cores' shared-memory layout and staged 4 steps deep by bulk copies (TMA).
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), wgmma's m64n64k8 warpgroup products. The
 tensor cores do not add in exact fp32, so their sums cover 4 steps of
@@ -58,10 +58,12 @@ static constexpr int kRelayoutPos = 49, kRelayoutChunks = 2;  // the re-layout's
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 4, kNTiles = 1;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 1, kRows = 64;
+static constexpr int kSlabs = 2, kRows = 128;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 4;  // weight-image steps in shared memory
+// The stages' barriers (8 bytes each) from float kBarriersAt of shared memory.
+static constexpr int kBarriersAt = 16384;
 // The kernel's W taps are columns: column kw*kCoT + c is tap kw of channel
 // c of the tile; a row is an input position along W. Row q of a line
 // anchors outputs w = kAnchorW0 + kStrideW*q + rho (rho < kStrideW), and
@@ -73,10 +75,10 @@ static constexpr int kAnchorW0 = -1;
 // that a warp's float4 reads of consecutive rows meet no bank twice.
 static constexpr int kSumsRow = 68, kVec = 4;  // kVec: channels a thread reads at once
 // A block's kOutSlots outputs a channel, kSlotsPerPass at a time, kChannelLanes threads each.
-static constexpr int kOutSlots = 63 * kStrideW, kChannelLanes = 1;
+static constexpr int kOutSlots = 127 * kStrideW, kChannelLanes = 1;
 static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
 static constexpr int kOuts = 1;  // outputs a row
-static constexpr int kOutRows = 63;
+static constexpr int kOutRows = 127;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
@@ -222,13 +224,6 @@ __device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
     lo = __float_as_uint(x - __uint_as_float(hi));
 }
 
-// cp.async: 16 bytes from global to shared memory, past the registers.
-__device__ __forceinline__ void cp_async_16(float* dst, const float* src)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src));
-}
-
 __device__ __forceinline__ void cp_async_commit()
 {
     asm volatile("cp.async.commit_group;" ::: "memory");
@@ -276,6 +271,31 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
         | (unsigned long long)(128 >> 4) << 32;
 }
 
+// A weight stage's barrier: a phase completes with the copying thread's
+// arrival and the bytes it announced landing (the init fenced before use).
+__device__ __forceinline__ void barrier_init(unsigned long long* bar)
+{
+    asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// bytes from global src to shared dst by the TMA unit (16-byte aligned, a
+// multiple of 16), completing bar's current phase once they land.
+__device__ __forceinline__ void bulk_copy(float* dst, const float* src, int bytes, unsigned long long* bar)
+{
+    const unsigned b = (unsigned)__cvta_generic_to_shared(bar), d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(d), "l"(src), "r"(bytes), "r"(b) : "memory");
+}
+
+// Waits until bar's phase of this parity has completed.
+__device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned parity)
+{
+    asm volatile("{\n.reg .pred done;\nWAIT_%=:\nmbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n@!done bra WAIT_%=;\n}\n"
+                 :: "r"((unsigned)__cvta_generic_to_shared(bar)), "r"(parity) : "memory");
+}
+
 // Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
 // more registers from the same fragments, and one block an SM is asked for.
 static constexpr int kMinBlocks = 1;
@@ -283,8 +303,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 zoo_nnunet_aniso_up_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages (at a phase's end the block's sums on their way out).
-    extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
+    // The weight stages (at a phase's end the block's sums on their way out), the barriers.
+    extern __shared__ __align__(128) float b_stage[];  // 65568 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
     // in L2.
@@ -293,6 +313,13 @@ zoo_nnunet_aniso_up_igemm(const float* __restrict__ xr, const float* __restrict_
     const int m_first = blockIdx.x * kOutRows;
     const int nt = blockIdx.y, grp = blockIdx.z;
     const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
+    // Stage k's barrier, and in bit k the parity of its next phase.
+    unsigned long long* const stage_full = reinterpret_cast<unsigned long long*>(b_stage + kBarriersAt);
+    unsigned full_parity = 0;
+    if (tid == 0) {
+        for (int k = 0; k < kStages; ++k) barrier_init(stage_full + k);
+    }
+    __syncthreads();
 
     // Global step gs's weights into its stage, if before end (a commit
     // group either way, so that the wait counts stay in step).
@@ -300,7 +327,7 @@ zoo_nnunet_aniso_up_igemm(const float* __restrict__ xr, const float* __restrict_
         if (gs < end) {
             const float* src = wimg + (idx_t)gs * kStage;
             float* dst = b_stage + (gs % kStages) * kStage;
-            for (int i = tid; i < kStage / 4; i += kThreads) cp_async_16(dst + 4 * i, src + 4 * i);
+            if (tid == 0) bulk_copy(dst, src, kStage * 4, stage_full + gs % kStages);
         }
         cp_async_commit();
     };
@@ -370,9 +397,12 @@ zoo_nnunet_aniso_up_igemm(const float* __restrict__ xr, const float* __restrict_
         if (active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
-            // Step gs's weights have landed (this thread's copies, then, after the barrier, everyone's), and every warp
+            // Step gs's weights have landed (the bulk copy's), and every warp
             // is done with the stage the next copy overwrites (each waited for
             // its products before this barrier).
+            const int k = gs % kStages;
+            barrier_wait(stage_full + k, full_parity >> k & 1);
+            full_parity ^= 1u << k;
             cp_async_wait_current();
             async_proxy_fence();
             __syncthreads();
@@ -464,7 +494,9 @@ zoo_nnunet_aniso_up_igemm(const float* __restrict__ xr, const float* __restrict_
                 }
             }
         }
-        // The next phase's copies reuse the memory.
+        // The next phase's copies reuse the memory (bulk ones through the
+        // async proxy, ordered after these reads by the fence).
+        async_proxy_fence();
         __syncthreads();
     }
 }
@@ -500,9 +532,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     zoo_nnunet_aniso_up_relayout_input<<<7680, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_nnunet_aniso_up_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_nnunet_aniso_up_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_nnunet_aniso_up_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_nnunet_aniso_up_igemm<<<dim3(5974, 1, 1), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_nnunet_aniso_up_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65568);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_nnunet_aniso_up_igemm needs 65568 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    zoo_nnunet_aniso_up_igemm<<<dim3(2964, 1, 1), 128, 65568>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_nnunet_aniso_up_igemm");
     return y;
@@ -510,7 +542,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
 """
 
 
-# Built for sm90 (H100/H200, sm_90a): its wgmma products
+# Built for sm90 (H100/H200, sm_90a): its wgmma products and bulk copies
 # exist on no other GPU. cuda.sm80.py is the file for the others.
 if torch.cuda.get_device_capability() != (9, 0):
     raise RuntimeError("this file is built for sm90 (compute capability 9.0, H100/H200); this GPU is %d.%d: use cuda.sm80.py" % torch.cuda.get_device_capability())
