@@ -2077,7 +2077,7 @@ var Kernels = []Kernel{{
 	Fill:           "",
 	FillBlocks:     0,
 	Function:       "zoo_batch_64c8_igemm",
-	Grid:           [3]int{8192, 1, 1},
+	Grid:           [3]int{4096, 1, 1},
 	MinBytes:       7.5504416e+07,
 	Out:            [3]int{32, 32, 32},
 	Precision:      "fp32",
@@ -2091,8 +2091,8 @@ var Kernels = []Kernel{{
 	SpecPath:       "specs/zoo/batch_64c8.yaml",
 	StoreExtras:    [4]int{0, 0, 0, 0},
 	Target:         "sm90",
-	Threads:        256,
-	Tile:           "{bm: 256, bn: 8, bk: 8, tm: 1, min_blocks: 1, direct: true}",
+	Threads:        128,
+	Tile:           "{bm: 512, bn: 8, bk: 8, tm: 4, min_blocks: 1, direct: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         2,
@@ -3373,7 +3373,7 @@ var Kernels = []Kernel{{
 	Fill:           "",
 	FillBlocks:     0,
 	Function:       "zoo_head_deepsup_k4_igemm",
-	Grid:           [3]int{2048, 1, 1},
+	Grid:           [3]int{256, 1, 1},
 	MinBytes:       7.36462e+06,
 	Out:            [3]int{64, 64, 64},
 	Precision:      "fp32",
@@ -3382,13 +3382,13 @@ var Kernels = []Kernel{{
 	RelayoutBlocks: 0,
 	Repack:         "zoo_head_deepsup_k4_repack_weight",
 	RepackLen:      6144,
-	SmemBytes:      512,
+	SmemBytes:      2048,
 	Spec:           "zoo_head_deepsup_k4",
 	SpecPath:       "specs/zoo/head_deepsup_k4.yaml",
 	StoreExtras:    [4]int{0, 0, 0, 0},
 	Target:         "sm90",
-	Threads:        256,
-	Tile:           "{bm: 256, bn: 4, bk: 8, tm: 1, min_blocks: 1, direct: true}",
+	Threads:        128,
+	Tile:           "{bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1, direct: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         2,
@@ -3445,7 +3445,7 @@ var Kernels = []Kernel{{
 	Fill:           "",
 	FillBlocks:     0,
 	Function:       "zoo_head_deepsup_k8_igemm",
-	Grid:           [3]int{2048, 1, 1},
+	Grid:           [3]int{256, 1, 1},
 	MinBytes:       5.242888e+06,
 	Out:            [3]int{64, 64, 64},
 	Precision:      "fp32",
@@ -3454,13 +3454,13 @@ var Kernels = []Kernel{{
 	RelayoutBlocks: 0,
 	Repack:         "zoo_head_deepsup_k8_repack_weight",
 	RepackLen:      131072,
-	SmemBytes:      2048,
+	SmemBytes:      16384,
 	Spec:           "zoo_head_deepsup_k8",
 	SpecPath:       "specs/zoo/head_deepsup_k8.yaml",
 	StoreExtras:    [4]int{0, 0, 0, 0},
 	Target:         "sm90",
-	Threads:        256,
-	Tile:           "{bm: 256, bn: 4, bk: 8, tm: 1, min_blocks: 1, direct: true}",
+	Threads:        128,
+	Tile:           "{bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1, direct: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         2,
@@ -3639,8 +3639,8 @@ var Kernels = []Kernel{{
 	SpecPath:       "specs/zoo/head_k2_binary.yaml",
 	StoreExtras:    [4]int{0, 0, 0, 0},
 	Target:         "sm80",
-	Threads:        256,
-	Tile:           "{bm: 256, bn: 4, bk: 8, tm: 1, min_blocks: 1, direct: true}",
+	Threads:        128,
+	Tile:           "{bm: 256, bn: 4, bk: 4, tm: 2, min_blocks: 1, direct: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         4,
@@ -3927,8 +3927,8 @@ var Kernels = []Kernel{{
 	SpecPath:       "specs/zoo/monai_up_head.yaml",
 	StoreExtras:    [4]int{0, 0, 0, 0},
 	Target:         "sm80",
-	Threads:        256,
-	Tile:           "{bm: 256, bn: 4, bk: 8, tm: 1, min_blocks: 1, direct: true}",
+	Threads:        128,
+	Tile:           "{bm: 256, bn: 4, bk: 8, tm: 2, min_blocks: 1, direct: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         2,
@@ -4611,8 +4611,8 @@ var Kernels = []Kernel{{
 	SpecPath:       "specs/zoo/out1_sdf.yaml",
 	StoreExtras:    [4]int{0, 0, 0, 0},
 	Target:         "sm90",
-	Threads:        256,
-	Tile:           "{bm: 256, bn: 4, bk: 8, tm: 1, min_blocks: 1, direct: true}",
+	Threads:        128,
+	Tile:           "{bm: 256, bn: 4, bk: 8, tm: 2, min_blocks: 1, direct: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         1,

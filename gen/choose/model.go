@@ -45,6 +45,11 @@ type Machine struct {
 	// BulkWeights and CpAsync scale a wgmma tile's rate (sm_90a only:
 	// elsewhere bulk copies are dropped).
 	BulkWeights, WGMMACpAsync float64
+	// DirectSingle scales the rate of a direct tile whose threads hold one
+	// output position (tm 1, no window): each of its loads feeds one row
+	// of FMAs and waits alone, and a block's weight staging serves half
+	// the outputs of tm 2.
+	DirectSingle float64
 }
 
 // Machines are the targets' constants, by plan.Target.Name.
@@ -56,7 +61,9 @@ type Machine struct {
 // e2e.json (Triton); Launch and Step from the 100 timed random
 // configurations of out/gpu/random-kernels-*.json; BW from PERF.md v20;
 // the option factors from PERF.md's "measurements behind the generator's
-// choices" (bulk weights) and tune-kernels-cp_async.json (cp.async).
+// choices" (bulk weights), tune-kernels-cp_async.json (cp.async) and the
+// zoo's direct tiles of one output a thread against their neighbours on
+// the same shape (zoo.json; TestModelAgainstZooPairs).
 //
 // sm80 (A100, derived): 108 SMs; the same fits scaled by the A100's peak
 // over the H200's for the unit each family runs on (FFMA 19.5/67 TFLOP/s;
@@ -65,7 +72,7 @@ type Machine struct {
 // sm80 files measured on the H200 (PERF.md v35: 1.37x to 2.3x the sm90
 // times) scaled the same way.
 var Machines = map[string]Machine{
-	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, Rates: map[string]Rate{
+	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, DirectSingle: 0.8, Rates: map[string]Rate{
 		"ffma":          {R: 25e12, A: 0.15, K0: 64, Step: 0.5e-6},
 		"direct":        {R: 24e12, A: 0, K0: 0, Step: 0.15e-6},
 		"mma":           {R: 33e12, A: 0.25, K0: 32, Step: 0.5e-6},
@@ -74,7 +81,7 @@ var Machines = map[string]Machine{
 		"triton-fp32":   {R: 34e12, A: 0.25, K0: 128, Step: 0.5e-6},
 		"spectral":      {R: 12.5e12, Step: 0.5e-6},
 	}},
-	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, Rates: map[string]Rate{
+	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, Rates: map[string]Rate{
 		"ffma":          {R: 25e12 * ffmaA100, A: 0.15, K0: 64, Step: 0.5e-6},
 		"direct":        {R: 24e12 * ffmaA100, A: 0, K0: 0, Step: 0.15e-6},
 		"mma":           {R: 33e12 * tensorA100, A: 0.25, K0: 32, Step: 0.5e-6},
@@ -213,6 +220,9 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 		if t.WGMMA.CpAsync {
 			e.Rate *= m.WGMMACpAsync
 		}
+	}
+	if t.Direct != nil && t.TW() == 0 && t.TM() == 1 {
+		e.Rate *= m.DirectSingle
 	}
 	e.Bytes = bytes
 	return m.finish(e, p.Blocks[0]*p.Blocks[1]*p.Blocks[2], p.ResidentBlocks(), r.Step)

@@ -11,7 +11,7 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-Computed directly, without GEMM tiles: each thread holds 1 output positions
+Computed directly, without GEMM tiles: each thread holds 2 output positions
 by 4 output channels and loads its own inputs into registers (no other
 thread reads them); only the weights are staged in shared memory. Products
 are fp32 FFMA, accumulated in fp32.
@@ -44,8 +44,8 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // input channels at a time: no other thread reads them. Shared memory
 // holds the weights of kTapChunk of the phase's taps, which every thread
 // reads alike.
-static constexpr int kBM = 256, kBN = 4, kBK = 8, kTM = 1;
-static constexpr int kThreads = 256;
+static constexpr int kBM = 256, kBN = 4, kBK = 8, kTM = 2;
+static constexpr int kThreads = 128;
 static constexpr int kCIChunks = 2;  // kBK-channel steps per tap
 static constexpr int kTapChunk = 8;  // taps whose weights are staged at once
 
@@ -264,7 +264,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     auto y = torch::empty({4, 1, 64, 64, 64}, x.options());
     zoo_out1_sdf_repack_weight<<<2, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_out1_sdf_repack_weight");
-    zoo_out1_sdf_igemm<<<dim3(4096, 1, 1), 256>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_out1_sdf_igemm<<<dim3(4096, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_out1_sdf_igemm");
     return y;
