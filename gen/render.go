@@ -169,7 +169,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 	// Only for a triton render: a plan mutated on purpose (gen/mutate)
 	// may break the tap invariant newTritonView checks, and is rendered
 	// for cuda alone.
-	if slices.Contains(s.Kernel.Backends, "triton") {
+	if slices.Contains(s.Kernel.Backends, "triton") && p.Unfolded == nil {
 		v.Triton = newTritonView(p)
 		v.TritonChain = newTritonChainView(p, v)
 		if err := checkIdents([2]string{"triton kernel name", v.Triton.Kernel}, [2]string{"triton wrapper name", v.Triton.Wrapper}); err != nil {
@@ -359,11 +359,17 @@ func (r *Renderer) Render(ps []*plan.Plan, specPath string) ([]File, error) {
 		}
 		for _, name := range names {
 			var buf bytes.Buffer
-			tmpl := name + ".py.tmpl"
+			tmpl, view := name+".py.tmpl", v
 			if name == "cuda" && v.Spectral != nil {
 				tmpl = "cuda_spectral.py.tmpl"
 			}
-			if err := r.t.ExecuteTemplate(&buf, tmpl, v); err != nil {
+			if name == "triton" && p.Unfolded != nil {
+				// A folded plan's Triton file computes the forward as written.
+				if view, err = newView(p.Unfolded, specPath); err != nil {
+					return nil, err
+				}
+			}
+			if err := r.t.ExecuteTemplate(&buf, tmpl, view); err != nil {
 				return nil, fmt.Errorf("%s: rendering %s for %s: %w", commentSafe(specPath), name, p.Target.Name, err)
 			}
 			file := SubmissionFile(name, p.Target)

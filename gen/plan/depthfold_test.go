@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	"convtgen/gen/geom"
@@ -168,5 +169,49 @@ func TestDepthFoldPlanned(t *testing.T) {
 		if planDepthFold(&e) != nil {
 			t.Errorf("%s: folded", tc.what)
 		}
+	}
+}
+
+// TestDepthFoldTritonUnfolded: only the CUDA file folds. A forward the
+// Triton backend can run as written (a depth mean alone) keeps its Triton
+// file, planned unfolded (Plan.Unfolded); #13's, which it cannot, leaves
+// Triton out for the unfolded forward's reason, not for the fold; a
+// Triton-only spec is never folded.
+func TestDepthFoldTritonUnfolded(t *testing.T) {
+	s, err := spec.Load("../../specs/level2/13_mean_add_softmax_tanh_scaling.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(s, SM90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.DepthFold == nil || p.Unfolded != nil || !strings.Contains(p.TritonLeftOut, "reduce step") {
+		t.Errorf("#13: fold %v, unfolded %v, Triton left out for %q", p.DepthFold != nil, p.Unfolded != nil, p.TritonLeftOut)
+	}
+	alone := *s
+	alone.Reference.Forward = s.Reference.Forward[:1]
+	for _, backends := range [][]string{nil, {"cuda", "triton"}} {
+		a := alone
+		a.Kernel.Backends, a.Kernel.BackendsOmitted = []string{"cuda", "triton"}, backends == nil
+		p, err := New(&a, SM80)
+		if err != nil {
+			t.Fatalf("a depth mean alone, backends %v: %v", backends, err)
+		}
+		u := p.Unfolded
+		if p.DepthFold == nil || p.TritonLeftOut != "" || !slices.Equal(p.Spec.Kernel.Backends, []string{"cuda", "triton"}) {
+			t.Errorf("backends %v: fold %v, backends %v, Triton left out for %q", backends, p.DepthFold != nil, p.Spec.Kernel.Backends, p.TritonLeftOut)
+		}
+		if u == nil || u.DepthFold != nil || u.Conv != s.Problem.Conv || !slices.Equal(u.Spec.Kernel.Backends, []string{"triton"}) {
+			t.Fatalf("backends %v: the Triton file's plan %+v", backends, u)
+		}
+		if len(u.Epilogue.Chain.Prologue) != 0 || len(u.Epilogue.Chain.Passes) != 1 || u.Epilogue.Chain.Passes[0].Kind != "reduce" {
+			t.Errorf("backends %v: the Triton file's chain %+v", backends, u.Epilogue.Chain)
+		}
+	}
+	triton := alone
+	triton.Kernel.Backends = []string{"triton"}
+	if p, err := New(&triton, SM90); err != nil || p.DepthFold != nil {
+		t.Errorf("Triton alone: folded %v (%v)", p != nil && p.DepthFold != nil, err)
 	}
 }

@@ -23,8 +23,11 @@ type Plan struct {
 	// DepthFold its folded form.
 	Conv geom.Conv
 	// DepthFold is the forward's depth mean moved in front of the
-	// convolution (nil: none).
+	// convolution (nil: none). Only the CUDA file folds: the Triton
+	// backend has no kernel for the fold's sums, so a folded plan's Triton
+	// file is rendered from Unfolded, the plan of the forward as written.
 	DepthFold *DepthFold
+	Unfolded  *Plan
 	Out       [3]int // output depth, height, width
 	CinG      int    // input channels per group: the reduction's channel extent
 	CoutG     int    // output channels per group: the GEMM's N
@@ -444,7 +447,7 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 	s = &ts
 	c := s.Problem.Conv
 	var fold *DepthFold
-	if _, spectral := s.Kernel.CUDA.Of().(spec.Spectral); !spectral {
+	if _, spectral := s.Kernel.CUDA.Of().(spec.Spectral); !spectral && slices.Contains(s.Kernel.Backends, "cuda") {
 		if fold = planDepthFold(s); fold != nil {
 			c = fold.Conv()
 		}
@@ -545,10 +548,25 @@ func (p *Plan) withChain() (*Plan, error) {
 	if err != nil {
 		return nil, spec.Errors{p.Spec.Errorf("reference.forward", "", "%v", err)}
 	}
-	if why := ch.TritonRefusal(ops); why != "" {
+	// The Triton file computes the forward as written (it has no kernel
+	// for a fold's sums): the chain it runs decides whether it can.
+	tch, tops := ch, ops
+	if p.DepthFold != nil {
+		if tch, tops, _, err = planChain(p.Spec, p.Spec.Problem.Conv.Out(), p.Names.Kernel, nil); err != nil {
+			return nil, spec.Errors{p.Spec.Errorf("reference.forward", "", "%v", err)}
+		}
+	}
+	if why := tch.TritonRefusal(tops); why != "" {
 		if !p.leaveOutTriton(why) {
 			return nil, spec.Errors{p.Spec.Errorf("kernel.backends", "triton",
 				"the Triton backend cannot express this forward yet: %s (name cuda alone, or leave the backends out)", why)}
+		}
+	}
+	if p.DepthFold != nil && slices.Contains(p.Spec.Kernel.Backends, "triton") {
+		us := *p.Spec
+		us.Kernel.Backends = []string{"triton"}
+		if p.Unfolded, err = New(&us, p.Target); err != nil {
+			return nil, err
 		}
 	}
 	p.Epilogue.Chain, p.Epilogue.Ops, p.Epilogue.Extras = ch, ops, extras
