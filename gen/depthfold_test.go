@@ -19,28 +19,8 @@ func TestDepthFoldFilesPerBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(src)
-	text = text[:strings.Index(text, "    - {add: bias}")]
-	s, err := spec.Parse("mean.yaml", []byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ps []*plan.Plan
-	for _, tg := range plan.Targets {
-		p, err := Plan(s, tg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
-	}
-	r, err := NewRenderer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := r.Render(ps, "mean.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	text := string(src)[:strings.Index(string(src), "    - {add: bias}")]
+	files := renderText(t, "mean.yaml", text)
 	seen := 0
 	for _, f := range files {
 		body := string(f.Data)
@@ -60,4 +40,32 @@ func TestDepthFoldFilesPerBackend(t *testing.T) {
 	if seen != 4 {
 		t.Errorf("%d submissions, want CUDA and Triton for both targets", seen)
 	}
+}
+
+// renderText plans the spec text src (its path for messages) for every
+// target as the generator does, the chooser included, and renders its
+// files.
+func renderText(t *testing.T, path, src string) []File {
+	t.Helper()
+	s, err := spec.Parse(path, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []*plan.Plan
+	for _, tg := range plan.Targets {
+		p, err := Plan(s, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	r, err := NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := r.Render(ps, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }

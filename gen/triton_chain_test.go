@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"convtgen/gen/plan"
-	"convtgen/gen/spec"
 )
 
 // TestAxisTerms: the index terms of a reduction's kept and reduced axes
@@ -156,26 +155,7 @@ func TestNoTritonFileSaysWhy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := spec.Parse("big.yaml", []byte(strings.Replace(string(src), "  batch: 16\n", "  batch: 512\n", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ps []*plan.Plan
-	for _, target := range plan.Targets {
-		p, err := plan.New(s, target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
-	}
-	r, err := NewRenderer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := r.Render(ps, "specs/big.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := renderText(t, "specs/big.yaml", strings.Replace(string(src), "  batch: 16\n", "  batch: 512\n", 1))
 	var names []string
 	for _, f := range files {
 		names = append(names, filepath.Base(f.Path))
