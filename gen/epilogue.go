@@ -579,9 +579,9 @@ func passComment(v PassView) []string {
 		for j, t := range p.Sums {
 			ranges = append(ranges, fmt.Sprintf("channel ci*%d + %d sums depths %d to %d (tap %d)", len(p.Sums), j, t.Lo, t.Hi-1, t.K))
 		}
-		text = fmt.Sprintf("The depth mean's sums, before the convolution: (%s) to (%s), a thread a (sample, channel, h, w) column (neighbouring threads "+
+		text = fmt.Sprintf("The depth %s's sums, before the convolution: (%s) to (%s), a thread a (sample, channel, h, w) column (neighbouring threads "+
 			"read neighbouring w), reading each of its %d depths once and adding it, in double, to the sums of the taps whose range holds it; %s. "+
-			"Each sum is divided by the output depth, %d.", v.InShape, v.OutShape, p.In[2], strings.Join(ranges, ", "), p.OutDepth)
+			"Each sum is divided by the output depth, %d.", p.Reduce, v.InShape, v.OutShape, p.In[2], strings.Join(ranges, ", "), p.OutDepth)
 	case "pool":
 		kind := "Average"
 		if p.Max {
@@ -641,7 +641,7 @@ func chainDoc(c *plan.Chain, fused []plan.PointOp) string {
 			}
 			return p.Reduce + " over an axis" + then(p)
 		case "depthsum":
-			return fmt.Sprintf("the depth mean's sums of x over each depth tap's range, in double (%d sums an input channel)", len(p.Sums))
+			return fmt.Sprintf("the depth %s's sums of x over each depth tap's range, in double (%d sums an input channel)", p.Reduce, len(p.Sums))
 		case "pool":
 			if p.Max {
 				return "max pool" + then(p)

@@ -305,14 +305,18 @@ func foldDoc(f *plan.DepthFold, c geom.Conv, out [3]int) string {
 	for _, t := range f.Taps {
 		ranges = append(ranges, fmt.Sprintf("tap %d: depths %d to %d", t.K, t.Lo, t.Hi-1))
 	}
-	return wrapText(fmt.Sprintf("The mean over depth is moved in front of the convolution (exact in real arithmetic): output depth o adds, for each "+
+	sum := ""
+	if f.Op == "sum" {
+		sum = fmt.Sprintf(" The sum over depth is %d times that mean (the bias counts once a depth): the convolution's store multiplies by %d.", f.OutDepth(), f.OutDepth())
+	}
+	return wrapText(fmt.Sprintf("The %s over depth is moved in front of the convolution (exact in real arithmetic): output depth o adds, for each "+
 		"depth tap k, slice k of the weight applied to input depth d where o = d*stride_d - padding_d + k*dilation_d, so the depth mean is "+
 		"each tap's slice applied to the sum of x over the input depths whose outputs land in the output, over %d. A first kernel sums x over "+
 		"each tap's range (%s), in double, and divides by %d; a second re-lays the weight to match. The kernel then computes a transposed "+
 		"convolution of one depth position: input (%d, %d, 1, %d, %d) -> output (%d, %d, %d, %d, %d), kernel %v, input channel ci*%d + j "+
-		"holding channel ci summed over the j-th tap's range; %.1f GFLOP where the convolution takes %.1f.",
-		f.OutDepth(), strings.Join(ranges, "; "), f.OutDepth(), c.Batch, c.InChannels, c.In[1], c.In[2], c.Batch, c.OutChannels, out[0], out[1], out[2],
-		tuple(c.Kernel), len(f.Taps), c.FLOPs()/1e9, f.Problem.FLOPs()/1e9), 80)
+		"holding channel ci summed over the j-th tap's range; %.1f GFLOP where the convolution takes %.1f.%s",
+		f.Op, f.OutDepth(), strings.Join(ranges, "; "), f.OutDepth(), c.Batch, c.InChannels, c.In[1], c.In[2], c.Batch, c.OutChannels, out[0], out[1], out[2],
+		tuple(c.Kernel), len(f.Taps), c.FLOPs()/1e9, f.Problem.FLOPs()/1e9, sum), 80)
 }
 
 func tuple(v [3]int) string { return "(" + ints(v[0], v[1], v[2]) + ")" }

@@ -8,13 +8,16 @@ import (
 	"convtgen/gen/spec"
 )
 
-// A mean over depth right after the convolution moves in front of it.
+// A mean (or sum) over depth right after the convolution moves in front
+// of it.
 // Output depth o of a transposed convolution adds, for every depth tap k,
 // the (h, w) transposed convolution of input depth d with the weight's
 // slice k wherever o = d*stride_d - padding_d + k*dilation_d. The mean over
 // o therefore adds, for each tap k, the products of slice k with the sum
 // of x over the input depths whose tap-k outputs fall inside the output
-// (one contiguous range a tap), divided by the output depth. So the
+// (one contiguous range a tap), divided by the output depth. A sum is
+// the output depth times that mean (the bias counted once a depth), so it
+// folds as the mean followed by that product. So the
 // forward sums x over each tap's range first (a pass of its own, in
 // double), and the kernel computes a transposed convolution with one depth
 // position, kernel depth 1 and in_channels x taps input channels: channel
@@ -24,9 +27,11 @@ import (
 // does about one output depth's share of the products. Taps whose range is
 // empty (no output they reach) drop out.
 
-// DepthFold is a depth mean moved in front of the convolution; the plan's
-// Conv is then the folded convolution.
+// DepthFold is a depth mean or sum moved in front of the convolution;
+// the plan's Conv is then the folded convolution.
 type DepthFold struct {
+	// Op is the forward's reduction, "mean" or "sum".
+	Op string
 	// Problem is the spec's convolution, the one the reference computes.
 	Problem geom.Conv
 	// Taps are the depth taps that reach the output, in order: folded
@@ -56,7 +61,7 @@ type WeightFold struct {
 // handles that).
 func planDepthFold(s *spec.Spec) *DepthFold {
 	fwd := s.Reference.Forward
-	if len(fwd) == 0 || fwd[0].Name != "mean" || !slices.Equal(fwd[0].Dims, []int{2}) {
+	if len(fwd) == 0 || fwd[0].Name != "mean" && fwd[0].Name != "sum" || !slices.Equal(fwd[0].Dims, []int{2}) {
 		return nil
 	}
 	for _, op := range fwd[1:] {
@@ -67,7 +72,7 @@ func planDepthFold(s *spec.Spec) *DepthFold {
 		}
 	}
 	c := s.Problem.Conv
-	f := &DepthFold{Problem: c, Taps: depthTaps(c)}
+	f := &DepthFold{Op: fwd[0].Name, Problem: c, Taps: depthTaps(c)}
 	if len(f.Taps) == 0 || c.InChannels*len(f.Taps) > spec.MaxCount {
 		return nil
 	}
@@ -99,7 +104,8 @@ func (f *DepthFold) Conv() geom.Conv {
 	return c
 }
 
-// OutDepth is the problem's output depth: the mean's divisor.
+// OutDepth is the problem's output depth: the mean's divisor, and a
+// sum's factor over the mean.
 func (f *DepthFold) OutDepth() int { return f.Problem.Out()[0] }
 
 // pass is the forward's pass that sums the convolution's input x (shape
@@ -107,7 +113,7 @@ func (f *DepthFold) OutDepth() int { return f.Problem.Out()[0] }
 // reading x once.
 func (f *DepthFold) pass(in [5]int) Pass {
 	out := [5]int{in[0], in[1] * len(f.Taps), 1, in[3], in[4]}
-	return Pass{Kind: "depthsum", In: in, Out: out, Sums: f.Taps, OutDepth: f.OutDepth()}
+	return Pass{Kind: "depthsum", Reduce: f.Op, In: in, Out: out, Sums: f.Taps, OutDepth: f.OutDepth()}
 }
 
 // weightFold lays out the weight re-layout's launch, named after kernel.
@@ -118,5 +124,5 @@ func (f *DepthFold) weightFold(kernel string) WeightFold {
 
 // String says what the fold does, for the docstring.
 func (f *DepthFold) String() string {
-	return fmt.Sprintf("the mean over depth moved in front of the convolution: %d depth tap(s) of %d reach the output", len(f.Taps), f.Problem.Kernel[0])
+	return fmt.Sprintf("the %s over depth moved in front of the convolution: %d depth tap(s) of %d reach the output", f.Op, len(f.Taps), f.Problem.Kernel[0])
 }

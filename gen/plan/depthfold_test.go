@@ -153,6 +153,13 @@ func TestDepthFoldPlanned(t *testing.T) {
 	if ch.Final[2] != 1 || math.Abs(p.Conv.FLOPs()-s.Problem.Conv.FLOPs()*3/96) > 1 {
 		t.Errorf("final %v, %.0f FLOPs", ch.Final, p.Conv.FLOPs())
 	}
+	sum := *s
+	sum.Reference.Forward = slices.Clone(s.Reference.Forward)
+	sum.Reference.Forward[0].Name = "sum"
+	if p, err := New(&sum, SM90); err != nil || p.DepthFold == nil || p.DepthFold.Op != "sum" ||
+		len(p.Epilogue.Ops) == 0 || p.Epilogue.Ops[0].Kind != "mul" || p.Epilogue.Ops[0].Num != 32 {
+		t.Errorf("a sum over depth: %v, not folded as the mean times the output depth in the store", err)
+	}
 	for _, tc := range []struct {
 		what string
 		edit func(*spec.Spec)

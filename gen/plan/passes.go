@@ -53,7 +53,7 @@ type Pass struct {
 	Stat string
 	Slot int // stats: the partials slot it fills
 
-	Reduce string // channel: softmax, logsumexp, sum, max; reduce: mean, sum, max
+	Reduce string // channel: softmax, logsumexp, sum, max; reduce and depthsum: mean, sum, max (depthsum: mean, sum)
 	Axes   [5]bool
 
 	Window, Stride, Pad [3]int // pool
@@ -417,9 +417,13 @@ func layChain(s *spec.Spec, out [3]int, fold *DepthFold) (*Chain, error) {
 	}
 	forward, squeeze := r.Forward, -1
 	if fold != nil {
-		// The depth mean runs before the convolution, as its sums.
+		// The depth mean or sum runs before the convolution, as its sums;
+		// a sum is the output depth times the mean.
 		b.push(fold.pass(shape))
 		forward = forward[1:]
+		if fold.Op == "sum" {
+			forward = append([]spec.Op{{Name: "mul", Operand: spec.Operand{Num: float64(fold.OutDepth())}}}, forward...)
+		}
 		if !r.Forward[0].Keepdim {
 			squeeze = 2
 		}

@@ -574,6 +574,22 @@ func TestDepthFoldForwards(t *testing.T) {
 			runChain(t, r, dir, p, nil).check(t, p)
 		})
 	}
+	// A sum over depth, without keepdim, folds as the mean times the
+	// output depth (the bias counted once a depth), and the ops after it
+	// see the depth axis gone.
+	t.Run("a sum over depth", func(t *testing.T) {
+		t.Parallel()
+		g := pin{init: "[4, 8, 3, 2, 2, 2.0]", problem: map[string]string{"input": "[3, 4, 5]", "stride": "2", "padding": "2"}}
+		s := shrinkInputs(t, filepath.Join("..", "..", "specs", "level2", "13_mean_add_softmax_tanh_scaling.yaml"), g.init, g.problem, g.inputs)
+		s.Reference.Forward = slices.Clone(s.Reference.Forward)
+		s.Reference.Forward[0].Name, s.Reference.Forward[0].Keepdim = "sum", false
+		s.Reference.Forward[1].Operand.View = []int{1, -1, 1, 1}
+		p := smallPlan(t, s, plan.SM80)
+		if p.DepthFold == nil || p.DepthFold.Op != "sum" {
+			t.Fatalf("fold %+v, want a sum's", p.DepthFold)
+		}
+		runChain(t, r, dir, p, nil).check(t, p)
+	})
 }
 
 // TestLevel2MutantsAreCaught plants a bug in one pass of a problem (a
