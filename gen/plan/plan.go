@@ -22,16 +22,17 @@ type Plan struct {
 	// Conv is the convolution the kernel computes: the spec's, or with
 	// DepthFold its folded form.
 	Conv geom.Conv
-	// DepthFold is the forward's depth mean moved in front of the
+	// DepthFold is the forward's depth mean or sum moved in front of the
 	// convolution (nil: none). Only the CUDA file folds: the Triton
-	// backend has no kernel for the fold's sums, so a folded plan's Triton
-	// file is rendered from Unfolded, the plan of the forward as written.
+	// backend has no kernel for the fold's sums.
 	DepthFold *DepthFold
-	Unfolded  *Plan
-	Out       [3]int // output depth, height, width
-	CinG      int    // input channels per group: the reduction's channel extent
-	CoutG     int    // output channels per group: the GEMM's N
-	Tile      Tile
+	// Unfolded is a folded plan's Triton file: the forward as written
+	// (nil without a fold or a Triton backend).
+	Unfolded *Plan
+	Out      [3]int // output depth, height, width
+	CinG     int    // input channels per group: the reduction's channel extent
+	CoutG    int    // output channels per group: the GEMM's N
+	Tile     Tile
 
 	// Phases lists the stride phases that hold outputs; Taps holds their
 	// taps back to back. The grid interleaves the phases (block x works on
