@@ -361,7 +361,14 @@ func level2Specs(t *testing.T) []string {
 func smallPlan(t *testing.T, s *spec.Spec, target plan.Target) *plan.Plan {
 	t.Helper()
 	if target.WGMMA {
-		s.Kernel.CUDA = spec.CUDA{Family: spec.FFMA{}}
+		// wgmma's products run on the GPU only: an FFMA tile instead,
+		// also where the spec's sm90 section names a tile.
+		ffma := spec.CUDA{Family: spec.FFMA{}}
+		s.Kernel.CUDA = ffma
+		if tk, ok := s.Kernel.Targets[target.Name]; ok && tk.CUDA != nil {
+			tk.CUDA = &ffma
+			s.Kernel.Targets[target.Name] = tk
+		}
 	}
 	p, err := plan.New(s, target)
 	if err != nil {
