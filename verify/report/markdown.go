@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -309,8 +310,10 @@ func level2Markdown(b *strings.Builder, r *Report) {
 		}
 		p(".\n")
 	}
-	for _, t := range sortedKeys(l2.BestGeoMean) {
-		p("- the faster backend per problem, %s: over eager **%.2fx** (geometric mean over %d problems).\n", t, l2.BestGeoMean[t], l2.BestCount[t])
+	for _, t := range sortedKeys(l2.Best) {
+		b := l2.Best[t]
+		p("- the faster backend per problem, %s: over eager **%.2fx** (geometric mean over %d problems), faster on %d of %d; faster than torch.compile on **%d of %d** timed.\n",
+			t, b.GeoMean, b.Problems, b.BeatEager, b.Problems, b.BeatCompile, b.WithCompile)
 	}
 	notPassed(b, l2.Rows)
 }
@@ -356,13 +359,8 @@ func sortedCounts(m map[string]int) []string {
 	return keys
 }
 
-func sortedKeys(m map[string]float64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }
 
 // targetArch is a kernel's compile for its target: sm_80 for sm80; for

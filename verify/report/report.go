@@ -155,10 +155,21 @@ type Level2 struct {
 	// NoTriton lists the problems the Triton backend cannot express yet
 	// (their specs leave the backends open), with the plan's reason.
 	NoTriton []NoTriton `json:"no_triton,omitempty"`
-	// BestGeoMean is, per target, the geometric-mean speedup over eager of
-	// each problem's faster passed backend (BestCount problems).
-	BestGeoMean map[string]float64 `json:"best_geomean_speedup_vs_default,omitempty"`
-	BestCount   map[string]int     `json:"best_count,omitempty"`
+	// Best is, per target, each problem's faster passed backend against
+	// eager and torch.compile: the level-2 gates.
+	Best map[string]Level2Best `json:"best,omitempty"`
+}
+
+// Level2Best is one target's faster backend per problem: how many
+// problems, the geometric-mean speedup over eager, how many are faster
+// than eager, and of those with a torch.compile time how many are faster
+// than it.
+type Level2Best struct {
+	Problems    int     `json:"problems"`
+	GeoMean     float64 `json:"geomean_speedup_vs_default"`
+	BeatEager   int     `json:"faster_than_default"`
+	WithCompile int     `json:"timed_vs_compile"`
+	BeatCompile int     `json:"faster_than_compile"`
 }
 
 // NoTriton is a level-2 problem without a Triton file, and why
@@ -460,7 +471,7 @@ func Build(root, dir string) (*Report, error) {
 	r.Zoo = zooSection(root, specs, byName, zoo, e2e)
 	sortRows(r.Level2.Rows, true)
 	r.Level2.Summary = level2Summary(r.Level2.Rows)
-	r.Level2.BestGeoMean, r.Level2.BestCount = bestGeoMean(r.Level2.Rows)
+	r.Level2.Best = level2Best(r.Level2.Rows)
 	r.Level2.NoTriton = noTriton(specs)
 	sortRows(r.Rows, false)
 	for b, s := range logSum {
@@ -591,22 +602,34 @@ func fastest(rows []Row) map[string]Row {
 	return best
 }
 
-// bestGeoMean is, per target, the geometric mean of each problem's faster
-// passed backend's speedup over eager, and how many problems it covers.
-func bestGeoMean(rows []Row) (map[string]float64, map[string]int) {
+// level2Best is, per target, each problem's faster passed backend against
+// eager and torch.compile.
+func level2Best(rows []Row) map[string]Level2Best {
 	best := fastest(rows)
-	logSum, count := map[string]float64{}, map[string]int{}
+	out, logSum := map[string]Level2Best{}, map[string]float64{}
 	for _, row := range rows { // in row order: the sum's last digits stay put
-		if b, ok := best[row.Spec+"/"+row.Target]; ok && b.Backend == row.Backend {
-			logSum[row.Target] += math.Log(row.SpeedupTF32)
-			count[row.Target]++
+		if b, ok := best[row.Spec+"/"+row.Target]; !ok || b.Backend != row.Backend {
+			continue
 		}
+		s := out[row.Target]
+		s.Problems++
+		logSum[row.Target] += math.Log(row.SpeedupTF32)
+		if row.SpeedupTF32 > 1 {
+			s.BeatEager++
+		}
+		if row.SpeedupCompile > 0 {
+			s.WithCompile++
+			if row.SpeedupCompile > 1 {
+				s.BeatCompile++
+			}
+		}
+		out[row.Target] = s
 	}
-	geo := map[string]float64{}
-	for t, s := range logSum {
-		geo[t] = math.Exp(s / float64(count[t]))
+	for t, s := range out {
+		s.GeoMean = math.Exp(logSum[t] / float64(s.Problems))
+		out[t] = s
 	}
-	return geo, count
+	return out
 }
 
 func level2Summary(rows []Row) []Level2Summary {

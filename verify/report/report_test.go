@@ -806,6 +806,14 @@ func TestLevel2Fixture(t *testing.T) {
 			t.Errorf("%s: marked from the e2e run", name)
 		}
 	}
+	// The gates: sm90's faster backend is 2x and 8x eager, 0.5x and 2x
+	// torch.compile; sm80 has no passed row.
+	if b, ok := l2.Best["sm90"]; len(l2.Best) != 1 || !ok || b.Problems != 2 || !near(b.GeoMean, 4) || b.BeatEager != 2 || b.WithCompile != 2 || b.BeatCompile != 1 {
+		t.Errorf("faster backend per problem %+v, want sm90 alone: 2 problems, 4x, 2 faster than eager, 1 of 2 faster than torch.compile", l2.Best)
+	}
+	if md := Markdown(r); !strings.Contains(md, "- the faster backend per problem, sm90: over eager **4.00x** (geometric mean over 2 problems), faster on 2 of 2; faster than torch.compile on **1 of 2** timed.\n") {
+		t.Errorf("REPORT.md has no line for the faster backend's gates")
+	}
 	// level2.json's row of rp_a (a convolution alone) is not level 1's
 	// either: rp_a/cuda.sm90 keeps e2e.json's time.
 	for _, row := range r.Rows {
