@@ -105,6 +105,12 @@ type TritonStep struct {
 	Coords [3]string
 	Mask   string
 	Volume int
+
+	// After applies the ops after a channel, reduce or pool step to its
+	// values before they are written (nil: none); OutChannel is output
+	// o's channel, for the reduce and pool kernels' call.
+	After      *TritonStore
+	OutChannel string
 }
 
 // TritonUpdate is a BatchNorm's running-statistics update.
@@ -423,28 +429,7 @@ func newTritonChainView(p *plan.Plan, v *View) *TritonChainView {
 	}
 	cv.Python = "[" + strings.Join(exprs, ", ") + "]"
 	if len(fused) > 0 {
-		r := readsOf(fused)
-		st := &TritonStore{Name: p.Spec.Name + "_store_ops", Kept: r.kept, Channel: r.channel, Index: r.index, Extras: r.extras}
-		var params []string
-		if r.channel {
-			params = append(params, "c")
-		}
-		if r.index {
-			params = append(params, "i", "ok")
-		}
-		for _, e := range r.extras {
-			params = append(params, fmt.Sprintf("e%d_ptr", e))
-			st.Ptrs += fmt.Sprintf("e%d_ptr, ", e)
-			st.Args += fmt.Sprintf(", e%d: torch.Tensor", e)
-			st.Launch += fmt.Sprintf("e%d, ", e)
-		}
-		if len(params) > 0 {
-			st.Params = ", " + strings.Join(params, ", ")
-		}
-		for k, op := range fused {
-			st.Code = append(st.Code, tritonOp(op, k, offsets)...)
-		}
-		cv.Store = st
+		cv.Store = opsHelper(p.Spec.Name+"_store_ops", fused, offsets)
 		cv.Libdevice = cv.Libdevice || usesLibdevice(fused)
 	}
 	for _, q := range c.Prologue {
@@ -461,6 +446,33 @@ func newTritonChainView(p *plan.Plan, v *View) *TritonChainView {
 			Args: fmt.Sprintf("stats, extras[%d], extras[%d], extras[%d]", u.Mean, u.Var, u.Batches)})
 	}
 	return cv
+}
+
+// opsHelper is the @triton.jit helper named name that applies ops to a
+// block v (the statements, and the parameters they read).
+func opsHelper(name string, ops []plan.PointOp, offsets []int) *TritonStore {
+	r := readsOf(ops)
+	st := &TritonStore{Name: name, Kept: r.kept, Channel: r.channel, Index: r.index, Extras: r.extras}
+	var params []string
+	if r.channel {
+		params = append(params, "c")
+	}
+	if r.index {
+		params = append(params, "i", "ok")
+	}
+	for _, e := range r.extras {
+		params = append(params, fmt.Sprintf("e%d_ptr", e))
+		st.Ptrs += fmt.Sprintf("e%d_ptr, ", e)
+		st.Args += fmt.Sprintf(", e%d: torch.Tensor", e)
+		st.Launch += fmt.Sprintf("e%d, ", e)
+	}
+	if len(params) > 0 {
+		st.Params = ", " + strings.Join(params, ", ")
+	}
+	for k, op := range ops {
+		st.Code = append(st.Code, tritonOp(op, k, offsets)...)
+	}
+	return st
 }
 
 // tritonStep lays out one step's kernel: its parameters and launch, its
@@ -527,18 +539,35 @@ func tritonStep(q plan.Pass, offsets []int) TritonStep {
 	default:
 		panic("gen: no Triton kernel for a " + q.Kind + " step")
 	}
+	if q.Kind != "pointwise" && len(q.Ops) > 0 {
+		// The ops after a reduction, a softmax or a pool: applied to its
+		// values before they are written, by a helper of their own.
+		s.After = opsHelper(q.Name+"_ops", q.Ops, offsets)
+		if e := s.After.Extras; len(e) > 0 {
+			s.Params += ", " + extraList(e, "e%d_ptr")
+			s.Args += ", " + extraList(e, "extras[%d]")
+		}
+		s.OutChannel = fmt.Sprintf("(o // %d) %% %d", q.Out[2]*q.Out[3]*q.Out[4], q.Out[1])
+	}
 	return s
 }
 
 // Call is the store's call of the helper on the tile v of the W residues
 // res (rw, or rj for a bias-only residue), stored where mask is set.
 func (st *TritonStore) Call(v, res, mask string) string {
+	return st.Apply(v, "ch[None, :]", "y_row[:, None] + (y_col + "+res+")[None, :]", mask)
+}
+
+// Apply is a call of the helper on the block v whose channels are c and
+// flat output indices i, written where ok is set (each passed where the
+// ops read it).
+func (st *TritonStore) Apply(v, c, i, ok string) string {
 	args := []string{v}
 	if st.Channel {
-		args = append(args, "ch[None, :]")
+		args = append(args, c)
 	}
 	if st.Index {
-		args = append(args, "y_row[:, None] + (y_col + "+res+")[None, :]", mask)
+		args = append(args, i, ok)
 	}
 	for _, e := range st.Extras {
 		args = append(args, fmt.Sprintf("e%d_ptr", e))

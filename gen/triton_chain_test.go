@@ -94,6 +94,11 @@ func TestTritonChainFollowsPlan(t *testing.T) {
 			if p.TritonLeftOut != "" {
 				continue // CUDA alone: TestNoTritonFileSaysWhy
 			}
+			tp := p // the Triton file's plan: a folded plan's forward as written
+			if p.Unfolded != nil {
+				tp = p.Unfolded
+			}
+			c = tp.Epilogue.Chain
 			files, err := r.Render([]*plan.Plan{p}, l.Path)
 			if err != nil {
 				t.Fatal(err)
@@ -137,8 +142,13 @@ func TestTritonChainFollowsPlan(t *testing.T) {
 				}
 			}
 			helper := p.Spec.Name + "_store_ops"
-			if fused := strings.Contains(src, "tl.store(y_ptrs, "+helper+"(acc"); fused != (len(p.Epilogue.Ops) > 0) {
-				t.Errorf("%s: the store calls %s: %t, with %d fused ops", p.Spec.Name, helper, fused, len(p.Epilogue.Ops))
+			if fused := strings.Contains(src, "tl.store(y_ptrs, "+helper+"(acc"); fused != (len(tp.Epilogue.Ops) > 0) {
+				t.Errorf("%s: the store calls %s: %t, with %d fused ops", p.Spec.Name, helper, fused, len(tp.Epilogue.Ops))
+			}
+			for _, q := range c.Passes {
+				if after := strings.Contains(src, "\n@triton.jit\ndef "+q.Name+"_ops(v"); after != (q.Kind != "pointwise" && len(q.Ops) > 0) {
+					t.Errorf("%s: %s has a helper for the ops after it: %t, with %d ops", p.Spec.Name, q.Name, after, len(q.Ops))
+				}
 			}
 		}
 	}

@@ -180,8 +180,9 @@ func TestDepthFoldPlanned(t *testing.T) {
 }
 
 // TestDepthFoldTritonUnfolded: only the CUDA file folds. A forward the
-// Triton backend can run as written (a depth mean alone) keeps its Triton
-// file, planned unfolded (Plan.Unfolded); #13's, which it cannot, leaves
+// Triton backend can run as written (#13's, a depth mean alone) keeps its
+// Triton file, planned unfolded (Plan.Unfolded); one it cannot (a mean
+// subtracted over each (sample, channel) after the depth mean: statistics) leaves
 // Triton out for the unfolded forward's reason, not for the fold; a
 // Triton-only spec is never folded.
 func TestDepthFoldTritonUnfolded(t *testing.T) {
@@ -193,8 +194,13 @@ func TestDepthFoldTritonUnfolded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.DepthFold == nil || p.Unfolded != nil || !strings.Contains(p.TritonLeftOut, "reduce step") {
+	if p.DepthFold == nil || p.Unfolded == nil || p.TritonLeftOut != "" {
 		t.Errorf("#13: fold %v, unfolded %v, Triton left out for %q", p.DepthFold != nil, p.Unfolded != nil, p.TritonLeftOut)
+	}
+	rows := *s
+	rows.Reference.Forward = []spec.Op{s.Reference.Forward[0], {Name: "sub_mean", Dims: []int{2, 3, 4}}}
+	if p, err := New(&rows, SM90); err != nil || p.DepthFold == nil || p.Unfolded != nil || !strings.Contains(p.TritonLeftOut, "no Triton kernel for a stats step") {
+		t.Errorf("a row norm after the depth mean: plan %+v (%v)", p, err)
 	}
 	alone := *s
 	alone.Reference.Forward = s.Reference.Forward[:1]

@@ -324,8 +324,8 @@ func (c *Chain) TritonRefusal(fused []PointOp) string {
 		if !slices.Contains(tritonPassKinds, p.Kind) {
 			return fmt.Sprintf("no Triton kernel for a %s step", p.Kind)
 		}
-		if p.Kind != "pointwise" && len(p.Ops) > 0 {
-			return fmt.Sprintf("no Triton kernel for a %s step that applies the ops after it", p.Kind)
+		if p.Kind != "pointwise" && slices.ContainsFunc(p.Ops, func(op PointOp) bool { return op.Conv || op.Kind == "norm" }) {
+			return fmt.Sprintf("no Triton kernel for a %s step whose ops after it read the convolution's output or statistics", p.Kind)
 		}
 		if n := max(p.InLen, p.OutLen); n > TritonMaxLen {
 			return fmt.Sprintf("a %s step over %d elements: the Triton kernels after the convolution index in 32 bits, at most %d", p.Kind, n, TritonMaxLen)

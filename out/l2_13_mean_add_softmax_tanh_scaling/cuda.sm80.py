@@ -43,8 +43,6 @@ each depth tap's range, in double (3 sums an input channel). The convolution's
 store applies add to each output before writing it (no kernel of their own),
 reading self.bias at the output's channel. After the convolution, as kernels of
 their own, in order: softmax over channels, then tanh, mul before it writes.
-No Triton file: the Triton backend cannot express this forward yet (no Triton
-kernel for a reduce step that applies the ops after it).
 """
 import torch
 import torch.nn as nn

@@ -25,8 +25,6 @@ tensor cores do not add in exact fp32, so their sums cover 4 steps of
 Both re-layouts run in every forward and are part of its time.
 After the convolution, as kernels of their own, in order: softmax over channels,
 then sigmoid before it writes.
-No Triton file: the Triton backend cannot express this forward yet (no Triton
-kernel for a channel step that applies the ops after it).
 """
 import torch
 import torch.nn as nn

@@ -20,8 +20,6 @@ weight tiles load contiguously; that copy is part of the timed forward.
 The convolution's store applies mul to each output before writing it (no kernel
 of their own), reading self.scale1 (its one value). After the convolution, as
 kernels of their own, in order: average pool, then add, mul before it writes.
-No Triton file: the Triton backend cannot express this forward yet (no Triton
-kernel for a pool step that applies the ops after it).
 """
 import torch
 import torch.nn as nn

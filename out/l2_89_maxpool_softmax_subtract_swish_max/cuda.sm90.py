@@ -19,8 +19,6 @@ Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
 After the convolution, as kernels of their own, in order: max pool; softmax over
 channels, then sub, swish before it writes; max over channels.
-No Triton file: the Triton backend cannot express this forward yet (no Triton
-kernel for a channel step that applies the ops after it).
 """
 import torch
 import torch.nn as nn

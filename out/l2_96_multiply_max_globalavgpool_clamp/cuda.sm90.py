@@ -20,8 +20,6 @@ weight tiles load contiguously; that copy is part of the timed forward.
 The convolution's store applies mul to each output before writing it (no kernel
 of their own). After the convolution, as kernels of their own, in order: max
 pool; mean over the last axes, a block an output, then clamp before it writes.
-No Triton file: the Triton backend cannot express this forward yet (no Triton
-kernel for a reduce step that applies the ops after it).
 """
 import torch
 import torch.nn as nn
