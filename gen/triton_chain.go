@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -106,9 +107,15 @@ type TritonStep struct {
 	Mask   string
 	Volume int
 
-	// After applies the ops after a channel, reduce or pool step to its
-	// values before they are written (nil: none); OutChannel is output
-	// o's channel, for the reduce and pool kernels' call.
+	// rownorm: RowLen, a row's elements (BLOCK_L a power of two at least
+	// that, BLOCK_S rows a program); Eps; Weight and Bias, the norm's
+	// terms after the normalised value (" * tl.load(...)", or empty).
+	RowLen, BlockL    int
+	Eps, Weight, Bias string
+
+	// After applies the ops after a channel, reduce, pool or rownorm step
+	// to its values before they are written (nil: none); OutChannel is
+	// output o's (element i's for a rownorm) channel, for the call.
 	After      *TritonStore
 	OutChannel string
 }
@@ -525,6 +532,28 @@ func tritonStep(q plan.Pass, offsets []int) TritonStep {
 		s.BlockO = tritonTile / s.BlockR
 		s.Grid = divUp(q.OutLen, s.BlockO)
 		s.Divisor = pyDouble(float64(s.R))
+	case "rownorm":
+		g, n := q.Seg, q.Norm
+		s.Params, s.Args = "x_ptr", "cur"
+		s.RowLen, s.BlockL = g.Elements(), pow2AtLeast(g.Elements())
+		s.BlockS = max(1, tritonTile/s.BlockL)
+		s.Grid = divUp(g.Count, s.BlockS)
+		s.Eps = pyDouble(n.Eps)
+		at := fmt.Sprintf("(i // %d) %% %d", dhw, q.In[1]) // the element's channel
+		if n.LastAxis {
+			at = fmt.Sprintf("i %% %d", g.RunLen)
+		}
+		var extras []int
+		if n.Weight >= 0 {
+			s.Weight, extras = fmt.Sprintf(" * tl.load(e%d_ptr + %s, mask=ok, other=0.0)", n.Weight, at), append(extras, n.Weight)
+		}
+		if n.Bias >= 0 {
+			s.Bias, extras = fmt.Sprintf(" + tl.load(e%d_ptr + %s, mask=ok, other=0.0)", n.Bias, at), append(extras, n.Bias)
+		}
+		if len(extras) > 0 {
+			s.Params += ", " + extraList(extras, "e%d_ptr")
+			s.Args += ", " + extraList(extras, "extras[%d]")
+		}
 	case "pool":
 		s.Block, s.Grid = tritonPoolBlock, divUp(q.OutLen, tritonPoolBlock)
 		s.Volume = q.Window[0] * q.Window[1] * q.Window[2]
@@ -540,14 +569,21 @@ func tritonStep(q plan.Pass, offsets []int) TritonStep {
 		panic("gen: no Triton kernel for a " + q.Kind + " step")
 	}
 	if q.Kind != "pointwise" && len(q.Ops) > 0 {
-		// The ops after a reduction, a softmax or a pool: applied to its
-		// values before they are written, by a helper of their own.
+		// The ops after a reduction, a softmax, a pool or a row norm:
+		// applied to its values before they are written, by a helper of
+		// their own.
 		s.After = opsHelper(q.Name+"_ops", q.Ops, offsets)
-		if e := s.After.Extras; len(e) > 0 {
-			s.Params += ", " + extraList(e, "e%d_ptr")
-			s.Args += ", " + extraList(e, "extras[%d]")
+		for _, e := range s.After.Extras {
+			if p := fmt.Sprintf("e%d_ptr", e); !slices.Contains(strings.Split(s.Params, ", "), p) {
+				s.Params += ", " + p
+				s.Args += fmt.Sprintf(", extras[%d]", e)
+			}
 		}
-		s.OutChannel = fmt.Sprintf("(o // %d) %% %d", q.Out[2]*q.Out[3]*q.Out[4], q.Out[1])
+		o := "o"
+		if q.Kind == "rownorm" {
+			o = "i"
+		}
+		s.OutChannel = fmt.Sprintf("(%s // %d) %% %d", o, q.Out[2]*q.Out[3]*q.Out[4], q.Out[1])
 	}
 	return s
 }

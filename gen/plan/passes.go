@@ -305,7 +305,7 @@ func (c *Chain) fuse() ([]PointOp, []StoreExtra) {
 // the convolution's store): a chain with any other is not expressed in
 // Triton (TritonRefusal).
 var (
-	tritonPassKinds = []string{"pointwise", "channel", "reduce", "pool"}
+	tritonPassKinds = []string{"pointwise", "channel", "reduce", "pool", "rownorm"}
 	tritonPointOps  = []string{"add", "sub", "mul", "div", "clamp", "relu", "gelu", "sigmoid", "tanh", "swish", "hardswish",
 		"mul_hardswish", "leaky_relu", "sigmoid_gate", "norm"}
 )

@@ -17,7 +17,7 @@ import (
 var tritonExpressed = []string{"l2_100_clamp_min_divide", "l2_20_sum_residualadd_multiply_residualadd", "l2_26_add_hardswish",
 	"l2_74_leakyrelu_multiply_leakyrelu_max", "l2_78_max_max_sum", "l2_13_mean_add_softmax_tanh_scaling", "l2_49_softmax_sigmoid",
 	"l2_50_scaling_avgpool_biasadd_scaling", "l2_58_logsumexp_hardswish_subtract_clamp", "l2_89_maxpool_softmax_subtract_swish_max",
-	"l2_96_multiply_max_globalavgpool_clamp"}
+	"l2_96_multiply_max_globalavgpool_clamp", "l2_34_layernorm_gelu_scaling", "l2_3_sum_layernorm_avgpool_gelu"}
 
 // TestLevel2TritonBackend: a level-2 problem gets both backends when its
 // spec names none and the Triton backend expresses its chain

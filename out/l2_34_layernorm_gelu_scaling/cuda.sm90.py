@@ -26,8 +26,6 @@ Both re-layouts run in every forward and are part of its time.
 After the convolution, as kernels of their own, in order: normalise over rows of
 64 in one kernel, 4 thread(s) a row holding it in registers, then gelu, mul
 before it writes.
-No Triton file: the Triton backend cannot express this forward yet (no Triton
-kernel for a rownorm step).
 """
 import torch
 import torch.nn as nn

@@ -28,8 +28,6 @@ of their own), reading self.sum_weight (its one value). After the convolution,
 as kernels of their own, in order: normalise over rows of 64 in one kernel, 4
 thread(s) a row holding it in registers; average pool, then gelu before it
 writes.
-No Triton file: the Triton backend cannot express this forward yet (no Triton
-kernel for a rownorm step).
 """
 import torch
 import torch.nn as nn

@@ -177,6 +177,11 @@ func tritonForms() []tritonForm {
 		{"store reads a per-channel parameter", func(t *testing.T) *plan.Plan {
 			return plantFused(t, tritonChainPlan(t, shrink(t, level2("20_sum_residualadd_multiply_residualadd")), spec.Triton{}))
 		}, "ch = g * C_OUT_G + tl.minimum(co, C_OUT_G - 1)"},
+		{"a row's mean subtracted, ops after it", func(t *testing.T) *plan.Plan {
+			s := shrink(t, level2("15_batchnorm_subtract"))
+			s.Reference.Forward = []spec.Op{s.Reference.Forward[1], {Name: "tanh"}}
+			return tritonChainPlan(t, s, spec.Triton{})
+		}, "val = d.to(tl.float32)"},
 		{"store reads a second input, fused W, channels last", func(t *testing.T) *plan.Plan {
 			return plantFused(t, tritonChainPlan(t, shrink(t, level2("26_add_hardswish")),
 				spec.Triton{ChannelsLast: true, FuseW: true, BlockM: 16, BlockN: 16, BlockK: 16}))
@@ -252,6 +257,10 @@ func TestLevel2TritonMutantsAreCaught(t *testing.T) {
 			replace("_igemm_epi1_ops(v, tl.minimum(c, C - 1)[:, None], e0_ptr)", "_igemm_epi1_ops(v, 0, e0_ptr)"), nil, ""},
 		{"channel reduction without the ops after it", "58_logsumexp_hardswish_subtract_clamp", "",
 			reg(`\n *v = l2_58_logsumexp_hardswish_subtract_clamp_igemm_epi0_ops\(v, e0_ptr\)`, ""), nil, ""},
+		{"row norm's weight at the next channel", "60_swish_groupnorm_hardswish", "",
+			reg(`(tl\.load\(e\d+_ptr \+ )\(i // (\d+)\) % (\d+), mask=ok`, "${1}(i // ${2} + 1) % ${3}, mask=ok"), nil, ""},
+		{"row norm's variance over one element less", "34_layernorm_gelu_scaling", "",
+			replace("var = tl.sum(d * d, axis=1) / L", "var = tl.sum(d * d, axis=1) / (L - 1)"), nil, ""},
 		{"pool's last program not launched", "74_leakyrelu_multiply_leakyrelu_max", "",
 			reg(`(l2_74_leakyrelu_multiply_leakyrelu_max_igemm_epi0)\[\((\d+),\)\]`, "${1}[(${2} - 1,)]"), nil, "nxt element"},
 	} {
