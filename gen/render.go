@@ -283,17 +283,15 @@ func newFoldView(f *plan.DepthFold, coutG int) *FoldView {
 	if c.WeightLen() > math.MaxInt32-plan.RepackBlockThreads {
 		v.I = "long long"
 	}
-	var ks []int
+	ks, consecutive := make([]int, len(f.Taps)), true
 	for j, t := range f.Taps {
-		ks = append(ks, t.K)
-		if t.K != f.Taps[0].K+j {
-			v.TapTable = "x" // not consecutive
-		}
+		ks[j] = t.K
+		consecutive = consecutive && t.K == f.Taps[0].K+j
 	}
-	if v.TapTable != "" {
-		v.TapTable = ints(ks...)
-	} else {
+	if consecutive {
 		v.Tap0 = f.Taps[0].K
+	} else {
+		v.TapTable = ints(ks...)
 	}
 	return v
 }

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"fmt"
 	"slices"
 
 	"convtgen/gen/geom"
@@ -37,17 +36,15 @@ type DepthFold struct {
 	// Taps are the depth taps that reach the output, in order: folded
 	// channel ci*len(Taps) + j sums input channel ci over Taps[j]'s range.
 	Taps []DepthTap
-	// Weight is the kernel that re-lays the weight (Cin, CoutG, KD, KH,
-	// KW) as the folded convolution's (Cin*len(Taps), CoutG, 1, KH, KW):
-	// a thread an element of the folded weight.
-	Weight WeightFold
 }
 
 // DepthTap is depth tap K, whose outputs inside the output come from the
 // input depths Lo to Hi-1.
 type DepthTap struct{ K, Lo, Hi int }
 
-// WeightFold is the launch of a fold's weight re-layout.
+// WeightFold is the launch of the kernel that re-lays a fold's weight
+// (Cin, CoutG, KD, KH, KW) as the folded convolution's (Cin*len(Taps),
+// CoutG, 1, KH, KW): a thread an element of the folded weight.
 type WeightFold struct {
 	Name            string
 	Len             int // the folded weight's elements
@@ -120,9 +117,4 @@ func (f *DepthFold) pass(in [5]int) Pass {
 func (f *DepthFold) weightFold(kernel string) WeightFold {
 	n := f.Conv().WeightLen()
 	return WeightFold{Name: kernel + "_fold_weight", Len: n, Threads: passThreads, Blocks: ceilDiv(n, passThreads)}
-}
-
-// String says what the fold does, for the docstring.
-func (f *DepthFold) String() string {
-	return fmt.Sprintf("the %s over depth moved in front of the convolution: %d depth tap(s) of %d reach the output", f.Op, len(f.Taps), f.Problem.Kernel[0])
 }
