@@ -104,8 +104,8 @@ func RandomSpec(r *rand.Rand, name, key string) string {
 		// Half with the weight stages filled by bulk copies on sm_90a.
 		t.BulkWeights = nameCoin(key, "bulk_weights")
 		// A third with Winograd's F(2,3) along W: W redrawn as kernel_w 3
-		// at stride_w = dilation_w, one slab (two would not fit), no W taps
-		// as columns and no staged input.
+		// at stride_w = dilation_w, one slab (two, below, only with parked
+		// sums), no W taps as columns and no staged input.
 		if wr := nameRand(key, "winograd"); wr.Intn(3) == 0 {
 			c.Kernel[2], c.Dilation[2], c.OutputPadding[2] = 3, c.Stride[2], wr.Intn(c.Stride[2])
 			c.Padding[2] = wr.Intn((c.In[2]-1)*c.Stride[2]+2*c.Dilation[2]+c.OutputPadding[2]+1) / 2
@@ -119,6 +119,11 @@ func RandomSpec(r *rand.Rand, name, key string) string {
 			if d.Intn(3) == 0 {
 				t.Span = 9 + d.Intn(8)
 			}
+		}
+		// Half of the Winograd tiles with two slabs: their running sums
+		// fit only parked, in one warpgroup at one block an SM.
+		if t.Winograd && nameCoin(key, "winograd_slabs") {
+			t.Slabs, t.ParkSums, t.Warpgroups, t.MinBlocks = 2, true, 0, 1
 		}
 		k.CUDA.Family = t
 	}

@@ -228,3 +228,47 @@ func TestModelAgainstZooPairs(t *testing.T) {
 		}
 	}
 }
+
+// sm80SlabPairs are wgmma tiles timed as their sm80 files' mma.sync form
+// (compute_80 PTX on one H200, the evaluator's timing) with one slab and
+// the same tile with two, the faster first: tune-sm80-l1.json (2026-12-02,
+// means) and docs/perf/data/variants-slabs-2026-12-04.log (medians).
+var sm80SlabPairs = []struct {
+	spec           string
+	fast, slow     spec.WGMMA
+	fastMS, slowMS float64
+}{
+	{"level1/61_square_input_square_kernel", spec.WGMMA{MinBlocks: 1, Slabs: 2, Span: 4, Stages: 4}, spec.WGMMA{MinBlocks: 1, Slabs: 1, Span: 4, Stages: 4}, 4.749, 5.425},
+	{"level1/72_strided_padded_grouped", spec.WGMMA{MinBlocks: 1, Slabs: 2, Span: 4, Stages: 4}, spec.WGMMA{MinBlocks: 1, Slabs: 1, Span: 4, Stages: 4}, 0.290, 0.323},
+	{"level1/61_square_input_square_kernel", spec.WGMMA{Winograd: true, ParkSums: true, MinBlocks: 1, Slabs: 2, Span: 16, Stages: 2}, spec.WGMMA{Winograd: true, ParkSums: true, MinBlocks: 4, Slabs: 1, Span: 16, Stages: 2}, 3.664, 4.207},
+	{"level1/77_padded_dilated_strided", spec.WGMMA{Winograd: true, ParkSums: true, EarlyInputs: true, MinBlocks: 1, Slabs: 2, Span: 16, Stages: 2}, spec.WGMMA{Winograd: true, ParkSums: true, EarlyInputs: true, MinBlocks: 4, Slabs: 1, Span: 16, Stages: 2}, 0.567, 0.600},
+	{"level2/61_relu_groupnorm", spec.WGMMA{Winograd: true, ParkSums: true, MinBlocks: 1, Slabs: 2, Span: 16, Stages: 2}, spec.WGMMA{Winograd: true, ParkSums: true, MinBlocks: 4, Slabs: 1, Span: 16, Stages: 2}, 3.262, 3.756},
+}
+
+// TestModelSM80Slabs: on each pair the sm80 model estimates the two-slab
+// tile faster. Without Machine.SyncOneSlab the one-slab tiles of four
+// blocks an SM were estimated as fast or faster, and the chooser picked
+// them for #61 (a 15% slower file).
+func TestModelSM80Slabs(t *testing.T) {
+	for _, c := range sm80SlabPairs {
+		s, err := spec.Load(filepath.Join("..", "..", "specs", c.spec+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		est := func(f spec.WGMMA) float64 {
+			sc := *s
+			sc.Kernel = spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: f}}
+			p, err := plan.New(&sc, plan.SM80)
+			if err != nil {
+				t.Fatalf("%s: %v no longer plans: %v", c.spec, f, err)
+			}
+			return EstimateCUDA(p).Seconds * 1e3
+		}
+		fast, slow := est(c.fast), est(c.slow)
+		t.Logf("%-40s measured %.3f < %.3f ms, estimated %.3f / %.3f", c.spec, c.fastMS, c.slowMS, fast, slow)
+		if fast >= slow {
+			t.Errorf("%s: %v measured %.3f ms against %v's %.3f, but the model estimates %.3f >= %.3f",
+				c.spec, spec.CUDA{Family: c.fast}, c.fastMS, spec.CUDA{Family: c.slow}, c.slowMS, fast, slow)
+		}
+	}
+}

@@ -50,6 +50,11 @@ type Machine struct {
 	// of FMAs and waits alone, and a block's weight staging serves half
 	// the outputs of tm 2.
 	DirectSingle float64
+	// SyncOneSlab scales the rate of a wgmma tile of one slab where it runs
+	// as mma.sync (no wgmma on the target): every warp loads the weight
+	// stage's fragments from shared memory for its 16 rows, and those loads
+	// keep pace with the products; two slabs share them over 32 rows.
+	SyncOneSlab float64
 }
 
 // Machines are the targets' constants, by plan.Target.Name.
@@ -70,9 +75,10 @@ type Machine struct {
 // TF32 tensor 156/305, the H200's measured mma.sync rate, PERF.md v35;
 // DRAM 2.0/4.3 TB/s); wgmma is its mma.sync form there, at the rate its
 // sm80 files measured on the H200 (PERF.md v35: 1.37x to 2.3x the sm90
-// times) scaled the same way.
+// times) scaled the same way; SyncOneSlab from the sm80 files' tiles of one
+// slab against the same tiles with two (TestModelSM80Slabs).
 var Machines = map[string]Machine{
-	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, DirectSingle: 0.8, Rates: map[string]Rate{
+	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, DirectSingle: 0.8, SyncOneSlab: 1, Rates: map[string]Rate{
 		"ffma":          {R: 25e12, A: 0.15, K0: 64, Step: 0.5e-6},
 		"direct":        {R: 24e12, A: 0, K0: 0, Step: 0.15e-6},
 		"mma":           {R: 33e12, A: 0.25, K0: 32, Step: 0.5e-6},
@@ -81,7 +87,7 @@ var Machines = map[string]Machine{
 		"triton-fp32":   {R: 34e12, A: 0.25, K0: 128, Step: 0.5e-6},
 		"spectral":      {R: 12.5e12, Step: 0.5e-6},
 	}},
-	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, Rates: map[string]Rate{
+	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, SyncOneSlab: 0.87, Rates: map[string]Rate{
 		"ffma":          {R: 25e12 * ffmaA100, A: 0.15, K0: 64, Step: 0.5e-6},
 		"direct":        {R: 24e12 * ffmaA100, A: 0, K0: 0, Step: 0.15e-6},
 		"mma":           {R: 33e12 * tensorA100, A: 0.25, K0: 32, Step: 0.5e-6},
@@ -219,6 +225,9 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 		}
 		if t.WGMMA.CpAsync {
 			e.Rate *= m.WGMMACpAsync
+		}
+		if t.WGMMA.Slabs == 1 && !p.Target.WGMMA {
+			e.Rate *= m.SyncOneSlab
 		}
 	}
 	if t.Direct != nil && t.TW() == 0 && t.TM() == 1 {

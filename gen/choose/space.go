@@ -66,7 +66,8 @@ func WithCpAsync(f spec.Family) spec.Family {
 // blocks an SM, running sums in registers at two, parked sums in blocks of
 // two warpgroups, the first with the weights by bulk copies, and the
 // first two with the inputs loaded during the products whatever the
-// register estimate says.
+// register estimate says; last, Winograd with two slabs and parked sums
+// at one block an SM (as mma.sync, a warp's weight loads serve 32 rows).
 func WGMMAKernels() []spec.Family {
 	var out []spec.Family
 	for _, t := range []spec.WGMMA{{}, {Slabs: 1}, {Span: 2}, {Span: 8}, {KWInN: true}, {KWInN: true, Slabs: 1},
@@ -84,7 +85,8 @@ func WGMMAKernels() []spec.Family {
 		{Winograd: true, Slabs: 1, Warpgroups: 2, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 2},
 		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, BulkWeights: true},
 		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, EarlyInputs: true},
-		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, BulkWeights: true, EarlyInputs: true}} {
+		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, BulkWeights: true, EarlyInputs: true},
+		{Winograd: true, Slabs: 2, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 1}} {
 		out = append(out, t)
 	}
 	return out

@@ -14,16 +14,17 @@ is written exactly once (no atomics), bias fused.
 Along W, Winograd's F(2,3): a GEMM row is a pair of neighbouring outputs,
 computed from four products over the (d, h) taps and channels where its
 direct taps take six. A block is one warpgroup
-(4 warps) computing 64 pairs of each phase in turn by
+(4 warps) computing 128 pairs of each phase in turn by
 64 output channels. The input is re-laid channels last
 inside a zero border (per pair, the four products' inputs), so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the tensor
-cores' shared-memory layout and staged 3 steps deep by bulk copies (TMA).
+cores' shared-memory layout and staged 2 steps deep by bulk copies (TMA).
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), wgmma's m64n64k8 warpgroup products. The
 tensor cores do not add in exact fp32, so their sums cover 16 steps of
-32 and are then added in fp32.
+32 and are then added in fp32, the running sums parked in shared
+memory.
 Both re-layouts run in every forward and are part of its time.
 The convolution's store applies relu to each output before writing it (no kernel
 of their own). After the convolution, as kernels of their own, in order: each
@@ -72,12 +73,15 @@ static constexpr int kRelayoutPos = 17, kRelayoutChunks = 1;  // the re-layout's
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 72, kNTiles = 2;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 1, kRows = 64;
+static constexpr int kSlabs = 2, kRows = 128;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 16;  // steps per tensor-core sum (they do not add in exact fp32)
-static constexpr int kStages = 3;  // weight-image steps in shared memory
+static constexpr int kStages = 2;  // weight-image steps in shared memory
+// The fp32 running sums wait in shared memory between spans: thread tid's
+// element e of slab sl at kParkedAt + (sl * kND + e) * kThreads + tid.
+static constexpr int kParkedAt = 8192;
 // The stages' barriers (8 bytes each) from float kBarriersAt of shared memory.
-static constexpr int kBarriersAt = 12288;
+static constexpr int kBarriersAt = 16384;
 static constexpr int kKW = 3, kCoT = kNP;  // a column is an output channel; kKW: a (d, h) tap's W taps
 // Winograd's F(2,3) along W: a row is a pair of neighbouring outputs. From
 // the pair's inputs d0..d3 and the weights g0..g2 of the taps that read
@@ -89,7 +93,7 @@ static constexpr int kKW = 3, kCoT = kNP;  // a column is an output channel; kKW
 // p = 1), and pair p's d0 is input 2p + kPairIn0 along W.
 static constexpr int kOuts = 2;  // outputs a row
 static constexpr int kPairIn0 = -2;
-static constexpr int kOutRows = 64;
+static constexpr int kOutRows = 128;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
@@ -251,7 +255,7 @@ __device__ __forceinline__ void cp_async_commit()
 // run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 1;" ::: "memory");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
 // d += a * the m64n64k8 B at desc (add 0: d = a * B, so a fresh sum
@@ -310,13 +314,13 @@ __device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned p
 
 // Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
 // more registers from the same fragments, and one block an SM is asked for.
-static constexpr int kMinBlocks = 2;
+static constexpr int kMinBlocks = 1;
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 l2_61_relu_groupnorm_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages, the barriers.
-    extern __shared__ __align__(128) float b_stage[];  // 49176 bytes, past the static 48 KiB
+    // The weight stages, the parked sums, the barriers.
+    extern __shared__ __align__(128) float b_stage[];  // 65552 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
     // in L2, and the weight image streams through all phases' steps
@@ -409,12 +413,15 @@ l2_61_relu_groupnorm_igemm(const float* __restrict__ xr, const float* __restrict
         // acc: the fp32 running sums of a row's outputs; part: the tensor cores' sums of
         // the current span of steps, added to acc at its end.
         float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
+        float* const parked = b_stage + kParkedAt + tid;
+        auto park = [&](int sl, int e) -> float& { return parked[(sl * kND + e) * kThreads]; };
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
             for (int e = 0; e < kND; ++e) {
                 #pragma unroll
                 for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
+                park(sl, e) = 0.0f;  // output 1's parked sums (every span adds)
             }
         }
         if (active && P.steps > 0) load_a(0);
@@ -474,14 +481,14 @@ l2_61_relu_groupnorm_igemm(const float* __restrict__ xr, const float* __restrict
                     for (int e = 0; e < kND; ++e) {
                         const float m = part[sl][e], m1 = p == 2 ? -m : m;
                         if (p < 3) acc[sl][0][e] += m;
-                        if (p > 0) acc[sl][1][e] += m1;
+                        if (p > 0) park(sl, e) += m1;
                     }
                 }
             }
         }
         if (!active) continue;
 
-        auto result = [&](int sl, int o, int e) { return acc[sl][o][e]; };
+        auto result = [&](int sl, int o, int e) { return o > 0 ? park(sl, e) : acc[sl][o][e]; };
 
         // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
         // (g+8, 8cb+2t), (g+8, +1), both outputs of each row's pair. Lanes
@@ -630,9 +637,9 @@ static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight)
     l2_61_relu_groupnorm_relayout_input<<<20736, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("l2_61_relu_groupnorm_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l2_61_relu_groupnorm_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 49176);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "l2_61_relu_groupnorm_igemm needs 49176 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l2_61_relu_groupnorm_igemm<<<dim3(4913, 2, 1), 128, 49176>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l2_61_relu_groupnorm_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65552);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "l2_61_relu_groupnorm_igemm needs 65552 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    l2_61_relu_groupnorm_igemm<<<dim3(2457, 2, 1), 128, 65552>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("l2_61_relu_groupnorm_igemm");
     return y;

@@ -15,7 +15,7 @@ output first (coalesced), and the GEMM overwrites the outputs taps reach.
 Along W, Winograd's F(2,3): a GEMM row is a pair of neighbouring outputs,
 computed from four products over the (d, h) taps and channels where its
 direct taps take six. A block is one warpgroup
-(4 warps) computing 64 pairs of each phase in turn by
+(4 warps) computing 128 pairs of each phase in turn by
 32 output channels. The input is re-laid channels last
 inside a zero border (per pair, the four products' inputs), so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
@@ -59,7 +59,7 @@ static constexpr int kRelayoutPos = 16, kRelayoutChunks = 1;  // the re-layout's
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 24, kNTiles = 1;
 static constexpr int kNP = 32, kNCM = kNP / 8, kND = 16;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 1, kRows = 64;
+static constexpr int kSlabs = 2, kRows = 128;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 16;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 2;  // weight-image steps in shared memory
@@ -77,7 +77,7 @@ static constexpr int kKW = 3, kCoT = kNP;  // a column is an output channel; kKW
 // p = 1), and pair p's d0 is input 2p + kPairIn0 along W.
 static constexpr int kOuts = 2;  // outputs a row
 static constexpr int kPairIn0 = -1;
-static constexpr int kOutRows = 64;
+static constexpr int kOutRows = 128;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
@@ -279,7 +279,7 @@ zoo_dil_inplane_igemm(const float* __restrict__ xr, const float* __restrict__ im
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // The weight stages, the parked sums.
-    __shared__ __align__(128) float b_stage[24576 / 4];
+    __shared__ __align__(128) float b_stage[32768 / 4];
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
     // in L2, and the weight image streams through all phases' steps
@@ -498,7 +498,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     check_launch("zoo_dil_inplane_relayout_input");
     zoo_dil_inplane_fill_bias<<<3072, 256>>>(nullptr, (float*)y.data_ptr());
     check_launch("zoo_dil_inplane_fill_bias");
-    zoo_dil_inplane_igemm<<<dim3(192, 1, 1), 128>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    zoo_dil_inplane_igemm<<<dim3(96, 1, 1), 128>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_dil_inplane_igemm");
     return y;

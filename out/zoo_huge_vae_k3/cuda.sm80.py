@@ -14,7 +14,7 @@ is written exactly once (no atomics), bias fused.
 Along W, Winograd's F(2,3): a GEMM row is a pair of neighbouring outputs,
 computed from four products over the (d, h) taps and channels where its
 direct taps take six. A block is one warpgroup
-(4 warps) computing 64 pairs of each phase in turn by
+(4 warps) computing 128 pairs of each phase in turn by
 64 output channels. The input is re-laid channels last
 inside a zero border (per pair, the four products' inputs), so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
@@ -58,7 +58,7 @@ static constexpr int kRelayoutPos = 4, kRelayoutChunks = 20;  // the re-layout's
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 576, kNTiles = 8;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 1, kRows = 64;
+static constexpr int kSlabs = 2, kRows = 128;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 16;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 2;  // weight-image steps in shared memory
@@ -76,7 +76,7 @@ static constexpr int kKW = 3, kCoT = kNP;  // a column is an output channel; kKW
 // p = 1), and pair p's d0 is input 2p + kPairIn0 along W.
 static constexpr int kOuts = 2;  // outputs a row
 static constexpr int kPairIn0 = -1;
-static constexpr int kOutRows = 64;
+static constexpr int kOutRows = 128;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
@@ -265,7 +265,7 @@ zoo_huge_vae_k3_igemm(const float* __restrict__ xr, const float* __restrict__ im
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // The weight stages, the parked sums.
-    __shared__ __align__(128) float b_stage[49152 / 4];
+    extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
     // in L2, and the weight image streams through all phases' steps
@@ -484,7 +484,10 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     check_launch("zoo_huge_vae_k3_repack_weight");
     zoo_huge_vae_k3_relayout_input<<<33120, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_huge_vae_k3_relayout_input");
-    zoo_huge_vae_k3_igemm<<<dim3(1800, 8, 1), 128>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    // More than 48 KiB of shared memory needs the kernel's opt-in, once.
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_huge_vae_k3_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_huge_vae_k3_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    zoo_huge_vae_k3_igemm<<<dim3(900, 8, 1), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_huge_vae_k3_igemm");
     return y;

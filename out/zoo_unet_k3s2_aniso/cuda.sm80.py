@@ -14,17 +14,17 @@ is written exactly once (no atomics), bias fused.
 The kernel's W taps are GEMM columns too: N = kernel_w x 32 output
 channels, K = the (d, h) taps x input channels, and a row is an input
 position along W; output q of a line adds the sums of column kw of row
-q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is 2 warpgroups
-(4 warps each, sharing the weight stages) computing 128 rows of each phase in turn by 96 columns and
-writing the outputs of its first 127. The input is re-laid channels last
+q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
+(4 warps) computing 64 rows of each phase in turn by 96 columns and
+writing the outputs of its first 63. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the tensor
-cores' shared-memory layout and staged 2 steps deep with cp.async.
+cores' shared-memory layout and staged 4 steps deep with cp.async.
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), m16n8k8 mma.sync products. The
-tensor cores do not add in exact fp32, so their sums cover 16 steps of
-32 (every phase's steps).
+tensor cores do not add in exact fp32, so their sums cover 4 steps of
+32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -58,10 +58,10 @@ static constexpr int kRelayoutPos = 50, kRelayoutChunks = 1;  // the re-layout's
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 18, kNTiles = 1;
 static constexpr int kNP = 96, kNCM = kNP / 8, kND = 48;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 1, kRows = 128;
-static constexpr int kWarpgroups = 2, kThreads = 128 * kWarpgroups;
-static constexpr int kSpan = 16;  // steps per tensor-core sum (they do not add in exact fp32)
-static constexpr int kStages = 2;  // weight-image steps in shared memory
+static constexpr int kSlabs = 1, kRows = 64;
+static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
+static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
+static constexpr int kStages = 4;  // weight-image steps in shared memory
 // The kernel's W taps are columns: column kw*kCoT + c is tap kw of channel
 // c of the tile; a row is an input position along W. Row q of a line
 // anchors outputs w = kAnchorW0 + kStrideW*q + rho (rho < kStrideW), and
@@ -73,10 +73,10 @@ static constexpr int kAnchorW0 = -1;
 // that a warp's float4 reads of consecutive rows meet no bank twice.
 static constexpr int kSumsRow = 100, kVec = 4;  // kVec: channels a thread reads at once
 // A block's kOutSlots outputs a channel, kSlotsPerPass at a time, kChannelLanes threads each.
-static constexpr int kOutSlots = 127 * kStrideW, kChannelLanes = 1;
+static constexpr int kOutSlots = 63 * kStrideW, kChannelLanes = 1;
 static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
 static constexpr int kOuts = 1;  // outputs a row
-static constexpr int kOutRows = 127;
+static constexpr int kOutRows = 63;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
@@ -253,7 +253,7 @@ __device__ __forceinline__ void cp_async_commit()
 // run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    asm volatile("cp.async.wait_group 2;" ::: "memory");
 }
 
 // Waits for every copy this thread issued.
@@ -270,7 +270,7 @@ zoo_unet_k3s2_aniso_igemm(const float* __restrict__ xr, const float* __restrict_
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // The weight stages (at a phase's end the block's sums on their way out).
-    extern __shared__ __align__(128) float b_stage[];  // 51200 bytes, past the static 48 KiB
+    extern __shared__ __align__(128) float b_stage[];  // 98304 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
     // in L2.
@@ -351,8 +351,17 @@ zoo_unet_k3s2_aniso_igemm(const float* __restrict__ xr, const float* __restrict_
             load_b(P.step_start + i, end);
         }
 
-        // part: the tensor cores' sums, one span a phase: its result.
-        float part[kSlabs][kND];
+        // acc: the fp32 running sums; part: the tensor cores' sums of
+        // the current span of steps, added to acc at its end.
+        float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
+        #pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl) {
+            #pragma unroll
+            for (int e = 0; e < kND; ++e) {
+                #pragma unroll
+                for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
+            }
+        }
         if (active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
@@ -400,12 +409,19 @@ zoo_unet_k3s2_aniso_igemm(const float* __restrict__ xr, const float* __restrict_
                     }
                 }
             }
+            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) {
+                    #pragma unroll
+                    for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
+                }
+            }
             // The next step's inputs load now, while other warps' products run.
             if (s + 1 < P.steps) load_a(s + 1);
         }
         if (!active) continue;
 
-        auto result = [&](int sl, int o, int e) { return part[sl][e]; };
+        auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
 
         // The phase's outputs: the sums go to shared memory (once every
         // copy into it has landed and every warp is past its last read),
@@ -490,9 +506,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     zoo_unet_k3s2_aniso_relayout_input<<<1105, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_unet_k3s2_aniso_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_unet_k3s2_aniso_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 51200);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_unet_k3s2_aniso_igemm needs 51200 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_unet_k3s2_aniso_igemm<<<dim3(404, 1, 1), 256, 51200>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_unet_k3s2_aniso_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 98304);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_unet_k3s2_aniso_igemm needs 98304 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    zoo_unet_k3s2_aniso_igemm<<<dim3(813, 1, 1), 128, 98304>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_unet_k3s2_aniso_igemm");
     return y;

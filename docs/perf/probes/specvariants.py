@@ -19,21 +19,18 @@ import sys
 
 # Timing candidates: (variant, base spec, kernel section, files kept).
 TUNE = [
-    # #26: the Triton sm90 file with the sm80 file's choice (faster there on the
-    # H200), a smaller tile, and whole output rows a program (fuse_w).
-    ("v26_t_a", "26_add_hardswish", "triton: {precision: 3xtf32, block_m: 128, block_n: 64, block_k: 32, warps: 4, stages: 3}", ["triton.sm90"]),
-    ("v26_t_b", "26_add_hardswish", "triton: {precision: 3xtf32, block_m: 64, block_n: 64, block_k: 32, warps: 4, stages: 3}", ["triton.sm90"]),
-    ("v26_t_fw", "26_add_hardswish", "triton: {precision: 3xtf32, block_m: 64, block_n: 128, block_k: 32, warps: 4, stages: 3, fuse_w: true}", ["triton.sm90", "triton.sm80"]),
-    ("v26_t_fw8", "26_add_hardswish", "triton: {precision: 3xtf32, block_m: 128, block_n: 128, block_k: 32, warps: 8, stages: 3, fuse_w: true}", ["triton.sm90", "triton.sm80"]),
-    # #34: the chooser's sm90 tile with bulk weights (every tuned level-1 sm90
-    # choice uses them), and two and four blocks an SM.
-    ("v34_c_bulk", "34_layernorm_gelu_scaling", "cuda: {wgmma: {min_blocks: 1, slabs: 1, span: 4, stages: 4, bulk_weights: true}}", ["cuda.sm90"]),
-    ("v34_c_mb4", "34_layernorm_gelu_scaling", "cuda: {wgmma: {min_blocks: 4, slabs: 1, span: 4, stages: 2, park_sums: true, bulk_weights: true}}", ["cuda.sm90"]),
-    ("v34_c_wg2", "34_layernorm_gelu_scaling", "cuda: {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 4, stages: 3, bulk_weights: true}}", ["cuda.sm90"]),
-    # #61: other sm80 tiles (the file runs 7% slower than eager on the H200).
-    ("v61_c_mb2", "61_relu_groupnorm", "cuda: {wgmma: {min_blocks: 2, slabs: 1, span: 16, stages: 3, winograd: true}}", ["cuda.sm80"]),
-    ("v61_c_wg2", "61_relu_groupnorm", "cuda: {wgmma: {min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 2, park_sums: true, winograd: true}}", ["cuda.sm80"]),
-    ("v61_c_early", "61_relu_groupnorm", "cuda: {wgmma: {min_blocks: 4, slabs: 1, span: 16, stages: 2, park_sums: true, winograd: true, early_inputs: true}}", ["cuda.sm80"]),
+    # mma.sync reads the weights from shared memory once a warp (wgmma once a
+    # warpgroup): at one slab of 16 rows a warp the loads keep pace with the
+    # products. Two Winograd slabs a warp halve them (249 registers, no
+    # spills on sm_80, CUDA 11.8).
+    ("v61_s2", "61_relu_groupnorm", "cuda: {wgmma: {min_blocks: 1, slabs: 2, span: 16, stages: 2, park_sums: true, winograd: true}}", ["cuda.sm80", "cuda.sm90"]),
+    ("v61_s2_st3", "61_relu_groupnorm", "cuda: {wgmma: {min_blocks: 1, slabs: 2, span: 16, stages: 3, park_sums: true, winograd: true}}", ["cuda.sm80"]),
+    ("v61_s2_sp8", "61_relu_groupnorm", "cuda: {wgmma: {min_blocks: 1, slabs: 2, span: 8, stages: 2, park_sums: true, winograd: true}}", ["cuda.sm80"]),
+    ("v61_s2_early", "61_relu_groupnorm", "cuda: {wgmma: {min_blocks: 1, slabs: 2, span: 16, stages: 2, park_sums: true, winograd: true, early_inputs: true}}", ["cuda.sm80"]),
+    ("v61_s2_bulk", "61_relu_groupnorm", "cuda: {wgmma: {min_blocks: 1, slabs: 2, span: 16, stages: 2, park_sums: true, winograd: true, bulk_weights: true}}", ["cuda.sm90"]),
+    ("vl1_61_s2", "61_square_input_square_kernel", "cuda: {wgmma: {min_blocks: 1, slabs: 2, span: 16, stages: 2, park_sums: true, winograd: true}}", ["cuda.sm80"]),
+    ("vl1_77_s2", "77_padded_dilated_strided", "cuda: {wgmma: {min_blocks: 1, slabs: 2, span: 16, stages: 2, park_sums: true, winograd: true, early_inputs: true}}", ["cuda.sm80"]),
+    ("vl1_77_s2b", "77_padded_dilated_strided", "cuda: {wgmma: {min_blocks: 1, slabs: 2, span: 16, stages: 2, park_sums: true, winograd: true}}", ["cuda.sm80"]),
 ]
 
 
@@ -98,8 +95,7 @@ def main():
         return
     root = sys.argv[1]
     os.makedirs(os.path.join(root, "specs"), exist_ok=True)
-    specs = "specs/level2"
-    files = {f.split(".")[0]: os.path.join(specs, f) for f in os.listdir(specs)}
+    files = {f.split(".")[0]: os.path.join(d, f) for d in ("specs/level1", "specs/level2") for f in os.listdir(d)}
     for name, base, kernel, _ in TUNE:
         text = open(files[base]).read()
         open(os.path.join(root, "specs", name + ".yaml"), "w").write(with_kernel(text, name, kernel))
