@@ -32,6 +32,9 @@ func TestChooserTakesSpectralWhereItApplies(t *testing.T) {
 			if got := p.Spectral != nil; got != want {
 				t.Errorf("%s for %s: spectral %t, want %t (%s)", s.Name, target.Name, got, want, p.Tile)
 			}
+			if want && (p.Unfolded == nil || p.Unfolded.Spectral != nil || p.TritonLeftOut != "") {
+				t.Errorf("%s for %s: the Triton file's plan %v (left out: %q), want the forward as written", s.Name, target.Name, p.Unfolded, p.TritonLeftOut)
+			}
 		}
 	}
 }
@@ -39,8 +42,8 @@ func TestChooserTakesSpectralWhereItApplies(t *testing.T) {
 // TestSpectralRefusals: a spectral kernel named where it cannot compute
 // the forward is refused at kernel.cuda.spectral, saying why: padding
 // (the output is cropped), a forward of another form (#96: a max pool
-// before the mean, and padding: both said), a Triton backend named
-// beside it.
+// before the mean, and padding: both said). A Triton backend named
+// beside it gets the forward as written (Plan.Unfolded).
 func TestSpectralRefusals(t *testing.T) {
 	fixture, err := os.ReadFile(filepath.Join("..", "verify", "emulate", "testdata", "spectral.yaml"))
 	if err != nil {
@@ -62,7 +65,6 @@ func TestSpectralRefusals(t *testing.T) {
 		"padding": {padded, "needs padding 0"},
 		"#96":     {other, "needs padding 0"},
 		"#96 too": {other, "needs a forward of affine ops"},
-		"triton":  {named, "a Triton file would need the convolution's"},
 	} {
 		s, err := spec.Parse("spec.yaml", []byte(c.src))
 		if err != nil {
@@ -72,5 +74,13 @@ func TestSpectralRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "kernel.cuda.spectral") || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: got %v, want an error at kernel.cuda.spectral saying %q", name, err, c.says)
 		}
+	}
+	s, err := spec.Parse("spec.yaml", []byte(named))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.New(s, plan.SM90)
+	if err != nil || p.Spectral == nil || p.Unfolded == nil || p.Unfolded.Spectral != nil || p.Unfolded.Epilogue.Chain == nil {
+		t.Errorf("spectral with Triton named: plan %v, Triton's %v (%v)", p, p != nil && p.Unfolded != nil, err)
 	}
 }

@@ -25,14 +25,14 @@ type TritonChainView struct {
 	Steps    []TritonStep
 	Updates  []TritonUpdate
 	Extras   []TritonExtra
-	// Stats: a stats buffer of StatsLen float64; Zeroed where split
-	// segments add into it atomically (else every element is stored once).
-	Stats, Zeroed bool
-	StatsLen      int
-	Final         string // the forward's output shape
-	Python        string // the list of extras forward passes
-	Forward       string // the module function that runs the whole forward
-	XShape        string // the forward's input shape (before a prologue)
+	// Stats: a stats buffer of StatsLen float64: the stats steps' partial
+	// results (each stored once), then each normalise step's coefficients.
+	Stats    bool
+	StatsLen int
+	Final    string // the forward's output shape
+	Python   string // the list of extras forward passes
+	Forward  string // the module function that runs the whole forward
+	XShape   string // the forward's input shape (before a prologue)
 	// Libdevice: a statement calls triton.language.extra.libdevice.
 	Libdevice bool
 	Doc       string
@@ -80,14 +80,22 @@ type TritonStep struct {
 	DHW, C  int
 	Kept    bool
 
-	// stats: StatsAt is where segment s's sums go, First the offset of
-	// its first element, RunOffset that of its element e from the first.
-	StatsAt        string
-	First          string
-	RunOffset      string
-	BlockS, BlockE int
-	Per            int // large: elements a program sums
-	Elements       int
+	// stats: a program a partial result (plan.PartLayout): Decode, the
+	// statements giving its segment s, run r and piece; First, the offset
+	// of its piece's first element; PieceN, its elements where pieces are
+	// uneven (else PieceLen); PartsAt, the slot's first float64.
+	Decode   []string
+	First    string
+	PieceN   string
+	PieceLen int
+	PartsAt  int
+
+	// normalise: Coef, the kernel that turns each segment's partial
+	// results into its two coefficients first.
+	Coef *TritonCoef
+
+	// rownorm and stats: BlockS segments (rows) a program.
+	BlockS int
 
 	// channel: Sample and Pos are a program's sample and its BLOCK_P
 	// positions.
@@ -120,6 +128,25 @@ type TritonStep struct {
 	OutChannel string
 }
 
+// TritonCoef is a normalise step's first kernel: BlockS segments a
+// program, each segment's Parts partial results (at PartsAt) combined in
+// float64 into two coefficients at CoefAt + 2 s: scale and shift (the
+// norm's weight and bias folded in where they are the segment's), the
+// mean (x - mean), or the reciprocal of the sum of exp and the maximum
+// (softmax).
+type TritonCoef struct {
+	Name            string
+	Count, Parts    int
+	Elements        int
+	PartsAt, CoefAt int
+	Stat            string
+	SubMean, Fold   bool
+	Eps             string
+	Weight, Bias    int // the folded weight's and bias's extras (-1: none)
+	Params, Args    string
+	BlockS, Grid    int
+}
+
 // TritonUpdate is a BatchNorm's running-statistics update.
 type TritonUpdate struct {
 	plan.BNUpdate
@@ -139,6 +166,8 @@ const (
 	tritonPoolBlock  = 256
 	tritonTile       = 2048
 	tritonMaxRun     = 256
+	tritonStatsBlock = 1024
+	tritonCoefBlock  = 128
 	tritonMaxChannel = 64
 	tritonUpdBlock   = 1024
 )
@@ -185,10 +214,9 @@ func tritonOperand(op plan.PointOp) string {
 	return pyFloat(op.Num)
 }
 
-// tritonOp is op's statements on the float32 block v (k numbers its
-// temporaries): in float32 like the CUDA statements, a norm in float64 from
-// its segment's sums in the stats buffer.
-func tritonOp(op plan.PointOp, k int, slotOffsets []int) []string {
+// tritonOp is op's statements on the float32 block v, in float32 like the
+// CUDA statements.
+func tritonOp(op plan.PointOp) []string {
 	switch op.Kind {
 	case "add":
 		return []string{"v = v + " + tritonOperand(op)}
@@ -225,47 +253,59 @@ func tritonOp(op plan.PointOp, k int, slotOffsets []int) []string {
 		return []string{"v = tl.where(v >= 0.0, v, v * " + pyFloat(op.Slope) + ")"}
 	case "sigmoid_gate":
 		return []string{"v = v * (1.0 / (1.0 + tl.exp(-(v + " + pyFloat(op.Shift) + ")))) / " + pyFloat(op.Div)}
-	case "norm":
-		g := op.Seg
-		seg := fmt.Sprintf("(i // %d)", g.Div)
-		if g.Mod > 0 {
-			seg = fmt.Sprintf("(%s %% %d)", seg, g.Mod)
-		}
-		s := fmt.Sprintf("s%d", k)
-		out := []string{fmt.Sprintf("%s = %s  # the element's segment's sums", s, statsAt(slotOffsets[op.Slot], seg))}
-		if op.Softmax {
-			return append(out, fmt.Sprintf("v = (tl.exp(v.to(tl.float64) - tl.load(%s, mask=ok, other=0.0)) / tl.load(%s + 1, mask=ok, other=1.0)).to(tl.float32)", s, s))
-		}
-		n := pyDouble(float64(g.Elements()))
-		mean := fmt.Sprintf("mean%d", k)
-		out = append(out, fmt.Sprintf("%s = tl.load(%s, mask=ok, other=0.0) / %s", mean, s, n))
-		if op.SubMean {
-			return append(out, fmt.Sprintf("v = (v.to(tl.float64) - %s).to(tl.float32)", mean))
-		}
-		idx := "c"
-		if op.LastAxis {
-			idx = fmt.Sprintf("i %% %d", g.RunLen)
-		}
-		out = append(out, fmt.Sprintf("var%d = tl.maximum(tl.load(%s + 1, mask=ok, other=0.0) / %s - %s * %s, 0.0)  # biased", k, s, n, mean, mean))
-		code := fmt.Sprintf("v = ((v.to(tl.float64) - %s) / tl.sqrt(var%d + %s)).to(tl.float32)", mean, k, pyDouble(op.Eps))
-		if op.Weight >= 0 {
-			code += fmt.Sprintf(" * tl.load(e%d_ptr + %s)", op.Weight, idx)
-		}
-		if op.Bias >= 0 {
-			code += fmt.Sprintf(" + tl.load(e%d_ptr + %s)", op.Bias, idx)
-		}
-		return append(out, code)
 	}
 	panic("gen: no Triton statement for the pointwise op " + op.Kind)
 }
 
-// statsAt is the address of segment seg's sums in the stats buffer, at
-// the slot's first float64 off.
-func statsAt(off int, seg string) string {
-	if off == 0 {
-		return "stats_ptr + 2 * " + seg
+// normStatements are a normalise step's statements on v from its
+// segment's coefficients (TritonCoef) at coefAt in the stats buffer, in
+// float64 like the CUDA pass: q, the element's segment; then the
+// softmax, x - mean, or x * scale + shift, and where they are not folded
+// in, the norm's weight and bias per channel (c) or last-axis position.
+func normStatements(q plan.Pass, coefAt int) []string {
+	n, g := q.Norm, q.Seg
+	seg := fmt.Sprintf("i // %d", g.Div)
+	if g.Mod > 0 {
+		seg = fmt.Sprintf("(%s) %% %d", seg, g.Mod)
 	}
-	return fmt.Sprintf("stats_ptr + %d + 2 * %s", off, seg)
+	at := fmt.Sprintf("coef_ptr + %d + 2 * q", coefAt)
+	out := []string{"q = " + seg + "  # the element's segment"}
+	switch {
+	case n.Softmax:
+		return append(out, fmt.Sprintf("v = tl.exp(v - tl.load(%s + 1, mask=ok, other=0.0).to(tl.float32)) * tl.load(%s, mask=ok, other=0.0).to(tl.float32)", at, at))
+	case n.SubMean:
+		return append(out, fmt.Sprintf("v = (v.to(tl.float64) + tl.load(%s + 1, mask=ok, other=0.0)).to(tl.float32)", at))
+	}
+	code := fmt.Sprintf("v = (v.to(tl.float64) * tl.load(%s, mask=ok, other=0.0) + tl.load(%s + 1, mask=ok, other=0.0)).to(tl.float32)", at, at)
+	if !q.Fold {
+		idx := "c"
+		if n.LastAxis {
+			idx = fmt.Sprintf("i %% %d", g.RunLen)
+		}
+		if n.Weight >= 0 {
+			code += fmt.Sprintf(" * tl.load(e%d_ptr + %s, mask=ok, other=0.0)", n.Weight, idx)
+		}
+		if n.Bias >= 0 {
+			code += fmt.Sprintf(" + tl.load(e%d_ptr + %s, mask=ok, other=0.0)", n.Bias, idx)
+		}
+	}
+	return append(out, code)
+}
+
+// normReads is what a normalise step's norm reads besides v and its
+// coefficients: the channel, and the weight's and bias's extras where
+// they are not folded into the coefficients.
+func normReads(q plan.Pass) (channel bool, extras []int) {
+	if q.Fold {
+		return false, nil
+	}
+	for _, e := range []int{q.Norm.Weight, q.Norm.Bias} {
+		if e >= 0 {
+			extras = append(extras, e)
+			channel = channel || !q.Norm.LastAxis
+		}
+	}
+	return channel, extras
 }
 
 // segFirst is the offset of segment s's first element: (s // Inner) *
@@ -282,11 +322,10 @@ func segFirst(g plan.Segments, s string) string {
 }
 
 // opReads is what a run of ops reads besides v: the convolution's value,
-// the channel, the element index, the stats buffer, and the extras (in
-// order, each once).
+// the channel, the element index, and the extras (in order, each once).
 type opReads struct {
-	kept, channel, index, stats bool
-	extras                      []int
+	kept, channel, index bool
+	extras               []int
 }
 
 func readsOf(ops []plan.PointOp) opReads {
@@ -301,18 +340,6 @@ func readsOf(ops []plan.PointOp) opReads {
 	}
 	for _, op := range ops {
 		r.kept = r.kept || op.Conv
-		if op.Kind == "norm" {
-			r.stats, r.index = true, true
-			if !op.LastAxis && (op.Weight >= 0 || op.Bias >= 0) {
-				r.channel = true
-			}
-			for _, e := range []int{op.Weight, op.Bias} {
-				if e >= 0 {
-					add(e)
-				}
-			}
-			continue
-		}
 		if op.Arg >= 0 {
 			add(op.Arg)
 			r.channel = r.channel || op.PerChannel
@@ -418,11 +445,19 @@ func newTritonChainView(p *plan.Plan, v *View) *TritonChainView {
 	if len(c.Prologue) > 0 {
 		cv.XShape = shapeC(c.Prologue[0].In[:])
 	}
-	var offsets []int
+	// The stats buffer: each slot's partial results, then each normalise
+	// step's coefficients (two a segment).
+	var offsets, coefs []int
 	off := 0
 	for _, n := range c.Slots {
 		offsets = append(offsets, off)
 		off += n
+	}
+	for _, q := range c.Passes {
+		if q.Kind == "normalise" {
+			coefs = append(coefs, off)
+			off += 2 * q.Seg.Count
+		}
 	}
 	cv.StatsLen, cv.Stats = max(1, off), off > 0
 	var exprs []string
@@ -436,14 +471,18 @@ func newTritonChainView(p *plan.Plan, v *View) *TritonChainView {
 	}
 	cv.Python = "[" + strings.Join(exprs, ", ") + "]"
 	if len(fused) > 0 {
-		cv.Store = opsHelper(p.Spec.Name+"_store_ops", fused, offsets)
+		cv.Store = opsHelper(p.Spec.Name+"_store_ops", fused)
 		cv.Libdevice = cv.Libdevice || usesLibdevice(fused)
 	}
 	for _, q := range c.Prologue {
-		cv.Prologue = append(cv.Prologue, tritonStep(q, offsets))
+		cv.Prologue = append(cv.Prologue, tritonStep(q, c.Slots, offsets, 0))
 	}
 	for _, q := range c.Passes {
-		s := tritonStep(q, offsets)
+		coef := 0
+		if q.Kind == "normalise" {
+			coef, coefs = coefs[0], coefs[1:]
+		}
+		s := tritonStep(q, c.Slots, offsets, coef)
 		cv.Libdevice = cv.Libdevice || usesLibdevice(q.Ops)
 		cv.Steps = append(cv.Steps, s)
 	}
@@ -457,7 +496,7 @@ func newTritonChainView(p *plan.Plan, v *View) *TritonChainView {
 
 // opsHelper is the @triton.jit helper named name that applies ops to a
 // block v (the statements, and the parameters they read).
-func opsHelper(name string, ops []plan.PointOp, offsets []int) *TritonStore {
+func opsHelper(name string, ops []plan.PointOp) *TritonStore {
 	r := readsOf(ops)
 	st := &TritonStore{Name: name, Kept: r.kept, Channel: r.channel, Index: r.index, Extras: r.extras}
 	var params []string
@@ -476,15 +515,17 @@ func opsHelper(name string, ops []plan.PointOp, offsets []int) *TritonStore {
 	if len(params) > 0 {
 		st.Params = ", " + strings.Join(params, ", ")
 	}
-	for k, op := range ops {
-		st.Code = append(st.Code, tritonOp(op, k, offsets)...)
+	for _, op := range ops {
+		st.Code = append(st.Code, tritonOp(op)...)
 	}
 	return st
 }
 
 // tritonStep lays out one step's kernel: its parameters and launch, its
-// blocks and the expressions its kind's template prints.
-func tritonStep(q plan.Pass, offsets []int) TritonStep {
+// blocks and the expressions its kind's template prints; slots are the
+// stats slots' sizes and offsets their first float64s, coefAt a normalise
+// step's coefficients'.
+func tritonStep(q plan.Pass, slots, offsets []int, coefAt int) TritonStep {
 	s := TritonStep{Pass: q, Params: "x_ptr, y_ptr", Args: "cur, nxt", OutShape: shapeC(q.Out[:])}
 	dhw := q.In[2] * q.In[3] * q.In[4]
 	switch q.Kind {
@@ -493,27 +534,62 @@ func tritonStep(q plan.Pass, offsets []int) TritonStep {
 		s.Block, s.Grid = tritonPointBlock, divUp(q.OutLen, tritonPointBlock)
 		s.Channel, s.DHW, s.C, s.Kept = r.channel, dhw, q.In[1], r.kept
 		s.Params, s.Args = "x_ptr", "cur"
-		if r.stats {
-			s.Params, s.Args = s.Params+", stats_ptr", s.Args+", stats"
-		}
 		if len(r.extras) > 0 {
 			s.Params += ", " + extraList(r.extras, "e%d_ptr")
 			s.Args += ", " + extraList(r.extras, "extras[%d]")
 		}
-		for k, op := range q.Ops {
-			s.Code = append(s.Code, tritonOp(op, k, offsets)...)
+		for _, op := range q.Ops {
+			s.Code = append(s.Code, tritonOp(op)...)
 		}
+	case "normalise":
+		// The pointwise kernel with the norm first, from the coefficients
+		// the segment kernel writes before it.
+		r := readsOf(q.Ops)
+		channel, extras := normReads(q)
+		for _, e := range r.extras {
+			if !slices.Contains(extras, e) {
+				extras = append(extras, e)
+			}
+		}
+		s.Block, s.Grid = tritonPointBlock, divUp(q.OutLen, tritonPointBlock)
+		s.Channel, s.DHW, s.C, s.Kept = channel || r.channel, dhw, q.In[1], r.kept
+		s.Params, s.Args = "x_ptr, coef_ptr", "cur, stats"
+		if len(extras) > 0 {
+			s.Params += ", " + extraList(extras, "e%d_ptr")
+			s.Args += ", " + extraList(extras, "extras[%d]")
+		}
+		s.Code = normStatements(q, coefAt)
+		for _, op := range q.Ops {
+			s.Code = append(s.Code, tritonOp(op)...)
+		}
+		s.Coef = tritonCoef(q, offsets[q.Norm.Slot], slots[q.Norm.Slot]/(2*q.Seg.Count), coefAt)
 	case "stats":
-		g := q.Seg
+		g, l := q.Seg, q.Part
 		s.Params, s.Args = "x_ptr, stats_ptr", "cur, stats"
-		s.StatsAt, s.First, s.Elements = statsAt(offsets[q.Slot], "s"), segFirst(g, "s"), g.Elements()
-		s.RunOffset = "e"
-		if g.Runs > 1 {
-			s.RunOffset = fmt.Sprintf("(e // %d) * %d + e %% %d", g.RunLen, g.RunStride, g.RunLen)
+		s.PartsAt, s.PieceLen = offsets[q.Slot], l.PieceLen
+		s.Grid = g.Count * l.Parts
+		s.Block = min(tritonStatsBlock, pow2AtLeast(l.PieceLen))
+		s.Decode = []string{"s = pid"}
+		if l.Parts > 1 {
+			s.Decode = []string{fmt.Sprintf("s = pid // %d", l.Parts)}
 		}
-		s.BlockE = min(tritonMaxRun, pow2AtLeast(g.Elements()))
-		s.BlockS = tritonTile / s.BlockE
-		s.Grid = divUp(g.Count, s.BlockS)
+		first := segFirst(g, "s")
+		if g.Runs > 1 {
+			r := fmt.Sprintf("pid %% %d", g.Runs)
+			if l.Pieces > 1 {
+				r = fmt.Sprintf("pid // %d %% %d", l.Pieces, g.Runs)
+			}
+			s.Decode = append(s.Decode, "r = "+r)
+			first += fmt.Sprintf(" + r * %d", g.RunStride)
+		}
+		if l.Pieces > 1 {
+			s.Decode = append(s.Decode, fmt.Sprintf("piece = pid %% %d", l.Pieces))
+			first += fmt.Sprintf(" + piece * %d", l.PieceLen)
+			if g.RunLen%l.PieceLen != 0 {
+				s.PieceN = fmt.Sprintf("tl.minimum(%d, %d - piece * %d)", l.PieceLen, g.RunLen, l.PieceLen)
+			}
+		}
+		s.First = first
 	case "channel":
 		s.C, s.DHW = q.In[1], dhw
 		s.BlockC = min(tritonMaxChannel, pow2AtLeast(q.In[1]))
@@ -568,11 +644,11 @@ func tritonStep(q plan.Pass, offsets []int) TritonStep {
 	default:
 		panic("gen: no Triton kernel for a " + q.Kind + " step")
 	}
-	if q.Kind != "pointwise" && len(q.Ops) > 0 {
+	if q.Kind != "pointwise" && q.Kind != "normalise" && len(q.Ops) > 0 {
 		// The ops after a reduction, a softmax, a pool or a row norm:
 		// applied to its values before they are written, by a helper of
 		// their own.
-		s.After = opsHelper(q.Name+"_ops", q.Ops, offsets)
+		s.After = opsHelper(q.Name+"_ops", q.Ops)
 		for _, e := range s.After.Extras {
 			if p := fmt.Sprintf("e%d_ptr", e); !slices.Contains(strings.Split(s.Params, ", "), p) {
 				s.Params += ", " + p
@@ -586,6 +662,26 @@ func tritonStep(q plan.Pass, offsets []int) TritonStep {
 		s.OutChannel = fmt.Sprintf("(%s // %d) %% %d", o, q.Out[2]*q.Out[3]*q.Out[4], q.Out[1])
 	}
 	return s
+}
+
+// tritonCoef lays out a normalise step's segment kernel: its segments'
+// partial results at partsAt, its coefficients at coefAt.
+func tritonCoef(q plan.Pass, partsAt, parts, coefAt int) *TritonCoef {
+	n, g := q.Norm, q.Seg
+	k := &TritonCoef{Name: q.Name + "_seg", Count: g.Count, Parts: parts, Elements: g.Elements(), PartsAt: partsAt, CoefAt: coefAt,
+		Stat: q.Stat, SubMean: n.SubMean, Fold: q.Fold, Eps: pyDouble(n.Eps), Weight: -1, Bias: -1, Params: "stats_ptr", Args: "stats"}
+	if q.Fold {
+		k.Weight, k.Bias = n.Weight, n.Bias
+		for _, e := range []int{n.Weight, n.Bias} {
+			if e >= 0 {
+				k.Params += fmt.Sprintf(", e%d_ptr", e)
+				k.Args += fmt.Sprintf(", extras[%d]", e)
+			}
+		}
+	}
+	k.BlockS = min(tritonCoefBlock, max(16, pow2AtLeast(g.Count)))
+	k.Grid = divUp(g.Count, k.BlockS)
+	return k
 }
 
 // Call is the store's call of the helper on the tile v of the W residues

@@ -69,7 +69,8 @@ func TestAxisTerms(t *testing.T) {
 }
 
 // TestTritonChainFollowsPlan: every level-2 Triton file has one kernel per
-// step of its plan's chain (and per BatchNorm update), named by the plan,
+// step of its plan's chain (a normalise step two: its segments'
+// coefficients first) and per BatchNorm update, named by the plan,
 // and its forward function launches them in the plan's order, after the
 // convolution's wrapper; the store calls its helper exactly where the plan
 // fuses ops into it.
@@ -118,6 +119,9 @@ func TestTritonChainFollowsPlan(t *testing.T) {
 			}
 			want = append(want, "implicit_gemm_forward")
 			for _, q := range c.Passes {
+				if q.Kind == "normalise" {
+					want = append(want, q.Name+"_seg") // its segments' coefficients first
+				}
 				want = append(want, q.Name)
 			}
 			for _, u := range c.Updates {
@@ -146,7 +150,7 @@ func TestTritonChainFollowsPlan(t *testing.T) {
 				t.Errorf("%s: the store calls %s: %t, with %d fused ops", p.Spec.Name, helper, fused, len(tp.Epilogue.Ops))
 			}
 			for _, q := range c.Passes {
-				if after := strings.Contains(src, "\n@triton.jit\ndef "+q.Name+"_ops(v"); after != (q.Kind != "pointwise" && len(q.Ops) > 0) {
+				if after := strings.Contains(src, "\n@triton.jit\ndef "+q.Name+"_ops(v"); after != (q.Kind != "pointwise" && q.Kind != "normalise" && len(q.Ops) > 0) {
 					t.Errorf("%s: %s has a helper for the ops after it: %t, with %d ops", p.Spec.Name, q.Name, after, len(q.Ops))
 				}
 			}

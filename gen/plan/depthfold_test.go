@@ -180,11 +180,11 @@ func TestDepthFoldPlanned(t *testing.T) {
 }
 
 // TestDepthFoldTritonUnfolded: only the CUDA file folds. A forward the
-// Triton backend can run as written (#13's, a depth mean alone) keeps its
-// Triton file, planned unfolded (Plan.Unfolded); one it cannot (a mean
-// subtracted over each (sample, channel) after the depth mean: statistics) leaves
-// Triton out for the unfolded forward's reason, not for the fold; a
-// Triton-only spec is never folded.
+// Triton backend can run as written (#13's, a depth mean alone, a mean
+// subtracted after it) keeps its Triton file, planned unfolded
+// (Plan.Unfolded); one it cannot (the unfolded output past its 32-bit
+// indices) leaves Triton out for the unfolded forward's reason, not for
+// the fold; a Triton-only spec is never folded.
 func TestDepthFoldTritonUnfolded(t *testing.T) {
 	s, err := spec.Load("../../specs/level2/13_mean_add_softmax_tanh_scaling.yaml")
 	if err != nil {
@@ -199,8 +199,16 @@ func TestDepthFoldTritonUnfolded(t *testing.T) {
 	}
 	rows := *s
 	rows.Reference.Forward = []spec.Op{s.Reference.Forward[0], {Name: "sub_mean", Dims: []int{2, 3, 4}}}
-	if p, err := New(&rows, SM90); err != nil || p.DepthFold == nil || p.Unfolded != nil || !strings.Contains(p.TritonLeftOut, "no Triton kernel for a stats step") {
-		t.Errorf("a row norm after the depth mean: plan %+v (%v)", p, err)
+	if p, err := New(&rows, SM90); err != nil || p.DepthFold == nil || p.Unfolded == nil || p.TritonLeftOut != "" {
+		t.Errorf("a mean subtracted after the depth mean: plan %+v (%v)", p, err)
+	}
+	// The same at a batch whose unfolded convolution output passes the
+	// Triton chain kernels' 32-bit indices: the fold still plans.
+	big := rows
+	out := s.Problem.Conv.Out()
+	big.Problem.Conv.Batch = (1<<31)/(s.Problem.Conv.OutChannels*out[0]*out[1]*out[2]) + 1
+	if p, err := New(&big, SM90); err != nil || p.DepthFold == nil || p.Unfolded != nil || !strings.Contains(p.TritonLeftOut, "the Triton kernels after the convolution index in 32 bits") {
+		t.Errorf("the unfolded output past 2^31 elements: plan %+v (%v)", p, err)
 	}
 	alone := *s
 	alone.Reference.Forward = s.Reference.Forward[:1]

@@ -305,9 +305,9 @@ func (c *Chain) fuse() ([]PointOp, []StoreExtra) {
 // the convolution's store): a chain with any other is not expressed in
 // Triton (TritonRefusal).
 var (
-	tritonPassKinds = []string{"pointwise", "channel", "reduce", "pool", "rownorm"}
+	tritonPassKinds = []string{"pointwise", "stats", "normalise", "channel", "reduce", "pool", "rownorm"}
 	tritonPointOps  = []string{"add", "sub", "mul", "div", "clamp", "relu", "gelu", "sigmoid", "tanh", "swish", "hardswish",
-		"mul_hardswish", "leaky_relu", "sigmoid_gate", "norm"}
+		"mul_hardswish", "leaky_relu", "sigmoid_gate"}
 )
 
 // TritonMaxLen bounds the tensors of the Triton chain kernels: they index
@@ -324,8 +324,8 @@ func (c *Chain) TritonRefusal(fused []PointOp) string {
 		if !slices.Contains(tritonPassKinds, p.Kind) {
 			return fmt.Sprintf("no Triton kernel for a %s step", p.Kind)
 		}
-		if p.Kind != "pointwise" && slices.ContainsFunc(p.Ops, func(op PointOp) bool { return op.Conv || op.Kind == "norm" }) {
-			return fmt.Sprintf("no Triton kernel for a %s step whose ops after it read the convolution's output or statistics", p.Kind)
+		if p.Kind != "pointwise" && slices.ContainsFunc(p.Ops, func(op PointOp) bool { return op.Conv }) {
+			return fmt.Sprintf("no Triton kernel for a %s step whose ops after it read the convolution's output", p.Kind)
 		}
 		if n := max(p.InLen, p.OutLen); n > TritonMaxLen {
 			return fmt.Sprintf("a %s step over %d elements: the Triton kernels after the convolution index in 32 bits, at most %d", p.Kind, n, TritonMaxLen)

@@ -104,12 +104,18 @@ func (p *Plan) planSpectral(f spec.Spectral) (*Plan, error) {
 		refusals = append(refusals, p.Spec.Errorf(p.Spec.Kernel.CUDAField("spectral"), "",
 			"needs padding 0, so that the convolution crops nothing and its output is the whole linear convolution (got padding %v)", c.Padding))
 	}
-	why := ch.TritonRefusal(ops)
-	if why == "" {
-		why = "the CUDA file computes no convolution output (a spectral plan), and the Triton backend has no such kernels"
+	// The Triton file computes the forward as written (the convolution,
+	// then the chain), where its backend can: Unfolded plans it.
+	if why := ch.TritonRefusal(ops); why != "" && !p.leaveOutTriton(why) {
+		return refuse("is a CUDA plan, and the Triton backend cannot express this forward yet: %s (name cuda alone, or leave the backends out)", why)
 	}
-	if !p.leaveOutTriton(why) {
-		return refuse("is a CUDA plan, and a Triton file would need the convolution's: name cuda alone, or leave the backends out")
+	if slices.Contains(p.Spec.Kernel.Backends, "triton") {
+		us := *p.Spec
+		us.Kernel.Backends, us.Kernel.CUDA = []string{"triton"}, spec.CUDA{}
+		var err error
+		if p.Unfolded, err = New(&us, p.Target); err != nil {
+			return nil, err
+		}
 	}
 	s, why := spectralForm(ch, ops)
 	if why != "" {

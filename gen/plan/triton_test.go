@@ -11,17 +11,8 @@ import (
 	"convtgen/gen/spec"
 )
 
-// tritonExpressed are the level-2 specs whose chains the Triton backend
-// has kernels for; the others' norms, statistics and reductions that
-// apply the ops after them are left to CUDA.
-var tritonExpressed = []string{"l2_100_clamp_min_divide", "l2_20_sum_residualadd_multiply_residualadd", "l2_26_add_hardswish",
-	"l2_74_leakyrelu_multiply_leakyrelu_max", "l2_78_max_max_sum", "l2_13_mean_add_softmax_tanh_scaling", "l2_49_softmax_sigmoid",
-	"l2_50_scaling_avgpool_biasadd_scaling", "l2_58_logsumexp_hardswish_subtract_clamp", "l2_89_maxpool_softmax_subtract_swish_max",
-	"l2_96_multiply_max_globalavgpool_clamp", "l2_34_layernorm_gelu_scaling", "l2_3_sum_layernorm_avgpool_gelu"}
-
-// TestLevel2TritonBackend: a level-2 problem gets both backends when its
-// spec names none and the Triton backend expresses its chain
-// (tritonExpressed), CUDA alone with the reason otherwise; and a
+// TestLevel2TritonBackend: every level-2 problem gets both backends (its
+// spec names none, and the Triton backend expresses every chain); and a
 // chain the Triton backend cannot express is left out of the default
 // backends with the reason, or refused at kernel.backends where the spec
 // asks for Triton: tensors past the 32-bit indices of the Triton chain
@@ -42,12 +33,8 @@ func TestLevel2TritonBackend(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s for %s: %v", s.Name, target.Name, err)
 			}
-			both := slices.Contains(tritonExpressed, s.Name)
-			switch {
-			case both && (!slices.Equal(p.Spec.Kernel.Backends, []string{"cuda", "triton"}) || p.TritonLeftOut != ""):
+			if !slices.Equal(p.Spec.Kernel.Backends, []string{"cuda", "triton"}) || p.TritonLeftOut != "" {
 				t.Errorf("%s for %s: backends %v (left out: %q), want both", s.Name, target.Name, p.Spec.Kernel.Backends, p.TritonLeftOut)
-			case !both && (!slices.Equal(p.Spec.Kernel.Backends, []string{"cuda"}) || p.TritonLeftOut == ""):
-				t.Errorf("%s for %s: backends %v (left out: %q), want cuda alone, saying why", s.Name, target.Name, p.Spec.Kernel.Backends, p.TritonLeftOut)
 			}
 		}
 	}

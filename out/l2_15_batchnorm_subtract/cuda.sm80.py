@@ -31,8 +31,6 @@ result(s) a segment (no atomics); x - mean, each block turning its segments'
 partial results into their statistics once. Kernel
 l2_15_batchnorm_subtract_igemm_bn0 updates the BatchNorm's running statistics as
 PyTorch does.
-No Triton file: the Triton backend cannot express this forward yet (no Triton
-kernel for a stats step).
 """
 import torch
 import torch.nn as nn

@@ -29,8 +29,6 @@ After the convolution, as kernels of their own, in order: each segment's maximum
 and sum of exp in double, as 1 partial result(s) a segment (no atomics);
 softmax, each block turning its segments' partial results into their statistics
 once, then mul before it writes.
-No Triton file: the Triton backend cannot express this forward yet (no Triton
-kernel for a stats step).
 """
 import torch
 import torch.nn as nn

@@ -22,8 +22,6 @@ kernel of their own). After the convolution, as kernels of their own, in order:
 each segment's sum and sum of squares in double, as 2 partial result(s) a
 segment (no atomics); normalise, each block turning its segments' partial
 results into their statistics once, then hardswish before it writes.
-No Triton file: the Triton backend cannot express this forward yet (no Triton
-kernel for a stats step).
 """
 import torch
 import torch.nn as nn

@@ -31,8 +31,6 @@ of their own). After the convolution, as kernels of their own, in order: each
 segment's sum and sum of squares in double, as 5 partial result(s) a segment (no
 atomics); normalise, each block turning its segments' partial results into their
 statistics once.
-No Triton file: the Triton backend cannot express this forward yet (no Triton
-kernel for a stats step).
 """
 import torch
 import torch.nn as nn

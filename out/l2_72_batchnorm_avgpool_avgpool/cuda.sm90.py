@@ -23,8 +23,6 @@ normalise, each block turning its segments' partial results into their
 statistics once; average pool; average pool. Kernel
 l2_72_batchnorm_avgpool_avgpool_igemm_bn0 updates the BatchNorm's running
 statistics as PyTorch does.
-No Triton file: the Triton backend cannot express this forward yet (no Triton
-kernel for a stats step).
 """
 import torch
 import torch.nn as nn

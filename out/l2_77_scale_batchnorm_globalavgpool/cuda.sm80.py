@@ -25,8 +25,6 @@ tables of e^{-2 pi i r/M} computed in double; the GEMM and the energies are
 fp32 FFMA, the sums over frequencies, samples and channels double.
 26.0 GFLOP where the convolution takes 536.9, and 1322 MB of transforms.
 Training-mode BatchNorm's running statistics are updated as the reference's.
-No Triton file: the Triton backend cannot express this forward yet (no Triton
-kernel for a stats step).
 """
 import torch
 import torch.nn as nn

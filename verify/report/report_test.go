@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"convtgen/gen"
 )
 
 // The fixture tree: testdata/specs holds three small specs of the
@@ -1057,8 +1059,11 @@ func TestNoTritonListed(t *testing.T) {
 			t.Errorf("%s: no Triton row and not listed", s)
 		}
 	}
-	if len(listed) == 0 {
-		t.Error("no level-2 problem listed without a Triton file")
+	// Every level-2 problem has a Triton file today: a planted refusal
+	// must be listed with its reason.
+	planted := noTritonOf(t, "l2_61_relu_groupnorm", "no Triton kernel for a planted step")
+	if len(planted) != 1 || planted[0].Spec != "l2_61_relu_groupnorm" || !strings.Contains(planted[0].Why, "planted") {
+		t.Errorf("a planted refusal: listed %+v", planted)
 	}
 }
 
@@ -1113,4 +1118,22 @@ func TestZooSection(t *testing.T) {
 	if r, err = Build(fixtureRoot, dir); err != nil || len(r.Zoo.Missing) != 2 {
 		t.Errorf("without zoo.json: missing %v (%v), want both targets of rp_z", r.Zoo.Missing, err)
 	}
+}
+
+// noTritonOf is noTriton over the repository's specs with spec name's
+// plans leaving Triton out for why.
+func noTritonOf(t *testing.T, name, why string) []NoTriton {
+	t.Helper()
+	specs, err := gen.LoadAll(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range specs {
+		if l.Spec().Name == name {
+			for _, p := range l.Plans {
+				p.TritonLeftOut = why
+			}
+		}
+	}
+	return noTriton(specs)
 }
