@@ -89,8 +89,9 @@ type View struct {
 	// Fold is what a depth fold's weight re-layout and host checks print
 	// (nil without one).
 	Fold *FoldView
-	// FoldDoc is the CUDA docstring's paragraph on a depth fold.
-	FoldDoc string
+	// FoldDoc is the CUDA docstring's paragraph on a depth fold,
+	// RestrideDoc the docstrings' on raised strides (Plan.Restrided).
+	FoldDoc, RestrideDoc string
 	// NoTriton says in the docstring why this problem has no Triton file
 	// (plan.Plan.TritonLeftOut), wrapped; empty where it has one.
 	NoTriton string
@@ -139,6 +140,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		v.FoldDoc = foldDoc(f, c, p.Out)
 		v.Fold = newFoldView(f, p.CoutG)
 	}
+	v.RestrideDoc = restrideDoc(p.Restrided, c)
 	if p.TritonLeftOut != "" {
 		v.NoTriton = wrapText("No Triton file: the Triton backend cannot express this forward yet ("+p.TritonLeftOut+").", 80)
 	}
@@ -255,6 +257,26 @@ func newWGMMAAsm(nd int) WGMMAAsm {
 		Scale: "%" + strconv.Itoa(nd+5),
 		Acc:   strings.Join(acc, ", "),
 	}
+}
+
+// restrideDoc says along which axes the plan raised the stride (the input
+// has one position there), to what, and why; "" where it raised none.
+func restrideDoc(axes [3]bool, c geom.Conv) string {
+	var names []string
+	var strides []string
+	for a, on := range axes {
+		if on {
+			names = append(names, "DHW"[a:a+1])
+			strides = append(strides, strconv.Itoa(c.Stride[a]))
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return wrapText(fmt.Sprintf("Along %s the input has one position, which meets each output through one tap "+
+		"whatever the stride: the kernels take stride %s there (the kernel's dilated extent), "+
+		"so each stride phase has at most one tap and no products read outside the input.",
+		strings.Join(names, ", "), strings.Join(strides, ", ")), 80)
 }
 
 // summary states the problem in one paragraph for docstrings.

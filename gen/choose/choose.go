@@ -224,8 +224,8 @@ func sortRanked(rs []Ranked) {
 func (o Options) rankTriton(s *spec.Spec, t plan.Target, given spec.Triton) []Ranked {
 	sb := *s
 	sb.Kernel = spec.Kernel{Backends: []string{"triton"}, Triton: given}
-	c := s.Problem.Conv
-	base := &plan.Plan{Spec: &sb, Target: t, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup()}
+	c, restrided := plan.KernelConv(s.Problem.Conv, s.Kernel.For(t.Name).CUDA.Of()) // as plan.New lays it out
+	base := &plan.Plan{Spec: &sb, Target: t, Conv: c, Restrided: restrided, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup()}
 	layout := func(tc spec.Triton) (spec.Triton, TritonShape) {
 		pc, sc := *base, *base.Spec
 		sc.Kernel.Triton = tc

@@ -104,6 +104,24 @@ func (c Conv) Out() [3]int {
 }
 
 // InPerGroup and OutPerGroup are the channel counts one group sees.
+// OnePositionStrides is c with the stride of every axis along which the
+// input has one position raised to the kernel's dilated extent (never
+// lowered), and which axes changed. That position reaches output
+// k*dilation - padding through tap k whatever the stride, so the output
+// is the same (its size does not depend on the stride there, and output
+// padding stays below the stride); at the new stride each stride phase
+// holds at most one tap, so a kernel computes no products of taps that
+// read outside the input.
+func (c Conv) OnePositionStrides() (Conv, [3]bool) {
+	var changed [3]bool
+	for a := range 3 {
+		if s := c.Dilation[a]*(c.Kernel[a]-1) + 1; c.In[a] == 1 && c.Stride[a] < s {
+			c.Stride[a], changed[a] = s, true
+		}
+	}
+	return c, changed
+}
+
 func (c Conv) InPerGroup() int  { return c.InChannels / c.Groups }
 func (c Conv) OutPerGroup() int { return c.OutChannels / c.Groups }
 

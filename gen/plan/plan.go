@@ -20,8 +20,11 @@ type Plan struct {
 	Spec   *spec.Spec
 	Target Target
 	// Conv is the convolution the kernel computes: the spec's, or with
-	// DepthFold its folded form.
-	Conv geom.Conv
+	// DepthFold its folded form; along the axes Restrided says, with the
+	// stride raised where the input has one position
+	// (geom.Conv.OnePositionStrides: the same output).
+	Conv      geom.Conv
+	Restrided [3]bool
 	// DepthFold is the forward's depth mean or sum moved in front of the
 	// convolution (nil: none). Only the CUDA file folds: the Triton
 	// backend has no kernel for the fold's sums.
@@ -439,6 +442,26 @@ func (p *Plan) directRegisters() (int, string) {
 	return sums + inputs + 4 + 48, fmt.Sprintf("%d sums and %d inputs per batch of loads", sums, inputs)
 }
 
+// KernelConv is the convolution the kernels compute for c with CUDA
+// choice f: the strides raised where the input has one position
+// (geom.Conv.OnePositionStrides), and the axes raised; but not along W
+// where f's W option is defined by the stride asked for (a direct
+// window's outputs a thread, Winograd's stride_w = dilation_w).
+func KernelConv(c geom.Conv, f spec.Family) (geom.Conv, [3]bool) {
+	d, axes := c.OnePositionStrides()
+	switch t := f.(type) {
+	case spec.Direct:
+		if t.TW > 0 {
+			d.Stride[2], axes[2] = c.Stride[2], false
+		}
+	case spec.WGMMA:
+		if t.Winograd {
+			d.Stride[2], axes[2] = c.Stride[2], false
+		}
+	}
+	return d, axes
+}
+
 // New plans one spec. Errors point at the spec field they concern.
 func New(s *spec.Spec, target Target) (*Plan, error) {
 	// The plan sees the target's kernel choices as the spec's: its own
@@ -448,12 +471,16 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 	s = &ts
 	c := s.Problem.Conv
 	var fold *DepthFold
-	if _, spectral := s.Kernel.CUDA.Of().(spec.Spectral); !spectral && slices.Contains(s.Kernel.Backends, "cuda") {
-		if fold = planDepthFold(s); fold != nil {
-			c = fold.Conv()
+	var restrided [3]bool
+	if _, spectral := s.Kernel.CUDA.Of().(spec.Spectral); !spectral {
+		if slices.Contains(s.Kernel.Backends, "cuda") {
+			if fold = planDepthFold(s); fold != nil {
+				c = fold.Conv()
+			}
 		}
+		c, restrided = KernelConv(c, s.Kernel.CUDA.Of())
 	}
-	p := &Plan{Spec: s, Target: target, Conv: c, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup(), Epilogue: Epilogue{Bias: c.Bias}, DepthFold: fold}
+	p := &Plan{Spec: s, Target: target, Conv: c, Restrided: restrided, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup(), Epilogue: Epilogue{Bias: c.Bias}, DepthFold: fold}
 	// Extents, channels and batch fit the kernels' 32-bit ints: the spec's
 	// limits (spec.MaxExtent, spec.MaxCount) keep them below 2^24.
 	switch f := s.Kernel.CUDA.Of().(type) {

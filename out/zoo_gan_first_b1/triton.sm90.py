@@ -4,6 +4,11 @@
 Input (1, 128, 1, 1, 1) -> output (1, 256, 4, 4, 4); kernel (4, 4, 4), stride (1, 1, 1),
 padding (0, 0, 0), output_padding (0, 0, 0), dilation (1, 1, 1), groups 1, bias False.
 
+Along D, H, W the input has one position, which meets each output through one
+tap whatever the stride: the kernels take stride 4, 4, 4 there (the kernel's
+dilated extent), so each stride phase has at most one tap and no products read
+outside the input.
+
 Algorithm: output-stationary implicit GEMM with stride-phase decomposition.
 The outputs split into stride_d*stride_h*stride_w phases (o = r + stride*q).
 Inside a phase only the taps with (r + padding - k*dilation) divisible by the
@@ -16,7 +21,7 @@ dilation)), so a phase is described by five numbers per dimension.
 One launch covers every phase: program p works on phase p mod NUM_PHASES, so
 neighbouring programs compute the same rows of different phases, whose
 outputs share cache sectors, and their stores meet in L2. A program takes
-its phase's extents and taps from the generator's numbers and
+its phase's extents and taps from the generator's table (PHASE_TABLE) and
 computes BLOCK_M of the phase's output positions by BLOCK_N output channels
 of one group, stepping over (tap, BLOCK_K input channels) with tl.dot and
 fp32 accumulation.
@@ -49,10 +54,10 @@ PROBLEM = dict(
     IN_D=1, IN_H=1, IN_W=1,
     OUT_D=4, OUT_H=4, OUT_W=4,
     K_D=4, K_H=4, K_W=4,
-    STRIDE_D=1, STRIDE_H=1, STRIDE_W=1,
+    STRIDE_D=4, STRIDE_H=4, STRIDE_W=4,
     PAD_D=0, PAD_H=0, PAD_W=0,
     DIL_D=1, DIL_H=1, DIL_W=1,
-    K_STEP_D=1, K_STEP_H=1, K_STEP_W=1,
+    K_STEP_D=4, K_STEP_H=4, K_STEP_W=4,
     OFF_STEP_D=1, OFF_STEP_H=1, OFF_STEP_W=1,
 )
 
@@ -60,10 +65,10 @@ PROBLEM = dict(
 # tl.dot needs block dimensions that are powers of two of at least 16: channel
 # counts below the block are padded with masked (zero) loads.
 TILING = dict(
-    BLOCK_M=64,  # output positions of one phase per program
+    BLOCK_M=32,  # output positions of one phase per program
     BLOCK_N=64,  # output channels of one group per program
     BLOCK_K=32,  # input channels per reduction step
-    NUM_PHASES=1,  # stride phases, interleaved over the programs
+    NUM_PHASES=64,  # stride phases, interleaved over the programs
     M_TILES=1,  # BLOCK_M tiles over the largest phase's rows
     N_TILES=4,  # channel tiles over out_channels/groups
     CI_CHUNKS=4,  # BLOCK_K steps over in_channels/groups, per tap
@@ -78,7 +83,7 @@ TILING = dict(
     LO_D=0, LO_H=0, LO_W=0,  # border before the input per dimension
     X_D=1, X_H=1, X_W=1,  # the input's extents as the kernel reads it
 )
-PROGRAMS = 4  # NUM_PHASES * M_TILES * N_TILES * groups
+PROGRAMS = 256  # NUM_PHASES * M_TILES * N_TILES * groups
 NUM_WARPS = 4
 NUM_STAGES = 3  # loads kept in flight ahead of the tl.dot
 
@@ -97,7 +102,145 @@ RELAYOUT_PROGRAMS = 2048  # X_ROWS + WEIGHT_PROGRAMS (2048)
 
 # The stride phases (r: output residue, Q: outputs per dimension, M: GEMM
 # rows, taps per dimension):
-#   r = (0, 0, 0): Q = (4, 4, 4), M = 64, 64 taps (4 x 4 x 4)
+#   r = (0, 0, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (0, 0, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (0, 0, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (0, 0, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (0, 1, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (0, 1, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (0, 1, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (0, 1, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (0, 2, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (0, 2, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (0, 2, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (0, 2, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (0, 3, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (0, 3, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (0, 3, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (0, 3, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 0, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 0, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 0, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 0, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 1, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 1, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 1, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 1, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 2, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 2, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 2, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 2, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 3, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 3, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 3, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (1, 3, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 0, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 0, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 0, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 0, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 1, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 1, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 1, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 1, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 2, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 2, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 2, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 2, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 3, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 3, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 3, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (2, 3, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 0, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 0, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 0, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 0, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 1, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 1, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 1, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 1, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 2, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 2, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 2, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 2, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 3, 0): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 3, 1): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 3, 2): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+#   r = (3, 3, 3): Q = (1, 1, 1), M = 1, 1 taps (1 x 1 x 1)
+
+# The kernel's phases, one row each (program p reads row p mod NUM_PHASES), as
+# the generator computed them; the module keeps them as a buffer. Per dimension
+# (D, H, W): output residue r, outputs Q (o = r + stride*q), the first tap's
+# kernel index k0 (the kernel size when none), the taps (K_STEP apart), and the
+# first tap's input offset (falling by OFF_STEP a tap).
+PHASE_FIELDS = 15
+PHASE_TABLE = (
+    # (r_d, r_h, r_w, q_d, q_h, q_w, k0_d, k0_h, k0_w, taps_d, taps_h, taps_w, off0_d, off0_h, off0_w)
+    (0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0),
+    (0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0, 0),
+    (0, 0, 2, 1, 1, 1, 0, 0, 2, 1, 1, 1, 0, 0, 0),
+    (0, 0, 3, 1, 1, 1, 0, 0, 3, 1, 1, 1, 0, 0, 0),
+    (0, 1, 0, 1, 1, 1, 0, 1, 0, 1, 1, 1, 0, 0, 0),
+    (0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, 0),
+    (0, 1, 2, 1, 1, 1, 0, 1, 2, 1, 1, 1, 0, 0, 0),
+    (0, 1, 3, 1, 1, 1, 0, 1, 3, 1, 1, 1, 0, 0, 0),
+    (0, 2, 0, 1, 1, 1, 0, 2, 0, 1, 1, 1, 0, 0, 0),
+    (0, 2, 1, 1, 1, 1, 0, 2, 1, 1, 1, 1, 0, 0, 0),
+    (0, 2, 2, 1, 1, 1, 0, 2, 2, 1, 1, 1, 0, 0, 0),
+    (0, 2, 3, 1, 1, 1, 0, 2, 3, 1, 1, 1, 0, 0, 0),
+    (0, 3, 0, 1, 1, 1, 0, 3, 0, 1, 1, 1, 0, 0, 0),
+    (0, 3, 1, 1, 1, 1, 0, 3, 1, 1, 1, 1, 0, 0, 0),
+    (0, 3, 2, 1, 1, 1, 0, 3, 2, 1, 1, 1, 0, 0, 0),
+    (0, 3, 3, 1, 1, 1, 0, 3, 3, 1, 1, 1, 0, 0, 0),
+    (1, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0),
+    (1, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0),
+    (1, 0, 2, 1, 1, 1, 1, 0, 2, 1, 1, 1, 0, 0, 0),
+    (1, 0, 3, 1, 1, 1, 1, 0, 3, 1, 1, 1, 0, 0, 0),
+    (1, 1, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0, 0, 0),
+    (1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0),
+    (1, 1, 2, 1, 1, 1, 1, 1, 2, 1, 1, 1, 0, 0, 0),
+    (1, 1, 3, 1, 1, 1, 1, 1, 3, 1, 1, 1, 0, 0, 0),
+    (1, 2, 0, 1, 1, 1, 1, 2, 0, 1, 1, 1, 0, 0, 0),
+    (1, 2, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 0, 0, 0),
+    (1, 2, 2, 1, 1, 1, 1, 2, 2, 1, 1, 1, 0, 0, 0),
+    (1, 2, 3, 1, 1, 1, 1, 2, 3, 1, 1, 1, 0, 0, 0),
+    (1, 3, 0, 1, 1, 1, 1, 3, 0, 1, 1, 1, 0, 0, 0),
+    (1, 3, 1, 1, 1, 1, 1, 3, 1, 1, 1, 1, 0, 0, 0),
+    (1, 3, 2, 1, 1, 1, 1, 3, 2, 1, 1, 1, 0, 0, 0),
+    (1, 3, 3, 1, 1, 1, 1, 3, 3, 1, 1, 1, 0, 0, 0),
+    (2, 0, 0, 1, 1, 1, 2, 0, 0, 1, 1, 1, 0, 0, 0),
+    (2, 0, 1, 1, 1, 1, 2, 0, 1, 1, 1, 1, 0, 0, 0),
+    (2, 0, 2, 1, 1, 1, 2, 0, 2, 1, 1, 1, 0, 0, 0),
+    (2, 0, 3, 1, 1, 1, 2, 0, 3, 1, 1, 1, 0, 0, 0),
+    (2, 1, 0, 1, 1, 1, 2, 1, 0, 1, 1, 1, 0, 0, 0),
+    (2, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 0, 0, 0),
+    (2, 1, 2, 1, 1, 1, 2, 1, 2, 1, 1, 1, 0, 0, 0),
+    (2, 1, 3, 1, 1, 1, 2, 1, 3, 1, 1, 1, 0, 0, 0),
+    (2, 2, 0, 1, 1, 1, 2, 2, 0, 1, 1, 1, 0, 0, 0),
+    (2, 2, 1, 1, 1, 1, 2, 2, 1, 1, 1, 1, 0, 0, 0),
+    (2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 1, 0, 0, 0),
+    (2, 2, 3, 1, 1, 1, 2, 2, 3, 1, 1, 1, 0, 0, 0),
+    (2, 3, 0, 1, 1, 1, 2, 3, 0, 1, 1, 1, 0, 0, 0),
+    (2, 3, 1, 1, 1, 1, 2, 3, 1, 1, 1, 1, 0, 0, 0),
+    (2, 3, 2, 1, 1, 1, 2, 3, 2, 1, 1, 1, 0, 0, 0),
+    (2, 3, 3, 1, 1, 1, 2, 3, 3, 1, 1, 1, 0, 0, 0),
+    (3, 0, 0, 1, 1, 1, 3, 0, 0, 1, 1, 1, 0, 0, 0),
+    (3, 0, 1, 1, 1, 1, 3, 0, 1, 1, 1, 1, 0, 0, 0),
+    (3, 0, 2, 1, 1, 1, 3, 0, 2, 1, 1, 1, 0, 0, 0),
+    (3, 0, 3, 1, 1, 1, 3, 0, 3, 1, 1, 1, 0, 0, 0),
+    (3, 1, 0, 1, 1, 1, 3, 1, 0, 1, 1, 1, 0, 0, 0),
+    (3, 1, 1, 1, 1, 1, 3, 1, 1, 1, 1, 1, 0, 0, 0),
+    (3, 1, 2, 1, 1, 1, 3, 1, 2, 1, 1, 1, 0, 0, 0),
+    (3, 1, 3, 1, 1, 1, 3, 1, 3, 1, 1, 1, 0, 0, 0),
+    (3, 2, 0, 1, 1, 1, 3, 2, 0, 1, 1, 1, 0, 0, 0),
+    (3, 2, 1, 1, 1, 1, 3, 2, 1, 1, 1, 1, 0, 0, 0),
+    (3, 2, 2, 1, 1, 1, 3, 2, 2, 1, 1, 1, 0, 0, 0),
+    (3, 2, 3, 1, 1, 1, 3, 2, 3, 1, 1, 1, 0, 0, 0),
+    (3, 3, 0, 1, 1, 1, 3, 3, 0, 1, 1, 1, 0, 0, 0),
+    (3, 3, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 0, 0, 0),
+    (3, 3, 2, 1, 1, 1, 3, 3, 2, 1, 1, 1, 0, 0, 0),
+    (3, 3, 3, 1, 1, 1, 3, 3, 3, 1, 1, 1, 0, 0, 0),
+)
+PHASES_DTYPE = torch.int32
 
 
 # ---- The re-layout ------------------------------------------------------------
@@ -174,7 +317,7 @@ def zoo_gan_first_b1_relayout(
 # ---- The kernel -------------------------------------------------------------
 @triton.jit
 def zoo_gan_first_b1_phase_igemm(
-    x_ptr, w_ptr, y_ptr,
+    x_ptr, w_ptr, y_ptr, phases_ptr,
     # Problem: sizes, channels, kernel, stride, padding, dilation, tap steps.
     BATCH: tl.constexpr, C_IN: tl.constexpr, C_OUT: tl.constexpr, C_IN_G: tl.constexpr, C_OUT_G: tl.constexpr,
     IN_D: tl.constexpr, IN_H: tl.constexpr, IN_W: tl.constexpr,
@@ -187,7 +330,7 @@ def zoo_gan_first_b1_phase_igemm(
     OFF_STEP_D: tl.constexpr, OFF_STEP_H: tl.constexpr, OFF_STEP_W: tl.constexpr,
     # Tiling and layout.
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    NUM_PHASES: tl.constexpr, M_TILES: tl.constexpr, N_TILES: tl.constexpr, CI_CHUNKS: tl.constexpr,
+    NUM_PHASES: tl.constexpr, M_TILES: tl.constexpr, N_TILES: tl.constexpr, CI_CHUNKS: tl.constexpr, PHASE_FIELDS: tl.constexpr,
     CHANNELS_LAST: tl.constexpr, INT64_OFFSETS: tl.constexpr,
     FUSE_W: tl.constexpr, W_FOLD: tl.constexpr, W_PHASES: tl.constexpr, W_PAD: tl.constexpr, W_SHIFTS: tl.constexpr, W_OFF_MAX: tl.constexpr,
     G_W: tl.constexpr, R0_W: tl.constexpr,
@@ -199,7 +342,7 @@ def zoo_gan_first_b1_phase_igemm(
     # that input inside a zero border of LO_* leading elements; w the
     # re-laid weight (groups, taps, C_IN_G, C_OUT_G) or (groups, taps,
     # C_OUT_G, C_IN_G); y is (batch, C_OUT, OUT_D, OUT_H, OUT_W); all
-    # contiguous float32.
+    # contiguous float32. phases is PHASE_TABLE, contiguous.
     X_DHW: tl.constexpr = X_D * X_H * X_W
     OUT_DHW: tl.constexpr = OUT_D * OUT_H * OUT_W
     # Strides of the input between channels and between positions.
@@ -236,13 +379,15 @@ def zoo_gan_first_b1_phase_igemm(
     g = tile // (N_TILES * M_TILES)
 
     # ---- The phase: residue, extents, taps -----------------------------------
-    # The one phase's numbers, from the generator, as constants that fold
-    # (added to phase, 0, for the program id's integer type).
-    r_d, r_h, r_w = phase + 0, phase + 0, phase + 0
-    q_d, q_h, q_w = phase + 4, phase + 4, phase + 4  # outputs o = r + STRIDE*q (W: O_STEP_W)
-    k0_d, k0_h, k0_w = phase + 0, phase + 0, phase + 0  # the first tap's kernel index
-    taps_d, taps_h, taps_w = phase + 4, phase + 4, phase + 4  # K_STEP apart
-    off0_d, off0_h, off0_w = phase + 0, phase + 0, phase + 0  # input offset of tap k0
+    # Loaded, not computed from the program id: a loaded value has no range
+    # the compiler knows, so it cannot narrow this arithmetic to 8 bits
+    # (Triton 3.6 miscompiled the narrowed form under pipelined loads).
+    row = phases_ptr + phase * PHASE_FIELDS
+    r_d, r_h, r_w = tl.load(row + 0), tl.load(row + 1), tl.load(row + 2)  # r_w: the program's first W residue
+    q_d, q_h, q_w = tl.load(row + 3), tl.load(row + 4), tl.load(row + 5)  # outputs o = r + STRIDE*q (W: O_STEP_W)
+    k0_d, k0_h, k0_w = tl.load(row + 6), tl.load(row + 7), tl.load(row + 8)  # the first tap's kernel index
+    taps_d, taps_h, taps_w = tl.load(row + 9), tl.load(row + 10), tl.load(row + 11)  # K_STEP apart
+    off0_d, off0_h, off0_w = tl.load(row + 12), tl.load(row + 13), tl.load(row + 14)  # input offset of tap k0
     rows = BATCH * q_d * q_h * q_w  # the phase's GEMM rows
 
     # Rows: GEMM row m is output (n, qd, qh, qw) of this phase, qw fastest.
@@ -336,13 +481,15 @@ def zoo_gan_first_b1_phase_igemm(
 
 
 # ---- The wrapper: checks, allocates, launches --------------------------------
-def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor, phases: torch.Tensor) -> torch.Tensor:
     """ConvTranspose3d forward of this problem: weight re-layout, then
     one kernel launch over every stride phase."""
     if not (x.is_cuda and x.dtype == torch.float32 and tuple(x.shape) == INPUT_SHAPE):
         raise ValueError(f"x must be a float32 CUDA tensor of shape {INPUT_SHAPE}: the kernel is generated for it")
     if not (weight.device == x.device and weight.dtype == torch.float32 and tuple(weight.shape) == WEIGHT_SHAPE):
         raise ValueError(f"weight must be a float32 tensor of shape {WEIGHT_SHAPE} on the device of x")
+    if not (phases.device == x.device and phases.dtype == PHASES_DTYPE and tuple(phases.shape) == (len(PHASE_TABLE), PHASE_FIELDS)):
+        raise ValueError("phases must be PHASE_TABLE as a tensor on the device of x")
     # Re-layouts, inside every forward and counted in its time (nothing is
     # cached across calls), in one launch of the kernel above.
     # The weight (in, out/g, kd, kh, kw) to (g, tap, in/g, out/g), so that a
@@ -353,7 +500,7 @@ def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor
     zoo_gan_first_b1_relayout[(RELAYOUT_PROGRAMS,)](x, weight.detach(), xk, wt, **RELAYOUT)
     y = torch.empty(OUTPUT_SHAPE, device=x.device, dtype=torch.float32)
     zoo_gan_first_b1_phase_igemm[(PROGRAMS,)](
-        xk, wt, y, **PROBLEM, **TILING,
+        xk, wt, y, phases, **PROBLEM, **TILING, PHASE_FIELDS=PHASE_FIELDS,
         num_warps=NUM_WARPS, num_stages=NUM_STAGES,
     )
     return y
@@ -367,7 +514,10 @@ class Model(nn.Module):
         # Same parameters in the same order as the reference, so seeded
         # initialisation gives identical weights.
         self.conv_transpose3d = nn.ConvTranspose3d(in_channels, out_channels, kernel_size, stride=stride, padding=padding, output_padding=output_padding, groups=groups, bias=bias, dilation=dilation)
+        # The kernel's phase table, as a buffer: it moves with the module,
+        # and is neither a parameter nor in the state dict.
+        self.register_buffer("phases", torch.tensor(PHASE_TABLE, dtype=PHASES_DTYPE), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         conv = self.conv_transpose3d
-        return implicit_gemm_forward(x, conv.weight)
+        return implicit_gemm_forward(x, conv.weight, self.phases)

@@ -4,6 +4,11 @@
 Input (16, 100, 1, 1, 1) -> output (16, 512, 2, 4, 4); kernel (2, 4, 4), stride (1, 1, 1),
 padding (0, 0, 0), output_padding (0, 0, 0), dilation (1, 1, 1), groups 1, bias True.
 
+Along D, H, W the input has one position, which meets each output through one
+tap whatever the stride: the kernels take stride 2, 4, 4 there (the kernel's
+dilated extent), so each stride phase has at most one tap and no products read
+outside the input.
+
 Algorithm: output-stationary implicit GEMM with stride-phase decomposition.
 The outputs split into stride_d*stride_h*stride_w phases (o = r + stride*q).
 Inside a phase only the taps with (r + padding - k*dilation) divisible by the
@@ -11,13 +16,8 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-Along W the outputs are not split into phases: each thread holds 8
-consecutive outputs along W, of every W residue, by 8 output channels.
-For each (d, h) tap and input channel it loads the window of input columns
-those outputs read into registers once (no other thread reads them), and
-every (output, kw) pair with a tap takes its input from there; only the
-weights are staged in shared memory. Products are fp32 FFMA, accumulated in
-fp32.
+Products run on the tensor cores as 3xTF32 (each fp32 operand split into two
+TF32 parts, three m16n8k8 products, fp32 accumulation): fp32-level accuracy.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
 weight tiles load contiguously; that copy is part of the timed forward.
 """
@@ -35,28 +35,25 @@ static constexpr int kCin = 100, kCout = 512, kGroups = 1;
 static constexpr int kCinG = 100, kCoutG = 512;  // channels per group
 static constexpr int kInD = 1, kInH = 1, kInW = 1;
 static constexpr int kOutD = 2, kOutH = 4, kOutW = 4;
-static constexpr int kStrideD = 1, kStrideH = 1, kStrideW = 1;
+static constexpr int kStrideD = 2, kStrideH = 4, kStrideW = 4;
 static constexpr int kTaps = 32;  // kernel positions, kd*kh*kw
 static constexpr idx_t kInHW = (idx_t)kInH * kInW, kInDHW = kInD * kInHW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
 // ---- Tiling (from the plan) ----------------------------------------------
-// Each of kThreads threads computes kTW consecutive outputs along W (every
-// W residue) of one (d, h) phase row by kBN output channels of one group.
-// For each (d, h) tap and input channel it loads the kWinLen input columns
-// its outputs read into registers, kBK channels at a time: no other thread
-// reads them. Shared memory holds the weights (all kKW along W) of
-// kTapChunk of the phase's (d, h) taps, which every thread reads alike.
-static constexpr int kBM = 128, kBN = 8, kBK = 2, kTW = 8;
+// A block computes kBM output positions of one phase by kBN output channels
+// of one group, kBK input channels per step.
+static constexpr int kBM = 64, kBN = 64, kBK = 16;
 static constexpr int kThreads = 128;
-static constexpr int kCIChunks = 50;  // kBK-channel steps per tap
-static constexpr int kTapChunk = 3;  // (d, h) taps whose weights are staged at once
-static constexpr int kKW = 4, kPadW = 0, kDilW = 1;
-// Output ow0 + j (ow0 a multiple of kTW) reads, through tap kw, input column
-// ow0/kStrideW + (j + kPadW - kw*kDilW)/kStrideW when kStrideW divides
-// j + kPadW - kw*kDilW. Those columns lie in the window of kWinLen from
-// ow0/kStrideW + kWinLo.
-static constexpr int kWinLo = -3, kWinLen = 11;
+// Warp w holds a kWM x kWN tile: kMT x kNT m16n8k8 fragments.
+static constexpr int kWM = 32, kWN = 32, kWarpsM = 2;
+static constexpr int kMT = kWM / 16, kNT = kWN / 8;
+static constexpr int kPad = 0;  // shared-memory row padding, in floats
+static constexpr int kCIChunks = 7;  // kBK-channel steps per tap
+// The A (input) gather: kALanes threads cover the rows, each owning kARows
+// rows and kAK of the kBK channels (stride kAKStride).
+static constexpr int kALanes = 64, kARows = 1, kAKStride = 2, kAK = 8;
+static constexpr int kBLoads = 8;  // weight elements each thread loads per step
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 struct PhaseInfo {
@@ -69,19 +66,74 @@ struct TapInfo {
     int flat;                 // weight tap index (kd*KH + kh)*KW + kw
     int off_d, off_h, off_w;  // input index = q + off
 };
-static constexpr int kNumPhases = 1;
+static constexpr int kNumPhases = 32;
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 2, 4, 1, 128, 0, 8 },
+    { 0, 0, 0, 1, 1, 1, 16, 0, 1 },
+    { 0, 0, 1, 1, 1, 1, 16, 1, 1 },
+    { 0, 0, 2, 1, 1, 1, 16, 2, 1 },
+    { 0, 0, 3, 1, 1, 1, 16, 3, 1 },
+    { 0, 1, 0, 1, 1, 1, 16, 4, 1 },
+    { 0, 1, 1, 1, 1, 1, 16, 5, 1 },
+    { 0, 1, 2, 1, 1, 1, 16, 6, 1 },
+    { 0, 1, 3, 1, 1, 1, 16, 7, 1 },
+    { 0, 2, 0, 1, 1, 1, 16, 8, 1 },
+    { 0, 2, 1, 1, 1, 1, 16, 9, 1 },
+    { 0, 2, 2, 1, 1, 1, 16, 10, 1 },
+    { 0, 2, 3, 1, 1, 1, 16, 11, 1 },
+    { 0, 3, 0, 1, 1, 1, 16, 12, 1 },
+    { 0, 3, 1, 1, 1, 1, 16, 13, 1 },
+    { 0, 3, 2, 1, 1, 1, 16, 14, 1 },
+    { 0, 3, 3, 1, 1, 1, 16, 15, 1 },
+    { 1, 0, 0, 1, 1, 1, 16, 16, 1 },
+    { 1, 0, 1, 1, 1, 1, 16, 17, 1 },
+    { 1, 0, 2, 1, 1, 1, 16, 18, 1 },
+    { 1, 0, 3, 1, 1, 1, 16, 19, 1 },
+    { 1, 1, 0, 1, 1, 1, 16, 20, 1 },
+    { 1, 1, 1, 1, 1, 1, 16, 21, 1 },
+    { 1, 1, 2, 1, 1, 1, 16, 22, 1 },
+    { 1, 1, 3, 1, 1, 1, 16, 23, 1 },
+    { 1, 2, 0, 1, 1, 1, 16, 24, 1 },
+    { 1, 2, 1, 1, 1, 1, 16, 25, 1 },
+    { 1, 2, 2, 1, 1, 1, 16, 26, 1 },
+    { 1, 2, 3, 1, 1, 1, 16, 27, 1 },
+    { 1, 3, 0, 1, 1, 1, 16, 28, 1 },
+    { 1, 3, 1, 1, 1, 1, 16, 29, 1 },
+    { 1, 3, 2, 1, 1, 1, 16, 30, 1 },
+    { 1, 3, 3, 1, 1, 1, 16, 31, 1 },
 };
-__constant__ TapInfo kTapTable[8] = {
+__constant__ TapInfo kTapTable[32] = {
     { 0, 0, 0, 0 },
-    { 4, 0, -1, 0 },
-    { 8, 0, -2, 0 },
-    { 12, 0, -3, 0 },
-    { 16, -1, 0, 0 },
-    { 20, -1, -1, 0 },
-    { 24, -1, -2, 0 },
-    { 28, -1, -3, 0 },
+    { 1, 0, 0, 0 },
+    { 2, 0, 0, 0 },
+    { 3, 0, 0, 0 },
+    { 4, 0, 0, 0 },
+    { 5, 0, 0, 0 },
+    { 6, 0, 0, 0 },
+    { 7, 0, 0, 0 },
+    { 8, 0, 0, 0 },
+    { 9, 0, 0, 0 },
+    { 10, 0, 0, 0 },
+    { 11, 0, 0, 0 },
+    { 12, 0, 0, 0 },
+    { 13, 0, 0, 0 },
+    { 14, 0, 0, 0 },
+    { 15, 0, 0, 0 },
+    { 16, 0, 0, 0 },
+    { 17, 0, 0, 0 },
+    { 18, 0, 0, 0 },
+    { 19, 0, 0, 0 },
+    { 20, 0, 0, 0 },
+    { 21, 0, 0, 0 },
+    { 22, 0, 0, 0 },
+    { 23, 0, 0, 0 },
+    { 24, 0, 0, 0 },
+    { 25, 0, 0, 0 },
+    { 26, 0, 0, 0 },
+    { 27, 0, 0, 0 },
+    { 28, 0, 0, 0 },
+    { 29, 0, 0, 0 },
+    { 30, 0, 0, 0 },
+    { 31, 0, 0, 0 },
 };
 
 // Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
@@ -100,14 +152,63 @@ extern "C" __global__ void zoo_vgan_z_repack_weight(const float* __restrict__ w,
     wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
 }
 
+// 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
+// lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
+// lo*lo is below fp32 rounding. Each part rounds to nearest (ties away),
+// as cvt.rna.tf32.f32 does for finite values, written out because the cvt
+// adds an infinity test and select (a third more hot-loop instructions).
+__device__ __forceinline__ unsigned round_tf32(float x)
+{
+    return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+}
+
+__device__ __forceinline__ void split_tf32(float x, unsigned& hi, unsigned& lo)
+{
+    hi = round_tf32(x);
+    lo = round_tf32(x - __uint_as_float(hi));
+}
+
+// acc += a * b: one m16n8k8 TF32 product (a row-major 16x8, b column-major 8x8).
+__device__ __forceinline__ void mma_tf32(float* acc, const unsigned* a, const unsigned* b)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
 zoo_vgan_z_igemm(const float* __restrict__ x, const float* __restrict__ wt,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // Weights of up to kTapChunk (d, h) taps as (tap, input channel, kw, kBN
-    // output channels): a thread reads the kBN of one (tap, channel, kw) as
-    // float4s, the same address in every lane (a broadcast).
-    __shared__ __align__(16) float w_tile[kTapChunk * kCinG * kKW * kBN];
+    // Two stages of each tile: the next step's loads fill one while the
+    // products read the other, so one barrier per step suffices.
+
+    // Tiles staged as their TF32 parts (split once here, not at every
+    // use), in m16n8k8 fragment order: lane 4g+t of a warp finds its four
+    // A values (rows g, g+8 at columns t, t+4) in one float4 and its two B
+    // values (column g at rows t, t+4) in one float2. Within a fragment the
+    // lane slots are swizzled (t XOR a function of g) so that the staging
+    // stores of a warp, which run along rows, spread over the banks; the
+    // fragment reads stay one contiguous, conflict-free block per warp.
+    __shared__ __align__(16) float sa_hi[2][kBK * kBM], sa_lo[2][kBK * kBM];
+    __shared__ __align__(16) float sb_hi[2][kBK * kBN], sb_lo[2][kBK * kBN];
+    auto stage_a = [&](int buf, int k, int m, float v) {
+        const int g = m % 8, slot = 4 * g + ((k % 4) ^ ((g >> 1) & 3));
+        const int i = (((k / 8) * (kBM / 16) + m / 16) * 32 + slot) * 4 + (m % 16) / 8 + 2 * ((k % 8) / 4);
+        unsigned hi, lo;
+        split_tf32(v, hi, lo);
+        sa_hi[buf][i] = __uint_as_float(hi);
+        sa_lo[buf][i] = __uint_as_float(lo);
+    };
+    auto stage_b = [&](int buf, int k, int n, float v) {
+        const int g = n % 8, slot = 4 * g + ((k % 4) ^ ((g >> 2) & 3));
+        const int i = (((k / 8) * (kBN / 8) + n / 8) * 32 + slot) * 2 + (k % 8) / 4;
+        unsigned hi, lo;
+        split_tf32(v, hi, lo);
+        sb_hi[buf][i] = __uint_as_float(hi);
+        sb_lo[buf][i] = __uint_as_float(lo);
+    };
 
     // Phases interleave along x: neighbouring blocks compute the same rows
     // of different phases, whose outputs share cache sectors, so their
@@ -120,106 +221,157 @@ zoo_vgan_z_igemm(const float* __restrict__ x, const float* __restrict__ wt,
     const int tid = threadIdx.x;
     const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
 
-    // ---- This thread's row: m = (n, qd, qh, W chunk), decoded once --------
-    // The tap table's entries are (d, h) taps with kw = 0: their flat index
-    // is kw 0's, and their W offset is 0 (the window constants hold W).
-    const int m = m0 + tid;
-    const bool live = m < P.m;
-    int batch = 0, qd = -(1 << 29), qh = 0, chunk = 0;  // a dead row's qd reads zeros
-    if (live) {
-        batch = m / q_dhw;
-        const int s = m - batch * q_dhw;
-        qd = s / q_hw;
-        qh = (s - qd * q_hw) / P.q_w;
-        chunk = s - qd * q_hw - qh * P.q_w;
-    }
-    const idx_t base = ((idx_t)batch * kCin + (idx_t)g * kCinG) * kInDHW;
-    const int win0 = chunk * (kTW / kStrideW) + kWinLo;  // the window's first input column
-
-    float acc[kTW][kBN];
+    // ---- Rows this thread gathers: decoded once, reused by every step ----
+    const int a_lane = tid % kALanes, a_k0 = tid / kALanes;
+    idx_t a_base[kARows];
+    int a_qd[kARows], a_qh[kARows], a_qw[kARows];
     #pragma unroll
-    for (int j = 0; j < kTW; ++j) {
-        #pragma unroll
-        for (int n = 0; n < kBN; ++n) acc[j][n] = 0.0f;
+    for (int r = 0; r < kARows; ++r) {
+        const int m = m0 + a_lane + r * kALanes;
+        if (m < P.m) {
+            const int n = m / q_dhw, s = m - n * q_dhw;
+            a_qd[r] = s / q_hw;
+            a_qh[r] = (s - a_qd[r] * q_hw) / P.q_w;
+            a_qw[r] = s - a_qd[r] * q_hw - a_qh[r] * P.q_w;
+            a_base[r] = ((idx_t)n * kCin + (idx_t)g * kCinG) * kInDHW;
+        } else {
+            // Pushes every input index out of range (the row reads zeros)
+            // along W, whose index is added, not multiplied: no int product
+            // of it can overflow.
+            a_qw[r] = -(1 << 29);
+            a_qd[r] = a_qh[r] = 0;
+            a_base[r] = 0;
+        }
     }
 
-    // ---- (d, h) taps, kTapChunk at a time: stage their weights, then FMAs --
-    for (int t0 = 0; t0 < P.tap_count; t0 += kTapChunk) {
-        const int taps = min(kTapChunk, P.tap_count - t0);
-        __syncthreads();  // everyone is done with the previous chunk's weights
-        for (int e = tid; e < taps * kCinG * kKW * kBN; e += kThreads) {
-            const int n = e % kBN, kw = e / kBN % kKW, rest = e / (kBN * kKW);
-            const int ci = rest % kCinG, t = rest / kCinG;
-            const int flat = kTapTable[P.tap_start + t0 + t].flat + kw;
-            w_tile[e] = n0 + n < kCoutG ? __ldg(wt + (((idx_t)g * kTaps + flat) * kCinG + ci) * kCoutG + n0 + n) : 0.0f;
+    float a_reg[kARows][kAK];
+    float b_reg[kBLoads];
+    // gather loads step ks's tiles into registers: A from the input at the
+    // tap's offset (zero where the tap falls outside it), B from the weight.
+    auto gather = [&](int ks) {
+        const int tap = ks / kCIChunks;
+        const int ci0 = (ks - tap * kCIChunks) * kBK;
+        const TapInfo T = kTapTable[P.tap_start + tap];
+        #pragma unroll
+        for (int r = 0; r < kARows; ++r) {
+            const int id = a_qd[r] + T.off_d, ih = a_qh[r] + T.off_h, iw = a_qw[r] + T.off_w;
+            const bool inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
+            const float* src = x + a_base[r] + (idx_t)id * kInHW + (idx_t)ih * kInW + iw;
+            #pragma unroll
+            for (int j = 0; j < kAK; ++j) {
+                const int k = a_k0 + j * kAKStride;
+                const int ci = ci0 + k;
+                a_reg[r][j] = (inside && k < kBK && ci < kCinG) ? __ldg(src + (idx_t)ci * kInDHW) : 0.0f;
+            }
         }
-        __syncthreads();
-        for (int t = 0; t < taps; ++t) {
-            const TapInfo T = kTapTable[P.tap_start + t0 + t];
-            const int id = qd + T.off_d, ih = qh + T.off_h;
-            const bool row_inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH;
-            const float* src = row_inside ? x + base + (idx_t)id * kInHW + (idx_t)ih * kInW : x;
-            const float* w_tap = w_tile + t * kCinG * kKW * kBN;
-            for (int c = 0; c < kCIChunks; ++c) {
-                // kBK channels' windows loaded together, then their FMAs.
-                float win[kBK][kWinLen];
+        const float* wsrc = wt + (((idx_t)g * kTaps + T.flat) * kCinG + ci0) * kCoutG + n0;
+        #pragma unroll
+        for (int j = 0; j < kBLoads; ++j) {
+            const int e = tid + j * kThreads;
+            const int k = e / kBN, n = e % kBN;
+            b_reg[j] = (e < kBK * kBN && ci0 + k < kCinG && n0 + n < kCoutG) ? __ldg(wsrc + k * kCoutG + n) : 0.0f;
+        }
+    };
+    auto stash = [&](int buf) {
+        #pragma unroll
+        for (int r = 0; r < kARows; ++r) {
+            #pragma unroll
+            for (int j = 0; j < kAK; ++j) {
+                const int k = a_k0 + j * kAKStride;
+                if (k < kBK) stage_a(buf, k, a_lane + r * kALanes, a_reg[r][j]);
+            }
+        }
+        #pragma unroll
+        for (int j = 0; j < kBLoads; ++j) {
+            const int e = tid + j * kThreads;
+            if (e < kBK * kBN) stage_b(buf, e / kBN, e % kBN, b_reg[j]);
+        }
+    };
+    // ---- Main loop: tensor-core products of step ks-1 overlap the loads of
+    // step ks. Fragment layout of m16n8k8 (PTX ISA): lane = 4*g + t holds
+    // A rows g and g+8 at columns t and t+4, B column g at rows t and t+4,
+    // and C rows g and g+8 at columns 2t and 2t+1.
+    const int warp = tid / 32, lane = tid % 32;
+    const int g8 = lane / 4, t4 = lane % 4;
+    const int wm0 = (warp % kWarpsM) * kWM, wn0 = (warp / kWarpsM) * kWN;
+    float acc[kMT][kNT][4];
+    #pragma unroll
+    for (int i = 0; i < kMT; ++i) {
+        #pragma unroll
+        for (int j = 0; j < kNT; ++j) {
+            #pragma unroll
+            for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+        }
+    }
+    const int ksteps = P.tap_count * kCIChunks;
+    for (int ks = 0; ks <= ksteps; ++ks) {
+        if (ks < ksteps) gather(ks);
+        if (ks > 0) {
+            const int buf = (ks - 1) & 1;
+            #pragma unroll
+            for (int k8 = 0; k8 < kBK; k8 += 8) {
+                unsigned a_hi[kMT][4], a_lo[kMT][4], b_hi[kNT][2], b_lo[kNT][2];
+                const int slot_a = 4 * g8 + (t4 ^ ((g8 >> 1) & 3)), slot_b = 4 * g8 + (t4 ^ ((g8 >> 2) & 3));
                 #pragma unroll
-                for (int b = 0; b < kBK; ++b) {
-                    const int ci = c * kBK + b;
-                    const bool ok = row_inside && ci < kCinG;
-                    #pragma unroll
-                    for (int v = 0; v < kWinLen; ++v) {
-                        const int iw = win0 + v;
-                        win[b][v] = ok && (unsigned)iw < (unsigned)kInW ? __ldg(src + (idx_t)ci * kInDHW + iw) : 0.0f;
-                    }
+                for (int i = 0; i < kMT; ++i) {
+                    const int f = (((k8 / 8) * (kBM / 16) + wm0 / 16 + i) * 32 + slot_a) * 4;
+                    const float4 h = *reinterpret_cast<const float4*>(&sa_hi[buf][f]);
+                    const float4 l = *reinterpret_cast<const float4*>(&sa_lo[buf][f]);
+                    a_hi[i][0] = __float_as_uint(h.x); a_hi[i][1] = __float_as_uint(h.y);
+                    a_hi[i][2] = __float_as_uint(h.z); a_hi[i][3] = __float_as_uint(h.w);
+                    a_lo[i][0] = __float_as_uint(l.x); a_lo[i][1] = __float_as_uint(l.y);
+                    a_lo[i][2] = __float_as_uint(l.z); a_lo[i][3] = __float_as_uint(l.w);
                 }
                 #pragma unroll
-                for (int b = 0; b < kBK; ++b) {
-                    const int ci = c * kBK + b;
-                    if (ci >= kCinG) break;
+                for (int j = 0; j < kNT; ++j) {
+                    const int f = (((k8 / 8) * (kBN / 8) + wn0 / 8 + j) * 32 + slot_b) * 2;
+                    const float2 h = *reinterpret_cast<const float2*>(&sb_hi[buf][f]);
+                    const float2 l = *reinterpret_cast<const float2*>(&sb_lo[buf][f]);
+                    b_hi[j][0] = __float_as_uint(h.x); b_hi[j][1] = __float_as_uint(h.y);
+                    b_lo[j][0] = __float_as_uint(l.x); b_lo[j][1] = __float_as_uint(l.y);
+                }
+                #pragma unroll
+                for (int i = 0; i < kMT; ++i) {
                     #pragma unroll
-                    for (int kw = 0; kw < kKW; ++kw) {
+                    for (int j = 0; j < kNT; ++j) {
+                        // The tensor cores round their sums toward zero, a
+                        // bias that grows with every accumulation into the
+                        // same registers. So each 8-deep slice is summed
+                        // from zero (small terms first) and added to the
+                        // running total with a round-to-nearest fp32 add.
+                        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                        mma_tf32(part, a_lo[i], b_hi[j]);
+                        mma_tf32(part, a_hi[i], b_lo[j]);
+                        mma_tf32(part, a_hi[i], b_hi[j]);
                         #pragma unroll
-                        for (int n = 0; n < kBN; n += 4) {
-                            const float4 w = *reinterpret_cast<const float4*>(&w_tap[(ci * kKW + kw) * kBN + n]);
-                            #pragma unroll
-                            for (int j = 0; j < kTW; ++j) {
-                                // Constant once unrolled: which outputs tap kw
-                                // reaches, and where in the window it reads.
-                                const int v = j + kPadW - kw * kDilW;
-                                if (v % kStrideW != 0) continue;
-                                const float a = win[b][v / kStrideW - kWinLo];
-                                acc[j][n + 0] = fmaf(a, w.x, acc[j][n + 0]);
-                                acc[j][n + 1] = fmaf(a, w.y, acc[j][n + 1]);
-                                acc[j][n + 2] = fmaf(a, w.z, acc[j][n + 2]);
-                                acc[j][n + 3] = fmaf(a, w.w, acc[j][n + 3]);
-                            }
-                        }
+                        for (int c = 0; c < 4; ++c) acc[i][j][c] += part[c];
                     }
                 }
             }
         }
+        if (ks < ksteps) stash(ks & 1);
+        __syncthreads();
     }
 
     // ---- Epilogue: bias, then each output written once -------------------
-    if (!live) return;
-    {
-        const idx_t row = (idx_t)batch * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-            + (idx_t)(P.r_h + kStrideH * qh) * kOutW + chunk * kTW;
-        const int left = kOutW - chunk * kTW;  // outputs of this chunk inside the row
+    #pragma unroll
+    for (int i = 0; i < kMT; ++i) {
         #pragma unroll
-        for (int n = 0; n < kBN; ++n) {
-            const int co = n0 + n;
-            if (co >= kCoutG) continue;
-            const int c = g * kCoutG + co;
-            float* dst = y + row + (idx_t)c * kOutDHW;
-            const float b = __ldg(bias + c);
-            // The row and chunk * kTW are multiples of 4: aligned float4s,
-            // each wholly inside the row or wholly past it.
+        for (int half = 0; half < 2; ++half) {
+            const int m = m0 + wm0 + i * 16 + g8 + half * 8;
+            if (m >= P.m) continue;
+            const int n = m / q_dhw, s = m - n * q_dhw;
+            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
+            const idx_t row = (idx_t)n * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
+                + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
             #pragma unroll
-            for (int j = 0; j < kTW; j += 4) {
-                if (j < left) {
-                    *reinterpret_cast<float4*>(dst + j) = make_float4(acc[j][n] + b, acc[j + 1][n] + b, acc[j + 2][n] + b, acc[j + 3][n] + b);
+            for (int j = 0; j < kNT; ++j) {
+                #pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int co = n0 + wn0 + j * 8 + 2 * t4 + e;
+                    if (co >= kCoutG) continue;
+                    const int c = g * kCoutG + co;
+                    y[row + (idx_t)c * kOutDHW] = acc[i][j][half * 2 + e] + __ldg(bias + c);
                 }
             }
         }
@@ -255,7 +407,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     auto y = torch::empty({16, 512, 2, 4, 4}, x.options());
     zoo_vgan_z_repack_weight<<<6400, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_vgan_z_repack_weight");
-    zoo_vgan_z_igemm<<<dim3(1, 64, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_vgan_z_igemm<<<dim3(32, 8, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_vgan_z_igemm");
     return y;

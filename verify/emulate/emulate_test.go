@@ -574,3 +574,63 @@ func TestSM90WGMMAIsGPUOnly(t *testing.T) {
 		t.Fatal("no sm90 wgmma kernel registered")
 	}
 }
+
+// TestOnePositionInputs runs the kernels of each family where the input
+// has one position along some axes (a GAN's first layer, z of shape
+// (N, C, 1, 1, 1), and an asymmetric case with output padding, dilation
+// and groups), planned with the raised strides (geom.Conv.OnePositionStrides),
+// against the float64 reference of the convolution as the spec gives it.
+func TestOnePositionInputs(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	convs := []geom.Conv{
+		{Batch: 3, InChannels: 10, OutChannels: 12, In: [3]int{1, 1, 1}, Kernel: [3]int{4, 4, 4}, Stride: [3]int{1, 1, 1},
+			Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+		{Batch: 2, InChannels: 6, OutChannels: 8, In: [3]int{1, 3, 1}, Kernel: [3]int{3, 2, 4}, Stride: [3]int{2, 1, 1},
+			Padding: [3]int{1, 0, 1}, OutputPadding: [3]int{1, 0, 1}, Dilation: [3]int{1, 1, 2}, Groups: 2},
+	}
+	families := []spec.Family{spec.FFMA{}, spec.Direct{}, spec.MMA{}, spec.WGMMA{}, spec.WGMMA{KWInN: true}}
+	for i, c := range convs {
+		for j, f := range families {
+			k := spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: f}}
+			s, err := spec.Parse("onepos.yaml", []byte(spec.Generic(fmt.Sprintf("onepos_%d_%d", i, j), "one input position", c, "randn", k)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := plan.New(s, plan.SM80)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Restrided == [3]bool{} || p.Conv == c {
+				t.Fatalf("%s: no stride raised (%v)", p, p.Conv.Stride)
+			}
+			asked := *p
+			asked.Conv = c // inputs and the reference from the convolution as asked
+			runCUDA(t, r, dir, p, &asked, "onepos.yaml").check(t, p)
+		}
+		python := python3(t)
+		for j, tr := range []spec.Triton{{Precision: "3xtf32", BlockM: 16, BlockN: 16, BlockK: 16, Warps: 4, Stages: 2},
+			{Precision: "fp32", BlockM: 16, BlockN: 16, BlockK: 16, Warps: 4, Stages: 2, ChannelsLast: true, FuseW: true}} {
+			k := spec.Kernel{Backends: []string{"triton"}, Triton: tr}
+			s, err := spec.Parse("onepos.yaml", []byte(spec.Generic(fmt.Sprintf("onepos_%d_t%d", i, j), "one input position", c, "randn", k)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := plan.New(s, plan.SM90)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := gpu.MakeInputs(c, "randn", 7)
+			y, err := runTriton(t, python, renderTriton(t, r, p), p.Conv, in)
+			if err != nil || nanCount(y) > 0 {
+				t.Fatalf("%s (triton %s): %v, %d outputs not written", p, tr, err, nanCount(y))
+			}
+			if e := ref.RelL2(y, ref.Forward(c, in.X, in.W, in.B)); e > 1e-5 {
+				t.Fatalf("%s (triton %s): relative L2 error %.2e > 1e-5", p, tr, e)
+			}
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package geom_test
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+
+	"convtgen/gen/geom"
+	"convtgen/gen/ref"
+)
+
+// TestOnePositionStridesKeepOutput: on random convolutions whose input
+// has one position along some axes (any kernel, stride, padding, output
+// padding, dilation, groups), the raised strides give the same output
+// size and, from the same input, weight and bias, the same float64
+// output as the convolution asked for; every raised stride phase holds
+// at most one tap; axes with more than one position keep their stride.
+func TestOnePositionStridesKeepOutput(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	raised := 0
+	for n := 0; n < 600; n++ {
+		g := 1 + r.Intn(3)
+		c := geom.Conv{Batch: 1 + r.Intn(2), InChannels: g * (1 + r.Intn(3)), OutChannels: g * (1 + r.Intn(3)), Groups: g, Bias: r.Intn(2) == 0}
+		for a := range 3 {
+			c.In[a] = 1
+			if r.Intn(3) == 0 {
+				c.In[a] = 2 + r.Intn(3)
+			}
+			c.Kernel[a], c.Stride[a], c.Dilation[a] = 1+r.Intn(4), 1+r.Intn(3), 1+r.Intn(3)
+			c.Padding[a] = r.Intn(c.Dilation[a]*(c.Kernel[a]-1) + 1)
+			c.OutputPadding[a] = r.Intn(max(c.Stride[a], c.Dilation[a]))
+		}
+		if o := c.Out(); o[0] < 1 || o[1] < 1 || o[2] < 1 {
+			continue
+		}
+		d, axes := c.OnePositionStrides()
+		if d.Out() != c.Out() {
+			t.Fatalf("%+v: output %v, raised %v", c, c.Out(), d.Out())
+		}
+		for a := range 3 {
+			if axes[a] != (d.Stride[a] != c.Stride[a]) || c.In[a] > 1 && axes[a] {
+				t.Fatalf("%+v: axes %v, strides %v", c, axes, d.Stride)
+			}
+			if !axes[a] {
+				continue
+			}
+			raised++
+			if d.OutputPadding[a] >= max(d.Stride[a], d.Dilation[a]) {
+				t.Fatalf("%+v: output padding %d at stride %d", c, d.OutputPadding[a], d.Stride[a])
+			}
+			for res := 0; res < d.Stride[a]; res++ {
+				taps := 0
+				for k := 0; k < d.Kernel[a]; k++ {
+					if (res+d.Padding[a]-k*d.Dilation[a])%d.Stride[a] == 0 {
+						taps++
+					}
+				}
+				if taps > 1 {
+					t.Fatalf("%+v: phase %d along axis %d has %d taps", d, res, a, taps)
+				}
+			}
+		}
+		x, w := values(r, c.InputLen()), values(r, c.WeightLen())
+		var b []float32
+		if c.Bias {
+			b = values(r, c.OutChannels)
+		}
+		want, got := ref.Forward(c, x, w, b), ref.Forward(d, x, w, b)
+		for i := range want {
+			if math.Abs(got[i]-want[i]) > 1e-12*(1+math.Abs(want[i])) {
+				t.Fatalf("%+v: output %d is %g, want %g", c, i, got[i], want[i])
+			}
+		}
+	}
+	if raised < 250 {
+		t.Errorf("%d axes raised, want at least 250", raised)
+	}
+}
+
+func values(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	return v
+}
