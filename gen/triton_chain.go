@@ -71,7 +71,7 @@ type TritonStep struct {
 	Params   string // the kernel's parameters
 	Args     string // the launch's tensors
 	Grid     int
-	Block    int    // elements (pointwise, pool, large stats) a program
+	Block    int    // elements a program (pointwise, normalise, pool), or a stats program's loads at a time
 	OutShape string // the tensor a step that writes a new one allocates
 
 	// pointwise
@@ -94,7 +94,7 @@ type TritonStep struct {
 	// results into its two coefficients first.
 	Coef *TritonCoef
 
-	// rownorm and stats: BlockS segments (rows) a program.
+	// rownorm: BlockS rows a program.
 	BlockS int
 
 	// channel: Sample and Pos are a program's sample and its BLOCK_P
