@@ -132,15 +132,15 @@ func RandomSpec(r *rand.Rand, name, key string) string {
 		d := nameRand(key, "direct_tile")
 		var t spec.Direct
 		if d.Intn(2) == 0 {
-			t = spec.Direct{BM: []int{64, 128, 256, 512}[d.Intn(4)], BN: []int{4, 8, 16}[d.Intn(3)],
+			t = spec.Direct{BM: []int{64, 128, 256, 512}[d.Intn(4)], BN: []int{1, 2, 4, 8, 16}[d.Intn(5)],
 				BK: 1 + d.Intn(8), TM: []int{1, 2, 4}[d.Intn(3)]}
 		}
 		if nameCoin(key, "window") {
 			// Half of them with W unsplit: tw a multiple of stride_w, at
-			// most 64 sums per thread.
+			// most 16 and 64 sums per thread.
 			w := nameRand(key, "window_tile")
-			t.TM, t.BN = 0, []int{4, 8}[w.Intn(2)]
-			t.TW = c.Stride[2] * (1 + w.Intn(64/t.BN/c.Stride[2]))
+			t.TM, t.BN = 0, []int{1, 2, 4, 8}[w.Intn(4)]
+			t.TW = c.Stride[2] * (1 + w.Intn(min(16, 64/t.BN)/c.Stride[2]))
 		}
 		k.CUDA.Family = t
 	}

@@ -59,11 +59,13 @@ type View struct {
 
 	TapTableLen int
 	CIChunks    int
-	ALanes      int
-	ARows       int
-	AKStride    int
-	AK          int
-	BLoads      int
+	// WeightRead: how a direct thread reads one (tap, channel)'s weights.
+	WeightRead WeightRead
+	ALanes     int
+	ARows      int
+	AKStride   int
+	AK         int
+	BLoads     int
 
 	// The main kernel's block along the plan's logical grid: blockIdx's
 	// fields, or with a folded grid the names the kernel decodes them into;
@@ -151,6 +153,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 	gather := p.Gather()
 	v.RepackBlocks, v.RepackThreads = plan.RepackBlocks(p.RepackLen()), plan.RepackBlockThreads
 	v.TapTableLen, v.CIChunks = max(1, len(p.Taps)), p.CIChunks()
+	v.WeightRead = newWeightRead(t.BN())
 	v.ALanes, v.ARows, v.AKStride, v.AK, v.BLoads = gather.Lanes, gather.Rows, gather.KStride, gather.K, gather.BLoads
 	for _, op := range p.Epilogue.Ops {
 		v.Fused = append(v.Fused, pointCodeWith(op, storeOperand))
@@ -423,4 +426,23 @@ func normalize(b []byte) []byte {
 		lines[i] = strings.TrimRight(l, " \t")
 	}
 	return []byte(strings.Join(lines, "\n") + "\n")
+}
+
+// WeightRead is a direct thread's read of one (tap, channel)'s bn weights
+// from shared memory: as float4s, or for one or two channels a float or a
+// float2 (Width of them at a time), Lanes the fields of each, in order.
+type WeightRead struct {
+	Width int
+	Type  string
+	Lanes []string
+}
+
+func newWeightRead(bn int) WeightRead {
+	switch {
+	case bn >= 4:
+		return WeightRead{4, "float4", []string{".x", ".y", ".z", ".w"}}
+	case bn == 2:
+		return WeightRead{2, "float2", []string{".x", ".y"}}
+	}
+	return WeightRead{1, "float", []string{""}}
 }

@@ -122,7 +122,7 @@ func cudaCandidates(path string, ownPlan *plan.Plan) []Candidate {
 	mine := ownPlan.Tile.Family()
 	out := []Candidate{{Current: true, Backend: "cuda", Target: tg, Variant: own.Name, Spec: own.Name, SpecPath: path,
 		Precision: mine.Precision(), CUDA: ownPlan.Tile.Choice()}}
-	kernels := choose.CUDASpace(own.Problem.Conv.Stride[2], mine)
+	kernels := choose.CUDASpace(own.Problem.Conv, mine)
 	for i, k := range kernels {
 		s := *own
 		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: k}}

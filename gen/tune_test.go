@@ -118,7 +118,7 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 
 	// 58's own choice is the one-slab wgmma candidate: skipped.
 	c58 := cudaCands(specs[tuneSpec58])
-	if most := len(choose.CUDAKernels()) + 1 + len(choose.WindowKernels(1)) + len(choose.WGMMAKernels()); len(c58) > most {
+	if most := len(choose.CUDAKernels()) + 1 + len(choose.WindowKernels(1, 64)) + len(choose.WGMMAKernels()); len(c58) > most {
 		t.Errorf("58: %d candidates, want at most %d (its own choice is one of them, its cp.async variant one more, then the W-window and wgmma kernels)", len(c58), most)
 	}
 	for _, c := range c58[1:] {
@@ -241,7 +241,7 @@ func TestTuneCandidatesRandom(t *testing.T) {
 	for _, l := range specs {
 		p := l.Plans[0] // a random target
 		cs := cudaCandidates(l.Path, p)
-		if len(cs) < 2 || len(cs) > 2+len(choose.CUDAKernels())+len(choose.WindowKernels(1))+len(choose.WGMMAKernels()) {
+		if len(cs) < 2 || len(cs) > 2+len(choose.CUDAKernels())+len(choose.WindowKernels(1, 64))+len(choose.WGMMAKernels()) {
 			t.Errorf("%s: %d candidates", p.Spec.Name, len(cs))
 		}
 		checkCandidates(t, l, p, cs)

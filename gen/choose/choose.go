@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 
+	"convtgen/gen/geom"
 	"convtgen/gen/plan"
 	"convtgen/gen/spec"
 )
@@ -56,7 +57,7 @@ func (o Options) Choose(s *spec.Spec, t plan.Target) (*spec.Spec, Decision) {
 	k := s.Kernel.For(t.Name)
 	var picked spec.TargetKernel
 	if slices.Contains(k.Backends, "cuda") {
-		if cands := cudaOpen(k.CUDA, s.Problem.Conv.Stride[2]); cands != nil {
+		if cands := cudaOpen(k.CUDA, s.Problem.Conv); cands != nil {
 			if t.WGMMA {
 				cands = withBulkTwins(cands)
 			}
@@ -94,15 +95,15 @@ func (o Options) Choose(s *spec.Spec, t plan.Target) (*spec.Spec, Decision) {
 }
 
 // cudaOpen is the CUDA candidates of an open choice, nil for a given one.
-func cudaOpen(c spec.CUDA, strideW int) []spec.Family {
+func cudaOpen(c spec.CUDA, conv geom.Conv) []spec.Family {
 	if c.Family == nil {
-		return dedupe(CUDASpace(strideW, spec.FFMA{}))
+		return dedupe(CUDASpace(conv, spec.FFMA{}))
 	}
 	if hasNumber(c.Family) {
 		return nil
 	}
 	out := []spec.Family{c.Family}
-	for _, f := range CUDASpace(strideW, c.Family) {
+	for _, f := range CUDASpace(conv, c.Family) {
 		if f.Key() == c.Family.Key() {
 			out = append(out, overlay(f, c.Family))
 		}

@@ -50,6 +50,12 @@ type Machine struct {
 	// of FMAs and waits alone, and a block's weight staging serves half
 	// the outputs of tm 2.
 	DirectSingle float64
+	// DirectLoad is what a direct thread's load of one input costs in
+	// FMAs of its own: each load feeds bn FMAs (bn output channels), so a
+	// tile of bn < 4 (one or two channels a group) runs at
+	// (1 + DirectLoad/4) / (1 + DirectLoad/bn) of the rate the family was
+	// fitted at (bn 4 to 16, where the fit found no trend with bn).
+	DirectLoad float64
 	// SyncOneSlab scales the rate of a wgmma tile of one slab where it runs
 	// as mma.sync (no wgmma on the target): every warp loads the weight
 	// stage's fragments from shared memory for its 16 rows, and those loads
@@ -78,7 +84,7 @@ type Machine struct {
 // times) scaled the same way; SyncOneSlab from the sm80 files' tiles of one
 // slab against the same tiles with two (TestModelSM80Slabs).
 var Machines = map[string]Machine{
-	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, DirectSingle: 0.8, SyncOneSlab: 1, Rates: map[string]Rate{
+	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectLoad: 1, SyncOneSlab: 1, Rates: map[string]Rate{
 		"ffma":          {R: 25e12, A: 0.15, K0: 64, Step: 0.5e-6},
 		"direct":        {R: 24e12, A: 0, K0: 0, Step: 0.15e-6},
 		"mma":           {R: 33e12, A: 0.25, K0: 32, Step: 0.5e-6},
@@ -87,7 +93,7 @@ var Machines = map[string]Machine{
 		"triton-fp32":   {R: 34e12, A: 0.25, K0: 128, Step: 0.5e-6},
 		"spectral":      {R: 12.5e12, Step: 0.5e-6},
 	}},
-	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, SyncOneSlab: 0.87, Rates: map[string]Rate{
+	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectLoad: 1, SyncOneSlab: 0.87, Rates: map[string]Rate{
 		"ffma":          {R: 25e12 * ffmaA100, A: 0.15, K0: 64, Step: 0.5e-6},
 		"direct":        {R: 24e12 * ffmaA100, A: 0, K0: 0, Step: 0.15e-6},
 		"mma":           {R: 33e12 * tensorA100, A: 0.25, K0: 32, Step: 0.5e-6},
@@ -232,6 +238,9 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 	}
 	if t.Direct != nil && t.TW() == 0 && t.TM() == 1 {
 		e.Rate *= m.DirectSingle
+	}
+	if t.Direct != nil && t.BN() < 4 {
+		e.Rate *= (1 + m.DirectLoad/4) / (1 + m.DirectLoad/float64(t.BN()))
 	}
 	e.Bytes = bytes
 	return m.finish(e, p.Blocks[0]*p.Blocks[1]*p.Blocks[2], p.ResidentBlocks(), r.Step)

@@ -1,6 +1,9 @@
 package choose
 
-import "convtgen/gen/spec"
+import (
+	"convtgen/gen/geom"
+	"convtgen/gen/spec"
+)
 
 // The tuning space: the candidate kernel choices tuning times on a GPU
 // (gen's WriteTune) and the chooser ranks by its cost model. Both read
@@ -96,15 +99,17 @@ func WGMMAKernels() []spec.Family {
 // along W by 8 channels (at 128, 256 and 64 threads, and one channel's
 // window loaded at a time), 4 by 16 and 16 by 4. tw is rounded up to a
 // multiple of stride_w (down where that passes 16) and bn halved until a
-// thread's sums fit in 64 registers, so every one is feasible.
-func WindowKernels(strideW int) []spec.Family {
+// thread's sums fit in 64 registers, so every one is feasible; bn stops at
+// the group's coutG output channels (the next power of two), which
+// computes no column past them.
+func WindowKernels(strideW, coutG int) []spec.Family {
 	var out []spec.Family
 	for _, c := range []struct{ tw, bn, bm, bk int }{{8, 8, 0, 0}, {8, 8, 256, 0}, {8, 8, 64, 0}, {8, 8, 0, 1}, {4, 16, 0, 0}, {16, 4, 0, 0}} {
 		tw := strideW * ((c.tw + strideW - 1) / strideW)
 		if tw > 16 {
 			tw -= strideW
 		}
-		bn := c.bn
+		bn := min(c.bn, nextPow2(coutG))
 		for tw*bn > 64 {
 			bn /= 2
 		}
@@ -207,17 +212,17 @@ func TritonCandidates(own spec.Triton) []spec.Triton {
 	}
 }
 
-// CUDASpace is the CUDA tuning space of a problem whose stride along W is
-// strideW, around the spec's own choice own, in tuning's label order (t1
+// CUDASpace is the CUDA tuning space of convolution c, around the spec's
+// own choice own, in tuning's label order (t1
 // is its first entry): CUDAKernels, own with cp.async (where it has none
 // or stages presplit, own again: a duplicate the caller skips, so the
 // labels after it stay put), WindowKernels, WGMMAKernels, and last own
 // wgmma tile with its weight stages filled the other way (bulk copies or
 // cp.async), else own again.
-func CUDASpace(strideW int, own spec.Family) []spec.Family {
+func CUDASpace(c geom.Conv, own spec.Family) []spec.Family {
 	kernels := CUDAKernels()
 	kernels = append(kernels, WithCpAsync(own))
-	kernels = append(kernels, WindowKernels(strideW)...)
+	kernels = append(kernels, WindowKernels(c.Stride[2], c.OutChannels/c.Groups)...)
 	kernels = append(kernels, WGMMAKernels()...)
 	if w, ok := own.(spec.WGMMA); ok {
 		w.BulkWeights = !w.BulkWeights
@@ -226,4 +231,12 @@ func CUDASpace(strideW int, own spec.Family) []spec.Family {
 		kernels = append(kernels, own)
 	}
 	return append(kernels, spec.Spectral{})
+}
+
+func nextPow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
 }

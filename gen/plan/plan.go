@@ -750,12 +750,13 @@ func chooseTile(r spec.FFMA, cinG, coutG int) Tile {
 const defaultMinBlocks = 1
 
 // chooseDirectTile fills the direct tile's fields the spec left at zero:
-// BN covers the group's output channels up to 16 (a power of two, at least
-// 4 for float4 weight reads), two rows per thread (four with 8 or fewer
+// BN covers the group's output channels up to 16 (a power of two: one or
+// two channels read their weights as a float or a float2, more as
+// float4s), two rows per thread (four with 8 or fewer
 // channels), 128 threads, and BK up to 8 input channels loaded at once.
 func chooseDirectTile(r spec.Direct, cinG, coutG int) Tile {
 	if r.BN == 0 {
-		r.BN = max(4, min(16, nextPow2(coutG)))
+		r.BN = min(16, nextPow2(coutG))
 	}
 	if r.MinBlocks == 0 {
 		r.MinBlocks = defaultMinBlocks

@@ -417,11 +417,11 @@ func checks(bad func(key, got, format string, args ...any), cs ...sizeCheck) {
 	}
 }
 
-// The block sizes FFMA, direct and mma.sync tiles share.
-func blockChecks(bm, bn, bk, minBlocks int) []sizeCheck {
+// The block sizes FFMA, direct and mma.sync tiles share (bn is each
+// family's own).
+func blockChecks(bm, bk, minBlocks int) []sizeCheck {
 	return []sizeCheck{
 		{"bm", bm, pow2In(bm, 16, 1024)},
-		{"bn", bn, pow2In(bn, 4, 256)},
 		{"bk", bk, bk == 0 || bk >= 1 && bk <= 64},
 		{"min_blocks", minBlocks, minBlocks >= 0 && minBlocks <= 32},
 	}
@@ -430,15 +430,21 @@ func blockChecks(bm, bn, bk, minBlocks int) []sizeCheck {
 func (Spectral) check(func(key, got, format string, args ...any)) {}
 
 func (t FFMA) check(bad func(key, got, format string, args ...any)) {
-	checks(bad, append(blockChecks(t.BM, t.BN, t.BK, t.MinBlocks),
+	checks(bad, append(blockChecks(t.BM, t.BK, t.MinBlocks),
+		sizeCheck{"bn", t.BN, pow2In(t.BN, 4, 256)},
 		sizeCheck{"tm", t.TM, t.TM == 0 || t.TM == 4 || t.TM == 8},
 		sizeCheck{"tn", t.TN, t.TN == 0 || t.TN == 4 || t.TN == 8})...)
 }
 
 func (t Direct) check(bad func(key, got, format string, args ...any)) {
-	// A direct thread's rows need not fill float4 reads: 1 and 2 as well.
-	checks(bad, append(blockChecks(t.BM, t.BN, t.BK, t.MinBlocks),
+	// A direct thread's rows need not fill float4 reads: 1 and 2 as well;
+	// nor its columns (one or two output channels a group read as a float
+	// or a float2), so bn is checked here.
+	checks(bad, append(blockChecks(t.BM, t.BK, t.MinBlocks),
 		sizeCheck{"tw", t.TW, t.TW >= 0 && t.TW <= 16})...)
+	if !pow2In(t.BN, 1, 256) {
+		bad("bn", strconv.Itoa(t.BN), "must be a power of two from 1 to 256")
+	}
 	if !(t.TM == 0 || t.TM == 1 || t.TM == 2 || t.TM == 4 || t.TM == 8) {
 		bad("tm", strconv.Itoa(t.TM), "must be 1, 2, 4 or 8")
 	}
@@ -448,7 +454,8 @@ func (t Direct) check(bad func(key, got, format string, args ...any)) {
 }
 
 func (t MMA) check(bad func(key, got, format string, args ...any)) {
-	checks(bad, append(blockChecks(t.BM, t.BN, t.BK, t.MinBlocks),
+	checks(bad, append(blockChecks(t.BM, t.BK, t.MinBlocks),
+		sizeCheck{"bn", t.BN, pow2In(t.BN, 4, 256)},
 		sizeCheck{"wm", t.WM, t.WM == 0 || t.WM == 16 || t.WM == 32 || t.WM == 64},
 		sizeCheck{"wn", t.WN, t.WN == 0 || t.WN == 8 || t.WN == 16 || t.WN == 32 || t.WN == 64})...)
 	if t.CpAsync && t.Presplit {

@@ -11,8 +11,8 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-Along W the outputs are not split into phases: each thread holds 16
-consecutive outputs along W, of every W residue, by 4 output channels.
+Along W the outputs are not split into phases: each thread holds 8
+consecutive outputs along W, of every W residue, by 1 output channels.
 For each (d, h) tap and input channel it loads the window of input columns
 those outputs read into registers once (no other thread reads them), and
 every (output, kw) pair with a tap takes its input from there; only the
@@ -47,8 +47,8 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // its outputs read into registers, kBK channels at a time: no other thread
 // reads them. Shared memory holds the weights (all kKW along W) of
 // kTapChunk of the phase's (d, h) taps, which every thread reads alike.
-static constexpr int kBM = 128, kBN = 4, kBK = 1, kTW = 16;
-static constexpr int kThreads = 128;
+static constexpr int kBM = 256, kBN = 1, kBK = 1, kTW = 8;
+static constexpr int kThreads = 256;
 static constexpr int kCIChunks = 1;  // kBK-channel steps per tap
 static constexpr int kTapChunk = 9;  // (d, h) taps whose weights are staged at once
 static constexpr int kKW = 3, kPadW = 2, kDilW = 2;
@@ -56,7 +56,7 @@ static constexpr int kKW = 3, kPadW = 2, kDilW = 2;
 // ow0/kStrideW + (j + kPadW - kw*kDilW)/kStrideW when kStrideW divides
 // j + kPadW - kw*kDilW. Those columns lie in the window of kWinLen from
 // ow0/kStrideW + kWinLo.
-static constexpr int kWinLo = -4, kWinLen = 24;
+static constexpr int kWinLo = -4, kWinLen = 16;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 struct PhaseInfo {
@@ -71,7 +71,7 @@ struct TapInfo {
 };
 static constexpr int kNumPhases = 1;
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 32, 32, 2, 4096, 0, 9 },
+    { 0, 0, 0, 32, 32, 4, 8192, 0, 9 },
 };
 __constant__ TapInfo kTapTable[9] = {
     { 0, 2, 2, 0 },
@@ -107,7 +107,7 @@ zoo_dw_dil2_igemm(const float* __restrict__ x, const float* __restrict__ wt,
 {
     // Weights of up to kTapChunk (d, h) taps as (tap, input channel, kw, kBN
     // output channels): a thread reads the kBN of one (tap, channel, kw) as
-    // float4s, the same address in every lane (a broadcast).
+    // floats, the same address in every lane (a broadcast).
     __shared__ __align__(16) float w_tile[kTapChunk * kCinG * kKW * kBN];
 
     // Phases interleave along x: neighbouring blocks compute the same rows
@@ -189,8 +189,8 @@ zoo_dw_dil2_igemm(const float* __restrict__ x, const float* __restrict__ wt,
                     #pragma unroll
                     for (int kw = 0; kw < kKW; ++kw) {
                         #pragma unroll
-                        for (int n = 0; n < kBN; n += 4) {
-                            const float4 w = *reinterpret_cast<const float4*>(&w_tap[(ci * kKW + kw) * kBN + n]);
+                        for (int n = 0; n < kBN; n += 1) {
+                            const float w = w_tap[(ci * kKW + kw) * kBN + n];
                             #pragma unroll
                             for (int j = 0; j < kTW; ++j) {
                                 // Constant once unrolled: which outputs tap kw
@@ -198,10 +198,7 @@ zoo_dw_dil2_igemm(const float* __restrict__ x, const float* __restrict__ wt,
                                 const int v = j + kPadW - kw * kDilW;
                                 if (v % kStrideW != 0) continue;
                                 const float a = win[b][v / kStrideW - kWinLo];
-                                acc[j][n + 0] = fmaf(a, w.x, acc[j][n + 0]);
-                                acc[j][n + 1] = fmaf(a, w.y, acc[j][n + 1]);
-                                acc[j][n + 2] = fmaf(a, w.z, acc[j][n + 2]);
-                                acc[j][n + 3] = fmaf(a, w.w, acc[j][n + 3]);
+                                acc[j][n + 0] = fmaf(a, w, acc[j][n + 0]);
                             }
                         }
                     }
@@ -264,7 +261,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     auto y = torch::empty({2, 48, 32, 32, 32}, x.options());
     zoo_dw_dil2_repack_weight<<<6, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_dw_dil2_repack_weight");
-    zoo_dw_dil2_igemm<<<dim3(32, 1, 48), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_dw_dil2_igemm<<<dim3(32, 1, 48), 256>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_dw_dil2_igemm");
     return y;

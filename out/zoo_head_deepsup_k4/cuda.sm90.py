@@ -11,7 +11,7 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-Along W the outputs are not split into phases: each thread holds 16
+Along W the outputs are not split into phases: each thread holds 8
 consecutive outputs along W, of every W residue, by 4 output channels.
 For each (d, h) tap and input channel it loads the window of input columns
 those outputs read into registers once (no other thread reads them), and
@@ -47,7 +47,7 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // its outputs read into registers, kBK channels at a time: no other thread
 // reads them. Shared memory holds the weights (all kKW along W) of
 // kTapChunk of the phase's (d, h) taps, which every thread reads alike.
-static constexpr int kBM = 128, kBN = 4, kBK = 2, kTW = 16;
+static constexpr int kBM = 128, kBN = 4, kBK = 2, kTW = 8;
 static constexpr int kThreads = 128;
 static constexpr int kCIChunks = 16;  // kBK-channel steps per tap
 static constexpr int kTapChunk = 1;  // (d, h) taps whose weights are staged at once
@@ -56,7 +56,7 @@ static constexpr int kKW = 4, kPadW = 0, kDilW = 1;
 // ow0/kStrideW + (j + kPadW - kw*kDilW)/kStrideW when kStrideW divides
 // j + kPadW - kw*kDilW. Those columns lie in the window of kWinLen from
 // ow0/kStrideW + kWinLo.
-static constexpr int kWinLo = 0, kWinLen = 4;
+static constexpr int kWinLo = 0, kWinLen = 2;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 struct PhaseInfo {
@@ -71,22 +71,22 @@ struct TapInfo {
 };
 static constexpr int kNumPhases = 16;
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 16, 16, 4, 2048, 0, 1 },
-    { 0, 1, 0, 16, 16, 4, 2048, 1, 1 },
-    { 0, 2, 0, 16, 16, 4, 2048, 2, 1 },
-    { 0, 3, 0, 16, 16, 4, 2048, 3, 1 },
-    { 1, 0, 0, 16, 16, 4, 2048, 4, 1 },
-    { 1, 1, 0, 16, 16, 4, 2048, 5, 1 },
-    { 1, 2, 0, 16, 16, 4, 2048, 6, 1 },
-    { 1, 3, 0, 16, 16, 4, 2048, 7, 1 },
-    { 2, 0, 0, 16, 16, 4, 2048, 8, 1 },
-    { 2, 1, 0, 16, 16, 4, 2048, 9, 1 },
-    { 2, 2, 0, 16, 16, 4, 2048, 10, 1 },
-    { 2, 3, 0, 16, 16, 4, 2048, 11, 1 },
-    { 3, 0, 0, 16, 16, 4, 2048, 12, 1 },
-    { 3, 1, 0, 16, 16, 4, 2048, 13, 1 },
-    { 3, 2, 0, 16, 16, 4, 2048, 14, 1 },
-    { 3, 3, 0, 16, 16, 4, 2048, 15, 1 },
+    { 0, 0, 0, 16, 16, 8, 4096, 0, 1 },
+    { 0, 1, 0, 16, 16, 8, 4096, 1, 1 },
+    { 0, 2, 0, 16, 16, 8, 4096, 2, 1 },
+    { 0, 3, 0, 16, 16, 8, 4096, 3, 1 },
+    { 1, 0, 0, 16, 16, 8, 4096, 4, 1 },
+    { 1, 1, 0, 16, 16, 8, 4096, 5, 1 },
+    { 1, 2, 0, 16, 16, 8, 4096, 6, 1 },
+    { 1, 3, 0, 16, 16, 8, 4096, 7, 1 },
+    { 2, 0, 0, 16, 16, 8, 4096, 8, 1 },
+    { 2, 1, 0, 16, 16, 8, 4096, 9, 1 },
+    { 2, 2, 0, 16, 16, 8, 4096, 10, 1 },
+    { 2, 3, 0, 16, 16, 8, 4096, 11, 1 },
+    { 3, 0, 0, 16, 16, 8, 4096, 12, 1 },
+    { 3, 1, 0, 16, 16, 8, 4096, 13, 1 },
+    { 3, 2, 0, 16, 16, 8, 4096, 14, 1 },
+    { 3, 3, 0, 16, 16, 8, 4096, 15, 1 },
 };
 __constant__ TapInfo kTapTable[16] = {
     { 0, 0, 0, 0 },
@@ -190,18 +190,10 @@ zoo_head_deepsup_k4_igemm(const float* __restrict__ x, const float* __restrict__
                 for (int b = 0; b < kBK; ++b) {
                     const int ci = c * kBK + b;
                     const bool ok = row_inside && ci < kCinG;
-                    // win0 is a multiple of 4, and so is kInW: each float4
-                    // is wholly inside the row or wholly outside it.
                     #pragma unroll
-                    for (int v = 0; v < kWinLen; v += 4) {
+                    for (int v = 0; v < kWinLen; ++v) {
                         const int iw = win0 + v;
-                        const float4 a = ok && (unsigned)iw < (unsigned)kInW
-                            ? __ldg(reinterpret_cast<const float4*>(src + (idx_t)ci * kInDHW + iw))
-                            : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                        win[b][v] = a.x;
-                        win[b][v + 1] = a.y;
-                        win[b][v + 2] = a.z;
-                        win[b][v + 3] = a.w;
+                        win[b][v] = ok && (unsigned)iw < (unsigned)kInW ? __ldg(src + (idx_t)ci * kInDHW + iw) : 0.0f;
                     }
                 }
                 #pragma unroll
@@ -282,13 +274,11 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 "weight must be a contiguous float32 CUDA tensor of shape (32, 3, 4, 4, 4)");
     TORCH_CHECK(bias.is_cuda() && bias.scalar_type() == torch::kFloat32 && bias.is_contiguous() && bias.numel() == 3,
                 "bias must be a contiguous float32 CUDA tensor of 3 elements");
-    TORCH_CHECK(reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0,
-                "x must start at a 16-byte boundary: the kernel reads it as float4s");
     auto wt = torch::empty({6144}, x.options());
     auto y = torch::empty({2, 3, 64, 64, 64}, x.options());
     zoo_head_deepsup_k4_repack_weight<<<24, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_head_deepsup_k4_repack_weight");
-    zoo_head_deepsup_k4_igemm<<<dim3(256, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_head_deepsup_k4_igemm<<<dim3(512, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_head_deepsup_k4_igemm");
     return y;

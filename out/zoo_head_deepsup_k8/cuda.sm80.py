@@ -11,8 +11,8 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-Along W the outputs are not split into phases: each thread holds 16
-consecutive outputs along W, of every W residue, by 4 output channels.
+Along W the outputs are not split into phases: each thread holds 8
+consecutive outputs along W, of every W residue, by 2 output channels.
 For each (d, h) tap and input channel it loads the window of input columns
 those outputs read into registers once (no other thread reads them), and
 every (output, kw) pair with a tap takes its input from there; only the
@@ -47,7 +47,7 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // its outputs read into registers, kBK channels at a time: no other thread
 // reads them. Shared memory holds the weights (all kKW along W) of
 // kTapChunk of the phase's (d, h) taps, which every thread reads alike.
-static constexpr int kBM = 128, kBN = 4, kBK = 2, kTW = 16;
+static constexpr int kBM = 128, kBN = 2, kBK = 2, kTW = 8;
 static constexpr int kThreads = 128;
 static constexpr int kCIChunks = 64;  // kBK-channel steps per tap
 static constexpr int kTapChunk = 1;  // (d, h) taps whose weights are staged at once
@@ -56,7 +56,7 @@ static constexpr int kKW = 8, kPadW = 0, kDilW = 1;
 // ow0/kStrideW + (j + kPadW - kw*kDilW)/kStrideW when kStrideW divides
 // j + kPadW - kw*kDilW. Those columns lie in the window of kWinLen from
 // ow0/kStrideW + kWinLo.
-static constexpr int kWinLo = 0, kWinLen = 2;
+static constexpr int kWinLo = 0, kWinLen = 1;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 struct PhaseInfo {
@@ -71,70 +71,70 @@ struct TapInfo {
 };
 static constexpr int kNumPhases = 64;
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 8, 8, 4, 512, 0, 1 },
-    { 0, 1, 0, 8, 8, 4, 512, 1, 1 },
-    { 0, 2, 0, 8, 8, 4, 512, 2, 1 },
-    { 0, 3, 0, 8, 8, 4, 512, 3, 1 },
-    { 0, 4, 0, 8, 8, 4, 512, 4, 1 },
-    { 0, 5, 0, 8, 8, 4, 512, 5, 1 },
-    { 0, 6, 0, 8, 8, 4, 512, 6, 1 },
-    { 0, 7, 0, 8, 8, 4, 512, 7, 1 },
-    { 1, 0, 0, 8, 8, 4, 512, 8, 1 },
-    { 1, 1, 0, 8, 8, 4, 512, 9, 1 },
-    { 1, 2, 0, 8, 8, 4, 512, 10, 1 },
-    { 1, 3, 0, 8, 8, 4, 512, 11, 1 },
-    { 1, 4, 0, 8, 8, 4, 512, 12, 1 },
-    { 1, 5, 0, 8, 8, 4, 512, 13, 1 },
-    { 1, 6, 0, 8, 8, 4, 512, 14, 1 },
-    { 1, 7, 0, 8, 8, 4, 512, 15, 1 },
-    { 2, 0, 0, 8, 8, 4, 512, 16, 1 },
-    { 2, 1, 0, 8, 8, 4, 512, 17, 1 },
-    { 2, 2, 0, 8, 8, 4, 512, 18, 1 },
-    { 2, 3, 0, 8, 8, 4, 512, 19, 1 },
-    { 2, 4, 0, 8, 8, 4, 512, 20, 1 },
-    { 2, 5, 0, 8, 8, 4, 512, 21, 1 },
-    { 2, 6, 0, 8, 8, 4, 512, 22, 1 },
-    { 2, 7, 0, 8, 8, 4, 512, 23, 1 },
-    { 3, 0, 0, 8, 8, 4, 512, 24, 1 },
-    { 3, 1, 0, 8, 8, 4, 512, 25, 1 },
-    { 3, 2, 0, 8, 8, 4, 512, 26, 1 },
-    { 3, 3, 0, 8, 8, 4, 512, 27, 1 },
-    { 3, 4, 0, 8, 8, 4, 512, 28, 1 },
-    { 3, 5, 0, 8, 8, 4, 512, 29, 1 },
-    { 3, 6, 0, 8, 8, 4, 512, 30, 1 },
-    { 3, 7, 0, 8, 8, 4, 512, 31, 1 },
-    { 4, 0, 0, 8, 8, 4, 512, 32, 1 },
-    { 4, 1, 0, 8, 8, 4, 512, 33, 1 },
-    { 4, 2, 0, 8, 8, 4, 512, 34, 1 },
-    { 4, 3, 0, 8, 8, 4, 512, 35, 1 },
-    { 4, 4, 0, 8, 8, 4, 512, 36, 1 },
-    { 4, 5, 0, 8, 8, 4, 512, 37, 1 },
-    { 4, 6, 0, 8, 8, 4, 512, 38, 1 },
-    { 4, 7, 0, 8, 8, 4, 512, 39, 1 },
-    { 5, 0, 0, 8, 8, 4, 512, 40, 1 },
-    { 5, 1, 0, 8, 8, 4, 512, 41, 1 },
-    { 5, 2, 0, 8, 8, 4, 512, 42, 1 },
-    { 5, 3, 0, 8, 8, 4, 512, 43, 1 },
-    { 5, 4, 0, 8, 8, 4, 512, 44, 1 },
-    { 5, 5, 0, 8, 8, 4, 512, 45, 1 },
-    { 5, 6, 0, 8, 8, 4, 512, 46, 1 },
-    { 5, 7, 0, 8, 8, 4, 512, 47, 1 },
-    { 6, 0, 0, 8, 8, 4, 512, 48, 1 },
-    { 6, 1, 0, 8, 8, 4, 512, 49, 1 },
-    { 6, 2, 0, 8, 8, 4, 512, 50, 1 },
-    { 6, 3, 0, 8, 8, 4, 512, 51, 1 },
-    { 6, 4, 0, 8, 8, 4, 512, 52, 1 },
-    { 6, 5, 0, 8, 8, 4, 512, 53, 1 },
-    { 6, 6, 0, 8, 8, 4, 512, 54, 1 },
-    { 6, 7, 0, 8, 8, 4, 512, 55, 1 },
-    { 7, 0, 0, 8, 8, 4, 512, 56, 1 },
-    { 7, 1, 0, 8, 8, 4, 512, 57, 1 },
-    { 7, 2, 0, 8, 8, 4, 512, 58, 1 },
-    { 7, 3, 0, 8, 8, 4, 512, 59, 1 },
-    { 7, 4, 0, 8, 8, 4, 512, 60, 1 },
-    { 7, 5, 0, 8, 8, 4, 512, 61, 1 },
-    { 7, 6, 0, 8, 8, 4, 512, 62, 1 },
-    { 7, 7, 0, 8, 8, 4, 512, 63, 1 },
+    { 0, 0, 0, 8, 8, 8, 1024, 0, 1 },
+    { 0, 1, 0, 8, 8, 8, 1024, 1, 1 },
+    { 0, 2, 0, 8, 8, 8, 1024, 2, 1 },
+    { 0, 3, 0, 8, 8, 8, 1024, 3, 1 },
+    { 0, 4, 0, 8, 8, 8, 1024, 4, 1 },
+    { 0, 5, 0, 8, 8, 8, 1024, 5, 1 },
+    { 0, 6, 0, 8, 8, 8, 1024, 6, 1 },
+    { 0, 7, 0, 8, 8, 8, 1024, 7, 1 },
+    { 1, 0, 0, 8, 8, 8, 1024, 8, 1 },
+    { 1, 1, 0, 8, 8, 8, 1024, 9, 1 },
+    { 1, 2, 0, 8, 8, 8, 1024, 10, 1 },
+    { 1, 3, 0, 8, 8, 8, 1024, 11, 1 },
+    { 1, 4, 0, 8, 8, 8, 1024, 12, 1 },
+    { 1, 5, 0, 8, 8, 8, 1024, 13, 1 },
+    { 1, 6, 0, 8, 8, 8, 1024, 14, 1 },
+    { 1, 7, 0, 8, 8, 8, 1024, 15, 1 },
+    { 2, 0, 0, 8, 8, 8, 1024, 16, 1 },
+    { 2, 1, 0, 8, 8, 8, 1024, 17, 1 },
+    { 2, 2, 0, 8, 8, 8, 1024, 18, 1 },
+    { 2, 3, 0, 8, 8, 8, 1024, 19, 1 },
+    { 2, 4, 0, 8, 8, 8, 1024, 20, 1 },
+    { 2, 5, 0, 8, 8, 8, 1024, 21, 1 },
+    { 2, 6, 0, 8, 8, 8, 1024, 22, 1 },
+    { 2, 7, 0, 8, 8, 8, 1024, 23, 1 },
+    { 3, 0, 0, 8, 8, 8, 1024, 24, 1 },
+    { 3, 1, 0, 8, 8, 8, 1024, 25, 1 },
+    { 3, 2, 0, 8, 8, 8, 1024, 26, 1 },
+    { 3, 3, 0, 8, 8, 8, 1024, 27, 1 },
+    { 3, 4, 0, 8, 8, 8, 1024, 28, 1 },
+    { 3, 5, 0, 8, 8, 8, 1024, 29, 1 },
+    { 3, 6, 0, 8, 8, 8, 1024, 30, 1 },
+    { 3, 7, 0, 8, 8, 8, 1024, 31, 1 },
+    { 4, 0, 0, 8, 8, 8, 1024, 32, 1 },
+    { 4, 1, 0, 8, 8, 8, 1024, 33, 1 },
+    { 4, 2, 0, 8, 8, 8, 1024, 34, 1 },
+    { 4, 3, 0, 8, 8, 8, 1024, 35, 1 },
+    { 4, 4, 0, 8, 8, 8, 1024, 36, 1 },
+    { 4, 5, 0, 8, 8, 8, 1024, 37, 1 },
+    { 4, 6, 0, 8, 8, 8, 1024, 38, 1 },
+    { 4, 7, 0, 8, 8, 8, 1024, 39, 1 },
+    { 5, 0, 0, 8, 8, 8, 1024, 40, 1 },
+    { 5, 1, 0, 8, 8, 8, 1024, 41, 1 },
+    { 5, 2, 0, 8, 8, 8, 1024, 42, 1 },
+    { 5, 3, 0, 8, 8, 8, 1024, 43, 1 },
+    { 5, 4, 0, 8, 8, 8, 1024, 44, 1 },
+    { 5, 5, 0, 8, 8, 8, 1024, 45, 1 },
+    { 5, 6, 0, 8, 8, 8, 1024, 46, 1 },
+    { 5, 7, 0, 8, 8, 8, 1024, 47, 1 },
+    { 6, 0, 0, 8, 8, 8, 1024, 48, 1 },
+    { 6, 1, 0, 8, 8, 8, 1024, 49, 1 },
+    { 6, 2, 0, 8, 8, 8, 1024, 50, 1 },
+    { 6, 3, 0, 8, 8, 8, 1024, 51, 1 },
+    { 6, 4, 0, 8, 8, 8, 1024, 52, 1 },
+    { 6, 5, 0, 8, 8, 8, 1024, 53, 1 },
+    { 6, 6, 0, 8, 8, 8, 1024, 54, 1 },
+    { 6, 7, 0, 8, 8, 8, 1024, 55, 1 },
+    { 7, 0, 0, 8, 8, 8, 1024, 56, 1 },
+    { 7, 1, 0, 8, 8, 8, 1024, 57, 1 },
+    { 7, 2, 0, 8, 8, 8, 1024, 58, 1 },
+    { 7, 3, 0, 8, 8, 8, 1024, 59, 1 },
+    { 7, 4, 0, 8, 8, 8, 1024, 60, 1 },
+    { 7, 5, 0, 8, 8, 8, 1024, 61, 1 },
+    { 7, 6, 0, 8, 8, 8, 1024, 62, 1 },
+    { 7, 7, 0, 8, 8, 8, 1024, 63, 1 },
 };
 __constant__ TapInfo kTapTable[64] = {
     { 0, 0, 0, 0 },
@@ -225,7 +225,7 @@ zoo_head_deepsup_k8_igemm(const float* __restrict__ x, const float* __restrict__
 {
     // Weights of up to kTapChunk (d, h) taps as (tap, input channel, kw, kBN
     // output channels): a thread reads the kBN of one (tap, channel, kw) as
-    // float4s, the same address in every lane (a broadcast).
+    // float2s, the same address in every lane (a broadcast).
     __shared__ __align__(16) float w_tile[kTapChunk * kCinG * kKW * kBN];
 
     // Phases interleave along x: neighbouring blocks compute the same rows
@@ -299,8 +299,8 @@ zoo_head_deepsup_k8_igemm(const float* __restrict__ x, const float* __restrict__
                     #pragma unroll
                     for (int kw = 0; kw < kKW; ++kw) {
                         #pragma unroll
-                        for (int n = 0; n < kBN; n += 4) {
-                            const float4 w = *reinterpret_cast<const float4*>(&w_tap[(ci * kKW + kw) * kBN + n]);
+                        for (int n = 0; n < kBN; n += 2) {
+                            const float2 w = *reinterpret_cast<const float2*>(&w_tap[(ci * kKW + kw) * kBN + n]);
                             #pragma unroll
                             for (int j = 0; j < kTW; ++j) {
                                 // Constant once unrolled: which outputs tap kw
@@ -310,8 +310,6 @@ zoo_head_deepsup_k8_igemm(const float* __restrict__ x, const float* __restrict__
                                 const float a = win[b][v / kStrideW - kWinLo];
                                 acc[j][n + 0] = fmaf(a, w.x, acc[j][n + 0]);
                                 acc[j][n + 1] = fmaf(a, w.y, acc[j][n + 1]);
-                                acc[j][n + 2] = fmaf(a, w.z, acc[j][n + 2]);
-                                acc[j][n + 3] = fmaf(a, w.w, acc[j][n + 3]);
                             }
                         }
                     }
@@ -374,7 +372,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     auto y = torch::empty({2, 2, 64, 64, 64}, x.options());
     zoo_head_deepsup_k8_repack_weight<<<512, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_head_deepsup_k8_repack_weight");
-    zoo_head_deepsup_k8_igemm<<<dim3(256, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_head_deepsup_k8_igemm<<<dim3(512, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_head_deepsup_k8_igemm");
     return y;

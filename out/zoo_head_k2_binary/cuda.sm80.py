@@ -12,7 +12,7 @@ M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
 Computed directly, without GEMM tiles: each thread holds 2 output positions
-by 4 output channels and loads its own inputs into registers (no other
+by 1 output channels and loads its own inputs into registers (no other
 thread reads them); only the weights are staged in shared memory. Products
 are fp32 FFMA, accumulated in fp32.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
@@ -44,7 +44,7 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // input channels at a time: no other thread reads them. Shared memory
 // holds the weights of kTapChunk of the phase's taps, which every thread
 // reads alike.
-static constexpr int kBM = 256, kBN = 4, kBK = 4, kTM = 2;
+static constexpr int kBM = 256, kBN = 1, kBK = 4, kTM = 2;
 static constexpr int kThreads = 128;
 static constexpr int kCIChunks = 4;  // kBK-channel steps per tap
 static constexpr int kTapChunk = 1;  // taps whose weights are staged at once
@@ -103,7 +103,7 @@ zoo_head_k2_binary_igemm(const float* __restrict__ x, const float* __restrict__ 
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // Weights of up to kTapChunk taps as (tap, input channel, kBN output
-    // channels): a thread reads the kBN of one (tap, channel) as float4s,
+    // channels): a thread reads the kBN of one (tap, channel) as floats,
     // the same address in every lane (a broadcast).
     __shared__ __align__(16) float w_tile[kTapChunk * kCinG * kBN];
 
@@ -182,14 +182,11 @@ zoo_head_k2_binary_igemm(const float* __restrict__ x, const float* __restrict__ 
                     const int ci = c * kBK + j;
                     if (ci >= kCinG) break;
                     #pragma unroll
-                    for (int n = 0; n < kBN; n += 4) {
-                        const float4 w = *reinterpret_cast<const float4*>(&w_tap[ci * kBN + n]);
+                    for (int n = 0; n < kBN; n += 1) {
+                        const float w = w_tap[ci * kBN + n];
                         #pragma unroll
                         for (int i = 0; i < kTM; ++i) {
-                            acc[i][n + 0] = fmaf(a[i][j], w.x, acc[i][n + 0]);
-                            acc[i][n + 1] = fmaf(a[i][j], w.y, acc[i][n + 1]);
-                            acc[i][n + 2] = fmaf(a[i][j], w.z, acc[i][n + 2]);
-                            acc[i][n + 3] = fmaf(a[i][j], w.w, acc[i][n + 3]);
+                            acc[i][n + 0] = fmaf(a[i][j], w, acc[i][n + 0]);
                         }
                     }
                 }

@@ -473,6 +473,50 @@ func TestDirectKernelStagesTapsInChunks(t *testing.T) {
 	}
 }
 
+// TestDirectNarrowChannels runs direct kernels of one and two output
+// channels a block (their weights read as a float and a float2), in both
+// forms: depthwise with a channel per group, two channels a group with a
+// third group's channel tile past none, a W window of each width, and a
+// block of two channels over three (the second tile half past the group).
+func TestDirectNarrowChannels(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i, c := range []struct {
+		conv geom.Conv
+		tile spec.Direct
+	}{
+		{geom.Conv{Batch: 2, InChannels: 6, OutChannels: 6, In: [3]int{3, 4, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 1, 2},
+			Padding: [3]int{1, 1, 0}, OutputPadding: [3]int{1, 0, 1}, Dilation: [3]int{1, 2, 1}, Groups: 6, Bias: true},
+			spec.Direct{BM: 128, BN: 1, TM: 4, BK: 1}},
+		{geom.Conv{Batch: 1, InChannels: 9, OutChannels: 6, In: [3]int{2, 3, 6}, Kernel: [3]int{2, 3, 4}, Stride: [3]int{1, 2, 2},
+			Padding: [3]int{0, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 3},
+			spec.Direct{BM: 64, BN: 2, TM: 2, BK: 2}},
+		{geom.Conv{Batch: 2, InChannels: 5, OutChannels: 1, In: [3]int{3, 3, 8}, Kernel: [3]int{4, 4, 4}, Stride: [3]int{2, 2, 2},
+			Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+			spec.Direct{BM: 32, BN: 1, TW: 8, BK: 2}},
+		{geom.Conv{Batch: 1, InChannels: 4, OutChannels: 3, In: [3]int{2, 4, 7}, Kernel: [3]int{3, 2, 3}, Stride: [3]int{1, 2, 3},
+			Padding: [3]int{1, 0, 2}, OutputPadding: [3]int{0, 1, 2}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+			spec.Direct{BM: 32, BN: 2, TW: 6, BK: 3}},
+	} {
+		k := spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: c.tile}}
+		s, err := spec.Parse("narrow.yaml", []byte(spec.Generic(fmt.Sprintf("narrow_%d", i), "direct kernel, narrow channel tiles", c.conv, "randn", k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := plan.New(s, plan.SM80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Tile.BN() != c.tile.BN {
+			t.Fatalf("%s: bn %d, want %d", p, p.Tile.BN(), c.tile.BN)
+		}
+		runCUDA(t, r, dir, p, p, "narrow.yaml").check(t, p)
+	}
+}
+
 // TestWindowKernelMatchesReference runs W-window direct kernels (tile.tw)
 // on configurations picked for their edges: float4 window loads and
 // stores (input width and tw/stride_w multiples of 4) with #72's stride,
