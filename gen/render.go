@@ -430,19 +430,21 @@ func normalize(b []byte) []byte {
 
 // WeightRead is a direct thread's read of one (tap, channel)'s bn weights
 // from shared memory: as float4s, or for one or two channels a float or a
-// float2 (Width of them at a time), Lanes the fields of each, in order.
+// float2; Lanes are the fields of each, in order.
 type WeightRead struct {
-	Width int
 	Type  string
 	Lanes []string
 }
 
+// Width is the weights one read holds.
+func (w WeightRead) Width() int { return len(w.Lanes) }
+
 func newWeightRead(bn int) WeightRead {
 	switch {
 	case bn >= 4:
-		return WeightRead{4, "float4", []string{".x", ".y", ".z", ".w"}}
+		return WeightRead{"float4", []string{".x", ".y", ".z", ".w"}}
 	case bn == 2:
-		return WeightRead{2, "float2", []string{".x", ".y"}}
+		return WeightRead{"float2", []string{".x", ".y"}}
 	}
-	return WeightRead{1, "float", []string{""}}
+	return WeightRead{"float", []string{""}}
 }

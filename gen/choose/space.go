@@ -2,6 +2,7 @@ package choose
 
 import (
 	"convtgen/gen/geom"
+	"convtgen/gen/plan"
 	"convtgen/gen/spec"
 )
 
@@ -109,7 +110,7 @@ func WindowKernels(strideW, coutG int) []spec.Family {
 		if tw > 16 {
 			tw -= strideW
 		}
-		bn := min(c.bn, nextPow2(coutG))
+		bn := min(c.bn, plan.NextPow2(coutG))
 		for tw*bn > 64 {
 			bn /= 2
 		}
@@ -231,12 +232,4 @@ func CUDASpace(c geom.Conv, own spec.Family) []spec.Family {
 		kernels = append(kernels, own)
 	}
 	return append(kernels, spec.Spectral{})
-}
-
-func nextPow2(n int) int {
-	p := 1
-	for p < n {
-		p <<= 1
-	}
-	return p
 }

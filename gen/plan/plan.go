@@ -697,7 +697,7 @@ func names(spec string, t Target) Names {
 // thread grid a power of two); BM gives about 256 threads per block.
 func chooseTile(r spec.FFMA, cinG, coutG int) Tile {
 	if r.BN == 0 {
-		r.BN = min(64, nextPow2(coutG))
+		r.BN = min(64, NextPow2(coutG))
 		if waste := r.BN - coutG%r.BN; coutG%r.BN != 0 && waste*4 > r.BN {
 			// Over a quarter wasted: take the largest power of two dividing Cout/groups.
 			if d := coutG & -coutG; d >= 8 {
@@ -756,7 +756,7 @@ const defaultMinBlocks = 1
 // channels), 128 threads, and BK up to 8 input channels loaded at once.
 func chooseDirectTile(r spec.Direct, cinG, coutG int) Tile {
 	if r.BN == 0 {
-		r.BN = min(16, nextPow2(coutG))
+		r.BN = min(16, NextPow2(coutG))
 	}
 	if r.MinBlocks == 0 {
 		r.MinBlocks = defaultMinBlocks
@@ -805,7 +805,7 @@ func chooseMMATile(r spec.MMA, cinG, coutG int) Tile {
 		pad = 0
 	}
 	if r.BN == 0 {
-		r.BN = min(64, max(8, nextPow2(coutG)))
+		r.BN = min(64, max(8, NextPow2(coutG)))
 	}
 	if r.WN == 0 {
 		r.WN = min(32, r.BN)
@@ -1127,7 +1127,9 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 func mod(a, b int) int { return ((a % b) + b) % b }
 
-func nextPow2(n int) int {
+// NextPow2 is the smallest power of two at least n (1 for n <= 1).
+// NextPow2 is the smallest power of two at least n (1 for n <= 1).
+func NextPow2(n int) int {
 	p := 1
 	for p < n {
 		p <<= 1
