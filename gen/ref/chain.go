@@ -136,24 +136,64 @@ func hardswish(v float64) float64 { return v * math.Min(math.Max(v+3, 0), 6) / 6
 
 func gelu(v float64) float64 { return 0.5 * v * (1 + math.Erf(v/math.Sqrt2)) }
 
+// Arith is v op b for the four arithmetic ops (add, sub, mul, div); ok
+// is false for any other kind.
+func Arith(kind string, v, b float64) (r float64, ok bool) {
+	switch kind {
+	case "add":
+		return v + b, true
+	case "sub":
+		return v - b, true
+	case "mul":
+		return v * b, true
+	case "div":
+		return v / b, true
+	}
+	return 0, false
+}
+
+// Activation is the one-value op kind at v, from its PyTorch definition:
+// slope is leaky_relu's negative slope, shift and divisor sigmoid_gate's
+// (v * sigmoid(v + shift) / divisor); ok is false for any other kind.
+func Activation(kind string, v, slope, shift, divisor float64) (r float64, ok bool) {
+	switch kind {
+	case "relu":
+		return math.Max(v, 0), true
+	case "gelu":
+		return gelu(v), true
+	case "sigmoid":
+		return sigmoid(v), true
+	case "tanh":
+		return math.Tanh(v), true
+	case "swish":
+		return v * sigmoid(v), true
+	case "hardswish":
+		return hardswish(v), true
+	case "mul_hardswish":
+		return v * hardswish(v), true
+	case "leaky_relu":
+		if v >= 0 {
+			return v, true
+		}
+		return v * slope, true
+	case "sigmoid_gate":
+		return v * sigmoid(v+shift) / divisor, true
+	}
+	return 0, false
+}
+
 func (e *evaluator) op(o spec.Op, x Tensor) (Tensor, error) {
-	switch o.Name {
-	case "add", "sub", "mul", "div":
+	if _, ok := Arith(o.Name, 0, 1); ok {
 		b, err := e.operand(o.Operand, x)
 		if err != nil {
 			return x, err
 		}
-		return pointwise(x, func(v float64, i, c int) float64 {
-			switch o.Name {
-			case "add":
-				return v + b(i, c)
-			case "sub":
-				return v - b(i, c)
-			case "mul":
-				return v * b(i, c)
-			}
-			return v / b(i, c)
-		}), nil
+		return pointwise(x, func(v float64, i, c int) float64 { r, _ := Arith(o.Name, v, b(i, c)); return r }), nil
+	}
+	if _, ok := Activation(o.Name, 0, o.Slope, o.Shift, o.Divisor); ok {
+		return activation(x, o.Name, o.Slope, o.Shift, o.Divisor), nil
+	}
+	switch o.Name {
 	case "clamp":
 		lo, hi := math.Inf(-1), math.Inf(1)
 		if o.Min != nil {
@@ -163,24 +203,6 @@ func (e *evaluator) op(o spec.Op, x Tensor) (Tensor, error) {
 			hi = e.bound(o.Max)
 		}
 		return pointwise(x, func(v float64, _, _ int) float64 { return math.Min(math.Max(v, lo), hi) }), nil
-	case "relu":
-		return pointwise(x, func(v float64, _, _ int) float64 { return math.Max(v, 0) }), nil
-	case "gelu":
-		return pointwise(x, func(v float64, _, _ int) float64 { return gelu(v) }), nil
-	case "sigmoid":
-		return pointwise(x, func(v float64, _, _ int) float64 { return sigmoid(v) }), nil
-	case "tanh":
-		return pointwise(x, func(v float64, _, _ int) float64 { return math.Tanh(v) }), nil
-	case "swish":
-		return pointwise(x, func(v float64, _, _ int) float64 { return v * sigmoid(v) }), nil
-	case "hardswish":
-		return pointwise(x, func(v float64, _, _ int) float64 { return hardswish(v) }), nil
-	case "mul_hardswish":
-		return pointwise(x, func(v float64, _, _ int) float64 { return v * hardswish(v) }), nil
-	case "leaky_relu":
-		return leaky(x, o.Slope), nil
-	case "sigmoid_gate":
-		return pointwise(x, func(v float64, _, _ int) float64 { return v * sigmoid(v+o.Shift) / o.Divisor }), nil
 	case "softmax":
 		return softmax(x, o.Dims), nil
 	case "logsumexp", "sum", "max", "mean":
@@ -195,12 +217,11 @@ func (e *evaluator) op(o spec.Op, x Tensor) (Tensor, error) {
 	return x, fmt.Errorf("op %s has no reference", o.Name)
 }
 
-func leaky(x Tensor, slope float64) Tensor {
+// activation applies Activation(kind, ...) to every element of x.
+func activation(x Tensor, kind string, slope, shift, divisor float64) Tensor {
 	return pointwise(x, func(v float64, _, _ int) float64 {
-		if v >= 0 {
-			return v
-		}
-		return v * slope
+		r, _ := Activation(kind, v, slope, shift, divisor)
+		return r
 	})
 }
 
@@ -318,11 +339,11 @@ func (e *evaluator) apply(l *spec.Layer, x Tensor) (Tensor, error) {
 	case "ReLU":
 		return pointwise(x, func(v float64, _, _ int) float64 { return math.Max(v, 0) }), nil
 	case "GELU":
-		return pointwise(x, func(v float64, _, _ int) float64 { return gelu(v) }), nil
+		return activation(x, "gelu", 0, 0, 1), nil
 	case "Sigmoid":
-		return pointwise(x, func(v float64, _, _ int) float64 { return sigmoid(v) }), nil
+		return activation(x, "sigmoid", 0, 0, 1), nil
 	case "LeakyReLU":
-		return leaky(x, num(l.Built["negative_slope"])), nil
+		return activation(x, "leaky_relu", num(l.Built["negative_slope"]), 0, 1), nil
 	case "Softmax":
 		return softmax(x, []int{l.Built["dim"].Int}), nil
 	case "BatchNorm3d":

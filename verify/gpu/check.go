@@ -45,16 +45,31 @@ func CountNaN(y []float32) (nan, unwritten int) {
 	return nan, unwritten
 }
 
-// Compare checks a kernel's output y against the float64 reference.
-func Compare(c geom.Conv, in Inputs, y []float32, cfg CompareConfig) (Outcome, Compared) {
+// Compare checks a kernel's output y against the float64 reference: the
+// convolution, and the store's ops of it where the kernel applies them
+// (store nil: none).
+func Compare(c geom.Conv, in Inputs, store *Store, y []float32, cfg CompareConfig) (Outcome, Compared) {
 	o := Outcome{Outputs: c.OutputLen()}
 	o.NaN, o.Unwritten = CountNaN(y)
 	if len(y) != o.Outputs {
 		o.Err = fmt.Errorf("output has %d elements, want %d", len(y), o.Outputs)
 		return o, Compared{}
 	}
+	var storeErr error
+	var once sync.Once
+	stored := func(v float64, i int) float64 {
+		r, err := store.Apply(c, in.Extras, v, i)
+		if err != nil {
+			once.Do(func() { storeErr = err })
+		}
+		return r
+	}
 	if o.Outputs <= cfg.FullMax && c.FLOPs()/2 <= cfg.FullMACs {
-		o.RelL2 = ref.RelL2(y, ref.Forward(c, in.X, in.W, in.B))
+		want := ref.Forward(c, in.X, in.W, in.B)
+		for i := range want {
+			want[i] = stored(want[i], i)
+		}
+		o.RelL2, o.Err = ref.RelL2(y, want), storeErr
 		o.Compared = o.Outputs
 		return o, Compared{Count: o.Compared, Mode: "all"}
 	}
@@ -64,10 +79,10 @@ func Compare(c geom.Conv, in Inputs, y []float32, cfg CompareConfig) (Outcome, C
 	parallel(len(idx), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			got[i] = y[idx[i]]
-			want[i] = ref.At(c, in.X, in.W, in.B, idx[i])
+			want[i] = stored(ref.At(c, in.X, in.W, in.B, idx[i]), idx[i])
 		}
 	})
-	o.RelL2 = ref.RelL2(got, want)
+	o.RelL2, o.Err = ref.RelL2(got, want), storeErr
 	o.Compared = len(idx)
 	mode := "sampled"
 	if len(idx) == o.Outputs {

@@ -30,13 +30,13 @@ func gpuLike(c geom.Conv, in Inputs) []float32 {
 func TestComparePasses(t *testing.T) {
 	in := MakeInputs(small, "randn", 7)
 	y := gpuLike(small, in)
-	o, cmp := Compare(small, in, y, DefaultCompare)
+	o, cmp := Compare(small, in, nil, y, DefaultCompare)
 	if d, why := Decide(o, Tolerance); d != Passed || cmp.Mode != "all" || cmp.Count != small.OutputLen() {
 		t.Errorf("all: %s %q, %+v, %+v", d, why, o, cmp)
 	}
 	cfg := DefaultCompare
 	cfg.FullMax, cfg.Samples = 0, 100
-	o, cmp = Compare(small, in, y, cfg)
+	o, cmp = Compare(small, in, nil, y, cfg)
 	if d, why := Decide(o, Tolerance); d != Passed || cmp.Mode != "sampled" || cmp.Count != 100 {
 		t.Errorf("sampled: %s %q, %+v, %+v", d, why, o, cmp)
 	}
@@ -48,7 +48,7 @@ func TestCompareCatches(t *testing.T) {
 
 	wrong := gpuLike(small, in)
 	wrong[n/2] += 1
-	if o, _ := Compare(small, in, wrong, DefaultCompare); !(o.RelL2 > Tolerance) {
+	if o, _ := Compare(small, in, nil, wrong, DefaultCompare); !(o.RelL2 > Tolerance) {
 		t.Errorf("one wrong output: rel_l2 %g", o.RelL2)
 	}
 
@@ -57,7 +57,7 @@ func TestCompareCatches(t *testing.T) {
 		unwritten[i] = math.Float32frombits(PoisonBits)
 	}
 	unwritten[5] = float32(math.NaN())
-	o, _ := Compare(small, in, unwritten, DefaultCompare)
+	o, _ := Compare(small, in, nil, unwritten, DefaultCompare)
 	if o.NaN != 4 || o.Unwritten != 3 {
 		t.Errorf("NaN %d, unwritten %d; want 4, 3", o.NaN, o.Unwritten)
 	}
@@ -68,11 +68,11 @@ func TestCompareCatches(t *testing.T) {
 	// A missing bias is an error far above fp32 rounding.
 	nb := in
 	nb.B = make([]float32, len(in.B))
-	if o, _ := Compare(small, in, gpuLike(small, nb), DefaultCompare); !(o.RelL2 > Tolerance) {
+	if o, _ := Compare(small, in, nil, gpuLike(small, nb), DefaultCompare); !(o.RelL2 > Tolerance) {
 		t.Errorf("missing bias: rel_l2 %g", o.RelL2)
 	}
 
-	if o, _ := Compare(small, in, make([]float32, n-1), DefaultCompare); o.Err == nil {
+	if o, _ := Compare(small, in, nil, make([]float32, n-1), DefaultCompare); o.Err == nil {
 		t.Error("short output accepted")
 	}
 }

@@ -80,6 +80,9 @@ func Execute(j *Job) (out RunOutput) {
 	}
 	out.Loaded = arch
 	in := MakeInputs(c, j.InputDist, j.Seed)
+	if j.Store != nil {
+		in.Extras = MakeExtras(j.Kernel.StoreExtras, j.Seed)
+	}
 	y, yLast, t, err := run(j, module, in)
 	if errors.Is(err, cu.NoBinaryForGpu) {
 		out.NotSupported = fmt.Sprintf("loading %s on %s (compute capability %s): %v", LoadedAs(arch), out.Device, out.CC, err)
@@ -97,7 +100,7 @@ func Execute(j *Job) (out RunOutput) {
 			}
 		}
 	}
-	o, cmp := Compare(c, in, y, j.Compare)
+	o, cmp := Compare(c, in, j.Store, y, j.Compare)
 	out.NaN, out.Unwritten, out.RelL2 = o.NaN, o.Unwritten, Float(o.RelL2)
 	if o.Err != nil {
 		out.Error = o.Err.Error()
@@ -206,15 +209,18 @@ func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err e
 	if yp, err = alloc("y", c.OutputLen()); err != nil {
 		return nil, nil, nil, err
 	}
-	// The tensors a level-2 kernel's store reads for its fused ops, zeros:
-	// this tier launches the kernel as the host wrapper does, and the
-	// forward with its ops is the harness's (and the CPU emulator's) check.
+	// The tensors a level-2 kernel's store reads: the ops' drawn values
+	// (Compare applies the same ops), zeros where the store applies none.
 	var store []cu.DevicePtr
 	for i, n := range k.StoreExtras {
 		if n == 0 {
 			break
 		}
-		p, err := upload(fmt.Sprintf("store extra %d", i), make([]float32, n))
+		host := make([]float32, n)
+		if i < len(in.Extras) {
+			host = in.Extras[i]
+		}
+		p, err := upload(fmt.Sprintf("store extra %d", i), host)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -12,6 +12,9 @@ import (
 // Inputs are the host tensors of one run, in PyTorch's layouts.
 type Inputs struct {
 	X, W, B []float32 // B is nil without bias
+	// Extras are the tensors a level-2 kernel's store reads for its ops
+	// (MakeExtras), in parameter order; nil for a store without ops.
+	Extras [][]float32
 }
 
 // InitBound is PyTorch's default initialisation bound for

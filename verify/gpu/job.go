@@ -19,6 +19,9 @@ type Job struct {
 	Seed    uint64            `json:"seed"` // inputs' seed
 	Compare CompareConfig     `json:"compare"`
 	Timing  *TimingConfig     `json:"timing,omitempty"` // nil: no timing
+	// Store: the ops the kernel's store applies to the convolution (a
+	// level-2 kernel); nil when it writes the convolution.
+	Store *Store `json:"store,omitempty"`
 }
 
 // TimingConfig is how a kernel is timed: Warmup untimed forwards, then

@@ -199,7 +199,7 @@ func (r *Runner) runOne(ctx context.Context, it *Item, res *Result) {
 	}
 	j := &Job{
 		Kernel: it.Kernel, InputDist: it.InputDist, Builds: builds,
-		Seed: it.Seed(o.Seed),
+		Seed: it.Seed(o.Seed), Store: StoreOf(it.plan),
 		Compare: CompareConfig{
 			Tol: o.Tol, FullMax: o.FullMax, FullMACs: DefaultCompare.FullMACs, Samples: o.Samples,
 			Seed: it.Seed(o.Seed) + 1,
