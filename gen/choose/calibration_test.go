@@ -197,6 +197,17 @@ var zooPairs = []struct {
 	{"zoo_head_deepsup_k4", spec.Direct{BM: 128, BN: 4, BK: 2, TW: 16}, spec.Direct{BM: 256, BN: 4, BK: 8, TM: 1}, 0.0201, 0.0256},
 	{"zoo_head_deepsup_k8", spec.Direct{BM: 128, BN: 4, BK: 2, TW: 16}, spec.Direct{BM: 256, BN: 4, BK: 8, TM: 1}, 0.0483, 0.0671},
 	{"zoo_dw_dil2", spec.Direct{BM: 128, BN: 4, BK: 1, TW: 16}, spec.Direct{BM: 256, BN: 4, BK: 4, TM: 2}, 0.0364, 0.1677},
+	// Tiles of one output channel (bn 1), kernel-only on one H200
+	// (docs/perf/data/direct-narrow-h200-2026-12-05.json, means): a
+	// window against rows on strided W or one input channel a group
+	// (Machine.DirectRows, DirectRowsOneChannel), and bn 1 against bn 4.
+	{"zoo_gan3d_out", spec.Direct{BM: 256, BN: 1, BK: 8, TW: 8}, spec.Direct{BM: 256, BN: 1, BK: 8, TM: 2}, 1.008, 2.884},
+	{"zoo_gan3d_out", spec.Direct{BM: 128, BN: 1, BK: 2, TW: 8}, spec.Direct{BM: 128, BN: 4, BK: 2, TW: 8}, 1.027, 2.290},
+	{"zoo_dw_up_k4", spec.Direct{BM: 128, BN: 1, BK: 1, TW: 8}, spec.Direct{BM: 512, BN: 1, BK: 1, TM: 4}, 0.0887, 0.5375},
+	{"zoo_dw_up_k2", spec.Direct{BM: 128, BN: 1, BK: 1, TW: 8}, spec.Direct{BM: 512, BN: 1, BK: 1, TM: 4}, 0.1147, 0.6447},
+	{"zoo_dw_video_144", spec.Direct{BM: 128, BN: 1, BK: 1, TW: 8}, spec.Direct{BM: 512, BN: 1, BK: 1, TM: 4}, 0.0240, 0.1080},
+	{"zoo_head_k2_binary", spec.Direct{BM: 128, BN: 1, BK: 2, TW: 8}, spec.Direct{BM: 256, BN: 1, BK: 8, TM: 2}, 0.0277, 0.0642},
+	{"zoo_dw_dil2", spec.Direct{BM: 128, BN: 1, BK: 1, TW: 8}, spec.Direct{BM: 512, BN: 1, BK: 1, TM: 4}, 0.0262, 0.1219},
 }
 
 // TestModelAgainstZooPairs: on each pair the sm90 model estimates the

@@ -50,6 +50,19 @@ type Machine struct {
 	// of FMAs and waits alone, and a block's weight staging serves half
 	// the outputs of tm 2.
 	DirectSingle float64
+	// DirectRows and DirectRowsOneChannel scale the rate of a direct tile
+	// without a window (rows of tm outputs) where W is strided, and where
+	// a group has one input channel (any stride): each of a row thread's
+	// input loads serves bn FMAs after its own address and phase test (and
+	// with one input channel, one tap's), while a window thread loads a
+	// run of input columns once for all its outputs' kw taps. The 12
+	// narrow-channel zoo shapes (docs/perf/data/direct-narrow-h200-2026-12-05.json)
+	// measured the best row tile at 1.5x to 2.9x the best window tile on
+	// strided W and 4.5x to 6.5x with one input channel a group; at stride
+	// 1 with several channels, 0.9x to 1.0x (no factor). Those tiles had
+	// bn 1 to 4; wider tiles (more FMAs a load) are not rated down, as no
+	// pair of them has been measured.
+	DirectRows, DirectRowsOneChannel float64
 	// DirectLoad is what a direct thread's load of one input costs in
 	// FMAs of its own: each load feeds bn FMAs (bn output channels), so a
 	// tile of bn < 4 (one or two channels a group) runs at
@@ -84,7 +97,7 @@ type Machine struct {
 // times) scaled the same way; SyncOneSlab from the sm80 files' tiles of one
 // slab against the same tiles with two (TestModelSM80Slabs).
 var Machines = map[string]Machine{
-	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectLoad: 1, SyncOneSlab: 1, Rates: map[string]Rate{
+	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectLoad: 1, SyncOneSlab: 1, Rates: map[string]Rate{
 		"ffma":          {R: 25e12, A: 0.15, K0: 64, Step: 0.5e-6},
 		"direct":        {R: 24e12, A: 0, K0: 0, Step: 0.15e-6},
 		"mma":           {R: 33e12, A: 0.25, K0: 32, Step: 0.5e-6},
@@ -93,7 +106,7 @@ var Machines = map[string]Machine{
 		"triton-fp32":   {R: 34e12, A: 0.25, K0: 128, Step: 0.5e-6},
 		"spectral":      {R: 12.5e12, Step: 0.5e-6},
 	}},
-	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectLoad: 1, SyncOneSlab: 0.87, Rates: map[string]Rate{
+	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectLoad: 1, SyncOneSlab: 0.87, Rates: map[string]Rate{
 		"ffma":          {R: 25e12 * ffmaA100, A: 0.15, K0: 64, Step: 0.5e-6},
 		"direct":        {R: 24e12 * ffmaA100, A: 0, K0: 0, Step: 0.15e-6},
 		"mma":           {R: 33e12 * tensorA100, A: 0.25, K0: 32, Step: 0.5e-6},
@@ -238,6 +251,14 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 	}
 	if t.Direct != nil && t.TW() == 0 && t.TM() == 1 {
 		e.Rate *= m.DirectSingle
+	}
+	if t.Direct != nil && t.TW() == 0 && t.BN() <= 4 {
+		switch {
+		case p.CinG == 1:
+			e.Rate *= m.DirectRowsOneChannel
+		case c.Stride[2] > 1:
+			e.Rate *= m.DirectRows
+		}
 	}
 	if t.Direct != nil && t.BN() < 4 {
 		e.Rate *= (1 + m.DirectLoad/4) / (1 + m.DirectLoad/float64(t.BN()))
