@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"convtgen/gen/plan"
 	"convtgen/verify"
 )
 
@@ -18,10 +19,15 @@ func TestJobRoundTrip(t *testing.T) {
 	if len(verify.Kernels) == 0 {
 		t.Skip("no registered kernels")
 	}
-	for _, timing := range []*TimingConfig{nil, &DefaultTiming} {
+	lo := -0.5
+	store := &Store{Ops: []plan.PointOp{{Kind: "clamp", Arg: -1, Min: &lo}, {Kind: "mul", Arg: 2, PerChannel: true}}, Args: []int{2}}
+	for i, timing := range []*TimingConfig{nil, &DefaultTiming} {
 		j := &Job{
 			Kernel: verify.Kernels[len(verify.Kernels)-1], InputDist: "randn", Builds: map[string]string{"sm_80": "/tmp/x/sm_80.cubin", "compute_80": "/tmp/x/compute_80.ptx"},
 			Seed: math.MaxUint64 - 5, Compare: DefaultCompare, Timing: timing,
+		}
+		if i == 1 {
+			j.Store = store // a level-2 kernel's store ops travel with the job
 		}
 		enc, err := j.Encode()
 		if err != nil {
