@@ -61,6 +61,11 @@ type View struct {
 	CIChunks    int
 	// WeightRead: how a direct thread reads one (tap, channel)'s weights.
 	WeightRead WeightRead
+	// WeightParam names the main kernel's weight parameter, and WeightAt
+	// is where a direct block stages weight (g, flat, ci, n0 + n) from:
+	// wt, the re-laid weight, or w, PyTorch's own layout, where the plan
+	// reads that (plan.ReadsTorchWeight: the forward then has no re-layout).
+	WeightParam, WeightAt string
 	ALanes     int
 	ARows      int
 	AKStride   int
@@ -103,8 +108,8 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 	s, c, t := p.Spec, p.Conv, p.Tile
 	r := s.Reference
 	idents := [][2]string{{"name", s.Name}, {"reference.attr", r.Attr}, {"problem.input_dist", s.Problem.InputDist},
-		{"extension name", p.Names.Extension}, {"kernel name", p.Names.Kernel}, {"repack kernel name", p.Names.Repack}}
-	for _, n := range []string{p.Names.Relayout, p.Names.Fill} {
+		{"extension name", p.Names.Extension}, {"kernel name", p.Names.Kernel}}
+	for _, n := range []string{p.Names.Repack, p.Names.Relayout, p.Names.Fill} {
 		if n != "" {
 			idents = append(idents, [2]string{"kernel name", n})
 		}
@@ -154,6 +159,10 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 	v.RepackBlocks, v.RepackThreads = plan.RepackBlocks(p.RepackLen()), plan.RepackBlockThreads
 	v.TapTableLen, v.CIChunks = max(1, len(p.Taps)), p.CIChunks()
 	v.WeightRead = newWeightRead(t.BN())
+	v.WeightParam, v.WeightAt = "wt", "wt + (((idx_t)g * kTaps + flat) * kCinG + ci) * kCoutG + n0 + n"
+	if p.ReadsTorchWeight() {
+		v.WeightParam, v.WeightAt = "w", "w + ((idx_t)(g * kCinG + ci) * kCoutG + n0 + n) * kTaps + flat"
+	}
 	v.ALanes, v.ARows, v.AKStride, v.AK, v.BLoads = gather.Lanes, gather.Rows, gather.KStride, gather.K, gather.BLoads
 	for _, op := range p.Epilogue.Ops {
 		v.Fused = append(v.Fused, pointCodeWith(op, storeOperand))

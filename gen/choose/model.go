@@ -188,7 +188,10 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 	}
 	c := p.Conv
 	t := p.Tile
-	e := Estimate{Useful: c.FLOPs(), Launches: 2}
+	e := Estimate{Useful: c.FLOPs(), Launches: 1}
+	if p.Names.Repack != "" {
+		e.Launches++ // the weight re-layout
+	}
 	bytes := c.MinBytes() + 8*float64(p.RepackLen()) // the repacked weight, written and read
 	var k, n int
 	if t.WGMMA != nil {

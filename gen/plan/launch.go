@@ -98,8 +98,12 @@ const (
 )
 
 // RepackLen is the number of elements the weight re-layout writes: the
-// weight image of a wgmma tile, else the weight in its new order.
+// weight image of a wgmma tile, else the weight in its new order; 0 where
+// the kernel reads PyTorch's layout (no re-layout).
 func (p *Plan) RepackLen() int {
+	if p.ReadsTorchWeight() {
+		return 0
+	}
 	if p.Tile.WGMMA != nil {
 		return p.WGMMA.ImageLen
 	}

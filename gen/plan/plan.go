@@ -84,7 +84,7 @@ type Plan struct {
 type Names struct {
 	Extension string // load_inline module name, unique per spec
 	Kernel    string // main implicit-GEMM kernel
-	Repack    string // weight re-layout kernel
+	Repack    string // weight re-layout kernel (empty: none, ReadsTorchWeight)
 	Relayout  string // input re-layout kernel (wgmma tiles; else empty)
 	Fill      string // bias fill of a wgmma tile with tap-less phases (else empty)
 }
@@ -567,7 +567,24 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 	}
 	p.Index = indexType(c.InputLen(), c.OutputLen(), c.WeightLen())
 	p.Names = names(s.Name, target)
+	if p.ReadsTorchWeight() {
+		p.Names.Repack = ""
+	}
 	return p.withChain()
+}
+
+// TinyWeight is the largest weight, in elements (64 KiB), that a direct
+// kernel stages straight from PyTorch's layout.
+const TinyWeight = 1 << 14
+
+// ReadsTorchWeight: the main kernel stages its weights from PyTorch's own
+// layout, and the forward has no weight re-layout launch (Names.Repack is
+// empty). A direct block stages a chunk of taps x input channels x bn
+// weights at a time, which the re-layout only makes contiguous; a tiny
+// weight stays in L2, so its scattered reads cost less than the launch
+// (several microseconds, the whole of a small problem's margin).
+func (p *Plan) ReadsTorchWeight() bool {
+	return p.Tile.Direct != nil && p.Conv.WeightLen() <= TinyWeight
 }
 
 // withChain plans the passes of the ops around the convolution.

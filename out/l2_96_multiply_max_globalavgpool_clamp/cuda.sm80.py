@@ -112,24 +112,8 @@ __constant__ TapInfo kTapTable[27] = {
     { 26, 0, 0, 0 },
 };
 
-// Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
-// Cin/groups, Cout/groups), so a weight tile row is contiguous in the output
-// channel and loads coalesce.
-extern "C" __global__ void l2_96_multiply_max_globalavgpool_clamp_repack_weight(const float* __restrict__ w, float* __restrict__ wt)
-{
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (idx_t)kCin * kCoutG * kTaps) return;
-    const int co = (int)(i % kCoutG);
-    idx_t rest = i / kCoutG;
-    const int ci = (int)(rest % kCinG);
-    rest /= kCinG;
-    const int tap = (int)(rest % kTaps);
-    const int g = (int)(rest / kTaps);
-    wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
-}
-
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-l2_96_multiply_max_globalavgpool_clamp_igemm(const float* __restrict__ x, const float* __restrict__ wt,
+l2_96_multiply_max_globalavgpool_clamp_igemm(const float* __restrict__ x, const float* __restrict__ w,
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // Weights of up to kTapChunk taps as (tap, input channel, kBN output
@@ -182,7 +166,7 @@ l2_96_multiply_max_globalavgpool_clamp_igemm(const float* __restrict__ x, const 
             const int n = e % kBN, rest = e / kBN;
             const int ci = rest % kCinG, t = rest / kCinG;
             const int flat = kTapTable[P.tap_start + t0 + t].flat;
-            w_tile[e] = n0 + n < kCoutG ? __ldg(wt + (((idx_t)g * kTaps + flat) * kCinG + ci) * kCoutG + n0 + n) : 0.0f;
+            w_tile[e] = n0 + n < kCoutG ? __ldg(w + ((idx_t)(g * kCinG + ci) * kCoutG + n0 + n) * kTaps + flat) : 0.0f;
         }
         __syncthreads();
         for (int t = 0; t < taps; ++t) {
@@ -327,11 +311,9 @@ static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Ten
                 "weight must be a contiguous float32 CUDA tensor of shape (3, 16, 3, 3, 3)");
     TORCH_CHECK(bias.is_cuda() && bias.scalar_type() == torch::kFloat32 && bias.is_contiguous() && bias.numel() == 16,
                 "bias must be a contiguous float32 CUDA tensor of 16 elements");
-    auto wt = torch::empty({1296}, x.options());
+    // The kernel stages the weight from PyTorch's layout: no re-layout launch.
     auto y = torch::empty({128, 16, 31, 63, 63}, x.options());
-    l2_96_multiply_max_globalavgpool_clamp_repack_weight<<<6, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
-    check_launch("l2_96_multiply_max_globalavgpool_clamp_repack_weight");
-    l2_96_multiply_max_globalavgpool_clamp_igemm<<<dim3(32768, 1, 1), 256>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    l2_96_multiply_max_globalavgpool_clamp_igemm<<<dim3(32768, 1, 1), 256>>>((const float*)x.data_ptr(), (const float*)weight.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("l2_96_multiply_max_globalavgpool_clamp_igemm");
     return y;

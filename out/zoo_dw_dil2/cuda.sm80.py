@@ -85,24 +85,8 @@ __constant__ TapInfo kTapTable[9] = {
     { 24, -2, -2, 0 },
 };
 
-// Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
-// Cin/groups, Cout/groups), so a weight tile row is contiguous in the output
-// channel and loads coalesce.
-extern "C" __global__ void zoo_dw_dil2_repack_weight(const float* __restrict__ w, float* __restrict__ wt)
-{
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (idx_t)kCin * kCoutG * kTaps) return;
-    const int co = (int)(i % kCoutG);
-    idx_t rest = i / kCoutG;
-    const int ci = (int)(rest % kCinG);
-    rest /= kCinG;
-    const int tap = (int)(rest % kTaps);
-    const int g = (int)(rest / kTaps);
-    wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
-}
-
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-zoo_dw_dil2_igemm(const float* __restrict__ x, const float* __restrict__ wt,
+zoo_dw_dil2_igemm(const float* __restrict__ x, const float* __restrict__ w,
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // Weights of up to kTapChunk (d, h) taps as (tap, input channel, kw, kBN
@@ -152,7 +136,7 @@ zoo_dw_dil2_igemm(const float* __restrict__ x, const float* __restrict__ wt,
             const int n = e % kBN, kw = e / kBN % kKW, rest = e / (kBN * kKW);
             const int ci = rest % kCinG, t = rest / kCinG;
             const int flat = kTapTable[P.tap_start + t0 + t].flat + kw;
-            w_tile[e] = n0 + n < kCoutG ? __ldg(wt + (((idx_t)g * kTaps + flat) * kCinG + ci) * kCoutG + n0 + n) : 0.0f;
+            w_tile[e] = n0 + n < kCoutG ? __ldg(w + ((idx_t)(g * kCinG + ci) * kCoutG + n0 + n) * kTaps + flat) : 0.0f;
         }
         __syncthreads();
         for (int t = 0; t < taps; ++t) {
@@ -257,11 +241,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
                 "weight must be a contiguous float32 CUDA tensor of shape (48, 1, 3, 3, 3)");
     TORCH_CHECK(reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0,
                 "x must start at a 16-byte boundary: the kernel reads it as float4s");
-    auto wt = torch::empty({1296}, x.options());
+    // The kernel stages the weight from PyTorch's layout: no re-layout launch.
     auto y = torch::empty({2, 48, 32, 32, 32}, x.options());
-    zoo_dw_dil2_repack_weight<<<6, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
-    check_launch("zoo_dw_dil2_repack_weight");
-    zoo_dw_dil2_igemm<<<dim3(32, 1, 48), 256>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_dw_dil2_igemm<<<dim3(32, 1, 48), 256>>>((const float*)x.data_ptr(), (const float*)weight.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_dw_dil2_igemm");
     return y;

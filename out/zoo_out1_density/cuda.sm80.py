@@ -94,24 +94,8 @@ __constant__ TapInfo kTapTable[27] = {
     { 26, -1, -1, -1 },
 };
 
-// Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
-// Cin/groups, Cout/groups), so a weight tile row is contiguous in the output
-// channel and loads coalesce.
-extern "C" __global__ void zoo_out1_density_repack_weight(const float* __restrict__ w, float* __restrict__ wt)
-{
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (idx_t)kCin * kCoutG * kTaps) return;
-    const int co = (int)(i % kCoutG);
-    idx_t rest = i / kCoutG;
-    const int ci = (int)(rest % kCinG);
-    rest /= kCinG;
-    const int tap = (int)(rest % kTaps);
-    const int g = (int)(rest / kTaps);
-    wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
-}
-
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-zoo_out1_density_igemm(const float* __restrict__ x, const float* __restrict__ wt,
+zoo_out1_density_igemm(const float* __restrict__ x, const float* __restrict__ w,
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // Weights of up to kTapChunk taps as (tap, input channel, kBN output
@@ -164,7 +148,7 @@ zoo_out1_density_igemm(const float* __restrict__ x, const float* __restrict__ wt
             const int n = e % kBN, rest = e / kBN;
             const int ci = rest % kCinG, t = rest / kCinG;
             const int flat = kTapTable[P.tap_start + t0 + t].flat;
-            w_tile[e] = n0 + n < kCoutG ? __ldg(wt + (((idx_t)g * kTaps + flat) * kCinG + ci) * kCoutG + n0 + n) : 0.0f;
+            w_tile[e] = n0 + n < kCoutG ? __ldg(w + ((idx_t)(g * kCinG + ci) * kCoutG + n0 + n) * kTaps + flat) : 0.0f;
         }
         __syncthreads();
         for (int t = 0; t < taps; ++t) {
@@ -248,11 +232,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     TORCH_CHECK(weight.is_cuda() && weight.scalar_type() == torch::kFloat32 && weight.is_contiguous() &&
                 weight.sizes() == torch::IntArrayRef({32, 1, 3, 3, 3}),
                 "weight must be a contiguous float32 CUDA tensor of shape (32, 1, 3, 3, 3)");
-    auto wt = torch::empty({864}, x.options());
+    // The kernel stages the weight from PyTorch's layout: no re-layout launch.
     auto y = torch::empty({8, 1, 32, 32, 32}, x.options());
-    zoo_out1_density_repack_weight<<<4, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
-    check_launch("zoo_out1_density_repack_weight");
-    zoo_out1_density_igemm<<<dim3(512, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_out1_density_igemm<<<dim3(512, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)weight.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_out1_density_igemm");
     return y;

@@ -88,24 +88,8 @@ __constant__ TapInfo kTapTable[9] = {
     { 24, 0, 0, 0 },
 };
 
-// Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
-// Cin/groups, Cout/groups), so a weight tile row is contiguous in the output
-// channel and loads coalesce.
-extern "C" __global__ void zoo_out1_sdf_repack_weight(const float* __restrict__ w, float* __restrict__ wt)
-{
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (idx_t)kCin * kCoutG * kTaps) return;
-    const int co = (int)(i % kCoutG);
-    idx_t rest = i / kCoutG;
-    const int ci = (int)(rest % kCinG);
-    rest /= kCinG;
-    const int tap = (int)(rest % kTaps);
-    const int g = (int)(rest / kTaps);
-    wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
-}
-
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-zoo_out1_sdf_igemm(const float* __restrict__ x, const float* __restrict__ wt,
+zoo_out1_sdf_igemm(const float* __restrict__ x, const float* __restrict__ w,
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // Weights of up to kTapChunk (d, h) taps as (tap, input channel, kw, kBN
@@ -155,7 +139,7 @@ zoo_out1_sdf_igemm(const float* __restrict__ x, const float* __restrict__ wt,
             const int n = e % kBN, kw = e / kBN % kKW, rest = e / (kBN * kKW);
             const int ci = rest % kCinG, t = rest / kCinG;
             const int flat = kTapTable[P.tap_start + t0 + t].flat + kw;
-            w_tile[e] = n0 + n < kCoutG ? __ldg(wt + (((idx_t)g * kTaps + flat) * kCinG + ci) * kCoutG + n0 + n) : 0.0f;
+            w_tile[e] = n0 + n < kCoutG ? __ldg(w + ((idx_t)(g * kCinG + ci) * kCoutG + n0 + n) * kTaps + flat) : 0.0f;
         }
         __syncthreads();
         for (int t = 0; t < taps; ++t) {
@@ -262,11 +246,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 "bias must be a contiguous float32 CUDA tensor of 1 elements");
     TORCH_CHECK(reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0,
                 "x must start at a 16-byte boundary: the kernel reads it as float4s");
-    auto wt = torch::empty({432}, x.options());
+    // The kernel stages the weight from PyTorch's layout: no re-layout launch.
     auto y = torch::empty({4, 1, 64, 64, 64}, x.options());
-    zoo_out1_sdf_repack_weight<<<2, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
-    check_launch("zoo_out1_sdf_repack_weight");
-    zoo_out1_sdf_igemm<<<dim3(512, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_out1_sdf_igemm<<<dim3(512, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)weight.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_out1_sdf_igemm");
     return y;

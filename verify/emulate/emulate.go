@@ -189,7 +189,7 @@ static void run_conv(const float* x_in, const float* w_in, const float* b, const
     auto launch_seed = [&](uint64_t k) { return seed == 0 ? 0 : seed + k; };  // (splitmix64 decorrelates them)
     std::vector<float> wt(emu_repack_len, NAN), xr(emu_xr_len, NAN);
     blockDim = {emu_repack_threads, 1, 1};
-    for (unsigned blk = 0; blk < emu_repack_blocks; ++blk) {
+    for (unsigned blk = 0; emu_repack_len > 0 && blk < emu_repack_blocks; ++blk) {
         for (unsigned t = 0; t < emu_repack_threads; ++t) {
             blockIdx = {blk, 0, 0};
             threadIdx = {t, 0, 0};
@@ -204,7 +204,9 @@ static void run_conv(const float* x_in, const float* w_in, const float* b, const
     EMU_RELAYOUT
     EMU_FILL
     count_writes(y_out, emu_y_len);
-    run_blocks(emu_grid, emu_threads, launch_seed(3), [&] { emu_main(xin, wt.data(), b, EMU_STORE_ARGS out); });
+    // Without a re-layout (emu_repack_len 0) the main kernel reads the weight as it is.
+    const float* wmain = emu_repack_len > 0 ? wt.data() : w_in;
+    run_blocks(emu_grid, emu_threads, launch_seed(3), [&] { emu_main(xin, wmain, b, EMU_STORE_ARGS out); });
     check_writes(emu_main_name, emu_has_fill, launch_seed(3));
 }
 
@@ -371,12 +373,16 @@ func convSource(kernel string, l plan.Launch) (string, error) {
 			store += fmt.Sprintf("store[%d], ", i)
 		}
 	}
+	repack := l.Repack
+	if repack == "" {
+		repack = "(void)" // no re-layout: the driver's loop over it runs no block
+	}
 	reach := reached(c, l.Out)
 	consts := fmt.Sprintf(driverConstants,
 		c.InputLen(), c.WeightLen(), bias, c.OutputLen(), l.RepackLen, l.RelaidLen,
 		plan.RepackBlockThreads, plan.RepackBlocks(l.RepackLen), l.Threads, c.OutChannels,
 		l.Grid[0], l.Grid[1], l.Grid[2], l.Out[0], l.Out[1], l.Out[2], reach[0], reach[1], reach[2],
-		l.Fill != "", l.Function, l.Repack, l.Function, relayout, fill, store)
+		l.Fill != "", l.Function, repack, l.Function, relayout, fill, store)
 	return shim + "\n" + host + consts, nil
 }
 

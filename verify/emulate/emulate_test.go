@@ -517,6 +517,56 @@ func TestDirectNarrowChannels(t *testing.T) {
 	}
 }
 
+// TestDirectWeightLayouts: a direct kernel stages a tiny weight straight
+// from PyTorch's layout (no re-layout kernel in the file, none launched)
+// and a larger one from the re-laid copy; both forms, both layouts, match
+// float64 with every output written once.
+func TestDirectWeightLayouts(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	small := geom.Conv{Batch: 2, InChannels: 6, OutChannels: 4, In: [3]int{3, 4, 6}, Kernel: [3]int{3, 2, 3}, Stride: [3]int{2, 1, 2},
+		Padding: [3]int{1, 0, 1}, OutputPadding: [3]int{1, 0, 1}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true}
+	large := geom.Conv{Batch: 1, InChannels: 48, OutChannels: 24, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
+		Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true}
+	if small.WeightLen() > plan.TinyWeight || large.WeightLen() <= plan.TinyWeight {
+		t.Fatalf("weights of %d and %d elements do not straddle TinyWeight %d", small.WeightLen(), large.WeightLen(), plan.TinyWeight)
+	}
+	for i, c := range []struct {
+		conv  geom.Conv
+		tile  spec.Direct
+		torch bool
+	}{
+		{small, spec.Direct{BM: 64, BN: 2, TM: 2, BK: 3}, true},
+		{small, spec.Direct{BM: 32, BN: 2, TW: 4, BK: 1}, true},
+		{large, spec.Direct{BM: 64, BN: 8, TM: 2, BK: 4}, false},
+		{large, spec.Direct{BM: 32, BN: 4, TW: 4, BK: 2}, false},
+	} {
+		k := spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: c.tile}}
+		s, err := spec.Parse("layouts.yaml", []byte(spec.Generic(fmt.Sprintf("layouts_%d", i), "direct kernel, weight layouts", c.conv, "randn", k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := plan.New(s, plan.SM90)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.ReadsTorchWeight() != c.torch || (p.Names.Repack == "") != c.torch || (p.RepackLen() == 0) != c.torch {
+			t.Fatalf("%s: reads PyTorch's layout %v, repack %q of %d elements; want %v", p, p.ReadsTorchWeight(), p.Names.Repack, p.RepackLen(), c.torch)
+		}
+		src, err := mutate.RenderCUDA(r, p, "layouts.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if has := strings.Contains(string(src), "_repack_weight"); has == c.torch {
+			t.Errorf("%s: a re-layout kernel in the file: %v, want %v", p, has, !c.torch)
+		}
+		runCUDA(t, r, dir, p, p, "layouts.yaml").check(t, p)
+	}
+}
+
 // TestWindowKernelMatchesReference runs W-window direct kernels (tile.tw)
 // on configurations picked for their edges: float4 window loads and
 // stores (input width and tw/stride_w multiples of 4) with #72's stride,

@@ -275,14 +275,20 @@ func RunSampled(ctx context.Context, cxx, dir, kernel string, l plan.Launch, sam
 		launches = append(launches, fmt.Sprintf("    run_sampled({%d, 1, 1}, %d, kSamples, rng, [&] { %s(kB > 0 ? bias.data() : nullptr, y); });",
 			l.FillBlocks, plan.FillBlockThreads, l.Fill))
 	}
-	launches = append(launches, fmt.Sprintf("    run_sampled({%d, %d, %d}, %d, kSamples, rng, [&] { %s(xin, wt, kB > 0 ? bias.data() : nullptr, y); });",
-		l.Grid[0], l.Grid[1], l.Grid[2], l.Threads, l.Function))
+	// Without a re-layout the main kernel reads the weight as it is, and
+	// the driver's re-layout loop runs no block.
+	weights, repack := "wt", l.Repack
+	if repack == "" {
+		weights, repack = "w", "(void)"
+	}
+	launches = append(launches, fmt.Sprintf("    run_sampled({%d, %d, %d}, %d, kSamples, rng, [&] { %s(xin, %s, kB > 0 ? bias.data() : nullptr, y); });",
+		l.Grid[0], l.Grid[1], l.Grid[2], l.Threads, l.Function, weights))
 	src := shim + "\n" + host + fmt.Sprintf(sampledDriver,
 		c.InputLen(), c.WeightLen(), bias, c.OutputLen(), l.RepackLen, max(1, l.RelaidLen),
 		fmt.Sprintf("{%d, %d, %d, %d}", c.Batch, c.InChannels, c.OutChannels, c.Groups),
 		three(c.In), three(l.Out), three(c.Kernel), three(c.Stride), three(c.Padding),
 		fmt.Sprint(plan.RepackBlocks(l.RepackLen)), strings.Join(launches, "\n"), samples, seed, check,
-		three(c.Dilation), plan.RepackBlockThreads, l.Repack, whole)
+		three(c.Dilation), plan.RepackBlockThreads, repack, whole)
 	sum := sha256.Sum256([]byte(src))
 	base := filepath.Join(dir, "sampled-"+hex.EncodeToString(sum[:8]))
 	if err := os.WriteFile(base+".cpp", []byte(src), 0o644); err != nil {

@@ -146,11 +146,12 @@ func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err e
 			return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.Function, err)
 		}
 	}
-	repackFn, err := mod.Function(k.Repack)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.Repack, err)
+	var repackFn, relayoutFn, fillFn cu.Function
+	if k.Repack != "" {
+		if repackFn, err = mod.Function(k.Repack); err != nil {
+			return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.Repack, err)
+		}
 	}
-	var relayoutFn, fillFn cu.Function
 	if k.Relayout != "" {
 		if relayoutFn, err = mod.Function(k.Relayout); err != nil {
 			return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.Relayout, err)
@@ -227,8 +228,10 @@ func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err e
 		store = append(store, p)
 	}
 	poison := func() error {
-		if err := cu.MemsetD32(wtp, wtPoison, int64(k.RepackLen)); err != nil {
-			return err
+		if k.RepackLen > 0 {
+			if err := cu.MemsetD32(wtp, wtPoison, int64(k.RepackLen)); err != nil {
+				return err
+			}
 		}
 		if k.RelaidLen > 0 {
 			if err := cu.MemsetD32(xrp, wtPoison, int64(k.RelaidLen)); err != nil {
@@ -251,11 +254,18 @@ func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err e
 		storeArgs = append(storeArgs, unsafe.Pointer(&store[i]))
 	}
 	fillArgs := append(append([]unsafe.Pointer{unsafe.Pointer(&bp)}, storeArgs...), unsafe.Pointer(&yp))
-	mainArgs := append(append([]unsafe.Pointer{unsafe.Pointer(mainIn), unsafe.Pointer(&wtp), unsafe.Pointer(&bp)}, storeArgs...), unsafe.Pointer(&yp))
+	// Without a re-layout the main kernel reads the weight as it is.
+	mainW := &wtp
+	if k.Repack == "" {
+		mainW = &wp
+	}
+	mainArgs := append(append([]unsafe.Pointer{unsafe.Pointer(mainIn), unsafe.Pointer(mainW), unsafe.Pointer(&bp)}, storeArgs...), unsafe.Pointer(&yp))
 	repackBlocks := plan.RepackBlocks(k.RepackLen)
 	forward := func() error {
-		if err := repackFn.Launch(repackBlocks, 1, 1, plan.RepackBlockThreads, 1, 1, 0, cu.NoStream, repackArgs); err != nil {
-			return fmt.Errorf("launching %s<<<%d, %d>>>: %w", k.Repack, repackBlocks, plan.RepackBlockThreads, err)
+		if k.Repack != "" {
+			if err := repackFn.Launch(repackBlocks, 1, 1, plan.RepackBlockThreads, 1, 1, 0, cu.NoStream, repackArgs); err != nil {
+				return fmt.Errorf("launching %s<<<%d, %d>>>: %w", k.Repack, repackBlocks, plan.RepackBlockThreads, err)
+			}
 		}
 		if k.Relayout != "" {
 			if err := relayoutFn.Launch(k.RelayoutBlocks, 1, 1, plan.RelayoutBlockThreads, 1, 1, 0, cu.NoStream, relayoutArgs); err != nil {

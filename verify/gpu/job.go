@@ -47,8 +47,8 @@ func DecodeJob(s string) (*Job, error) {
 	if err := json.Unmarshal([]byte(s), &j); err != nil {
 		return nil, fmt.Errorf("decoding job: %w", err)
 	}
-	if j.Kernel.Function == "" || j.Kernel.Repack == "" || len(j.Builds) == 0 {
-		return nil, errors.New("decoding job: kernel names and builds are required")
+	if j.Kernel.Function == "" || len(j.Builds) == 0 {
+		return nil, errors.New("decoding job: the kernel's name and builds are required")
 	}
 	if j.Timing != nil && (j.Timing.Runs < 1 || j.Timing.Warmup < 0 || j.Timing.FlushBytes < 0) {
 		return nil, fmt.Errorf("decoding job: bad timing %+v", *j.Timing)
