@@ -1933,7 +1933,7 @@ var Kernels = []Kernel{{
 	Fill:           "",
 	FillBlocks:     0,
 	Function:       "zoo_batch_128c1_igemm",
-	Grid:           [3]int{1024, 1, 1},
+	Grid:           [3]int{512, 1, 1},
 	MinBytes:       1.7041408e+07,
 	Out:            [3]int{16, 16, 16},
 	Precision:      "fp32",
@@ -1948,7 +1948,7 @@ var Kernels = []Kernel{{
 	StoreExtras:    [4]int{0, 0, 0, 0},
 	Target:         "sm90",
 	Threads:        128,
-	Tile:           "{bm: 512, bn: 8, bk: 1, tm: 4, min_blocks: 1, direct: true}",
+	Tile:           "{bm: 1024, bn: 8, bk: 1, tm: 8, min_blocks: 1, direct: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         256,
@@ -2509,7 +2509,7 @@ var Kernels = []Kernel{{
 	Fill:           "",
 	FillBlocks:     0,
 	Function:       "zoo_dw_up_k4_igemm",
-	Grid:           [3]int{512, 1, 64},
+	Grid:           [3]int{256, 1, 64},
 	MinBytes:       1.51011328e+08,
 	Out:            [3]int{64, 64, 64},
 	Precision:      "fp32",
@@ -2524,7 +2524,7 @@ var Kernels = []Kernel{{
 	StoreExtras:    [4]int{0, 0, 0, 0},
 	Target:         "sm90",
 	Threads:        128,
-	Tile:           "{bm: 128, bn: 1, bk: 1, tw: 8, min_blocks: 1, direct: true}",
+	Tile:           "{bm: 128, bn: 1, bk: 1, tw: 16, min_blocks: 1, direct: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         1,
@@ -3445,7 +3445,7 @@ var Kernels = []Kernel{{
 	Fill:           "",
 	FillBlocks:     0,
 	Function:       "zoo_head_deepsup_k8_igemm",
-	Grid:           [3]int{512, 1, 1},
+	Grid:           [3]int{256, 1, 1},
 	MinBytes:       5.242888e+06,
 	Out:            [3]int{64, 64, 64},
 	Precision:      "fp32",
@@ -3459,8 +3459,8 @@ var Kernels = []Kernel{{
 	SpecPath:       "specs/zoo/head_deepsup_k8.yaml",
 	StoreExtras:    [4]int{0, 0, 0, 0},
 	Target:         "sm90",
-	Threads:        128,
-	Tile:           "{bm: 128, bn: 2, bk: 2, tw: 8, min_blocks: 1, direct: true}",
+	Threads:        256,
+	Tile:           "{bm: 256, bn: 2, bk: 8, tw: 8, min_blocks: 1, direct: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         2,
@@ -4611,8 +4611,8 @@ var Kernels = []Kernel{{
 	SpecPath:       "specs/zoo/out1_sdf.yaml",
 	StoreExtras:    [4]int{0, 0, 0, 0},
 	Target:         "sm90",
-	Threads:        128,
-	Tile:           "{bm: 128, bn: 1, bk: 2, tw: 16, min_blocks: 1, direct: true}",
+	Threads:        256,
+	Tile:           "{bm: 256, bn: 1, bk: 8, tw: 8, min_blocks: 1, direct: true}",
 }, {
 	Conv: geom.Conv{
 		Batch:         1,

@@ -99,7 +99,7 @@ type Machine struct {
 var Machines = map[string]Machine{
 	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectLoad: 1, SyncOneSlab: 1, Rates: map[string]Rate{
 		"ffma":          {R: 25e12, A: 0.15, K0: 64, Step: 0.5e-6},
-		"direct":        {R: 24e12, A: 0, K0: 0, Step: 0.15e-6},
+		"direct":        {R: 24e12, A: 0, K0: 0, Step: 0.3e-6},
 		"mma":           {R: 33e12, A: 0.25, K0: 32, Step: 0.5e-6},
 		"wgmma":         {R: 92e12, A: 0.55, K0: 96, Step: 0.4e-6},
 		"triton-3xtf32": {R: 90e12, A: 0.35, K0: 384, Step: 0.5e-6},
@@ -108,7 +108,7 @@ var Machines = map[string]Machine{
 	}},
 	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectLoad: 1, SyncOneSlab: 0.87, Rates: map[string]Rate{
 		"ffma":          {R: 25e12 * ffmaA100, A: 0.15, K0: 64, Step: 0.5e-6},
-		"direct":        {R: 24e12 * ffmaA100, A: 0, K0: 0, Step: 0.15e-6},
+		"direct":        {R: 24e12 * ffmaA100, A: 0, K0: 0, Step: 0.3e-6},
 		"mma":           {R: 33e12 * tensorA100, A: 0.25, K0: 32, Step: 0.5e-6},
 		"wgmma":         {R: 56e12 * tensorA100, A: 0.55, K0: 96, Step: 0.8e-6},
 		"triton-3xtf32": {R: 50e12 * tensorA100, A: 0.35, K0: 384, Step: 0.8e-6},

@@ -97,15 +97,17 @@ func WGMMAKernels() []spec.Family {
 }
 
 // WindowKernels are the W-window direct kernels tried: about 8 outputs
-// along W by 8 channels (at 128, 256 and 64 threads, and one channel's
-// window loaded at a time), 4 by 16 and 16 by 4. tw is rounded up to a
+// along W by 8 channels (at 128, 256 and 64 threads, one channel's window
+// loaded at a time, and 256 threads loading 8 channels' windows a step:
+// a quarter of the steps where the group has many input channels), 4 by
+// 16 and 16 by 4. tw is rounded up to a
 // multiple of stride_w (down where that passes 16) and bn halved until a
 // thread's sums fit in 64 registers, so every one is feasible; bn stops at
 // the group's coutG output channels (the next power of two), which
 // computes no column past them.
 func WindowKernels(strideW, coutG int) []spec.Family {
 	var out []spec.Family
-	for _, c := range []struct{ tw, bn, bm, bk int }{{8, 8, 0, 0}, {8, 8, 256, 0}, {8, 8, 64, 0}, {8, 8, 0, 1}, {4, 16, 0, 0}, {16, 4, 0, 0}} {
+	for _, c := range []struct{ tw, bn, bm, bk int }{{8, 8, 0, 0}, {8, 8, 256, 0}, {8, 8, 64, 0}, {8, 8, 0, 1}, {8, 8, 256, 8}, {4, 16, 0, 0}, {16, 4, 0, 0}} {
 		tw := strideW * ((c.tw + strideW - 1) / strideW)
 		if tw > 16 {
 			tw -= strideW

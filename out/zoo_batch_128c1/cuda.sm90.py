@@ -11,7 +11,7 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-Computed directly, without GEMM tiles: each thread holds 4 output positions
+Computed directly, without GEMM tiles: each thread holds 8 output positions
 by 8 output channels and loads its own inputs into registers (no other
 thread reads them); only the weights are staged in shared memory. Products
 are fp32 FFMA, accumulated in fp32.
@@ -44,7 +44,7 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // input channels at a time: no other thread reads them. Shared memory
 // holds the weights of kTapChunk of the phase's taps, which every thread
 // reads alike.
-static constexpr int kBM = 512, kBN = 8, kBK = 1, kTM = 4;
+static constexpr int kBM = 1024, kBN = 8, kBK = 1, kTM = 8;
 static constexpr int kThreads = 128;
 static constexpr int kCIChunks = 1;  // kBK-channel steps per tap
 static constexpr int kTapChunk = 8;  // taps whose weights are staged at once
@@ -281,7 +281,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
                 "weight must be a contiguous float32 CUDA tensor of shape (1, 8, 4, 4, 4)");
     // The kernel stages the weight from PyTorch's layout: no re-layout launch.
     auto y = torch::empty({128, 8, 16, 16, 16}, x.options());
-    zoo_batch_128c1_igemm<<<dim3(1024, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)weight.data_ptr(),
+    zoo_batch_128c1_igemm<<<dim3(512, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)weight.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_batch_128c1_igemm");
     return y;

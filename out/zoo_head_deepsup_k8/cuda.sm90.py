@@ -47,9 +47,9 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // its outputs read into registers, kBK channels at a time: no other thread
 // reads them. Shared memory holds the weights (all kKW along W) of
 // kTapChunk of the phase's (d, h) taps, which every thread reads alike.
-static constexpr int kBM = 128, kBN = 2, kBK = 2, kTW = 8;
-static constexpr int kThreads = 128;
-static constexpr int kCIChunks = 64;  // kBK-channel steps per tap
+static constexpr int kBM = 256, kBN = 2, kBK = 8, kTW = 8;
+static constexpr int kThreads = 256;
+static constexpr int kCIChunks = 16;  // kBK-channel steps per tap
 static constexpr int kTapChunk = 1;  // (d, h) taps whose weights are staged at once
 static constexpr int kKW = 8, kPadW = 0, kDilW = 1;
 // Output ow0 + j (ow0 a multiple of kTW) reads, through tap kw, input column
@@ -372,7 +372,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     auto y = torch::empty({2, 2, 64, 64, 64}, x.options());
     zoo_head_deepsup_k8_repack_weight<<<512, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_head_deepsup_k8_repack_weight");
-    zoo_head_deepsup_k8_igemm<<<dim3(512, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_head_deepsup_k8_igemm<<<dim3(256, 1, 1), 256>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_head_deepsup_k8_igemm");
     return y;
