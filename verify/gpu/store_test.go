@@ -9,6 +9,7 @@ import (
 	"convtgen/gen/plan"
 	"convtgen/gen/ref"
 	"convtgen/gen/spec"
+	"convtgen/verify"
 )
 
 // A store that adds a per-channel tensor, multiplies by the convolution,
@@ -94,5 +95,37 @@ func TestStoreOf(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// Every registered level-2 kernel whose store applies ops has a float64
+// reference for each of them, with a tensor for every one it reads: the
+// GPU tier can judge each such kernel.
+func TestStoreOpsOfRegisteredKernels(t *testing.T) {
+	items, err := Items(&Options{Root: root}, verify.Kernels, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stores := 0
+	for _, it := range items {
+		st := StoreOf(it.plan)
+		if st == nil {
+			continue
+		}
+		stores++
+		c := it.Kernel.Conv
+		extras := MakeExtras(it.Kernel.StoreExtras, 1)
+		if len(extras) != len(st.Args) {
+			t.Errorf("%s: %d store tensors drawn, its ops read %d", it.Kernel.Spec, len(extras), len(st.Args))
+			continue
+		}
+		for _, i := range []int{0, c.OutputLen() - 1} {
+			if v, err := st.Apply(c, extras, 0.25, i); err != nil || v != v {
+				t.Errorf("%s: the store's ops at output %d: %v, %v", it.Kernel.Spec, i, v, err)
+			}
+		}
+	}
+	if stores == 0 {
+		t.Error("no registered kernel applies ops in its store")
 	}
 }
