@@ -65,12 +65,13 @@ type View struct {
 	// is where a direct block stages weight (g, flat, ci, n0 + n) from:
 	// wt, the re-laid weight, or w, PyTorch's own layout, where the plan
 	// reads that (plan.ReadsTorchWeight: the forward then has no re-layout).
-	WeightParam, WeightAt string
-	ALanes     int
-	ARows      int
-	AKStride   int
-	AK         int
-	BLoads     int
+	// WeightTensor is the host tensor passed for it (wt or weight).
+	WeightParam, WeightAt, WeightTensor string
+	ALanes                              int
+	ARows                               int
+	AKStride                            int
+	AK                                  int
+	BLoads                              int
 
 	// The main kernel's block along the plan's logical grid: blockIdx's
 	// fields, or with a folded grid the names the kernel decodes them into;
@@ -159,9 +160,11 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 	v.RepackBlocks, v.RepackThreads = plan.RepackBlocks(p.RepackLen()), plan.RepackBlockThreads
 	v.TapTableLen, v.CIChunks = max(1, len(p.Taps)), p.CIChunks()
 	v.WeightRead = newWeightRead(t.BN())
-	v.WeightParam, v.WeightAt = "wt", "wt + (((idx_t)g * kTaps + flat) * kCinG + ci) * kCoutG + n0 + n"
+	v.WeightParam, v.WeightTensor = "wt", "wt"
+	v.WeightAt = "wt + (((idx_t)g * kTaps + flat) * kCinG + ci) * kCoutG + n0 + n"
 	if p.ReadsTorchWeight() {
-		v.WeightParam, v.WeightAt = "w", "w + ((idx_t)(g * kCinG + ci) * kCoutG + n0 + n) * kTaps + flat"
+		v.WeightParam, v.WeightTensor = "w", "weight"
+		v.WeightAt = "w + ((idx_t)(g * kCinG + ci) * kCoutG + n0 + n) * kTaps + flat"
 	}
 	v.ALanes, v.ARows, v.AKStride, v.AK, v.BLoads = gather.Lanes, gather.Rows, gather.KStride, gather.K, gather.BLoads
 	for _, op := range p.Epilogue.Ops {

@@ -1145,7 +1145,6 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 func mod(a, b int) int { return ((a % b) + b) % b }
 
 // NextPow2 is the smallest power of two at least n (1 for n <= 1).
-// NextPow2 is the smallest power of two at least n (1 for n <= 1).
 func NextPow2(n int) int {
 	p := 1
 	for p < n {
