@@ -25,7 +25,10 @@ an H200 is not the A100's code (the result's "ran" says so). For every other sub
    - trials with the evaluator's per-trial seeds: the output block is poisoned with NaN
      first (an unwritten output shows up), then shape, dtype, NaN count, unmodified
      inputs, relative L2 error against a float64 run of the reference (the truth), and
-     allclose against the default (TF32) reference at 1e-2 and 1e-4 as facts;
+     allclose against the default (TF32) reference at 1e-2 and 1e-4 as facts; the truth
+     of each trial is computed by a problem's first file and shared with its other files
+     through a cache in memory (/dev/shm where there is one), dropped when the problem
+     is done: a float64 convolution costs seconds a trial, more than most files' own work;
    - with --time: the evaluator's CUDA-event timing with an L2 flush before each trial;
      the reference is timed once per spec, with PyTorch defaults and with strict fp32
      (with --compile also under torch.compile, Inductor's default mode).
@@ -51,6 +54,7 @@ import json
 import math
 import multiprocessing
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -78,6 +82,7 @@ TARGETS = {
 }
 WARMUP = 3
 FLUSH_FLOATS = 64 * 1024 * 1024  # 256 MB written before each timed trial, as the evaluator does
+TRUTH_CACHE_BYTES = 4 << 30  # the largest float64 truth a trial shares (five a problem at most)
 TAIL_CHARS = 4000  # enough of a compiler log or traceback to show the first error
 RESULT_KEYS = (
     "spec", "backend", "target", "ran", "disposition", "reason", "max_rel_l2", "ref_default_rel_l2",
@@ -138,6 +143,7 @@ def parse_args(argv):
     parser.add_argument("--ref-timing", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
     parser.add_argument("--wait-go", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--truth-cache", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     child_mode = args.item or args.ref_timing
     if not child_mode and not args.dirs:
@@ -159,10 +165,13 @@ def parse_args(argv):
     return args
 
 
-def child_command(mode, target, result_path, args):
-    """The command that runs one evaluation (mode --item or --ref-timing) in a child process."""
+def child_command(mode, target, result_path, args, truth_cache=None):
+    """The command that runs one evaluation (mode --item or --ref-timing) in a child process;
+    truth_cache: the folder where the files of its problem share their float64 truths."""
     command = [sys.executable, SCRIPT, mode, target, "--result", result_path,
                "--trials", str(args.trials), "--timed", str(args.timed), "--tol", repr(args.tol)]
+    if truth_cache:
+        command += ["--truth-cache", truth_cache]
     if args.time:
         command.append("--time")
     if args.compile:
@@ -627,12 +636,12 @@ class Child:
     child while this one runs, so the preparation overlaps the previous file's GPU work
     and never the timing of its own."""
 
-    def __init__(self, mode, target, args):
+    def __init__(self, mode, target, args, truth_cache=None):
         self.timeout = args.timeout
         self.tmp = tempfile.TemporaryDirectory(prefix="evaluate-")
         self.result_path = os.path.join(self.tmp.name, "result.json")
         self.log = open(os.path.join(self.tmp.name, "output.txt"), "w+", encoding="utf-8", errors="replace")
-        command = child_command(mode, target, self.result_path, args) + ["--wait-go"]
+        command = child_command(mode, target, self.result_path, args, truth_cache) + ["--wait-go"]
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=self.log,
                                      stderr=subprocess.STDOUT, text=True)
         self.started = None
@@ -689,12 +698,12 @@ def run_child(mode, target, args):
     return Child(mode, target, args).result()
 
 
-def evaluate_file(path, build_error, args, child=None):
+def evaluate_file(path, build_error, args, child=None, truth_cache=None):
     """One file's result: its build's failure, or its child's verdict (child: one
     started ahead for it, else one is started now)."""
     if build_error:
         return new_result(path, reason="build failed: " + build_error)
-    result, output = (child or Child("--item", path, args)).result()
+    result, output = (child or Child("--item", path, args, truth_cache)).result()
     if result is None:
         return new_result(path, reason="evaluation process died: " + output)
     return result
@@ -728,12 +737,19 @@ def evaluate_all(specs, builds, args, on_result=lambda results: None):
             runs.append((spec, None))
         runs.extend((spec, path) for path in spec.submissions)
 
+    # The float64 truths a problem's files share, in memory where /dev/shm is.
+    truths = tempfile.TemporaryDirectory(prefix="evaluate-truth-",
+                                         dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+
+    def truth_cache(spec):
+        return os.path.join(truths.name, str(specs.index(spec)))
+
     def start(run):
         spec, path = run
         if path is None:
             return None, Child("--ref-timing", spec.path, args)
         error = build_error(path)
-        return error, None if error else Child("--item", path, args)
+        return error, None if error else Child("--item", path, args, truth_cache(spec))
 
     results = []
     total = sum(len(s.submissions) for s in specs)
@@ -741,6 +757,8 @@ def evaluate_all(specs, builds, args, on_result=lambda results: None):
     ahead = start(runs[0]) if runs else None
     try:
         for i, (spec, path) in enumerate(runs):
+            if i > 0 and runs[i - 1][0] is not spec:
+                shutil.rmtree(truth_cache(runs[i - 1][0]), ignore_errors=True)
             (error, child), ahead = ahead, None
             if child:
                 child.go()
@@ -751,7 +769,7 @@ def evaluate_all(specs, builds, args, on_result=lambda results: None):
                 continue
             if i == 0 or runs[i - 1][0] is not spec:
                 ref_times = NO_REF_TIMES  # a spec whose reference is not timed
-            result = evaluate_file(path, error, args, child)
+            result = evaluate_file(path, error, args, child, truth_cache(spec))
             result.update(ref_times)
             results.append(result)
             progress(item_line(len(results), total, result))
@@ -759,6 +777,7 @@ def evaluate_all(specs, builds, args, on_result=lambda results: None):
     finally:
         if ahead and ahead[1]:
             ahead[1].close()
+        truths.cleanup()
     return results
 
 
@@ -967,10 +986,31 @@ def same_inputs(inputs, saved):
                for a, b in zip(inputs, saved))
 
 
-def run_trial(ref, truth_model, new, inputs):
+def float64_truth(truth_model, inputs, cached=None):
+    """The float64 reference's output for inputs; with cached (a file path), read from
+    there if a file of the same problem wrote it, else computed and left there for the
+    next (written whole, then renamed: a reader never sees half a file)."""
+    if cached and os.path.exists(cached):
+        return torch.load(cached, map_location="cuda")
+    truth = truth_model(*[as_double(x) for x in inputs])
+    if cached and isinstance(truth, torch.Tensor) and truth.numel() * 8 <= TRUTH_CACHE_BYTES:
+        part = f"{cached}.{os.getpid()}"
+        try:
+            os.makedirs(os.path.dirname(cached), exist_ok=True)
+            torch.save(truth.cpu(), part)
+            os.replace(part, cached)
+        except OSError:  # no room: the next file computes its own
+            with contextlib.suppress(OSError):
+                os.remove(part)
+    return truth
+
+
+def run_trial(ref, truth_model, new, inputs, cached_truth=None):
     """One correctness trial; a record of plain values for summarize()."""
     ref_out = ref(*inputs)  # the evaluator runs the reference first
     saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    # The truth before the submission runs: nothing it does can reach a shared truth.
+    truth = float64_truth(truth_model, saved, cached_truth)
     poison_allocator(ref_out)
     out = new(*inputs)
     torch.cuda.synchronize()  # an asynchronous kernel fault surfaces here, not later
@@ -978,7 +1018,6 @@ def run_trial(ref, truth_model, new, inputs):
     if mismatch:
         return {"mismatch": mismatch}
     nan_count = int(out.isnan().sum())
-    truth = truth_model(*[as_double(x) for x in saved])
     return {
         "mismatch": None,
         "nan_count": nan_count,
@@ -990,14 +1029,17 @@ def run_trial(ref, truth_model, new, inputs):
     }
 
 
-def run_trials(ref, new, get_inputs, count):
+def run_trials(ref, new, get_inputs, count, truth_cache=None):
+    """The correctness trials; truth_cache: the folder of this problem's shared truths
+    (the trials run in the same order in every file, so trial i's truth is the same)."""
     truth_model = copy.deepcopy(ref).double()  # same weights, float64 on the GPU: the truth
     trials = []
     with torch.no_grad():
-        for seed in trial_seeds(count):
+        for index, seed in enumerate(trial_seeds(count)):
             set_seed(seed)
             inputs = [to_device(x) for x in get_inputs()]
-            trials.append(run_trial(ref, truth_model, new, inputs))
+            cached = os.path.join(truth_cache, f"trial{index}-{seed}.pt") if truth_cache else None
+            trials.append(run_trial(ref, truth_model, new, inputs, cached))
             if trials[-1]["mismatch"]:
                 break  # the evaluator stops at the first shape mismatch
     return trials
@@ -1064,7 +1106,7 @@ def evaluate_submission(path, args):
         ref = construct(problem.Model, inits)
         new = construct(submission.Model, inits)
         weight_issue = weight_mismatch(ref, new)
-        result.update(summarize(run_trials(ref, new, problem.get_inputs, args.trials),
+        result.update(summarize(run_trials(ref, new, problem.get_inputs, args.trials, args.truth_cache),
                                 args.tol, weight_issue))
         if args.time:
             result["time_ms"] = timing_stats(time_model(new, timing_inputs(problem), args.timed))

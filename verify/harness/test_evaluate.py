@@ -75,6 +75,9 @@ class ParseArgsTest(unittest.TestCase):
         compiled = evaluate.parse_args(evaluate.child_command(
             "--ref-timing", "/s/58", "r", evaluate.parse_args(["--time", "--compile", "d"]))[2:])
         self.assertTrue(compiled.compile and compiled.time)
+        self.assertIsNone(child.truth_cache)
+        shared = evaluate.parse_args(evaluate.child_command("--item", "/s/58/cuda.sm80.py", "r", args, "/t/0")[2:])
+        self.assertEqual(shared.truth_cache, "/t/0")
 
 
 class DiscoveryTest(unittest.TestCase):
@@ -374,7 +377,7 @@ class IsolationTest(unittest.TestCase):
         return evaluate.parse_args(["--timeout", "30", *extra, "d"])
 
     def fake_child(self, code):
-        def command(mode, target, result_path, args):
+        def command(mode, target, result_path, args, truth_cache=None):
             return [sys.executable, "-c", code, result_path]
         return mock.patch.object(evaluate, "child_command", command)
 
@@ -450,7 +453,7 @@ class IsolationTest(unittest.TestCase):
                 "           'max_rel_l2': 1e-7, 'time_ms': None, 'reason': ''}, open(result, 'w'))\n"
                 "mark('end')\n") % log
 
-        def command(mode, target, result_path, args):
+        def command(mode, target, result_path, args, truth_cache=None):
             return [sys.executable, "-c", code, os.path.basename(os.path.dirname(target)), result_path]
 
         paths = [os.path.join(root, name, "cuda.sm80.py") for name in ("58", "61", "68")]
@@ -466,6 +469,39 @@ class IsolationTest(unittest.TestCase):
             self.assertLess(events["start", second], events["end", first])
             self.assertGreater(events["go", second], events["end", first])
 
+    def test_truths_shared_within_a_problem_only(self):
+        # Each stand-in child leaves a mark in its truth folder and reports what it found
+        # there and beside it: a problem's second file finds the first's mark, the next
+        # problem finds an empty folder of its own, the previous one's gone.
+        root = tempfile.mkdtemp()
+        code = ("import json, os, sys\n"
+                "name, result, cache = sys.argv[1:4]\n"
+                "sys.stdin.readline()\n"  # the parent's go: the previous file is done
+                "os.makedirs(cache, exist_ok=True)\n"
+                "found = sorted(os.listdir(cache))\n"
+                "beside = sorted(os.listdir(os.path.dirname(cache)))\n"
+                "open(os.path.join(cache, name), 'w').close()\n"
+                "json.dump({'spec': name, 'backend': 'cuda', 'target': 'sm80', 'disposition': 'passed',\n"
+                "           'max_rel_l2': 1e-7, 'time_ms': None, 'reason': repr((found, beside, cache))},\n"
+                "          open(result, 'w'))\n")
+
+        def command(mode, target, result_path, args, truth_cache=None):
+            return [sys.executable, "-c", code, os.path.basename(target), result_path, truth_cache]
+
+        a = [os.path.join(root, "58", name) for name in ("cuda.sm80.py", "cuda.sm90.py")]
+        b = [os.path.join(root, "61", "cuda.sm80.py")]
+        specs = [evaluate.Spec("58", os.path.dirname(a[0]), a), evaluate.Spec("61", os.path.dirname(b[0]), b)]
+        with mock.patch.object(evaluate, "child_command", command), mock.patch("sys.stdout"):
+            results = evaluate.evaluate_all(specs, {p: None for p in a + b}, self.args())
+        seen = [eval(r["reason"]) for r in results]
+        self.assertEqual(seen[0][0], [])
+        self.assertEqual(seen[1][0], ["cuda.sm80.py"])
+        self.assertEqual(seen[1][2], seen[0][2])
+        self.assertEqual(seen[2][0], [])
+        self.assertEqual(seen[2][1], [os.path.basename(seen[2][2])])  # the first problem's folder is gone
+        self.assertNotEqual(seen[2][2], seen[0][2])
+        self.assertFalse(os.path.exists(os.path.dirname(seen[0][2])))  # all gone after the run
+
 
 if __name__ == "__main__":
     unittest.main()
@@ -480,3 +516,26 @@ class RelL2Test(unittest.TestCase):
         zero = torch.zeros(2, dtype=torch.float64)
         self.assertEqual(evaluate.rel_l2(torch.zeros(2), zero), 0.0)  # not 0/0
         self.assertEqual(evaluate.rel_l2(torch.tensor([0.0, 2.0]), zero), 2.0)
+
+
+@unittest.skipUnless(importlib.util.find_spec("torch"), "needs torch and a GPU (the GPU host has them)")
+class SharedTruthTest(unittest.TestCase):
+    def test_computed_once_then_read(self):
+        import torch
+        if not torch.cuda.is_available():
+            self.skipTest("no GPU")
+        calls = []
+
+        def model(x):
+            calls.append(x.dtype)
+            return x * 2
+
+        path = os.path.join(tempfile.mkdtemp(), "58", "trial0-1.pt")
+        x = torch.arange(4.0, device="cuda")
+        first = evaluate.float64_truth(model, [x], path)
+        again = evaluate.float64_truth(model, [x], path)
+        self.assertEqual(calls, [torch.float64])  # the second came from the file
+        self.assertTrue(torch.equal(first, again))
+        self.assertEqual((again.dtype, again.device.type), (torch.float64, "cuda"))
+        evaluate.float64_truth(model, [x])
+        self.assertEqual(len(calls), 2)  # no cache: computed
