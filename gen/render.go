@@ -148,6 +148,13 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		v.FoldDoc = foldDoc(f, c, p.Out)
 		v.Fold = newFoldView(f, p.CoutG)
 	}
+	if p.TapFold > 0 {
+		// The module's tensors, of which the folded ones are views.
+		po := pc.Out()
+		v.WeightShape = ints(pc.InChannels, pc.OutPerGroup(), pc.Kernel[0], pc.Kernel[1], pc.Kernel[2])
+		v.OutputShape = ints(pc.Batch, pc.OutChannels, po[0], po[1], po[2])
+		v.FoldDoc = tapFoldDoc(pc, c, p.TapFold)
+	}
 	v.RestrideDoc = restrideDoc(p.Restrided, c)
 	if p.TritonLeftOut != "" {
 		v.NoTriton = wrapText("No Triton file: the Triton backend cannot express this forward yet ("+p.TritonLeftOut+").", 80)
@@ -163,8 +170,12 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 	v.WeightParam, v.WeightTensor = "wt", "wt"
 	v.WeightAt = "wt + (((idx_t)g * kTaps + flat) * kCinG + ci) * kCoutG + n0 + n"
 	if p.ReadsTorchWeight() {
-		v.WeightParam, v.WeightTensor = "w", "weight"
-		v.WeightAt = "w + ((idx_t)(g * kCinG + ci) * kCoutG + n0 + n) * kTaps + flat"
+		// The FFMA and mma.sync bodies read wt: one tap, it is the weight.
+		v.WeightTensor = "weight"
+		if t.Direct != nil {
+			v.WeightParam = "w"
+			v.WeightAt = "w + ((idx_t)(g * kCinG + ci) * kCoutG + n0 + n) * kTaps + flat"
+		}
 	}
 	v.ALanes, v.ARows, v.AKStride, v.AK, v.BLoads = gather.Lanes, gather.Rows, gather.KStride, gather.K, gather.BLoads
 	for _, op := range p.Epilogue.Ops {
@@ -292,6 +303,23 @@ func restrideDoc(axes [3]bool, c geom.Conv) string {
 		"whatever the stride: the kernels take stride %s there (the kernel's dilated extent), "+
 		"so each stride phase has at most one tap and no products read outside the input.",
 		strings.Join(names, ", "), strings.Join(strides, ", ")), 80)
+}
+
+// tapFoldDoc says how the kernel computes convolution pc as c, its first
+// axes taps folded into output channels (geom.Conv.FoldOnePositionTaps).
+func tapFoldDoc(pc, c geom.Conv, axes int) string {
+	names := strings.Join(strings.Split("DHW"[:axes], ""), ", ")
+	gemm := ""
+	if axes == 3 {
+		gemm = " It is one GEMM: batch rows, out_channels x taps columns, in_channels deep."
+	}
+	return wrapText(fmt.Sprintf("Along %s the input has one position and nothing crops or spreads the output, so "+
+		"output position o there comes from tap o alone: the kernel computes those positions as output channels, "+
+		"a convolution with %d output channels (channel c*%d + tap) and kernel %v, whose output and weight are, in memory, "+
+		"the module's (%s) and (%s).%s",
+		names, c.OutChannels, c.OutChannels/pc.OutChannels, tuple(c.Kernel),
+		ints(pc.Batch, pc.OutChannels, pc.Out()[0], pc.Out()[1], pc.Out()[2]),
+		ints(pc.InChannels, pc.OutPerGroup(), pc.Kernel[0], pc.Kernel[1], pc.Kernel[2]), gemm), 80)
 }
 
 // summary states the problem in one paragraph for docstrings.

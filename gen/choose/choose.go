@@ -57,7 +57,9 @@ func (o Options) Choose(s *spec.Spec, t plan.Target) (*spec.Spec, Decision) {
 	k := s.Kernel.For(t.Name)
 	var picked spec.TargetKernel
 	if slices.Contains(k.Backends, "cuda") {
-		if cands := cudaOpen(k.CUDA, s.Problem.Conv); cands != nil {
+		ts := *s
+		ts.Kernel = k
+		if cands := cudaOpen(k.CUDA, plan.CUDAConv(&ts)); cands != nil {
 			if t.WGMMA {
 				cands = withBulkTwins(cands)
 			}

@@ -122,6 +122,42 @@ func (c Conv) OnePositionStrides() (Conv, [3]bool) {
 	return c, changed
 }
 
+// FoldOnePositionTaps is c with its leading spatial axes folded into the
+// output channels, and how many it folded (0: none, c itself). An axis
+// folds where the input has one position, no padding crops the output
+// and no dilation spreads it (padding and output padding 0, dilation 1 or
+// a kernel of 1): its output position o then comes from tap o alone, and
+// output (n, c, o, ...) and weight (ci, co, o, ...) are, in memory,
+// element (n, c*K + o, 0, ...) and (ci, co*K + o, 0, ...) of a
+// convolution with K times the output channels and kernel 1 there. Only
+// leading axes fold (depth, then height if depth did, then width), so
+// that both tensors keep their memory; a group's channels stay
+// contiguous. A one-position input (a GAN's first layer) becomes a GEMM
+// of batch rows by out_channels x taps columns. No bias: a folded
+// channel would read bias c / K.
+func (c Conv) FoldOnePositionTaps() (Conv, int) {
+	if c.Bias {
+		return c, 0
+	}
+	folded, factor := 0, 1
+	for a := range 3 {
+		if c.In[a] != 1 || c.Padding[a] != 0 || c.OutputPadding[a] != 0 || c.Dilation[a] != 1 && c.Kernel[a] != 1 {
+			break
+		}
+		factor *= c.Kernel[a]
+		folded++
+	}
+	if factor == 1 {
+		return c, 0
+	}
+	f := c
+	f.OutChannels *= factor
+	for a := range folded {
+		f.Kernel[a], f.Stride[a], f.Dilation[a] = 1, 1, 1
+	}
+	return f, folded
+}
+
 func (c Conv) InPerGroup() int  { return c.InChannels / c.Groups }
 func (c Conv) OutPerGroup() int { return c.OutChannels / c.Groups }
 

@@ -84,3 +84,61 @@ func values(r *rand.Rand, n int) []float32 {
 	}
 	return v
 }
+
+// TestFoldOnePositionTapsKeepsMemory: on random convolutions whose leading
+// axes often have one input position (any kernel, stride, dilation and
+// groups, padding mostly 0), the folded convolution computes, from the
+// same input and weight memory, the same float64 output memory; it folds
+// exactly the leading axes that qualify, never with a bias.
+func TestFoldOnePositionTapsKeepsMemory(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	folds := [4]int{}
+	for n := 0; n < 600; n++ {
+		g := 1 + r.Intn(3)
+		c := geom.Conv{Batch: 1 + r.Intn(2), InChannels: g * (1 + r.Intn(3)), OutChannels: g * (1 + r.Intn(3)), Groups: g, Bias: r.Intn(5) == 0}
+		for a := range 3 {
+			c.In[a] = 1
+			if r.Intn(4) == 0 {
+				c.In[a] = 2 + r.Intn(3)
+			}
+			c.Kernel[a], c.Stride[a], c.Dilation[a] = 1+r.Intn(4), 1+r.Intn(3), 1+r.Intn(2)
+			if r.Intn(6) == 0 {
+				c.Padding[a] = r.Intn(c.Dilation[a]*(c.Kernel[a]-1) + 1)
+			}
+			if r.Intn(6) == 0 {
+				c.OutputPadding[a] = r.Intn(max(c.Stride[a], c.Dilation[a]))
+			}
+		}
+		if o := c.Out(); o[0] < 1 || o[1] < 1 || o[2] < 1 {
+			continue
+		}
+		f, axes := c.FoldOnePositionTaps()
+		folds[axes]++
+		want := 0
+		for a := range 3 {
+			if c.Bias || c.In[a] != 1 || c.Padding[a] != 0 || c.OutputPadding[a] != 0 || c.Dilation[a] != 1 && c.Kernel[a] != 1 {
+				break
+			}
+			want++
+		}
+		if factor := f.OutChannels / c.OutChannels; axes > 0 && factor == 1 || axes == 0 && f != c || axes > want {
+			t.Fatalf("%+v: folded %d axes (%+v), want up to %d", c, axes, f, want)
+		}
+		if axes == 0 {
+			continue
+		}
+		if f.InputLen() != c.InputLen() || f.WeightLen() != c.WeightLen() || f.OutputLen() != c.OutputLen() || f.Groups != c.Groups {
+			t.Fatalf("%+v: folded %+v moves memory", c, f)
+		}
+		x, w := values(r, c.InputLen()), values(r, c.WeightLen())
+		want64, got := ref.Forward(c, x, w, nil), ref.Forward(f, x, w, nil)
+		for i := range want64 {
+			if math.Abs(got[i]-want64[i]) > 1e-12*(1+math.Abs(want64[i])) {
+				t.Fatalf("%+v: output %d is %g, want %g", c, i, got[i], want64[i])
+			}
+		}
+	}
+	if folds[1] < 20 || folds[2] < 20 || folds[3] < 20 {
+		t.Errorf("folds by axes %v: want each count seen at least 20 times", folds)
+	}
+}

@@ -20,7 +20,7 @@ type Plan struct {
 	Spec   *spec.Spec
 	Target Target
 	// Conv is the convolution the kernel computes: the spec's, or with
-	// DepthFold its folded form; along the axes Restrided says, with the
+	// DepthFold or TapFold its folded form; along the axes Restrided says, with the
 	// stride raised where the input has one position
 	// (geom.Conv.OnePositionStrides: the same output).
 	Conv      geom.Conv
@@ -29,6 +29,10 @@ type Plan struct {
 	// convolution (nil: none). Only the CUDA file folds: the Triton
 	// backend has no kernel for the fold's sums.
 	DepthFold *DepthFold
+	// TapFold is how many leading axes of a one-position input the CUDA
+	// kernel computes as output channels (geom.Conv.FoldOnePositionTaps;
+	// 0: none): Conv is then the folded convolution, the same memory.
+	TapFold int
 	// Unfolded is a folded plan's Triton file: the forward as written
 	// (nil without a fold or a Triton backend).
 	Unfolded *Plan
@@ -469,18 +473,13 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 	ts := *s
 	ts.Kernel = s.Kernel.For(target.Name)
 	s = &ts
-	c := s.Problem.Conv
-	var fold *DepthFold
+	c, fold, tapFold := s.Problem.Conv, (*DepthFold)(nil), 0
 	var restrided [3]bool
 	if _, spectral := s.Kernel.CUDA.Of().(spec.Spectral); !spectral {
-		if slices.Contains(s.Kernel.Backends, "cuda") {
-			if fold = planDepthFold(s); fold != nil {
-				c = fold.Conv()
-			}
-		}
+		c, fold, tapFold = cudaConv(s)
 		c, restrided = KernelConv(c, s.Kernel.CUDA.Of())
 	}
-	p := &Plan{Spec: s, Target: target, Conv: c, Restrided: restrided, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup(), Epilogue: Epilogue{Bias: c.Bias}, DepthFold: fold}
+	p := &Plan{Spec: s, Target: target, Conv: c, Restrided: restrided, Out: c.Out(), CinG: c.InPerGroup(), CoutG: c.OutPerGroup(), Epilogue: Epilogue{Bias: c.Bias}, DepthFold: fold, TapFold: tapFold}
 	// Extents, channels and batch fit the kernels' 32-bit ints: the spec's
 	// limits (spec.MaxExtent, spec.MaxCount) keep them below 2^24.
 	switch f := s.Kernel.CUDA.Of().(type) {
@@ -573,18 +572,51 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 	return p.withChain()
 }
 
+// CUDAConv is the convolution a CUDA kernel computes for spec s (before
+// KernelConv raises strides): the problem's, or its depth fold's, or its
+// one-position taps folded into channels.
+func CUDAConv(s *spec.Spec) geom.Conv {
+	c, _, _ := cudaConv(s)
+	return c
+}
+
+func cudaConv(s *spec.Spec) (geom.Conv, *DepthFold, int) {
+	c := s.Problem.Conv
+	if !slices.Contains(s.Kernel.Backends, "cuda") {
+		return c, nil, 0
+	}
+	if fold := planDepthFold(s); fold != nil {
+		return fold.Conv(), fold, 0
+	}
+	// A forward's ops and a prologue see the problem's channels: only a
+	// bare convolution folds its taps.
+	if len(s.Reference.Forward) > 0 || len(s.Reference.Prologue) > 0 {
+		return c, nil, 0
+	}
+	if f, axes := c.FoldOnePositionTaps(); axes > 0 && f.OutChannels <= spec.MaxCount {
+		return f, nil, axes
+	}
+	return c, nil, 0
+}
+
 // TinyWeight is the largest weight, in elements (64 KiB), that a direct
 // kernel stages straight from PyTorch's layout.
 const TinyWeight = 1 << 14
 
-// ReadsTorchWeight: the main kernel stages its weights from PyTorch's own
+// ReadsTorchWeight: the main kernel reads the weight in PyTorch's own
 // layout, and the forward has no weight re-layout launch (Names.Repack is
-// empty). A direct block stages a chunk of taps x input channels x bn
-// weights at a time, which the re-layout only makes contiguous; a tiny
-// weight stays in L2, so its scattered reads cost less than the launch
-// (several microseconds, the whole of a small problem's margin).
+// empty). Where the weight has one tap, the re-layout's order (group,
+// tap, Cin/groups, Cout/groups) is PyTorch's already: it would copy the
+// weight as it is (every family but wgmma, whose image splits it). A
+// direct block stages a chunk of taps x input channels x bn weights at a
+// time, which the re-layout only makes contiguous; a tiny weight stays in
+// L2, so its scattered reads cost less than the launch (several
+// microseconds, the whole of a small problem's margin).
 func (p *Plan) ReadsTorchWeight() bool {
-	return p.Tile.Direct != nil && p.Conv.WeightLen() <= TinyWeight
+	if p.Tile.WGMMA != nil {
+		return false
+	}
+	return p.Conv.Taps() == 1 || p.Tile.Direct != nil && p.Conv.WeightLen() <= TinyWeight
 }
 
 // withChain plans the passes of the ops around the convolution.
@@ -607,7 +639,7 @@ func (p *Plan) withChain() (*Plan, error) {
 				"the Triton backend cannot express this forward yet: %s (name cuda alone, or leave the backends out)", why)}
 		}
 	}
-	if p.DepthFold != nil && slices.Contains(p.Spec.Kernel.Backends, "triton") {
+	if (p.DepthFold != nil || p.TapFold > 0) && slices.Contains(p.Spec.Kernel.Backends, "triton") {
 		us := *p.Spec
 		us.Kernel.Backends = []string{"triton"}
 		if p.Unfolded, err = New(&us, p.Target); err != nil {

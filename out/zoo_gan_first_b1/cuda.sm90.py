@@ -4,10 +4,12 @@
 Input (1, 128, 1, 1, 1) -> output (1, 256, 4, 4, 4); kernel (4, 4, 4), stride (1, 1, 1),
 padding (0, 0, 0), output_padding (0, 0, 0), dilation (1, 1, 1), groups 1, bias False.
 
-Along D, H, W the input has one position, which meets each output through one
-tap whatever the stride: the kernels take stride 4, 4, 4 there (the kernel's
-dilated extent), so each stride phase has at most one tap and no products read
-outside the input.
+Along D, H, W the input has one position and nothing crops or spreads the
+output, so output position o there comes from tap o alone: the kernel computes
+those positions as output channels, a convolution with 16384 output channels
+(channel c*64 + tap) and kernel (1, 1, 1), whose output and weight are, in
+memory, the module's (1, 256, 4, 4, 4) and (128, 256, 4, 4, 4). It is one GEMM:
+batch rows, out_channels x taps columns, in_channels deep.
 
 Algorithm: output-stationary implicit GEMM with stride-phase decomposition.
 The outputs split into stride_d*stride_h*stride_w phases (o = r + stride*q).
@@ -18,8 +20,8 @@ K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
 Products run on the tensor cores as 3xTF32 (each fp32 operand split into two
 TF32 parts, three m16n8k8 products, fp32 accumulation): fp32-level accuracy.
-Every forward first re-lays the weight out as (group, tap, in, out) so that
-weight tiles load contiguously; that copy is part of the timed forward.
+The weight has one tap: PyTorch's layout is the (group, tap, in, out) order
+the kernel reads, so the forward is one launch, with no re-layout.
 """
 import torch
 import torch.nn as nn
@@ -31,12 +33,12 @@ KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
 static constexpr int kBatch = 1;
-static constexpr int kCin = 128, kCout = 256, kGroups = 1;
-static constexpr int kCinG = 128, kCoutG = 256;  // channels per group
+static constexpr int kCin = 128, kCout = 16384, kGroups = 1;
+static constexpr int kCinG = 128, kCoutG = 16384;  // channels per group
 static constexpr int kInD = 1, kInH = 1, kInW = 1;
-static constexpr int kOutD = 4, kOutH = 4, kOutW = 4;
-static constexpr int kStrideD = 4, kStrideH = 4, kStrideW = 4;
-static constexpr int kTaps = 64;  // kernel positions, kd*kh*kw
+static constexpr int kOutD = 1, kOutH = 1, kOutW = 1;
+static constexpr int kStrideD = 1, kStrideH = 1, kStrideW = 1;
+static constexpr int kTaps = 1;  // kernel positions, kd*kh*kw
 static constexpr idx_t kInHW = (idx_t)kInH * kInW, kInDHW = kInD * kInHW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
@@ -66,155 +68,13 @@ struct TapInfo {
     int flat;                 // weight tap index (kd*KH + kh)*KW + kw
     int off_d, off_h, off_w;  // input index = q + off
 };
-static constexpr int kNumPhases = 64;
+static constexpr int kNumPhases = 1;
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
     { 0, 0, 0, 1, 1, 1, 1, 0, 1 },
-    { 0, 0, 1, 1, 1, 1, 1, 1, 1 },
-    { 0, 0, 2, 1, 1, 1, 1, 2, 1 },
-    { 0, 0, 3, 1, 1, 1, 1, 3, 1 },
-    { 0, 1, 0, 1, 1, 1, 1, 4, 1 },
-    { 0, 1, 1, 1, 1, 1, 1, 5, 1 },
-    { 0, 1, 2, 1, 1, 1, 1, 6, 1 },
-    { 0, 1, 3, 1, 1, 1, 1, 7, 1 },
-    { 0, 2, 0, 1, 1, 1, 1, 8, 1 },
-    { 0, 2, 1, 1, 1, 1, 1, 9, 1 },
-    { 0, 2, 2, 1, 1, 1, 1, 10, 1 },
-    { 0, 2, 3, 1, 1, 1, 1, 11, 1 },
-    { 0, 3, 0, 1, 1, 1, 1, 12, 1 },
-    { 0, 3, 1, 1, 1, 1, 1, 13, 1 },
-    { 0, 3, 2, 1, 1, 1, 1, 14, 1 },
-    { 0, 3, 3, 1, 1, 1, 1, 15, 1 },
-    { 1, 0, 0, 1, 1, 1, 1, 16, 1 },
-    { 1, 0, 1, 1, 1, 1, 1, 17, 1 },
-    { 1, 0, 2, 1, 1, 1, 1, 18, 1 },
-    { 1, 0, 3, 1, 1, 1, 1, 19, 1 },
-    { 1, 1, 0, 1, 1, 1, 1, 20, 1 },
-    { 1, 1, 1, 1, 1, 1, 1, 21, 1 },
-    { 1, 1, 2, 1, 1, 1, 1, 22, 1 },
-    { 1, 1, 3, 1, 1, 1, 1, 23, 1 },
-    { 1, 2, 0, 1, 1, 1, 1, 24, 1 },
-    { 1, 2, 1, 1, 1, 1, 1, 25, 1 },
-    { 1, 2, 2, 1, 1, 1, 1, 26, 1 },
-    { 1, 2, 3, 1, 1, 1, 1, 27, 1 },
-    { 1, 3, 0, 1, 1, 1, 1, 28, 1 },
-    { 1, 3, 1, 1, 1, 1, 1, 29, 1 },
-    { 1, 3, 2, 1, 1, 1, 1, 30, 1 },
-    { 1, 3, 3, 1, 1, 1, 1, 31, 1 },
-    { 2, 0, 0, 1, 1, 1, 1, 32, 1 },
-    { 2, 0, 1, 1, 1, 1, 1, 33, 1 },
-    { 2, 0, 2, 1, 1, 1, 1, 34, 1 },
-    { 2, 0, 3, 1, 1, 1, 1, 35, 1 },
-    { 2, 1, 0, 1, 1, 1, 1, 36, 1 },
-    { 2, 1, 1, 1, 1, 1, 1, 37, 1 },
-    { 2, 1, 2, 1, 1, 1, 1, 38, 1 },
-    { 2, 1, 3, 1, 1, 1, 1, 39, 1 },
-    { 2, 2, 0, 1, 1, 1, 1, 40, 1 },
-    { 2, 2, 1, 1, 1, 1, 1, 41, 1 },
-    { 2, 2, 2, 1, 1, 1, 1, 42, 1 },
-    { 2, 2, 3, 1, 1, 1, 1, 43, 1 },
-    { 2, 3, 0, 1, 1, 1, 1, 44, 1 },
-    { 2, 3, 1, 1, 1, 1, 1, 45, 1 },
-    { 2, 3, 2, 1, 1, 1, 1, 46, 1 },
-    { 2, 3, 3, 1, 1, 1, 1, 47, 1 },
-    { 3, 0, 0, 1, 1, 1, 1, 48, 1 },
-    { 3, 0, 1, 1, 1, 1, 1, 49, 1 },
-    { 3, 0, 2, 1, 1, 1, 1, 50, 1 },
-    { 3, 0, 3, 1, 1, 1, 1, 51, 1 },
-    { 3, 1, 0, 1, 1, 1, 1, 52, 1 },
-    { 3, 1, 1, 1, 1, 1, 1, 53, 1 },
-    { 3, 1, 2, 1, 1, 1, 1, 54, 1 },
-    { 3, 1, 3, 1, 1, 1, 1, 55, 1 },
-    { 3, 2, 0, 1, 1, 1, 1, 56, 1 },
-    { 3, 2, 1, 1, 1, 1, 1, 57, 1 },
-    { 3, 2, 2, 1, 1, 1, 1, 58, 1 },
-    { 3, 2, 3, 1, 1, 1, 1, 59, 1 },
-    { 3, 3, 0, 1, 1, 1, 1, 60, 1 },
-    { 3, 3, 1, 1, 1, 1, 1, 61, 1 },
-    { 3, 3, 2, 1, 1, 1, 1, 62, 1 },
-    { 3, 3, 3, 1, 1, 1, 1, 63, 1 },
 };
-__constant__ TapInfo kTapTable[64] = {
+__constant__ TapInfo kTapTable[1] = {
     { 0, 0, 0, 0 },
-    { 1, 0, 0, 0 },
-    { 2, 0, 0, 0 },
-    { 3, 0, 0, 0 },
-    { 4, 0, 0, 0 },
-    { 5, 0, 0, 0 },
-    { 6, 0, 0, 0 },
-    { 7, 0, 0, 0 },
-    { 8, 0, 0, 0 },
-    { 9, 0, 0, 0 },
-    { 10, 0, 0, 0 },
-    { 11, 0, 0, 0 },
-    { 12, 0, 0, 0 },
-    { 13, 0, 0, 0 },
-    { 14, 0, 0, 0 },
-    { 15, 0, 0, 0 },
-    { 16, 0, 0, 0 },
-    { 17, 0, 0, 0 },
-    { 18, 0, 0, 0 },
-    { 19, 0, 0, 0 },
-    { 20, 0, 0, 0 },
-    { 21, 0, 0, 0 },
-    { 22, 0, 0, 0 },
-    { 23, 0, 0, 0 },
-    { 24, 0, 0, 0 },
-    { 25, 0, 0, 0 },
-    { 26, 0, 0, 0 },
-    { 27, 0, 0, 0 },
-    { 28, 0, 0, 0 },
-    { 29, 0, 0, 0 },
-    { 30, 0, 0, 0 },
-    { 31, 0, 0, 0 },
-    { 32, 0, 0, 0 },
-    { 33, 0, 0, 0 },
-    { 34, 0, 0, 0 },
-    { 35, 0, 0, 0 },
-    { 36, 0, 0, 0 },
-    { 37, 0, 0, 0 },
-    { 38, 0, 0, 0 },
-    { 39, 0, 0, 0 },
-    { 40, 0, 0, 0 },
-    { 41, 0, 0, 0 },
-    { 42, 0, 0, 0 },
-    { 43, 0, 0, 0 },
-    { 44, 0, 0, 0 },
-    { 45, 0, 0, 0 },
-    { 46, 0, 0, 0 },
-    { 47, 0, 0, 0 },
-    { 48, 0, 0, 0 },
-    { 49, 0, 0, 0 },
-    { 50, 0, 0, 0 },
-    { 51, 0, 0, 0 },
-    { 52, 0, 0, 0 },
-    { 53, 0, 0, 0 },
-    { 54, 0, 0, 0 },
-    { 55, 0, 0, 0 },
-    { 56, 0, 0, 0 },
-    { 57, 0, 0, 0 },
-    { 58, 0, 0, 0 },
-    { 59, 0, 0, 0 },
-    { 60, 0, 0, 0 },
-    { 61, 0, 0, 0 },
-    { 62, 0, 0, 0 },
-    { 63, 0, 0, 0 },
 };
-
-// Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
-// Cin/groups, Cout/groups), so a weight tile row is contiguous in the output
-// channel and loads coalesce.
-extern "C" __global__ void zoo_gan_first_b1_repack_weight(const float* __restrict__ w, float* __restrict__ wt)
-{
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (idx_t)kCin * kCoutG * kTaps) return;
-    const int co = (int)(i % kCoutG);
-    idx_t rest = i / kCoutG;
-    const int ci = (int)(rest % kCinG);
-    rest /= kCinG;
-    const int tap = (int)(rest % kTaps);
-    const int g = (int)(rest / kTaps);
-    wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
-}
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
 // lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
@@ -438,11 +298,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     TORCH_CHECK(weight.is_cuda() && weight.scalar_type() == torch::kFloat32 && weight.is_contiguous() &&
                 weight.sizes() == torch::IntArrayRef({128, 256, 4, 4, 4}),
                 "weight must be a contiguous float32 CUDA tensor of shape (128, 256, 4, 4, 4)");
-    auto wt = torch::empty({2097152}, x.options());
+    // The kernel stages the weight from PyTorch's layout: no re-layout launch.
     auto y = torch::empty({1, 256, 4, 4, 4}, x.options());
-    zoo_gan_first_b1_repack_weight<<<8192, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
-    check_launch("zoo_gan_first_b1_repack_weight");
-    zoo_gan_first_b1_igemm<<<dim3(64, 4, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_gan_first_b1_igemm<<<dim3(1, 256, 1), 128>>>((const float*)x.data_ptr(), (const float*)weight.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_gan_first_b1_igemm");
     return y;

@@ -15,8 +15,8 @@ Computed directly, without GEMM tiles: each thread holds 4 output positions
 by 2 output channels and loads its own inputs into registers (no other
 thread reads them); only the weights are staged in shared memory. Products
 are fp32 FFMA, accumulated in fp32.
-The weight is tiny: blocks stage it straight from PyTorch's layout, so the
-forward is one launch (a re-layout would cost a launch to save little).
+The weight has one tap: PyTorch's layout is the (group, tap, in, out) order
+the kernel reads, so the forward is one launch, with no re-layout.
 """
 import torch
 import torch.nn as nn

@@ -728,3 +728,47 @@ func TestOnePositionInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestOnePositionTapFold: where the input has one position along its
+// leading axes and nothing crops the output, the CUDA kernel computes
+// those axes' taps as output channels (plan.TapFold); folded to one tap,
+// it reads the weight as PyTorch lays it out (no re-layout). Each family's folded
+// kernel, run on the module's own input and weight memory, matches the
+// float64 reference of the convolution as asked, every output written once.
+func TestOnePositionTapFold(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	all := geom.Conv{Batch: 3, InChannels: 5, OutChannels: 6, In: [3]int{1, 1, 1}, Kernel: [3]int{3, 2, 4}, Stride: [3]int{2, 1, 3},
+		Dilation: [3]int{1, 1, 1}, Groups: 1}
+	lead := geom.Conv{Batch: 2, InChannels: 4, OutChannels: 6, In: [3]int{1, 1, 5}, Kernel: [3]int{2, 3, 3}, Stride: [3]int{1, 2, 2},
+		Padding: [3]int{0, 0, 1}, OutputPadding: [3]int{0, 0, 1}, Dilation: [3]int{1, 1, 2}, Groups: 2}
+	for i, c := range []struct {
+		conv geom.Conv
+		tile spec.Family
+		axes int
+	}{
+		{all, spec.FFMA{BM: 64, BN: 32, BK: 8, TM: 4, TN: 4}, 3},
+		{all, spec.MMA{BM: 64, BN: 64, BK: 16, WM: 32, WN: 32}, 3},
+		{all, spec.Direct{BM: 64, BN: 8, TM: 1, BK: 4}, 3},
+		{lead, spec.MMA{BM: 64, BN: 64, BK: 16, WM: 32, WN: 32, Presplit: true}, 2},
+		{lead, spec.Direct{BM: 32, BN: 4, TW: 4, BK: 2}, 2},
+	} {
+		k := spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: c.tile}}
+		s, err := spec.Parse("fold.yaml", []byte(spec.Generic(fmt.Sprintf("tapfold_%d", i), "one-position taps as channels", c.conv, "randn", k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := plan.New(s, plan.SM80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.TapFold != c.axes || c.axes == 3 && p.Names.Repack != "" || p.Conv.WeightLen() != c.conv.WeightLen() {
+			t.Fatalf("%s: folded %d axes, repack %q; want %d axes, no re-layout where one tap is left", p, p.TapFold, p.Names.Repack, c.axes)
+		}
+		asked := &plan.Plan{Spec: s, Conv: c.conv}
+		runCUDA(t, r, dir, p, asked, "fold.yaml").check(t, p)
+	}
+}
