@@ -50,9 +50,10 @@ func tritonLayout(p *plan.Plan) (spec.Triton, choose.TritonShape) {
 	if v.SplitWeight {
 		weight *= 2
 	}
-	s.CopyBytes = weight
+	s.CopyBytes, s.SourceBytes = weight, 4*float64(c.WeightLen())
 	if v.CopyInput {
 		s.CopyBytes += 4 * float64(c.Batch*c.InChannels*v.XShape[0]*v.XShape[1]*v.XShape[2])
+		s.SourceBytes += 4 * float64(c.InputLen())
 	}
 	return resolvedFrom(p, v), s
 }

@@ -9,10 +9,12 @@ import (
 
 // The cost model. A forward's time is estimated as
 //
-//	launches · Launch + max(work / (rate · util), bytes / BW, waves · steps · Step)
+//	launches · Launch + copies / BW + max(work / (rate · util), bytes / BW, waves · steps · Step)
 //
 // launches: the kernels a forward runs (weight repack, input re-layout,
-// bias fill, the GEMM; Triton: the re-layout and the GEMM). work: the
+// bias fill, the GEMM; Triton: the re-layout and the GEMM). copies: what
+// the re-layout kernels read and write; they run before the GEMM, so their
+// traffic adds to its time rather than hiding under its products. work: the
 // multiply-adds (×2) the kernel's tiles compute, padding included (M
 // tiles past a phase's rows, N tiles past the channels, K steps past the
 // channels or taps, the zero pairs of kw_in_n and fused W phases; tap-less
@@ -21,7 +23,7 @@ import (
 // times the option factors below. util: how much of the machine the grid
 // keeps busy: blocks over waves of SMs · resident blocks, and below one
 // wave, an SM saturated by two resident blocks. bytes: input, weight and
-// output once, plus what the re-layouts write and read back. steps: the
+// output once, with each re-laid tensor read in its new form. steps: the
 // serial reduction steps of one block, which bound a grid too small to
 // hide them.
 
@@ -132,8 +134,9 @@ type Estimate struct {
 	Useful                  float64 // FLOPs of the convolution
 	Rate                    float64 // FLOP/s the family reaches at this tile
 	Util                    float64 // share of the machine the grid keeps busy
-	Bytes                   float64
-	Steps                   int // serial reduction steps of one block
+	Bytes                   float64 // what the GEMM kernel moves
+	Copies                  float64 // seconds of the re-layout kernels before it
+	Steps                   int     // serial reduction steps of one block
 	Waves                   int
 	Compute, Memory, Serial float64 // the three bounds, seconds
 }
@@ -151,8 +154,8 @@ func (e Estimate) Bound() string {
 
 // String is the estimate as explain prints it.
 func (e Estimate) String() string {
-	return fmt.Sprintf("%8.3f ms  %-7s  launches %d  compute %.3f (%.1f TFLOP/s at %.0f%% busy, padding %.2fx)  memory %.3f  serial %.3f (%d steps x %d waves)",
-		e.Seconds*1e3, e.Bound(), e.Launches, e.Compute*1e3, e.Rate/1e12, 100*e.Util, e.Work/math.Max(1, e.Useful), e.Memory*1e3, e.Serial*1e3, e.Steps, e.Waves)
+	return fmt.Sprintf("%8.3f ms  %-7s  launches %d  copies %.3f  compute %.3f (%.1f TFLOP/s at %.0f%% busy, padding %.2fx)  memory %.3f  serial %.3f (%d steps x %d waves)",
+		e.Seconds*1e3, e.Bound(), e.Launches, e.Copies*1e3, e.Compute*1e3, e.Rate/1e12, 100*e.Util, e.Work/math.Max(1, e.Useful), e.Memory*1e3, e.Serial*1e3, e.Steps, e.Waves)
 }
 
 // rate is a family's rate at a tile n columns wide and k deep.
@@ -176,7 +179,7 @@ func (m Machine) finish(e Estimate, blocks, resident int, step float64) Estimate
 	e.Compute = e.Work / (e.Rate * math.Max(e.Util, 1e-9))
 	e.Memory = e.Bytes / m.BW
 	e.Serial = float64(e.Waves) * float64(e.Steps) * step
-	e.Seconds = float64(e.Launches)*m.Launch + max(e.Compute, e.Memory, e.Serial)
+	e.Seconds = float64(e.Launches)*m.Launch + e.Copies + max(e.Compute, e.Memory, e.Serial)
 	return e
 }
 
@@ -192,7 +195,12 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 	if p.Names.Repack != "" {
 		e.Launches++ // the weight re-layout
 	}
-	bytes := c.MinBytes() + 8*float64(p.RepackLen()) // the repacked weight, written and read
+	// A re-layout reads its source and writes the copy the GEMM reads.
+	bytes, copies := c.MinBytes(), 0.0
+	if n := p.RepackLen(); n > 0 {
+		copies += 4 * float64(c.WeightLen()+n)
+		bytes += 4 * float64(n-c.WeightLen())
+	}
 	var k, n int
 	if t.WGMMA != nil {
 		w := p.WGMMA
@@ -200,7 +208,8 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 		if w.Fill {
 			e.Launches++
 		}
-		bytes += 8 * float64(w.XLen)
+		copies += 4 * float64(c.InputLen()+w.XLen)
+		bytes += 4 * float64(w.XLen-c.InputLen())
 		work := 0.0
 		for i := range p.Phases {
 			if w.Steps[i] == 0 {
@@ -266,7 +275,7 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 	if t.Direct != nil && t.BN() < 4 {
 		e.Rate *= (1 + m.DirectLoad/4) / (1 + m.DirectLoad/float64(t.BN()))
 	}
-	e.Bytes = bytes
+	e.Bytes, e.Copies = bytes, copies/m.BW
 	return m.finish(e, p.Blocks[0]*p.Blocks[1]*p.Blocks[2], p.ResidentBlocks(), r.Step)
 }
 
@@ -296,9 +305,10 @@ type TritonShape struct {
 	Programs  int     // programs of the GEMM launch
 	Work      float64 // FLOPs its tiles compute, padding included
 	// CopyBytes: what the re-layout writes (the input copy, the re-laid
-	// weight, its TF32 parts), read back by the GEMM.
-	CopyBytes float64
-	Warps     int
+	// weight, its TF32 parts), read back by the GEMM in place of
+	// SourceBytes, what it reads (the input, the weight).
+	CopyBytes, SourceBytes float64
+	Warps                  int
 }
 
 // EstimateTriton is a Triton choice's estimated time on target.
@@ -307,7 +317,8 @@ func EstimateTriton(target string, p *plan.Plan, s TritonShape) Estimate {
 	r := m.Rates["triton-"+s.Precision]
 	e := Estimate{Useful: p.Conv.FLOPs(), Launches: 2, Work: s.Work, Steps: s.Steps}
 	e.Rate = r.at(s.BlockN, s.K)
-	e.Bytes = p.Conv.MinBytes() + 2*s.CopyBytes
+	e.Bytes = p.Conv.MinBytes() + s.CopyBytes - s.SourceBytes
+	e.Copies = (s.SourceBytes + s.CopyBytes) / m.BW
 	// Programs of 4 warps or fewer: about four resident an SM; 8: two.
 	resident := max(1, 16/max(1, s.Warps))
 	return m.finish(e, s.Programs, resident, r.Step)

@@ -25,9 +25,8 @@ TF32 parts, three tensor-core products: fp32-level error). The tensor cores
 truncate their sums, so each step's product starts from zero and is added to
 the running sum in fp32: the truncation never compounds over the reduction.
 Each output is written exactly once (no atomics), bias fused. Every forward
-first re-lays the weight out as (group, tap, out/g, in/g) and the input
-as (batch, D, H, W, channels), so that both dot operands are contiguous
-along the reduction; those copies are part of the timed forward. The spec's
+first re-lays the weight out as (group, tap, in/g, out/g) so that weight tiles
+load contiguously; that copy is part of the timed forward. The spec's
 numbers are tl.constexpr.
 The convolution's store applies mul to each output before writing it (no kernel
 of their own), reading self.scale1 (its one value). After the convolution, as
@@ -42,11 +41,9 @@ import triton.language as tl
 INPUT_SHAPE = (128, 3, 16, 32, 32)  # (batch, in_channels, depth, height, width)
 WEIGHT_SHAPE = (3, 16, 3, 3, 3)  # PyTorch's (in_channels, out_channels/groups, kd, kh, kw)
 OUTPUT_SHAPE = (128, 16, 31, 63, 63)
-# The input as the kernel reads it: channels last.
-X_SHAPE = (128, 16, 32, 32, 3)
 BIAS_SHAPE = (16,)
-# The weight as the kernel reads it: (groups, taps, out/groups, in/groups).
-WEIGHT_RELAID = (1, 27, 16, 3)
+# The weight as the kernel reads it: (groups, taps, in/groups, out/groups).
+WEIGHT_RELAID = (1, 27, 3, 16)
 
 # The kernel's problem constants. Along each dimension a phase's taps step by
 # K_STEP in the kernel index and their input offsets fall by OFF_STEP (stride
@@ -74,7 +71,7 @@ TILING = dict(
     M_TILES=16384,  # BLOCK_M tiles over the largest phase's rows
     N_TILES=1,  # channel tiles over out_channels/groups
     CI_CHUNKS=1,  # BLOCK_K steps over in_channels/groups, per tap
-    CHANNELS_LAST=True,  # input as (batch, D, H, W, channels), weight (group, tap, out, in)
+    CHANNELS_LAST=False,  # input as (batch, D, H, W, channels), weight (group, tap, out, in)
     INT64_OFFSETS=False,  # 64-bit offsets: only when a tensor has 2^31+ elements
     FUSE_W=False,  # a program computes every W phase: columns are (phase, channel)
     W_FOLD=1,  # fused: outputs of each W residue per row (its rows step W_FOLD input positions)
@@ -86,7 +83,7 @@ TILING = dict(
     X_D=16, X_H=32, X_W=32,  # the input's extents as the kernel reads it
 )
 PROGRAMS = 131072  # NUM_PHASES * M_TILES * N_TILES * groups
-NUM_WARPS = 8
+NUM_WARPS = 4
 NUM_STAGES = 3  # loads kept in flight ahead of the tl.dot
 
 # The re-layout kernel's constants: X_ROWS programs copy an input row each
@@ -97,10 +94,10 @@ RELAYOUT = dict(
     X_D=16, X_H=32, X_W=32,
     LO_D=0, LO_H=0, LO_W=0,
     C_IN_G=3, C_OUT_G=16, TAPS=27, W_LEN=1296,
-    CHANNELS_LAST=True, SPLIT_WEIGHT=False, INT64_OFFSETS=False,
-    X_ROWS=65536, BLOCK_W=32, BLOCK_C=4, BLOCK_E=1024,
+    CHANNELS_LAST=False, SPLIT_WEIGHT=False, INT64_OFFSETS=False,
+    X_ROWS=0, BLOCK_W=32, BLOCK_C=4, BLOCK_E=1024,
 )
-RELAYOUT_PROGRAMS = 65538  # X_ROWS + WEIGHT_PROGRAMS (2)
+RELAYOUT_PROGRAMS = 2  # X_ROWS + WEIGHT_PROGRAMS (2)
 
 # The stride phases (r: output residue, Q: outputs per dimension, M: GEMM
 # rows, taps per dimension):
@@ -384,7 +381,7 @@ def l2_50_scaling_avgpool_biasadd_scaling_phase_igemm(
 
 # ---- The wrapper: checks, allocates, launches --------------------------------
 def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, phases: torch.Tensor, e0: torch.Tensor) -> torch.Tensor:
-    """ConvTranspose3d forward of this problem: input and weight re-layouts, then
+    """ConvTranspose3d forward of this problem: weight re-layout, then
     one kernel launch over every stride phase."""
     if not (x.is_cuda and x.dtype == torch.float32 and tuple(x.shape) == INPUT_SHAPE):
         raise ValueError(f"x must be a float32 CUDA tensor of shape {INPUT_SHAPE}: the kernel is generated for it")
@@ -396,10 +393,10 @@ def implicit_gemm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
         raise ValueError("phases must be PHASE_TABLE as a tensor on the device of x")
     # Re-layouts, inside every forward and counted in its time (nothing is
     # cached across calls), in one launch of the kernel above.
-    # Input channels fastest in both operands: x to (batch, D, H, W, C_IN),
-    # the weight (in, out/g, kd, kh, kw) to (g, tap, out/g, in/g).
+    # The weight (in, out/g, kd, kh, kw) to (g, tap, in/g, out/g), so that a
+    # B tile row is contiguous.
     x = x.contiguous()  # no copy when it already is
-    xk = torch.empty(X_SHAPE, device=x.device, dtype=torch.float32)
+    xk = x  # read as it is
     wt = torch.empty(WEIGHT_RELAID, device=x.device, dtype=torch.float32)
     l2_50_scaling_avgpool_biasadd_scaling_relayout[(RELAYOUT_PROGRAMS,)](x, weight.detach(), xk, wt, **RELAYOUT)
     b = bias.detach().contiguous()  # no copy for a module's parameter

@@ -12,20 +12,20 @@ M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Outputs no
 tap reaches are the bias: a fill kernel writes the bias over the whole
 output first (coalesced), and the GEMM overwrites the outputs taps reach.
-Along W, Winograd's F(2,3): a GEMM row is a pair of neighbouring outputs,
-computed from four products over the (d, h) taps and channels where its
-direct taps take six. A block is one warpgroup
-(4 warps) computing 64 pairs of each phase in turn by
-32 output channels. The input is re-laid channels last
-inside a zero border (per pair, the four products' inputs), so each thread loads its
+The kernel's W taps are GEMM columns too: N = kernel_w x 32 output
+channels, K = the (d, h) taps x input channels, and a row is an input
+position along W; output q of a line adds the sums of column kw of row
+q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
+(4 warps) computing 64 rows of each phase in turn by 96 columns and
+writing the outputs of its first 62. The input is re-laid channels last
+inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the tensor
 cores' shared-memory layout and staged 2 steps deep by bulk copies (TMA).
 Products are 3xTF32 (each operand split into TF32 high and low parts,
-lo*hi + hi*lo + hi*hi), wgmma's m64n32k8 warpgroup products. The
+lo*hi + hi*lo + hi*hi), wgmma's m64n96k8 warpgroup products. The
 tensor cores do not add in exact fp32, so their sums cover 16 steps of
-32 and are then added in fp32, the running sums parked in shared
-memory.
+32 (every phase's steps).
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -52,38 +52,38 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // that every tap of every output reads inside it (no bounds checks).
 static constexpr int kCinP = 64;
 static constexpr int kLoD = 0, kLoH = 1, kLoW = 1;
-static constexpr int kXD = 12, kXH = 34, kXW = 64;
-static constexpr int kRelayoutPos = 16, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
+static constexpr int kXD = 12, kXH = 34, kXW = 34;
+static constexpr int kRelayoutPos = 34, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
 // A phase's GEMM: its rows by a group's output channels, reduced over
 // (tap, channel) in steps of 32. A block is kWarpgroups warpgroups, each
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
-static constexpr int kTotalSteps = 24, kNTiles = 1;
-static constexpr int kNP = 32, kNCM = kNP / 8, kND = 16;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kTotalSteps = 6, kNTiles = 1;
+static constexpr int kNP = 96, kNCM = kNP / 8, kND = 48;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 1, kRows = 64;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 16;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 2;  // weight-image steps in shared memory
-// The fp32 running sums wait in shared memory between spans: thread tid's
-// element e of slab sl at kParkedAt + (sl * kND + e) * kThreads + tid.
-static constexpr int kParkedAt = 4096;
 // The stages' barriers (8 bytes each) from float kBarriersAt of shared memory.
-static constexpr int kBarriersAt = 6144;
-static constexpr int kKW = 3, kCoT = kNP;  // a column is an output channel; kKW: a (d, h) tap's W taps
-// Winograd's F(2,3) along W: a row is a pair of neighbouring outputs. From
-// the pair's inputs d0..d3 and the weights g0..g2 of the taps that read
-// d0..d2 (kw 2, 1, 0): m0 = (d0 - d2) g0, m1 = (d1 + d2)(g0 + g1 + g2)/2,
-// m2 = (d2 - d1)(g0 - g1 + g2)/2, m3 = (d3 - d1) g2; y0 = m0 + m1 + m2 and
-// y1 = m1 - m2 + m3. A phase's steps are four runs, product by product;
-// the image holds the transformed weights, the re-laid input per pair the
-// four products' inputs d_p + sign * d_b (b 2 for p < 2, else 1; sign + for
-// p = 1), and pair p's d0 is input 2p + kPairIn0 along W.
-static constexpr int kOuts = 2;  // outputs a row
-static constexpr int kPairIn0 = -1;
-static constexpr int kOutRows = 64;
+static constexpr int kBarriersAt = 12288;
+// The kernel's W taps are columns: column kw*kCoT + c is tap kw of channel
+// c of the tile; a row is an input position along W. Row q of a line
+// anchors outputs w = kAnchorW0 + kStrideW*q + rho (rho < kStrideW), and
+// output w adds column kw of row q + t/kStrideW for each kw whose t = rho +
+// (kKW-1-kw)*kDilW divides. A block writes the outputs of its first kOutRows.
+static constexpr int kKW = 3, kDilW = 2, kCoT = 32;
+static constexpr int kAnchorW0 = 0;
+// A row's sums on the way out: kSumsRow floats, 4 past a multiple of 8, so
+// that a warp's float4 reads of consecutive rows meet no bank twice.
+static constexpr int kSumsRow = 100, kVec = 4;  // kVec: channels a thread reads at once
+// A block's kOutSlots outputs a channel, kSlotsPerPass at a time, kChannelLanes threads each.
+static constexpr int kOutSlots = 62 * kStrideW, kChannelLanes = 1;
+static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
+static constexpr int kOuts = 1;  // outputs a row
+static constexpr int kOutRows = 62;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
-static constexpr idx_t kImageLen = 49152;
+static constexpr idx_t kImageLen = 36864;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 // Phase outputs o = r + stride*q; a phase without taps has no steps (its
@@ -99,18 +99,16 @@ struct TapInfo {
     int flat;    // weight tap index (kd*KH + kh)*KW + kw
     idx_t off;   // where it reads in the re-laid input, from the output's own position
 };
-static constexpr int kNumPhases = 4;
+static constexpr int kNumPhases = 2;
 // GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (its (d, h) tap
 // with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 12, 32, 32, 12288, 16, 24, 0, 0, 3 },
-    { 0, 0, 1, 12, 32, 32, 12288, 16, 0, 24, 9, 0 },
-    { 0, 1, 0, 12, 32, 32, 12288, 16, 0, 24, 9, 0 },
-    { 0, 1, 1, 12, 32, 32, 12288, 16, 0, 24, 9, 0 },
+    { 0, 0, 0, 12, 32, 32, 26112, 34, 6, 0, 0, 3 },
+    { 0, 1, 0, 12, 32, 32, 26112, 34, 0, 6, 9, 0 },
 };
 __constant__ TapInfo kTapTable[9] = {
-    { 0, 4096 }, { 1, 4096 }, { 2, 4096 }, { 3, 0 }, { 4, 0 }, { 5, 0 },
-    { 6, -4096 }, { 7, -4096 }, { 8, -4096 },
+    { 0, 2240 }, { 1, 2176 }, { 2, 2112 }, { 3, 64 }, { 4, 0 }, { 5, -64 },
+    { 6, -2112 }, { 7, -2176 }, { 8, -2240 },
 };
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
@@ -151,28 +149,26 @@ extern "C" __global__ void zoo_dil_inplane_repack_weight(const float* __restrict
     while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
     const PhaseInfo P = kPhaseTable[ph];
     const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8, c = kcm * 4 + e % 4;
-    const int run = P.steps / 4, p = (step - P.step_start) / run;  // product p's run of the phase's steps
+    const int run = P.steps, p = (step - P.step_start) / run;
     const int kk = (step - P.step_start - p * run) * 32 + 8 * (c % 4) + 2 * j + c / 4;
     const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
     const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
     float v = 0.0f;
-    if (tap < P.gemm_taps && ch < kCinG && kw < 1 && co < kCoutG) {
+    if (tap < P.gemm_taps && ch < kCinG && kw < kKW && co < kCoutG) {
         auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
-        const float g0 = weight(2), g1 = weight(1), g2 = weight(0);
-        v = p == 0 ? g0 : p == 1 ? (g0 + g1 + g2) * 0.5f : p == 2 ? (g0 - g1 + g2) * 0.5f : g2;
+        v = weight(kw);
     }
     unsigned hi, lo;
     split_tf32(v, hi, lo);
     img[i] = __uint_as_float(part == 0 ? hi : lo);
 }
 
-// The input re-laid: a block writes kRelayoutPos pairs (four positions each, from the
-// 2*kRelayoutPos + 2 inputs they read) of one (batch, group, xd, xh) row, float by
+// The input re-laid: a block writes kRelayoutPos positions of one (batch, group, xd, xh) row, float by
 // float, from each channel's positions along W read (coalesced,
 // kRelayoutBatch loads at a time) into shared memory as [position][kCinP +
 // 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
 static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
-static constexpr int kSlots = 4;  // re-laid positions a unit
+static constexpr int kSlots = 1;  // re-laid positions a unit
 static constexpr int kReadPos = 34;  // input positions a block reads
 extern "C" __global__ void __launch_bounds__(kRelayoutThreads) zoo_dil_inplane_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
 {
@@ -194,7 +190,7 @@ extern "C" __global__ void __launch_bounds__(kRelayoutThreads) zoo_dil_inplane_r
         return;
     }
     // Element e = ch * kReadPos + p: channel ch < kCinG of input iw0 + p.
-    const int iw0 = 2 * u0 + kPairIn0;
+    const int iw0 = u0 - kLoW;
     const float* const in = x + (((idx_t)n * kCin + grp * kCinG) * kInD + id) * kInHW + (idx_t)ih * kInW;
     constexpr int kReads = kCinG * kReadPos;
     for (int e0 = threadIdx.x; e0 < kReads; e0 += kRelayoutBatch * kRelayoutThreads) {
@@ -216,9 +212,7 @@ extern "C" __global__ void __launch_bounds__(kRelayoutThreads) zoo_dil_inplane_r
         const int ch = e % kCinP, slot = e / kCinP;
         float v = 0.0f;
         if (ch < kCinG) {
-            // Product p of the block's pair slot/4: d_p + sign * d_b.
-            const int p = slot % 4, a = 2 * (slot / 4) + p, b = 2 * (slot / 4) + (p < 2 ? 2 : 1);
-            v = stage[a * (kCinP + 1) + ch] + (p == 1 ? 1.0f : -1.0f) * stage[b * (kCinP + 1) + ch];
+            v = stage[slot * (kCinP + 1) + ch];
         }
         out[e] = v;
     }
@@ -257,13 +251,19 @@ __device__ __forceinline__ void cp_async_wait_current()
     asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
-// d += a * the m64n32k8 B at desc (add 0: d = a * B, so a fresh sum
+// Waits for every copy this thread issued.
+__device__ __forceinline__ void cp_async_wait_all()
+{
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+}
+
+// d += a * the m64n96k8 B at desc (add 0: d = a * B, so a fresh sum
 // needs no zeroing), A from registers, B from shared memory.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n96k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, {%48, %49, %50, %51}, %52, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
 }
 
@@ -271,7 +271,7 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, u
 // async_proxy_fence: this thread's landed copies are visible to the tensor
 // cores' reads (the async proxy), before the barrier that publishes them.
 // wgmma_fence: this step's register writes (A parts) precede the products.
-__device__ __forceinline__ void wgmma_wait(float (&d)[kND]) { asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]) :: "memory"); }
+__device__ __forceinline__ void wgmma_wait(float (&d)[kND]) { asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]) :: "memory"); }
 __device__ __forceinline__ void async_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
@@ -318,12 +318,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 zoo_dil_inplane_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages, the parked sums, the barriers.
-    __shared__ __align__(128) float b_stage[24592 / 4];
+    // The weight stages (at a phase's end the block's sums on their way out), the barriers.
+    extern __shared__ __align__(128) float b_stage[];  // 49168 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
-    // in L2, and the weight image streams through all phases' steps
-    // back to back (a phase of few steps costs no pipeline fill of its own).
+    // in L2.
     const int tid = threadIdx.x, warp = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
@@ -347,17 +346,14 @@ zoo_dil_inplane_igemm(const float* __restrict__ xr, const float* __restrict__ im
         }
         cp_async_commit();
     };
-    for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);
 
     for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
         if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
-        // A phase with fewer rows than this block's first runs the barriers
-        // and copies of its steps (they pace the pipeline), not its products.
         const bool active = m_first < P.rows;
-        const int end = kTotalSteps;
+        if (!active) continue;
+        const int end = P.step_start + P.steps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
-        const int run = P.steps / 4;  // steps a product
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab,
         // outputs kOuts*qw.. of their lines, outs[][] of them inside the
@@ -374,7 +370,7 @@ zoo_dil_inplane_igemm(const float* __restrict__ xr, const float* __restrict__ im
                 const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
                 outs[sl][r] = m0 < P.rows ? min(kOuts, P.q_w - kOuts * qw) : 0;
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
-                    + (idx_t)(kSlots * qw) * kCinP;
+                    + (idx_t)(qw + kLoW) * kCinP;
                 yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
                     + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
@@ -383,12 +379,11 @@ zoo_dil_inplane_igemm(const float* __restrict__ xr, const float* __restrict__ im
         // Thread t's 8 reduction elements of the phase's step s for its
         // rows: channels of one tap (kCinP is a multiple of 8), at xb + the
         // offset a_offset gives; none (zero) past the reduction's end.
-        // Product s/run's inputs: its position of the pair.
         auto a_offset = [&](int s, bool& live) -> idx_t {
-            const int p = s / run, kk = (s - p * run) * 32 + 8 * t;
+            const int kk = s * 32 + 8 * t;
             const int tap = kk / kCinP, ch = kk % kCinP;
             live = tap < P.gemm_taps;
-            return live ? ch + p * kCinP + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
+            return live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
         };
         float v[kSlabs][2][8];
         auto load_a = [&](int s) {
@@ -408,21 +403,12 @@ zoo_dil_inplane_igemm(const float* __restrict__ xr, const float* __restrict__ im
                 }
             }
         };
-
-        // acc: the fp32 running sums of a row's outputs; part: the tensor cores' sums of
-        // the current span of steps, added to acc at its end.
-        float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
-        float* const parked = b_stage + kParkedAt + tid;
-        auto park = [&](int sl, int e) -> float& { return parked[(sl * kND + e) * kThreads]; };
-        #pragma unroll
-        for (int sl = 0; sl < kSlabs; ++sl) {
-            #pragma unroll
-            for (int e = 0; e < kND; ++e) {
-                #pragma unroll
-                for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
-                park(sl, e) = 0.0f;  // output 1's parked sums (every span adds)
-            }
+        for (int i = 0; i < kStages - 1; ++i) {
+            load_b(P.step_start + i, end);
         }
+
+        // part: the tensor cores' sums, one span a phase: its result.
+        float part[kSlabs][kND];
         if (active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
@@ -437,8 +423,7 @@ zoo_dil_inplane_igemm(const float* __restrict__ xr, const float* __restrict__ im
             __syncthreads();
             load_b(gs + kStages - 1, end);
             if (!active) continue;
-            const int p = s / run, rs = s - p * run;  // product p's step rs of its run
-            const bool fresh = rs % kSpan == 0;  // the span's first step: its sums start here
+            const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
             // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
             // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
             unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
@@ -472,43 +457,62 @@ zoo_dil_inplane_igemm(const float* __restrict__ xr, const float* __restrict__ im
             if (s + 1 < P.steps) load_a(s + 1);
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) wgmma_wait(part[sl]);
-            if (rs % kSpan == kSpan - 1 || rs == run - 1) {
-                // A span of product p ends: y0 += m0, m1, m2; y1 += m1, m3 and -= m2.
-                #pragma unroll
-                for (int sl = 0; sl < kSlabs; ++sl) {
-                    #pragma unroll
-                    for (int e = 0; e < kND; ++e) {
-                        const float m = part[sl][e], m1 = p == 2 ? -m : m;
-                        if (p < 3) acc[sl][0][e] += m;
-                        if (p > 0) park(sl, e) += m1;
-                    }
-                }
-            }
         }
         if (!active) continue;
 
-        auto result = [&](int sl, int o, int e) { return o > 0 ? park(sl, e) : acc[sl][o][e]; };
+        auto result = [&](int sl, int o, int e) { return part[sl][e]; };
 
-        // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
-        // (g+8, 8cb+2t), (g+8, +1), both outputs of each row's pair. Lanes
-        // t = 2j and 2j+1 trade halves, so that the even one writes output 0
-        // and the odd one output 1 of the same channel: a warp's store covers
-        // both outputs of 8 pairs. Each written once (over the fill's).
-        const bool odd = t % 2 == 1;
+        // The phase's outputs: the sums go to shared memory (once every
+        // copy into it has landed and every warp is past its last read),
+        // row by row; an output of channel c then adds column kw*kCoT + c
+        // of the row each of its kw reads. A thread writes an output
+        // position's every kChannelLanes-th channel, the position decoded
+        // once; neighbouring threads write neighbouring outputs along W.
+        cp_async_wait_all();
+        __syncthreads();
+        float* sums = b_stage;
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int e = 0; e < kND; ++e) {
-                const int k = e % 2, r = e % 4 / 2, co = nt * kNP + 8 * (e / 4) + 4 * (t / 2) + k, o = odd ? 1 : 0;
-                const float y0 = result(sl, 0, e), y1 = result(sl, 1, e);
-                const float got = __shfl_xor_sync(0xffffffffu, odd ? y0 : y1, 1);
-                const float first = odd ? got : y0, second = odd ? y1 : got;  // channels co and co + 2
-                if (o < outs[sl][r] && co < kCoutG)
-                    y[yb[sl][r] + o * kStrideW + (idx_t)co * kOutDHW] = first;
-                if (o < outs[sl][r] && co + 2 < kCoutG)
-                    y[yb[sl][r] + o * kStrideW + (idx_t)(co + 2) * kOutDHW] = second;
+            for (int e = 0; e < kND; ++e)
+                sums[(wg_row + sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * kSumsRow + 8 * (e / 4) + 2 * t + e % 2] = result(sl, 0, e);
+        }
+        __syncthreads();
+        // Output slot i is output rho = i % kStrideW of anchor row i / kStrideW.
+        for (int base = 0; base < kOutSlots; base += kSlotsPerPass) {
+            const int slot = base + tid % kSlotsPerPass, lane = tid / kSlotsPerPass;
+            const int row = slot / kStrideW, rho = slot % kStrideW, m = m_first + row;
+            if (slot >= kOutSlots || lane >= kChannelLanes || m >= P.rows) continue;
+            const int n = m / q_dhw, s = m - n * q_dhw;
+            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
+            const int w = kAnchorW0 + kStrideW * qw + rho;
+            float* out = y + ((idx_t)n * kCout + grp * kCoutG + nt * kCoT) * kOutDHW
+                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (idx_t)(P.r_h + kStrideH * qh) * kOutW + w;
+            // A row past the line's anchors only feeds them.
+            const int channels = qw < P.q_w && w >= 0 && w < kOutW ? min(kCoT, kCoutG - nt * kCoT) : 0;
+            #pragma unroll 4
+            for (int c = kVec * lane; c < channels; c += kVec * kChannelLanes) {
+                float sum[kVec];
+                #pragma unroll
+                for (int i = 0; i < kVec; ++i) sum[i] = 0.0f;
+                #pragma unroll
+                for (int kw = 0; kw < kKW; ++kw) {
+                    const int t = rho + (kKW - 1 - kw) * kDilW;  // no tap where it does not divide (the bias alone)
+                    if (t % kStrideW != 0) continue;
+                    const float* src = sums + (row + t / kStrideW) * kSumsRow + kw * kCoT + c;
+                    const float4 v = *reinterpret_cast<const float4*>(src);
+                    sum[0] += v.x; sum[1] += v.y; sum[2] += v.z; sum[3] += v.w;
+                }
+                #pragma unroll
+                for (int i = 0; i < kVec; ++i) {
+                    if (c + i < channels) out[(idx_t)(c + i) * kOutDHW] = sum[i];
+                }
             }
         }
+        // The next phase's copies reuse the memory (bulk ones through the
+        // async proxy, ordered after these reads by the fence).
+        async_proxy_fence();
+        __syncthreads();
     }
 }
 """
@@ -535,16 +539,19 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     TORCH_CHECK(weight.is_cuda() && weight.scalar_type() == torch::kFloat32 && weight.is_contiguous() &&
                 weight.sizes() == torch::IntArrayRef({64, 32, 1, 3, 3}),
                 "weight must be a contiguous float32 CUDA tensor of shape (64, 32, 1, 3, 3)");
-    auto img = torch::empty({49152}, x.options());
-    auto xr = torch::empty({3342336}, x.options());
+    auto img = torch::empty({36864}, x.options());
+    auto xr = torch::empty({1775616}, x.options());
     auto y = torch::empty({2, 32, 12, 64, 64}, x.options());
-    zoo_dil_inplane_repack_weight<<<192, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    zoo_dil_inplane_repack_weight<<<144, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     check_launch("zoo_dil_inplane_repack_weight");
     zoo_dil_inplane_relayout_input<<<816, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_dil_inplane_relayout_input");
     zoo_dil_inplane_fill_bias<<<3072, 256>>>(nullptr, (float*)y.data_ptr());
     check_launch("zoo_dil_inplane_fill_bias");
-    zoo_dil_inplane_igemm<<<dim3(192, 1, 1), 128>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    // More than 48 KiB of shared memory needs the kernel's opt-in, once.
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_dil_inplane_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 49168);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_dil_inplane_igemm needs 49168 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    zoo_dil_inplane_igemm<<<dim3(422, 1, 1), 128, 49168>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_dil_inplane_igemm");
     return y;

@@ -11,21 +11,15 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-The kernel's W taps are GEMM columns too: N = kernel_w x 3 output
-channels, K = the (d, h) taps x input channels, and a row is an input
-position along W; output q of a line adds the sums of column kw of row
-q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is 4 warpgroups
-(4 warps each, sharing the weight stages) computing 256 rows of each phase in turn by 16 columns and
-writing the outputs of its first 254. The input is re-laid channels last
-inside a zero border, so each thread loads its
-tensor-core fragments straight from global memory (no bounds checks, 16
-bytes at a time); the weight is re-laid as the TF32 parts in the tensor
-cores' shared-memory layout and staged 2 steps deep by bulk copies (TMA).
-Products are 3xTF32 (each operand split into TF32 high and low parts,
-lo*hi + hi*lo + hi*hi), wgmma's m64n16k8 warpgroup products. The
-tensor cores do not add in exact fp32, so their sums cover 16 steps of
-32 (every phase's steps).
-Both re-layouts run in every forward and are part of its time.
+Along W the outputs are not split into phases: each thread holds 8
+consecutive outputs along W, of every W residue, by 4 output channels.
+For each (d, h) tap and input channel it loads the window of input columns
+those outputs read into registers once (no other thread reads them), and
+every (output, kw) pair with a tap takes its input from there; only the
+weights are staged in shared memory. Products are fp32 FFMA, accumulated in
+fp32.
+The weight is tiny: blocks stage it straight from PyTorch's layout, so the
+forward is one launch (a re-layout would cost a launch to save little).
 """
 import torch
 import torch.nn as nn
@@ -36,470 +30,188 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
+static constexpr int kBatch = 1;
 static constexpr int kCin = 128, kCout = 3, kGroups = 1;
 static constexpr int kCinG = 128, kCoutG = 3;  // channels per group
 static constexpr int kInD = 16, kInH = 128, kInW = 128;
 static constexpr int kOutD = 16, kOutH = 256, kOutW = 256;
 static constexpr int kStrideD = 1, kStrideH = 2, kStrideW = 2;
 static constexpr int kTaps = 16;  // kernel positions, kd*kh*kw
-static constexpr idx_t kInHW = (idx_t)kInH * kInW;
+static constexpr idx_t kInHW = (idx_t)kInH * kInW, kInDHW = kInD * kInHW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
-// ---- Layout (from the plan) ----------------------------------------------
-// The input re-laid as (batch, group, kXD, kXH, kXW, kCinP): channels last,
-// padded with zeros to kCinP, inside a zero border of kLo* positions, so
-// that every tap of every output reads inside it (no bounds checks).
-static constexpr int kCinP = 128;
-static constexpr int kLoD = 0, kLoH = 1, kLoW = 1;
-static constexpr int kXD = 16, kXH = 130, kXW = 130;
-static constexpr int kRelayoutPos = 44, kRelayoutChunks = 3;  // the re-layout's units a block, blocks a row
-// A phase's GEMM: its rows by a group's output channels, reduced over
-// (tap, channel) in steps of 32. A block is kWarpgroups warpgroups, each
-// kSlabs slabs of 64 rows by kNP columns from the same weight stages.
-static constexpr int kTotalSteps = 16, kNTiles = 1;
-static constexpr int kNP = 16, kNCM = kNP / 8, kND = 8;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 1, kRows = 256;
-static constexpr int kWarpgroups = 4, kThreads = 128 * kWarpgroups;
-static constexpr int kSpan = 16;  // steps per tensor-core sum (they do not add in exact fp32)
-static constexpr int kStages = 2;  // weight-image steps in shared memory
-// The stages' barriers (8 bytes each) from float kBarriersAt of shared memory.
-static constexpr int kBarriersAt = 4864;
-// The kernel's W taps are columns: column kw*kCoT + c is tap kw of channel
-// c of the tile; a row is an input position along W. Row q of a line
-// anchors outputs w = kAnchorW0 + kStrideW*q + rho (rho < kStrideW), and
-// output w adds column kw of row q + t/kStrideW for each kw whose t = rho +
-// (kKW-1-kw)*kDilW divides. A block writes the outputs of its first kOutRows.
-static constexpr int kKW = 4, kDilW = 1, kCoT = 3;
-static constexpr int kAnchorW0 = 0;
-// A row's sums on the way out: kSumsRow floats, odd (a warp's reads of a
-// column meet different banks) and 3 past a multiple of 8 (its writes two
-// to a bank at most).
-static constexpr int kSumsRow = 19, kVec = 1;  // kVec: channels a thread reads at once
-// A block's kOutSlots outputs a channel, kSlotsPerPass at a time, kChannelLanes threads each.
-static constexpr int kOutSlots = 254 * kStrideW, kChannelLanes = 1;
-static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
-static constexpr int kOuts = 1;  // outputs a row
-static constexpr int kOutRows = 254;
-// The weight image, per (group, N tile, phase, step): TF32 high parts, then
-// low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
-static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
-static constexpr idx_t kImageLen = 16384;
+// ---- Tiling (from the plan) ----------------------------------------------
+// Each of kThreads threads computes kTW consecutive outputs along W (every
+// W residue) of one (d, h) phase row by kBN output channels of one group.
+// For each (d, h) tap and input channel it loads the kWinLen input columns
+// its outputs read into registers, kBK channels at a time: no other thread
+// reads them. Shared memory holds the weights (all kKW along W) of
+// kTapChunk of the phase's (d, h) taps, which every thread reads alike.
+static constexpr int kBM = 128, kBN = 4, kBK = 2, kTW = 8;
+static constexpr int kThreads = 128;
+static constexpr int kCIChunks = 64;  // kBK-channel steps per tap
+static constexpr int kTapChunk = 2;  // (d, h) taps whose weights are staged at once
+static constexpr int kKW = 4, kPadW = 1, kDilW = 1;
+// Output ow0 + j (ow0 a multiple of kTW) reads, through tap kw, input column
+// ow0/kStrideW + (j + kPadW - kw*kDilW)/kStrideW when kStrideW divides
+// j + kPadW - kw*kDilW. Those columns lie in the window of kWinLen from
+// ow0/kStrideW + kWinLo.
+static constexpr int kWinLo = -4, kWinLen = 12;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
-// Phase outputs o = r + stride*q; a phase without taps has no steps (its
-// outputs are the bias, written by the fill).
 struct PhaseInfo {
-    int r_d, r_h, r_w;          // output residue
-    int q_d, q_h, q_w;          // outputs of the phase per dimension
-    int rows, line;             // GEMM rows, along lines of this many W positions
-    int steps, step_start;      // its steps, the first in the weight image
-    int tap_start, gemm_taps;   // its first entry in kTapTable, its GEMM taps
+    int r_d, r_h, r_w;        // output residue: o = r + stride*q
+    int q_d, q_h, q_w;        // outputs of the phase per dimension
+    int m;                    // batch*q_d*q_h*q_w, the GEMM's M
+    int tap_start, tap_count; // slice of kTapTable
 };
 struct TapInfo {
-    int flat;    // weight tap index (kd*KH + kh)*KW + kw
-    idx_t off;   // where it reads in the re-laid input, from the output's own position
+    int flat;                 // weight tap index (kd*KH + kh)*KW + kw
+    int off_d, off_h, off_w;  // input index = q + off
 };
 static constexpr int kNumPhases = 2;
-// GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (its (d, h) tap
-// with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 16, 128, 128, 266240, 130, 8, 0, 0, 2 },
-    { 0, 1, 0, 16, 128, 128, 266240, 130, 8, 8, 8, 2 },
+    { 0, 0, 0, 16, 128, 32, 65536, 0, 2 },
+    { 0, 1, 0, 16, 128, 32, 65536, 2, 2 },
 };
-__constant__ TapInfo kTapTable[16] = {
-    { 4, 128 }, { 5, 0 }, { 6, 0 }, { 7, -128 }, { 12, -16512 }, { 13, -16640 },
-    { 14, -16640 }, { 15, -16768 }, { 0, 16768 }, { 1, 16640 }, { 2, 16640 }, { 3, 16512 },
-    { 8, 128 }, { 9, 0 }, { 10, 0 }, { 11, -128 },
+__constant__ TapInfo kTapTable[4] = {
+    { 4, 0, 0, 0 },
+    { 12, 0, -1, 0 },
+    { 0, 0, 1, 0 },
+    { 8, 0, 0, 0 },
 };
 
-// 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
-// lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
-// lo*lo is below fp32 rounding. Each part rounds to nearest (ties away),
-// as cvt.rna.tf32.f32 does for finite values, written out because the cvt
-// adds an infinity test and select (a third more hot-loop instructions).
-__device__ __forceinline__ unsigned round_tf32(float x)
-{
-    return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
-}
-
-__device__ __forceinline__ void split_tf32(float x, unsigned& hi, unsigned& lo)
-{
-    hi = round_tf32(x);
-    lo = round_tf32(x - __uint_as_float(hi));
-}
-
-// The weight image: element i is a TF32 part of weight (channel, column)
-// of step s of its phase. Within a step thread t's fragments of the 4 k8
-// chunks are its 8 consecutive elements 8t..8t+7 (two float4 loads of the
-// input): column c of chunk j is element 8*(c%4) + 2j + c/4. Zero past
-// the channels, columns and the phase's reduction.
-extern "C" __global__ void zoo_vae_up_rgb_repack_weight(const float* __restrict__ w, float* __restrict__ img)
-{
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= kImageLen) return;
-    const int e = (int)(i % kChunk);
-    idx_t rest = i / kChunk;
-    const int j = (int)(rest % 4);
-    rest /= 4;
-    const int part = (int)(rest % 2);
-    rest /= 2;
-    const int step = (int)(rest % kTotalSteps);
-    rest /= kTotalSteps;
-    const int nt = (int)(rest % kNTiles), grp = (int)(rest / kNTiles);
-    int ph = 0;  // the phase whose steps hold this one (phases without steps hold none)
-    while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
-    const PhaseInfo P = kPhaseTable[ph];
-    const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8, c = kcm * 4 + e % 4;
-    const int run = P.steps, p = (step - P.step_start) / run;
-    const int kk = (step - P.step_start - p * run) * 32 + 8 * (c % 4) + 2 * j + c / 4;
-    const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
-    const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
-    float v = 0.0f;
-    if (tap < P.gemm_taps && ch < kCinG && kw < kKW && co < kCoutG) {
-        auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
-        v = weight(kw);
-    }
-    unsigned hi, lo;
-    split_tf32(v, hi, lo);
-    img[i] = __uint_as_float(part == 0 ? hi : lo);
-}
-
-// The input re-laid: a block writes kRelayoutPos positions of one (batch, group, xd, xh) row, float by
-// float, from each channel's positions along W read (coalesced,
-// kRelayoutBatch loads at a time) into shared memory as [position][kCinP +
-// 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
-static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
-static constexpr int kSlots = 1;  // re-laid positions a unit
-static constexpr int kReadPos = 44;  // input positions a block reads
-extern "C" __global__ void __launch_bounds__(kRelayoutThreads) zoo_vae_up_rgb_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
-{
-    __shared__ float stage[kReadPos * (kCinP + 1)];
-    idx_t rest = blockIdx.x;
-    const int u0 = (int)(rest % kRelayoutChunks) * kRelayoutPos;  // the block's first unit
-    rest /= kRelayoutChunks;
-    const int xh = (int)(rest % kXH);
-    rest /= kXH;
-    const int xd = (int)(rest % kXD);
-    rest /= kXD;
-    const int grp = (int)(rest % kGroups), n = (int)(rest / kGroups);
-    const int len = min(kRelayoutPos, kXW / kSlots - u0) * kSlots * kCinP;  // floats the block writes (a row's last chunk may be short)
-    float* const out = xr + (((((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh) * kXW + u0 * kSlots) * kCinP;
-    const int id = xd - kLoD, ih = xh - kLoH;
-    if ((unsigned)id >= (unsigned)kInD || (unsigned)ih >= (unsigned)kInH) {
-        #pragma unroll 4
-        for (int e = threadIdx.x; e < len; e += kRelayoutThreads) out[e] = 0.0f;
-        return;
-    }
-    // Element e = ch * kReadPos + p: channel ch < kCinG of input iw0 + p.
-    const int iw0 = u0 - kLoW;
-    const float* const in = x + (((idx_t)n * kCin + grp * kCinG) * kInD + id) * kInHW + (idx_t)ih * kInW;
-    constexpr int kReads = kCinG * kReadPos;
-    for (int e0 = threadIdx.x; e0 < kReads; e0 += kRelayoutBatch * kRelayoutThreads) {
-        float v[kRelayoutBatch];
-        #pragma unroll
-        for (int j = 0; j < kRelayoutBatch; ++j) {
-            const int e = e0 + j * kRelayoutThreads, iw = iw0 + e % kReadPos;
-            v[j] = e < kReads && (unsigned)iw < (unsigned)kInW ? in[e / kReadPos * (kInD * kInHW) + iw] : 0.0f;
-        }
-        #pragma unroll
-        for (int j = 0; j < kRelayoutBatch; ++j) {
-            const int e = e0 + j * kRelayoutThreads;
-            if (e < kReads) stage[e % kReadPos * (kCinP + 1) + e / kReadPos] = v[j];
-        }
-    }
-    __syncthreads();
-    #pragma unroll 4
-    for (int e = threadIdx.x; e < len; e += kRelayoutThreads) {
-        const int ch = e % kCinP, slot = e / kCinP;
-        float v = 0.0f;
-        if (ch < kCinG) {
-            v = stage[slot * (kCinP + 1) + ch];
-        }
-        out[e] = v;
-    }
-}
-
-// A's TF32 split: lo the exact remainder (the tensor cores read its top
-// TF32 bits; rounding it would cost two instructions a value).
-__device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
-{
-    hi = round_tf32(x);
-    lo = __float_as_uint(x - __uint_as_float(hi));
-}
-
-__device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-// At most kStages - 2 of this thread's copy groups in flight: the copies
-// run kStages - 1 steps ahead, so the current step's have landed.
-__device__ __forceinline__ void cp_async_wait_current()
-{
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
-}
-
-// Waits for every copy this thread issued.
-__device__ __forceinline__ void cp_async_wait_all()
-{
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
-}
-
-// d += a * the m64n16k8 B at desc (add 0: d = a * B, so a fresh sum
-// needs no zeroing), A from registers, B from shared memory.
-__device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
-}
-
-// wgmma_wait: every product this warpgroup issued has written d.
-// async_proxy_fence: this thread's landed copies are visible to the tensor
-// cores' reads (the async proxy), before the barrier that publishes them.
-// wgmma_fence: this step's register writes (A parts) precede the products.
-__device__ __forceinline__ void wgmma_wait(float (&d)[kND]) { asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]) :: "memory"); }
-__device__ __forceinline__ void async_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-
-// The descriptor of the core matrices at p (no swizzle): the next along K
-// kNCM*128 bytes on, the next 8 columns 128 bytes on; kChunk floats on is
-// the same plus kChunk/4 (the address counts 16 bytes).
-__device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
-{
-    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
-    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(kNCM * 128 >> 4) << 16
-        | (unsigned long long)(128 >> 4) << 32;
-}
-
-// A weight stage's barrier: a phase completes with the copying thread's
-// arrival and the bytes it announced landing (the init fenced before use).
-__device__ __forceinline__ void barrier_init(unsigned long long* bar)
-{
-    asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-
-// bytes from global src to shared dst by the TMA unit (16-byte aligned, a
-// multiple of 16), completing bar's current phase once they land.
-__device__ __forceinline__ void bulk_copy(float* dst, const float* src, int bytes, unsigned long long* bar)
-{
-    const unsigned b = (unsigned)__cvta_generic_to_shared(bar), d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 :: "r"(d), "l"(src), "r"(bytes), "r"(b) : "memory");
-}
-
-// Waits until bar's phase of this parity has completed.
-__device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned parity)
-{
-    asm volatile("{\n.reg .pred done;\nWAIT_%=:\nmbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n@!done bra WAIT_%=;\n}\n"
-                 :: "r"((unsigned)__cvta_generic_to_shared(bar)), "r"(parity) : "memory");
-}
-
-// Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
-// more registers from the same fragments, and one block an SM is asked for.
-static constexpr int kMinBlocks = 1;
-extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
-zoo_vae_up_rgb_igemm(const float* __restrict__ xr, const float* __restrict__ img,
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+zoo_vae_up_rgb_igemm(const float* __restrict__ x, const float* __restrict__ w,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages (at a phase's end the block's sums on their way out), the barriers.
-    __shared__ __align__(128) float b_stage[19472 / 4];
-    // The block computes rows m_first.. of every phase in turn: the same
-    // rows of different phases are neighbouring outputs, whose stores meet
-    // in L2.
-    const int tid = threadIdx.x, warp = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
-    const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
-    const int m_first = blockIdx.x * kOutRows;
-    const int nt = blockIdx.y, grp = blockIdx.z;
-    const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
-    // Stage k's barrier, and in bit k the parity of its next phase.
-    unsigned long long* const stage_full = reinterpret_cast<unsigned long long*>(b_stage + kBarriersAt);
-    unsigned full_parity = 0;
-    if (tid == 0) {
-        for (int k = 0; k < kStages; ++k) barrier_init(stage_full + k);
+    // Weights of up to kTapChunk (d, h) taps as (tap, input channel, kw, kBN
+    // output channels): a thread reads the kBN of one (tap, channel, kw) as
+    // float4s, the same address in every lane (a broadcast).
+    __shared__ __align__(16) float w_tile[kTapChunk * kCinG * kKW * kBN];
+
+    // Phases interleave along x: neighbouring blocks compute the same rows
+    // of different phases, whose outputs share cache sectors, so their
+    // stores meet in L2. A phase with fewer rows leaves its last blocks idle.
+    const PhaseInfo P = kPhaseTable[blockIdx.x % kNumPhases];
+    const int m0 = (int)(blockIdx.x / kNumPhases) * kBM;
+    if (m0 >= P.m) return;
+    const int n0 = blockIdx.y * kBN;
+    const int g = blockIdx.z;
+    const int tid = threadIdx.x;
+    const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
+
+    // ---- This thread's row: m = (n, qd, qh, W chunk), decoded once --------
+    // The tap table's entries are (d, h) taps with kw = 0: their flat index
+    // is kw 0's, and their W offset is 0 (the window constants hold W).
+    const int m = m0 + tid;
+    const bool live = m < P.m;
+    int batch = 0, qd = -(1 << 29), qh = 0, chunk = 0;  // a dead row's qd reads zeros
+    if (live) {
+        batch = m / q_dhw;
+        const int s = m - batch * q_dhw;
+        qd = s / q_hw;
+        qh = (s - qd * q_hw) / P.q_w;
+        chunk = s - qd * q_hw - qh * P.q_w;
     }
-    __syncthreads();
+    const idx_t base = ((idx_t)batch * kCin + (idx_t)g * kCinG) * kInDHW;
+    const int win0 = chunk * (kTW / kStrideW) + kWinLo;  // the window's first input column
 
-    // Global step gs's weights into its stage, if before end (a commit
-    // group either way, so that the wait counts stay in step).
-    auto load_b = [&](int gs, int end) {
-        if (gs < end) {
-            const float* src = wimg + (idx_t)gs * kStage;
-            float* dst = b_stage + (gs % kStages) * kStage;
-            if (tid == 0) bulk_copy(dst, src, kStage * 4, stage_full + gs % kStages);
-        }
-        cp_async_commit();
-    };
-
-    for (int ph = 0; ph < kNumPhases; ++ph) {
-        const PhaseInfo P = kPhaseTable[ph];
-        if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
-        const bool active = m_first < P.rows;
-        if (!active) continue;
-        const int end = P.step_start + P.steps;
-        const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
-
-        // This thread's rows: g and g + 8 of its warp's 16 in each slab,
-        // outputs kOuts*qw.. of their lines, outs[][] of them inside the
-        // phase. Rows past the end read the last row and are not written.
-        idx_t xb[kSlabs][2], yb[kSlabs][2];
-        int outs[kSlabs][2];
+    float acc[kTW][kBN];
+    #pragma unroll
+    for (int j = 0; j < kTW; ++j) {
         #pragma unroll
-        for (int sl = 0; sl < kSlabs; ++sl) {
-            #pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                const int m0 = m_first + wg_row + sl * 64 + warp * 16 + g + 8 * r;
-                const int m = m0 < P.rows ? m0 : P.rows - 1;
-                const int n = m / q_dhw, s = m - n * q_dhw;
-                const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
-                outs[sl][r] = m0 < P.rows ? min(kOuts, P.q_w - kOuts * qw) : 0;
-                xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
-                    + (idx_t)(qw + kLoW) * kCinP;
-                yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                    + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
-            }
-        }
+        for (int n = 0; n < kBN; ++n) acc[j][n] = 0.0f;
+    }
 
-        // Thread t's 8 reduction elements of the phase's step s for its
-        // rows: channels of one tap (kCinP is a multiple of 8), at xb + the
-        // offset a_offset gives; none (zero) past the reduction's end.
-        auto a_offset = [&](int s, bool& live) -> idx_t {
-            const int kk = s * 32 + 8 * t;
-            const int tap = kk / kCinP, ch = kk % kCinP;
-            live = tap < P.gemm_taps;
-            return live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
-        };
-        float v[kSlabs][2][8];
-        auto load_a = [&](int s) {
-            bool live;
-            const idx_t off = a_offset(s, live);
-            #pragma unroll
-            for (int sl = 0; sl < kSlabs; ++sl) {
-                #pragma unroll
-                for (int r = 0; r < 2; ++r) {
-                    float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p;
-                    if (live) {
-                        p = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off);
-                        q = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off + 4);
-                    }
-                    v[sl][r][0] = p.x; v[sl][r][1] = p.y; v[sl][r][2] = p.z; v[sl][r][3] = p.w;
-                    v[sl][r][4] = q.x; v[sl][r][5] = q.y; v[sl][r][6] = q.z; v[sl][r][7] = q.w;
-                }
-            }
-        };
-        for (int i = 0; i < kStages - 1; ++i) {
-            load_b(P.step_start + i, end);
+    // ---- (d, h) taps, kTapChunk at a time: stage their weights, then FMAs --
+    for (int t0 = 0; t0 < P.tap_count; t0 += kTapChunk) {
+        const int taps = min(kTapChunk, P.tap_count - t0);
+        __syncthreads();  // everyone is done with the previous chunk's weights
+        for (int e = tid; e < taps * kCinG * kKW * kBN; e += kThreads) {
+            const int n = e % kBN, kw = e / kBN % kKW, rest = e / (kBN * kKW);
+            const int ci = rest % kCinG, t = rest / kCinG;
+            const int flat = kTapTable[P.tap_start + t0 + t].flat + kw;
+            w_tile[e] = n0 + n < kCoutG ? __ldg(w + ((idx_t)(g * kCinG + ci) * kCoutG + n0 + n) * kTaps + flat) : 0.0f;
         }
-
-        // part: the tensor cores' sums, one span a phase: its result.
-        float part[kSlabs][kND];
-        if (active && P.steps > 0) load_a(0);
-        for (int s = 0; s < P.steps; ++s) {
-            const int gs = P.step_start + s;
-            // Step gs's weights have landed (the bulk copy's), and every warp
-            // is done with the stage the next copy overwrites (each waited for
-            // its products before this barrier).
-            const int k = gs % kStages;
-            barrier_wait(stage_full + k, full_parity >> k & 1);
-            full_parity ^= 1u << k;
-            cp_async_wait_current();
-            async_proxy_fence();
-            __syncthreads();
-            load_b(gs + kStages - 1, end);
-            if (!active) continue;
-            const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
-            // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
-            // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
-            unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
-            #pragma unroll
-            for (int sl = 0; sl < kSlabs; ++sl) {
+        __syncthreads();
+        for (int t = 0; t < taps; ++t) {
+            const TapInfo T = kTapTable[P.tap_start + t0 + t];
+            const int id = qd + T.off_d, ih = qh + T.off_h;
+            const bool row_inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH;
+            const float* src = row_inside ? x + base + (idx_t)id * kInHW + (idx_t)ih * kInW : x;
+            const float* w_tap = w_tile + t * kCinG * kKW * kBN;
+            for (int c = 0; c < kCIChunks; ++c) {
+                // kBK channels' windows loaded together, then their FMAs.
+                float win[kBK][kWinLen];
                 #pragma unroll
-                for (int j = 0; j < 4; ++j) {
+                for (int b = 0; b < kBK; ++b) {
+                    const int ci = c * kBK + b;
+                    const bool ok = row_inside && ci < kCinG;
+                    // win0 is a multiple of 4, and so is kInW: each float4
+                    // is wholly inside the row or wholly outside it.
                     #pragma unroll
-                    for (int f = 0; f < 4; ++f) split_a(v[sl][f % 2][2 * j + f / 2], a_hi[sl][j][f], a_lo[sl][j][f]);
+                    for (int v = 0; v < kWinLen; v += 4) {
+                        const int iw = win0 + v;
+                        const float4 a = ok && (unsigned)iw < (unsigned)kInW
+                            ? __ldg(reinterpret_cast<const float4*>(src + (idx_t)ci * kInDHW + iw))
+                            : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                        win[b][v] = a.x;
+                        win[b][v + 1] = a.y;
+                        win[b][v + 2] = a.z;
+                        win[b][v + 3] = a.w;
+                    }
+                }
+                #pragma unroll
+                for (int b = 0; b < kBK; ++b) {
+                    const int ci = c * kBK + b;
+                    if (ci >= kCinG) break;
+                    #pragma unroll
+                    for (int kw = 0; kw < kKW; ++kw) {
+                        #pragma unroll
+                        for (int n = 0; n < kBN; n += 4) {
+                            const float4 w = *reinterpret_cast<const float4*>(&w_tap[(ci * kKW + kw) * kBN + n]);
+                            #pragma unroll
+                            for (int j = 0; j < kTW; ++j) {
+                                // Constant once unrolled: which outputs tap kw
+                                // reaches, and where in the window it reads.
+                                const int v = j + kPadW - kw * kDilW;
+                                if (v % kStrideW != 0) continue;
+                                const float a = win[b][v / kStrideW - kWinLo];
+                                acc[j][n + 0] = fmaf(a, w.x, acc[j][n + 0]);
+                                acc[j][n + 1] = fmaf(a, w.y, acc[j][n + 1]);
+                                acc[j][n + 2] = fmaf(a, w.z, acc[j][n + 2]);
+                                acc[j][n + 3] = fmaf(a, w.w, acc[j][n + 3]);
+                            }
+                        }
+                    }
                 }
             }
-            const float* stage = b_stage + (gs % kStages) * kStage;
-            // lo*hi, hi*lo, hi*hi per k8 chunk, the slabs interleaved so
-            // that neighbouring products write different sums; a fresh
-            // span's first product replaces the sums.
-            const unsigned long long desc = wgmma_desc(stage);
-            wgmma_fence();
-            #pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const unsigned long long d_hi = desc + j * kChunk / 4, d_lo = desc + (kPart + j * kChunk) / 4;
-                #pragma unroll
-                for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_lo[sl][j], d_hi, j > 0 || !fresh);
-                #pragma unroll
-                for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_lo, 1);
-                #pragma unroll
-                for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_hi, 1);
-            }
-            wgmma_commit();
-            // The next step's inputs load while the products run (these
-            // read the A parts, not the inputs).
-            if (s + 1 < P.steps) load_a(s + 1);
-            #pragma unroll
-            for (int sl = 0; sl < kSlabs; ++sl) wgmma_wait(part[sl]);
         }
-        if (!active) continue;
+    }
 
-        auto result = [&](int sl, int o, int e) { return part[sl][e]; };
-
-        // The phase's outputs: the sums go to shared memory (once every
-        // copy into it has landed and every warp is past its last read),
-        // row by row; an output of channel c then adds column kw*kCoT + c
-        // of the row each of its kw reads. A thread writes an output
-        // position's every kChannelLanes-th channel, the position decoded
-        // once; neighbouring threads write neighbouring outputs along W.
-        cp_async_wait_all();
-        __syncthreads();
-        float* sums = b_stage;
+    // ---- Epilogue: bias, then each output written once -------------------
+    if (!live) return;
+    {
+        const idx_t row = (idx_t)batch * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
+            + (idx_t)(P.r_h + kStrideH * qh) * kOutW + chunk * kTW;
+        const int left = kOutW - chunk * kTW;  // outputs of this chunk inside the row
         #pragma unroll
-        for (int sl = 0; sl < kSlabs; ++sl) {
+        for (int n = 0; n < kBN; ++n) {
+            const int co = n0 + n;
+            if (co >= kCoutG) continue;
+            const int c = g * kCoutG + co;
+            float* dst = y + row + (idx_t)c * kOutDHW;
+            const float b = __ldg(bias + c);
+            // The row and chunk * kTW are multiples of 4: aligned float4s,
+            // each wholly inside the row or wholly past it.
             #pragma unroll
-            for (int e = 0; e < kND; ++e)
-                sums[(wg_row + sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * kSumsRow + 8 * (e / 4) + 2 * t + e % 2] = result(sl, 0, e);
-        }
-        __syncthreads();
-        // Output slot i is output rho = i % kStrideW of anchor row i / kStrideW.
-        for (int base = 0; base < kOutSlots; base += kSlotsPerPass) {
-            const int slot = base + tid % kSlotsPerPass, lane = tid / kSlotsPerPass;
-            const int row = slot / kStrideW, rho = slot % kStrideW, m = m_first + row;
-            if (slot >= kOutSlots || lane >= kChannelLanes || m >= P.rows) continue;
-            const int n = m / q_dhw, s = m - n * q_dhw;
-            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
-            const int w = kAnchorW0 + kStrideW * qw + rho;
-            float* out = y + ((idx_t)n * kCout + grp * kCoutG + nt * kCoT) * kOutDHW
-                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (idx_t)(P.r_h + kStrideH * qh) * kOutW + w;
-            // A row past the line's anchors only feeds them.
-            const int channels = qw < P.q_w && w >= 0 && w < kOutW ? min(kCoT, kCoutG - nt * kCoT) : 0;
-            #pragma unroll 4
-            for (int c = kVec * lane; c < channels; c += kVec * kChannelLanes) {
-                float sum[kVec];
-                #pragma unroll
-                for (int i = 0; i < kVec; ++i) sum[i] = c + i < channels ? bias[grp * kCoutG + nt * kCoT + c + i] : 0.0f;
-                #pragma unroll
-                for (int kw = 0; kw < kKW; ++kw) {
-                    const int t = rho + (kKW - 1 - kw) * kDilW;  // no tap where it does not divide (the bias alone)
-                    if (t % kStrideW != 0) continue;
-                    const float* src = sums + (row + t / kStrideW) * kSumsRow + kw * kCoT + c;
-                    sum[0] += src[0];
-                }
-                #pragma unroll
-                for (int i = 0; i < kVec; ++i) {
-                    if (c + i < channels) out[(idx_t)(c + i) * kOutDHW] = sum[i];
+            for (int j = 0; j < kTW; j += 4) {
+                if (j < left) {
+                    *reinterpret_cast<float4*>(dst + j) = make_float4(acc[j][n] + b, acc[j + 1][n] + b, acc[j + 2][n] + b, acc[j + 3][n] + b);
                 }
             }
         }
-        // The next phase's copies reuse the memory (bulk ones through the
-        // async proxy, ordered after these reads by the fence).
-        async_proxy_fence();
-        __syncthreads();
     }
 }
 """
@@ -528,14 +240,11 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 "weight must be a contiguous float32 CUDA tensor of shape (128, 3, 1, 4, 4)");
     TORCH_CHECK(bias.is_cuda() && bias.scalar_type() == torch::kFloat32 && bias.is_contiguous() && bias.numel() == 3,
                 "bias must be a contiguous float32 CUDA tensor of 3 elements");
-    auto img = torch::empty({16384}, x.options());
-    auto xr = torch::empty({34611200}, x.options());
+    TORCH_CHECK(reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0,
+                "x must start at a 16-byte boundary: the kernel reads it as float4s");
+    // The kernel stages the weight from PyTorch's layout: no re-layout launch.
     auto y = torch::empty({1, 3, 16, 256, 256}, x.options());
-    zoo_vae_up_rgb_repack_weight<<<64, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
-    check_launch("zoo_vae_up_rgb_repack_weight");
-    zoo_vae_up_rgb_relayout_input<<<6240, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
-    check_launch("zoo_vae_up_rgb_relayout_input");
-    zoo_vae_up_rgb_igemm<<<dim3(1049, 1, 1), 512>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    zoo_vae_up_rgb_igemm<<<dim3(1024, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)weight.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_vae_up_rgb_igemm");
     return y;
@@ -543,8 +252,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
 """
 
 
-# Built for sm90 (H100/H200, sm_90a): its wgmma products and bulk copies
-# exist on no other GPU. cuda.sm80.py is the file for the others.
+# Built for sm90 (H100/H200, sm_90a): sm_90a code runs on no other GPU. cuda.sm80.py is the file for the others.
 if torch.cuda.get_device_capability() != (9, 0):
     raise RuntimeError("this file is built for sm90 (compute capability 9.0, H100/H200); this GPU is %d.%d: use cuda.sm80.py" % torch.cuda.get_device_capability())
 
