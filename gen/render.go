@@ -51,6 +51,7 @@ type View struct {
 	FusedKept bool
 	Store     StoreView
 	WeightLen int
+	BiasLen   int // the module's bias: out_channels (Plan.BiasEvery folded channels share a value)
 	// Launches the verifier makes the same way: the weight repack's grid
 	// and block; with wgmma, the input re-layout's and the bias fill's
 	// blocks, a fill block's outputs and a fill thread's share of them.
@@ -142,6 +143,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		OutputShape:   ints(c.Batch, c.OutChannels, p.Out[0], p.Out[1], p.Out[2]),
 		HostFunction:  "conv_transpose3d_forward",
 		WeightLen:     c.WeightLen(),
+		BiasLen:       c.OutChannels / p.BiasEvery(),
 	}
 	v.Chain = newChainView(p.Epilogue.Chain, p.Epilogue.Ops)
 	if f := p.DepthFold; f != nil {
@@ -312,6 +314,9 @@ func tapFoldDoc(pc, c geom.Conv, axes int) string {
 	gemm := ""
 	if axes == 3 {
 		gemm = " It is one GEMM: batch rows, out_channels x taps columns, in_channels deep."
+	}
+	if c.Bias {
+		gemm += fmt.Sprintf(" Channel c*%d + tap adds the module's bias c.", c.OutChannels/pc.OutChannels)
 	}
 	return wrapText(fmt.Sprintf("Along %s the input has one position and nothing crops or spreads the output, so "+
 		"output position o there comes from tap o alone: the kernel computes those positions as output channels, "+

@@ -6,6 +6,7 @@ import geom "convtgen/gen/geom"
 
 // Kernels lists every spec's CUDA kernel for each target, in spec-path order.
 var Kernels = []Kernel{{
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          false,
@@ -42,6 +43,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          false,
@@ -78,6 +80,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         8,
 		Bias:          false,
@@ -114,6 +117,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 16, stages: 2, wgmma: true, park_sums: true, winograd: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         8,
 		Bias:          false,
@@ -150,6 +154,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true, bulk_weights: true, winograd: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          false,
@@ -186,6 +191,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          false,
@@ -222,6 +228,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         8,
 		Bias:          false,
@@ -258,6 +265,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 16, stages: 4, wgmma: true, kw_in_n: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         8,
 		Bias:          false,
@@ -294,6 +302,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         8,
 		Bias:          false,
@@ -330,6 +339,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         8,
 		Bias:          false,
@@ -366,6 +376,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 4, bk: 2, tw: 16, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         4,
 		Bias:          false,
@@ -402,6 +413,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         4,
 		Bias:          false,
@@ -438,6 +450,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          false,
@@ -474,6 +487,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 16, stages: 2, wgmma: true, park_sums: true, winograd: true, early_inputs: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          false,
@@ -510,6 +524,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true, winograd: true, early_inputs: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -546,6 +561,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -582,6 +598,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -618,6 +635,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 16, stages: 2, wgmma: true, park_sums: true, winograd: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -654,6 +672,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true, bulk_weights: true, winograd: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -690,6 +709,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -726,6 +746,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 2, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -762,6 +783,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -798,6 +820,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         128,
 		Bias:          true,
@@ -834,6 +857,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 4, stages: 2, wgmma: true, park_sums: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         128,
 		Bias:          true,
@@ -870,6 +894,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         32,
 		Bias:          true,
@@ -906,6 +931,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         32,
 		Bias:          true,
@@ -942,6 +968,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         32,
 		Bias:          true,
@@ -978,6 +1005,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         32,
 		Bias:          true,
@@ -1014,6 +1042,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         32,
 		Bias:          true,
@@ -1050,6 +1079,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         32,
 		Bias:          true,
@@ -1086,6 +1116,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -1122,6 +1153,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -1158,6 +1190,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         128,
 		Bias:          true,
@@ -1194,6 +1227,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 512, bn: 16, bk: 3, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         128,
 		Bias:          true,
@@ -1230,6 +1264,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 16, bk: 3, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         128,
 		Bias:          true,
@@ -1266,6 +1301,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 512, bn: 16, bk: 3, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         128,
 		Bias:          true,
@@ -1302,6 +1338,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 16, bk: 3, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         128,
 		Bias:          true,
@@ -1338,6 +1375,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 512, bn: 16, bk: 3, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         128,
 		Bias:          true,
@@ -1374,6 +1412,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 16, bk: 3, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          false,
@@ -1410,6 +1449,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 16, stages: 2, wgmma: true, park_sums: true, winograd: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          false,
@@ -1446,6 +1486,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 16, stages: 2, wgmma: true, park_sums: true, bulk_weights: true, winograd: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         64,
 		Bias:          true,
@@ -1482,6 +1523,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 512, bn: 16, bk: 3, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         64,
 		Bias:          true,
@@ -1518,6 +1560,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 16, bk: 3, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -1554,6 +1597,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -1590,6 +1634,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 2, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -1626,6 +1671,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -1662,6 +1708,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         128,
 		Bias:          true,
@@ -1698,6 +1745,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 512, bn: 16, bk: 3, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         128,
 		Bias:          true,
@@ -1734,6 +1782,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 16, bk: 3, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         128,
 		Bias:          true,
@@ -1770,6 +1819,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 512, bn: 16, bk: 3, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         128,
 		Bias:          true,
@@ -1806,6 +1856,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 16, bk: 3, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -1842,6 +1893,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 64, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -1878,6 +1930,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         128,
 		Bias:          false,
@@ -1914,6 +1967,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 512, bn: 8, bk: 1, tm: 4, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         128,
 		Bias:          false,
@@ -1950,6 +2004,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 1024, bn: 8, bk: 1, tm: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         256,
 		Bias:          false,
@@ -1986,6 +2041,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 4, bk: 2, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         256,
 		Bias:          false,
@@ -2022,6 +2078,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 512, bn: 4, bk: 4, tm: 4, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         64,
 		Bias:          true,
@@ -2058,6 +2115,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 8, bk: 8, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         64,
 		Bias:          true,
@@ -2094,6 +2152,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 512, bn: 8, bk: 8, tm: 4, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -2130,6 +2189,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 16, stages: 2, wgmma: true, park_sums: true, winograd: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -2166,6 +2226,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -2202,6 +2263,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true, winograd: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -2238,6 +2300,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -2274,6 +2337,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -2310,6 +2374,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{min_blocks: 2, slabs: 1, warpgroups: 2, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -2346,6 +2411,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 256, bn: 1, bk: 1, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -2382,6 +2448,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 256, bn: 1, bk: 1, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         4,
 		Bias:          true,
@@ -2418,6 +2485,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 1, bk: 1, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         4,
 		Bias:          true,
@@ -2454,6 +2522,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 1, bk: 1, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -2490,6 +2559,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 1, bk: 1, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -2526,6 +2596,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 1, bk: 1, tw: 16, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          false,
@@ -2562,6 +2633,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 1, bk: 1, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          false,
@@ -2598,6 +2670,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 1, bk: 1, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         64,
 		Bias:          false,
@@ -2634,6 +2707,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 256, bn: 1, bk: 2, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         64,
 		Bias:          false,
@@ -2670,6 +2744,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 1, bk: 2, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         64,
 		Bias:          false,
@@ -2706,6 +2781,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         64,
 		Bias:          false,
@@ -2742,6 +2818,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         64,
 		Bias:          false,
@@ -2778,6 +2855,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         64,
 		Bias:          false,
@@ -2814,6 +2892,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         64,
 		Bias:          false,
@@ -2850,6 +2929,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         64,
 		Bias:          false,
@@ -2886,6 +2966,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         64,
 		Bias:          false,
@@ -2922,6 +3003,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 64, bn: 64, bk: 16, wm: 32, wn: 32, min_blocks: 1, presplit: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         64,
 		Bias:          false,
@@ -2958,6 +3040,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 64, bn: 64, bk: 16, wm: 32, wn: 32, min_blocks: 1, presplit: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          false,
@@ -2994,6 +3077,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 64, bn: 64, bk: 32, wm: 32, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          false,
@@ -3030,6 +3114,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 64, bn: 64, bk: 32, wm: 32, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -3066,6 +3151,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -3102,6 +3188,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          false,
@@ -3138,6 +3225,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, park_sums: true, winograd: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          false,
@@ -3174,6 +3262,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -3210,6 +3299,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 16, bk: 16, wm: 32, wn: 16, min_blocks: 1, presplit: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -3246,6 +3336,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         4,
 		Bias:          true,
@@ -3282,6 +3373,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 512, bn: 8, bk: 4, tm: 4, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         4,
 		Bias:          true,
@@ -3318,6 +3410,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 512, bn: 8, bk: 8, tm: 4, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -3354,6 +3447,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 4, bk: 2, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -3390,6 +3484,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 4, bk: 2, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -3426,6 +3521,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 2, bk: 2, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -3462,6 +3558,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 256, bn: 2, bk: 8, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -3498,6 +3595,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 512, bn: 2, bk: 8, tm: 4, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -3534,6 +3632,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 512, bn: 2, bk: 8, tm: 4, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -3570,6 +3669,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 4, bk: 8, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -3606,6 +3706,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 4, bk: 8, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         4,
 		Bias:          true,
@@ -3642,6 +3743,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 256, bn: 1, bk: 2, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         4,
 		Bias:          true,
@@ -3678,6 +3780,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 1, bk: 2, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -3714,6 +3817,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -3750,6 +3854,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -3786,6 +3891,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 16, stages: 2, wgmma: true, park_sums: true, winograd: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -3822,6 +3928,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 2, slabs: 1, span: 16, stages: 3, wgmma: true, bulk_weights: true, winograd: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -3858,6 +3965,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 128, bn: 64, bk: 16, wm: 32, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -3894,6 +4002,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 64, bn: 64, bk: 32, wm: 32, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -3930,6 +4039,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 4, bk: 2, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -3966,6 +4076,7 @@ var Kernels = []Kernel{{
 	Threads:        64,
 	Tile:           "{bm: 64, bn: 4, bk: 2, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -4002,6 +4113,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -4038,6 +4150,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -4074,6 +4187,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -4110,6 +4224,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -4146,6 +4261,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -4182,6 +4298,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -4218,6 +4335,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -4254,6 +4372,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -4290,6 +4409,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 3, wgmma: true, kw_in_n: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -4326,6 +4446,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 64, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -4362,6 +4483,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -4398,6 +4520,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -4434,6 +4557,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 128, bn: 64, bk: 16, wm: 32, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          false,
@@ -4470,6 +4594,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 128, bn: 64, bk: 16, wm: 32, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         8,
 		Bias:          false,
@@ -4506,6 +4631,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 512, bn: 1, bk: 8, tm: 4, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         8,
 		Bias:          false,
@@ -4542,6 +4668,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 512, bn: 1, bk: 8, tm: 4, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         4,
 		Bias:          true,
@@ -4578,6 +4705,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 1, bk: 2, tw: 16, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         4,
 		Bias:          true,
@@ -4614,6 +4742,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 256, bn: 1, bk: 8, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          false,
@@ -4650,6 +4779,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 64, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          false,
@@ -4686,6 +4816,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 16, stages: 2, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          false,
@@ -4722,6 +4853,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 8, bk: 8, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          false,
@@ -4758,6 +4890,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 8, bk: 8, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -4794,6 +4927,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 8, bk: 3, tm: 2, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -4830,6 +4964,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 512, bn: 8, bk: 3, tm: 4, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -4866,6 +5001,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -4902,6 +5038,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 3, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -4938,6 +5075,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -4974,6 +5112,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -5010,6 +5149,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -5046,6 +5186,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          false,
@@ -5082,6 +5223,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, kw_in_n: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          false,
@@ -5118,6 +5260,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 4, stages: 2, wgmma: true, park_sums: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -5154,6 +5297,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -5190,6 +5334,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -5226,6 +5371,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -5262,6 +5408,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 1, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -5298,6 +5445,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -5334,6 +5482,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 4, bk: 2, tw: 8, min_blocks: 1, direct: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -5370,6 +5519,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -5406,6 +5556,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -5442,6 +5593,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, kw_in_n: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -5478,6 +5630,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 128, bn: 64, bk: 16, wm: 32, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 32,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -5485,11 +5638,11 @@ var Kernels = []Kernel{{
 		Groups:        1,
 		In:            [3]int{1, 1, 1},
 		InChannels:    100,
-		Kernel:        [3]int{2, 4, 4},
-		OutChannels:   512,
+		Kernel:        [3]int{1, 1, 1},
+		OutChannels:   16384,
 		OutputPadding: [3]int{0, 0, 0},
 		Padding:       [3]int{0, 0, 0},
-		Stride:        [3]int{2, 4, 4},
+		Stride:        [3]int{1, 1, 1},
 	},
 	DynamicSmem:    0,
 	FLOPs:          5.24288e+07,
@@ -5497,15 +5650,15 @@ var Kernels = []Kernel{{
 	Fill:           "",
 	FillBlocks:     0,
 	Function:       "zoo_vgan_z_igemm",
-	Grid:           [3]int{32, 8, 1},
-	MinBytes:       7.610624e+06,
-	Out:            [3]int{2, 4, 4},
+	Grid:           [3]int{1, 256, 1},
+	MinBytes:       7.674112e+06,
+	Out:            [3]int{1, 1, 1},
 	Precision:      "3xtf32",
 	RelaidLen:      0,
 	Relayout:       "",
 	RelayoutBlocks: 0,
-	Repack:         "zoo_vgan_z_repack_weight",
-	RepackLen:      1638400,
+	Repack:         "",
+	RepackLen:      0,
 	SmemBytes:      32768,
 	Spec:           "zoo_vgan_z",
 	SpecPath:       "specs/zoo/vgan_z.yaml",
@@ -5514,6 +5667,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 64, bn: 64, bk: 16, wm: 32, wn: 32, min_blocks: 1, presplit: true}",
 }, {
+	BiasEvery: 32,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -5521,11 +5675,11 @@ var Kernels = []Kernel{{
 		Groups:        1,
 		In:            [3]int{1, 1, 1},
 		InChannels:    100,
-		Kernel:        [3]int{2, 4, 4},
-		OutChannels:   512,
+		Kernel:        [3]int{1, 1, 1},
+		OutChannels:   16384,
 		OutputPadding: [3]int{0, 0, 0},
 		Padding:       [3]int{0, 0, 0},
-		Stride:        [3]int{2, 4, 4},
+		Stride:        [3]int{1, 1, 1},
 	},
 	DynamicSmem:    0,
 	FLOPs:          5.24288e+07,
@@ -5533,15 +5687,15 @@ var Kernels = []Kernel{{
 	Fill:           "",
 	FillBlocks:     0,
 	Function:       "zoo_vgan_z_igemm",
-	Grid:           [3]int{32, 8, 1},
-	MinBytes:       7.610624e+06,
-	Out:            [3]int{2, 4, 4},
+	Grid:           [3]int{1, 256, 1},
+	MinBytes:       7.674112e+06,
+	Out:            [3]int{1, 1, 1},
 	Precision:      "3xtf32",
 	RelaidLen:      0,
 	Relayout:       "",
 	RelayoutBlocks: 0,
-	Repack:         "zoo_vgan_z_repack_weight",
-	RepackLen:      1638400,
+	Repack:         "",
+	RepackLen:      0,
 	SmemBytes:      32768,
 	Spec:           "zoo_vgan_z",
 	SpecPath:       "specs/zoo/vgan_z.yaml",
@@ -5550,6 +5704,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 64, bn: 64, bk: 16, wm: 32, wn: 32, min_blocks: 1, presplit: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -5586,6 +5741,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 128, bn: 64, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         16,
 		Bias:          true,
@@ -5622,6 +5778,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -5658,6 +5815,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -5694,6 +5852,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 4, slabs: 1, span: 8, stages: 2, wgmma: true, park_sums: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -5730,6 +5889,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         1,
 		Bias:          true,
@@ -5766,6 +5926,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{min_blocks: 1, slabs: 2, span: 4, stages: 4, wgmma: true, bulk_weights: true}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -5802,6 +5963,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 128, bn: 64, bk: 16, wm: 32, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -5838,6 +6000,7 @@ var Kernels = []Kernel{{
 	Threads:        256,
 	Tile:           "{bm: 128, bn: 64, bk: 16, wm: 32, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,
@@ -5874,6 +6037,7 @@ var Kernels = []Kernel{{
 	Threads:        128,
 	Tile:           "{bm: 256, bn: 32, bk: 16, wm: 64, wn: 32, min_blocks: 1}",
 }, {
+	BiasEvery: 1,
 	Conv: geom.Conv{
 		Batch:         2,
 		Bias:          true,

@@ -133,12 +133,9 @@ func (c Conv) OnePositionStrides() (Conv, [3]bool) {
 // leading axes fold (depth, then height if depth did, then width), so
 // that both tensors keep their memory; a group's channels stay
 // contiguous. A one-position input (a GAN's first layer) becomes a GEMM
-// of batch rows by out_channels x taps columns. No bias: a folded
-// channel would read bias c / K.
+// of batch rows by out_channels x taps columns. A bias stays the
+// module's: folded channel c reads bias c / K (BiasEvery).
 func (c Conv) FoldOnePositionTaps() (Conv, int) {
-	if c.Bias {
-		return c, 0
-	}
 	folded, factor := 0, 1
 	for a := range 3 {
 		if c.In[a] != 1 || c.Padding[a] != 0 || c.OutputPadding[a] != 0 || c.Dilation[a] != 1 && c.Kernel[a] != 1 {
@@ -156,6 +153,20 @@ func (c Conv) FoldOnePositionTaps() (Conv, int) {
 		f.Kernel[a], f.Stride[a], f.Dilation[a] = 1, 1, 1
 	}
 	return f, folded
+}
+
+// SharedBias is the bias of a convolution whose every consecutive run of
+// every output channels shares one value of b (a tap fold's channels,
+// FoldOnePositionTaps), one value a channel; nil without a bias.
+func SharedBias(b []float32, every int) []float32 {
+	if b == nil {
+		return nil
+	}
+	out := make([]float32, len(b)*every)
+	for c := range out {
+		out[c] = b[c/every]
+	}
+	return out
 }
 
 func (c Conv) InPerGroup() int  { return c.InChannels / c.Groups }

@@ -89,10 +89,11 @@ func values(r *rand.Rand, n int) []float32 {
 // axes often have one input position (any kernel, stride, dilation and
 // groups, padding mostly 0), the folded convolution computes, from the
 // same input and weight memory, the same float64 output memory; it folds
-// exactly the leading axes that qualify, never with a bias.
+// exactly the leading axes that qualify; a bias stays the module's, each
+// folded channel reading its module channel's.
 func TestFoldOnePositionTapsKeepsMemory(t *testing.T) {
 	r := rand.New(rand.NewSource(9))
-	folds := [4]int{}
+	folds, biased := [4]int{}, 0
 	for n := 0; n < 600; n++ {
 		g := 1 + r.Intn(3)
 		c := geom.Conv{Batch: 1 + r.Intn(2), InChannels: g * (1 + r.Intn(3)), OutChannels: g * (1 + r.Intn(3)), Groups: g, Bias: r.Intn(5) == 0}
@@ -116,7 +117,7 @@ func TestFoldOnePositionTapsKeepsMemory(t *testing.T) {
 		folds[axes]++
 		want := 0
 		for a := range 3 {
-			if c.Bias || c.In[a] != 1 || c.Padding[a] != 0 || c.OutputPadding[a] != 0 || c.Dilation[a] != 1 && c.Kernel[a] != 1 {
+			if c.In[a] != 1 || c.Padding[a] != 0 || c.OutputPadding[a] != 0 || c.Dilation[a] != 1 && c.Kernel[a] != 1 {
 				break
 			}
 			want++
@@ -131,14 +132,19 @@ func TestFoldOnePositionTapsKeepsMemory(t *testing.T) {
 			t.Fatalf("%+v: folded %+v moves memory", c, f)
 		}
 		x, w := values(r, c.InputLen()), values(r, c.WeightLen())
-		want64, got := ref.Forward(c, x, w, nil), ref.Forward(f, x, w, nil)
+		var b []float32
+		if c.Bias {
+			b = values(r, c.OutChannels)
+			biased++
+		}
+		want64, got := ref.Forward(c, x, w, b), ref.Forward(f, x, w, geom.SharedBias(b, f.OutChannels/c.OutChannels))
 		for i := range want64 {
 			if math.Abs(got[i]-want64[i]) > 1e-12*(1+math.Abs(want64[i])) {
 				t.Fatalf("%+v: output %d is %g, want %g", c, i, got[i], want64[i])
 			}
 		}
 	}
-	if folds[1] < 20 || folds[2] < 20 || folds[3] < 20 {
-		t.Errorf("folds by axes %v: want each count seen at least 20 times", folds)
+	if folds[1] < 20 || folds[2] < 20 || folds[3] < 20 || biased < 20 {
+		t.Errorf("folds by axes %v, %d with a bias: want each seen at least 20 times", folds, biased)
 	}
 }

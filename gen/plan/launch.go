@@ -27,6 +27,9 @@ type Launch struct {
 	// re-layout as FillBlocks blocks of FillBlockThreads with (bias, y).
 	Fill       string
 	FillBlocks int
+	// BiasEvery output channels share one bias value (Plan.BiasEvery):
+	// the kernel reads a bias of Conv.OutChannels / BiasEvery elements.
+	BiasEvery int
 	// StoreExtras are the lengths of the tensors the main kernel's (and
 	// the fill's) store reads for the ops it applies (Epilogue.Extras),
 	// its parameters between the bias and y, in order; 0 past the last.
@@ -64,6 +67,7 @@ func (p *Plan) Launch(file string) Launch {
 		RelayoutBlocks: p.WGMMA.RelayoutBlocks,
 		Fill:           p.Names.Fill,
 		FillBlocks:     p.WGMMA.FillBlocks,
+		BiasEvery:      p.BiasEvery(),
 		StoreExtras:    store,
 		Grid:           p.Grid,
 		Threads:        p.Threads,

@@ -599,6 +599,16 @@ func cudaConv(s *spec.Spec) (geom.Conv, *DepthFold, int) {
 	return c, nil, 0
 }
 
+// BiasEvery is how many consecutive output channels of Conv share one
+// value of the module's bias: the taps a tap fold turned into channels
+// (folded channel c reads bias c / BiasEvery), else 1.
+func (p *Plan) BiasEvery() int {
+	if p.TapFold == 0 || !p.Conv.Bias {
+		return 1
+	}
+	return p.Conv.OutChannels / p.Spec.Problem.Conv.OutChannels
+}
+
 // TinyWeight is the largest weight, in elements (64 KiB), that a direct
 // kernel stages straight from PyTorch's layout.
 const TinyWeight = 1 << 14

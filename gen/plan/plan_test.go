@@ -112,10 +112,16 @@ func TestOutputShape(t *testing.T) {
 			t.Fatalf("%+v: default tile refused: %v", c, err)
 		}
 		planned++
-		if p.Out != want {
-			t.Fatalf("%+v: Out = %v, want %v", c, p.Out, want)
+		// A tap fold computes its leading axes as channels (TapFold).
+		folded, channels := want, c.cout
+		for a := range p.TapFold {
+			folded[a] = 1
+			channels *= p.Spec.Problem.Conv.Kernel[a]
 		}
-		if p.CinG != c.cin/c.groups || p.CoutG != c.cout/c.groups {
+		if p.Out != folded || p.Conv.OutChannels != channels {
+			t.Fatalf("%+v: Out = %v with %d channels (%d axes folded), want %v with %d", c, p.Out, p.Conv.OutChannels, p.TapFold, folded, channels)
+		}
+		if p.CinG != c.cin/c.groups || p.CoutG != channels/c.groups {
 			t.Fatalf("%+v: CinG, CoutG = %d, %d", c, p.CinG, p.CoutG)
 		}
 		if p.Grid[1] != (p.CoutG+p.Tile.BN()-1)/p.Tile.BN() || p.Grid[2] != c.groups {

@@ -4,10 +4,13 @@
 Input (16, 100, 1, 1, 1) -> output (16, 512, 2, 4, 4); kernel (2, 4, 4), stride (1, 1, 1),
 padding (0, 0, 0), output_padding (0, 0, 0), dilation (1, 1, 1), groups 1, bias True.
 
-Along D, H, W the input has one position, which meets each output through one
-tap whatever the stride: the kernels take stride 2, 4, 4 there (the kernel's
-dilated extent), so each stride phase has at most one tap and no products read
-outside the input.
+Along D, H, W the input has one position and nothing crops or spreads the
+output, so output position o there comes from tap o alone: the kernel computes
+those positions as output channels, a convolution with 16384 output channels
+(channel c*32 + tap) and kernel (1, 1, 1), whose output and weight are, in
+memory, the module's (16, 512, 2, 4, 4) and (100, 512, 2, 4, 4). It is one GEMM:
+batch rows, out_channels x taps columns, in_channels deep. Channel c*32 + tap
+adds the module's bias c.
 
 Algorithm: output-stationary implicit GEMM with stride-phase decomposition.
 The outputs split into stride_d*stride_h*stride_w phases (o = r + stride*q).
@@ -18,8 +21,8 @@ K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
 Products run on the tensor cores as 3xTF32 (each fp32 operand split into two
 TF32 parts, three m16n8k8 products, fp32 accumulation): fp32-level accuracy.
-Every forward first re-lays the weight out as (group, tap, in, out) so that
-weight tiles load contiguously; that copy is part of the timed forward.
+The weight has one tap: PyTorch's layout is the (group, tap, in, out) order
+the kernel reads, so the forward is one launch, with no re-layout.
 """
 import torch
 import torch.nn as nn
@@ -31,14 +34,15 @@ KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
 static constexpr int kBatch = 16;
-static constexpr int kCin = 100, kCout = 512, kGroups = 1;
-static constexpr int kCinG = 100, kCoutG = 512;  // channels per group
+static constexpr int kCin = 100, kCout = 16384, kGroups = 1;
+static constexpr int kCinG = 100, kCoutG = 16384;  // channels per group
 static constexpr int kInD = 1, kInH = 1, kInW = 1;
-static constexpr int kOutD = 2, kOutH = 4, kOutW = 4;
-static constexpr int kStrideD = 2, kStrideH = 4, kStrideW = 4;
-static constexpr int kTaps = 32;  // kernel positions, kd*kh*kw
+static constexpr int kOutD = 1, kOutH = 1, kOutW = 1;
+static constexpr int kStrideD = 1, kStrideH = 1, kStrideW = 1;
+static constexpr int kTaps = 1;  // kernel positions, kd*kh*kw
 static constexpr idx_t kInHW = (idx_t)kInH * kInW, kInDHW = kInD * kInHW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
+static constexpr int kBiasEvery = 32;  // folded channels sharing one bias value (channel c reads bias c / kBiasEvery)
 
 // ---- Tiling (from the plan) ----------------------------------------------
 // A block computes kBM output positions of one phase by kBN output channels
@@ -66,91 +70,13 @@ struct TapInfo {
     int flat;                 // weight tap index (kd*KH + kh)*KW + kw
     int off_d, off_h, off_w;  // input index = q + off
 };
-static constexpr int kNumPhases = 32;
+static constexpr int kNumPhases = 1;
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
     { 0, 0, 0, 1, 1, 1, 16, 0, 1 },
-    { 0, 0, 1, 1, 1, 1, 16, 1, 1 },
-    { 0, 0, 2, 1, 1, 1, 16, 2, 1 },
-    { 0, 0, 3, 1, 1, 1, 16, 3, 1 },
-    { 0, 1, 0, 1, 1, 1, 16, 4, 1 },
-    { 0, 1, 1, 1, 1, 1, 16, 5, 1 },
-    { 0, 1, 2, 1, 1, 1, 16, 6, 1 },
-    { 0, 1, 3, 1, 1, 1, 16, 7, 1 },
-    { 0, 2, 0, 1, 1, 1, 16, 8, 1 },
-    { 0, 2, 1, 1, 1, 1, 16, 9, 1 },
-    { 0, 2, 2, 1, 1, 1, 16, 10, 1 },
-    { 0, 2, 3, 1, 1, 1, 16, 11, 1 },
-    { 0, 3, 0, 1, 1, 1, 16, 12, 1 },
-    { 0, 3, 1, 1, 1, 1, 16, 13, 1 },
-    { 0, 3, 2, 1, 1, 1, 16, 14, 1 },
-    { 0, 3, 3, 1, 1, 1, 16, 15, 1 },
-    { 1, 0, 0, 1, 1, 1, 16, 16, 1 },
-    { 1, 0, 1, 1, 1, 1, 16, 17, 1 },
-    { 1, 0, 2, 1, 1, 1, 16, 18, 1 },
-    { 1, 0, 3, 1, 1, 1, 16, 19, 1 },
-    { 1, 1, 0, 1, 1, 1, 16, 20, 1 },
-    { 1, 1, 1, 1, 1, 1, 16, 21, 1 },
-    { 1, 1, 2, 1, 1, 1, 16, 22, 1 },
-    { 1, 1, 3, 1, 1, 1, 16, 23, 1 },
-    { 1, 2, 0, 1, 1, 1, 16, 24, 1 },
-    { 1, 2, 1, 1, 1, 1, 16, 25, 1 },
-    { 1, 2, 2, 1, 1, 1, 16, 26, 1 },
-    { 1, 2, 3, 1, 1, 1, 16, 27, 1 },
-    { 1, 3, 0, 1, 1, 1, 16, 28, 1 },
-    { 1, 3, 1, 1, 1, 1, 16, 29, 1 },
-    { 1, 3, 2, 1, 1, 1, 16, 30, 1 },
-    { 1, 3, 3, 1, 1, 1, 16, 31, 1 },
 };
-__constant__ TapInfo kTapTable[32] = {
+__constant__ TapInfo kTapTable[1] = {
     { 0, 0, 0, 0 },
-    { 1, 0, 0, 0 },
-    { 2, 0, 0, 0 },
-    { 3, 0, 0, 0 },
-    { 4, 0, 0, 0 },
-    { 5, 0, 0, 0 },
-    { 6, 0, 0, 0 },
-    { 7, 0, 0, 0 },
-    { 8, 0, 0, 0 },
-    { 9, 0, 0, 0 },
-    { 10, 0, 0, 0 },
-    { 11, 0, 0, 0 },
-    { 12, 0, 0, 0 },
-    { 13, 0, 0, 0 },
-    { 14, 0, 0, 0 },
-    { 15, 0, 0, 0 },
-    { 16, 0, 0, 0 },
-    { 17, 0, 0, 0 },
-    { 18, 0, 0, 0 },
-    { 19, 0, 0, 0 },
-    { 20, 0, 0, 0 },
-    { 21, 0, 0, 0 },
-    { 22, 0, 0, 0 },
-    { 23, 0, 0, 0 },
-    { 24, 0, 0, 0 },
-    { 25, 0, 0, 0 },
-    { 26, 0, 0, 0 },
-    { 27, 0, 0, 0 },
-    { 28, 0, 0, 0 },
-    { 29, 0, 0, 0 },
-    { 30, 0, 0, 0 },
-    { 31, 0, 0, 0 },
 };
-
-// Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
-// Cin/groups, Cout/groups), so a weight tile row is contiguous in the output
-// channel and loads coalesce.
-extern "C" __global__ void zoo_vgan_z_repack_weight(const float* __restrict__ w, float* __restrict__ wt)
-{
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (idx_t)kCin * kCoutG * kTaps) return;
-    const int co = (int)(i % kCoutG);
-    idx_t rest = i / kCoutG;
-    const int ci = (int)(rest % kCinG);
-    rest /= kCinG;
-    const int tap = (int)(rest % kTaps);
-    const int g = (int)(rest / kTaps);
-    wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
-}
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
 // lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
@@ -371,7 +297,7 @@ zoo_vgan_z_igemm(const float* __restrict__ x, const float* __restrict__ wt,
                     const int co = n0 + wn0 + j * 8 + 2 * t4 + e;
                     if (co >= kCoutG) continue;
                     const int c = g * kCoutG + co;
-                    y[row + (idx_t)c * kOutDHW] = acc[i][j][half * 2 + e] + __ldg(bias + c);
+                    y[row + (idx_t)c * kOutDHW] = acc[i][j][half * 2 + e] + __ldg(bias + c / kBiasEvery);
                 }
             }
         }
@@ -403,11 +329,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 "weight must be a contiguous float32 CUDA tensor of shape (100, 512, 2, 4, 4)");
     TORCH_CHECK(bias.is_cuda() && bias.scalar_type() == torch::kFloat32 && bias.is_contiguous() && bias.numel() == 512,
                 "bias must be a contiguous float32 CUDA tensor of 512 elements");
-    auto wt = torch::empty({1638400}, x.options());
+    // The kernel stages the weight from PyTorch's layout: no re-layout launch.
     auto y = torch::empty({16, 512, 2, 4, 4}, x.options());
-    zoo_vgan_z_repack_weight<<<6400, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
-    check_launch("zoo_vgan_z_repack_weight");
-    zoo_vgan_z_igemm<<<dim3(32, 8, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_vgan_z_igemm<<<dim3(1, 256, 1), 128>>>((const float*)x.data_ptr(), (const float*)weight.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_vgan_z_igemm");
     return y;

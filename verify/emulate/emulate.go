@@ -357,7 +357,7 @@ func convSource(kernel string, l plan.Launch) (string, error) {
 	c := l.Conv
 	bias := 0
 	if c.Bias {
-		bias = c.OutChannels
+		bias = c.OutChannels / max(1, l.BiasEvery) // the module's bias (folded channels share it)
 	}
 	relayout := ""
 	if l.Relayout != "" {

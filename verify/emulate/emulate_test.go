@@ -733,9 +733,10 @@ func TestOnePositionInputs(t *testing.T) {
 // leading axes and nothing crops the output, the CUDA kernel computes
 // those axes' taps as output channels (plan.TapFold); folded to one tap,
 // it reads the weight as PyTorch lays it out (no re-layout). Each family's folded
-// kernel, run on the module's own input and weight memory, matches the
+// kernel, run on the module's own input, weight and bias memory, matches the
 // float64 reference of the convolution as asked, every output written once.
 func TestOnePositionTapFold(t *testing.T) {
+	biased := func(c geom.Conv) geom.Conv { c.Bias = true; return c }
 	r, err := gen.NewRenderer()
 	if err != nil {
 		t.Fatal(err)
@@ -755,6 +756,13 @@ func TestOnePositionTapFold(t *testing.T) {
 		{all, spec.Direct{BM: 64, BN: 8, TM: 1, BK: 4}, 3},
 		{lead, spec.MMA{BM: 64, BN: 64, BK: 16, WM: 32, WN: 32, Presplit: true}, 2},
 		{lead, spec.Direct{BM: 32, BN: 4, TW: 4, BK: 2}, 2},
+		// With a bias, each folded channel reads its module channel's.
+		{biased(all), spec.FFMA{BM: 64, BN: 32, BK: 8, TM: 4, TN: 4}, 3},
+		{biased(all), spec.MMA{BM: 64, BN: 64, BK: 16, WM: 32, WN: 32}, 3},
+		{biased(all), spec.Direct{BM: 64, BN: 8, TM: 1, BK: 4}, 3},
+		{biased(all), spec.WGMMA{MinBlocks: 1, Slabs: 1, Span: 4, Stages: 2}, 3},
+		{biased(lead), spec.Direct{BM: 32, BN: 4, TW: 4, BK: 2}, 2},
+		{biased(lead), spec.WGMMA{MinBlocks: 1, Slabs: 2, Span: 4, Stages: 2, KWInN: true}, 2},
 	} {
 		k := spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: c.tile}}
 		s, err := spec.Parse("fold.yaml", []byte(spec.Generic(fmt.Sprintf("tapfold_%d", i), "one-position taps as channels", c.conv, "randn", k)))
@@ -765,8 +773,8 @@ func TestOnePositionTapFold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.TapFold != c.axes || c.axes == 3 && p.Names.Repack != "" || p.Conv.WeightLen() != c.conv.WeightLen() {
-			t.Fatalf("%s: folded %d axes, repack %q; want %d axes, no re-layout where one tap is left", p, p.TapFold, p.Names.Repack, c.axes)
+		if p.TapFold != c.axes || c.axes == 3 && p.Tile.WGMMA == nil && p.Names.Repack != "" || p.Conv.WeightLen() != c.conv.WeightLen() {
+			t.Fatalf("%s: folded %d axes, repack %q; want %d axes, no re-layout where one tap is left (but wgmma's image)", p, p.TapFold, p.Names.Repack, c.axes)
 		}
 		asked := &plan.Plan{Spec: s, Conv: c.conv}
 		runCUDA(t, r, dir, p, asked, "fold.yaml").check(t, p)

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"unsafe"
 
+	"convtgen/gen/geom"
 	"convtgen/gen/plan"
 
 	"gorgonia.org/cu"
@@ -80,6 +81,14 @@ func Execute(j *Job) (out RunOutput) {
 	}
 	out.Loaded = arch
 	in := MakeInputs(c, j.InputDist, j.Seed)
+	// Folded channels share the module's bias (Kernel.BiasEvery): the
+	// kernel reads one value a module channel, the reference of the folded
+	// convolution each value repeated.
+	truth := in
+	if every := j.Kernel.BiasEvery; every > 1 && in.B != nil {
+		in.B = in.B[:c.OutChannels/every]
+		truth.B = geom.SharedBias(in.B, every)
+	}
 	if j.Store != nil {
 		in.Extras = MakeExtras(j.Kernel.StoreExtras, j.Seed)
 	}
@@ -100,7 +109,8 @@ func Execute(j *Job) (out RunOutput) {
 			}
 		}
 	}
-	o, cmp := Compare(c, in, j.Store, y, j.Compare)
+	truth.Extras = in.Extras
+	o, cmp := Compare(c, truth, j.Store, y, j.Compare)
 	out.NaN, out.Unwritten, out.RelL2 = o.NaN, o.Unwritten, Float(o.RelL2)
 	if o.Err != nil {
 		out.Error = o.Err.Error()
