@@ -27,7 +27,7 @@ an H200 is not the A100's code (the result's "ran" says so). For every other sub
      inputs, relative L2 error against a float64 run of the reference (the truth), and
      allclose against the default (TF32) reference at 1e-2 and 1e-4 as facts; the truth
      of each trial is computed by a problem's first file and shared with its other files
-     through a cache in memory (/dev/shm where there is one), dropped when the problem
+     through a cache (in /dev/shm where it has room, else on disk), dropped when the problem
      is done: a float64 convolution costs seconds a trial, more than most files' own work;
    - with --time: the evaluator's CUDA-event timing with an L2 flush before each trial;
      the reference is timed once per spec, with PyTorch defaults and with strict fp32
@@ -721,6 +721,15 @@ def time_reference(spec, args, child=None):
     return times
 
 
+def truth_folder(shm="/dev/shm"):
+    """Where a problem's float64 truths are shared: /dev/shm when it holds a problem's
+    five largest (a container's is often 64 MB), else the temporary folder on disk;
+    a truth that does not fit is recomputed by each file, at a float64 conv's cost."""
+    if os.path.isdir(shm) and shutil.disk_usage(shm).free >= 5 * TRUTH_CACHE_BYTES:
+        return shm
+    return None
+
+
 def evaluate_all(specs, builds, args, on_result=lambda results: None):
     """Evaluate every submission in its own child process, each as soon as its build is done
     (builds: Builds, or a dict of build errors); on_result sees the results so far after
@@ -737,9 +746,9 @@ def evaluate_all(specs, builds, args, on_result=lambda results: None):
             runs.append((spec, None))
         runs.extend((spec, path) for path in spec.submissions)
 
-    # The float64 truths a problem's files share, in memory where /dev/shm is.
-    truths = tempfile.TemporaryDirectory(prefix="evaluate-truth-",
-                                         dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    # The float64 truths a problem's files share, in memory where /dev/shm has room.
+    truths = tempfile.TemporaryDirectory(prefix="evaluate-truth-", dir=truth_folder())
+    progress(f"[truths] shared through {truths.name} ({shutil.disk_usage(truths.name).free / 2**30:.1f} GiB free)")
 
     def truth_cache(spec):
         return os.path.join(truths.name, str(specs.index(spec)))

@@ -134,6 +134,17 @@ class DiscoveryTest(unittest.TestCase):
         self.assertIsNone(result["time_ms"])
 
 
+class TruthFolderTest(unittest.TestCase):
+    def test_falls_back_to_disk(self):
+        # No /dev/shm, or one without room for a problem's five largest truths: the
+        # temporary folder's default (None), never a folder the truths overflow.
+        with tempfile.TemporaryDirectory() as d:
+            self.assertIsNone(evaluate.truth_folder(os.path.join(d, "absent")))
+            free = evaluate.shutil.disk_usage(d).free
+            want = d if free >= 5 * evaluate.TRUTH_CACHE_BYTES else None
+            self.assertEqual(evaluate.truth_folder(d), want)
+
+
 class TargetTest(unittest.TestCase):
     def test_not_this_gpu(self):
         # An sm90 CUDA file runs on 9.0 alone, an sm80 one on 8.0 and later (its PTX);
