@@ -681,8 +681,9 @@ func TestOnePositionInputs(t *testing.T) {
 	}
 	dir := t.TempDir()
 	convs := []geom.Conv{
+		// Depth padding crops the output: no tap fold (TestOnePositionTapFold), the strides rise.
 		{Batch: 3, InChannels: 10, OutChannels: 12, In: [3]int{1, 1, 1}, Kernel: [3]int{4, 4, 4}, Stride: [3]int{1, 1, 1},
-			Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+			Padding: [3]int{1, 0, 0}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
 		{Batch: 2, InChannels: 6, OutChannels: 8, In: [3]int{1, 3, 1}, Kernel: [3]int{3, 2, 4}, Stride: [3]int{2, 1, 1},
 			Padding: [3]int{1, 0, 1}, OutputPadding: [3]int{1, 0, 1}, Dilation: [3]int{1, 1, 2}, Groups: 2},
 	}
