@@ -380,6 +380,10 @@ func Build(root, dir string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if compiled != nil && level2 != nil && compiled.GPU != level2.GPU {
+		return nil, fmt.Errorf("%s: torch.compile times from %s beside a level-2 run on %s: one GPU model a table",
+			filepath.Join(dir, "level2-compile.json"), compiled.GPU, level2.GPU)
+	}
 	compileOf := map[string]*Times{}
 	if compiled != nil {
 		for _, h := range compiled.Results {

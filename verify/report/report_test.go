@@ -1029,6 +1029,15 @@ func TestLevel2CompileCarried(t *testing.T) {
 	if md := Markdown(r); !strings.Contains(md, "0.002 / 0.002 †") || !strings.Contains(md, "† torch.compile timed in an earlier run (`level2-compile.json`, earlier ") {
 		t.Errorf("markdown does not mark the carried times:\n%s", md)
 	}
+	// Times from another GPU model never stand beside the run's.
+	run["gpu"] = "Another GPU"
+	if data, err = json.Marshal(run); err != nil {
+		t.Fatal(err)
+	}
+	writeFileT(t, filepath.Join(dir, "level2-compile.json"), data)
+	if _, err := Build(fixtureRoot, dir); err == nil || !strings.Contains(err.Error(), "one GPU model a table") {
+		t.Errorf("torch.compile times of another GPU model: err %v, want a refusal", err)
+	}
 }
 
 // TestNoTritonListed: the level-2 section names exactly the problems
