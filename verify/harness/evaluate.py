@@ -87,7 +87,7 @@ TAIL_CHARS = 4000  # enough of a compiler log or traceback to show the first err
 RESULT_KEYS = (
     "spec", "backend", "target", "ran", "disposition", "reason", "max_rel_l2", "ref_default_rel_l2",
     "allclose_1e2", "allclose_1e4", "nan_outputs", "trials",
-    "time_ms", "ref_default_ms", "ref_strict_ms", "ref_compile_ms", "sha256",
+    "time_ms", "ref_default_ms", "ref_strict_ms", "ref_compile_ms", "sha256", "seconds",
 )
 NO_REF_TIMES = {"ref_default_ms": None, "ref_strict_ms": None, "ref_compile_ms": None}
 SWEEP_TASKS_PER_WORKER = 8  # files a sweep worker evaluates before it is replaced
@@ -463,6 +463,8 @@ def item_line(index, total, result):
         parts.append(f"{fmt_ms(result['time_ms'])} ms")
     if result.get("ran"):
         parts.append(f"({result['ran']})")
+    if result.get("seconds"):
+        parts.append("(" + ", ".join(f"{k} {v:.1f} s" for k, v in result["seconds"].items()) + ")")
     if result["reason"]:
         parts.append(first_line(result["reason"]))
     return "  ".join(parts)
@@ -715,9 +717,11 @@ def time_reference(spec, args, child=None):
         progress(f"[reference] {spec.name}: timing failed, speedups will be missing\n{output}")
         return NO_REF_TIMES
     compiled = times.get("ref_compile_ms")
+    seconds = times.pop("seconds", None) or {}
     progress(f"[reference] {spec.name}: tf32 {fmt_ms(times['ref_default_ms'])} ms, "
              f"ieee {fmt_ms(times['ref_strict_ms'])} ms"
-             + (f", torch.compile {fmt_ms(compiled)} ms" if compiled else ""))
+             + (f", torch.compile {fmt_ms(compiled)} ms" if compiled else "")
+             + "".join(f", {k} {v:.1f} s" for k, v in seconds.items()))
     return times
 
 
@@ -1014,12 +1018,18 @@ def float64_truth(truth_model, inputs, cached=None):
     return truth
 
 
-def run_trial(ref, truth_model, new, inputs, cached_truth=None):
-    """One correctness trial; a record of plain values for summarize()."""
+def run_trial(ref, truth_model, new, inputs, cached_truth=None, truth_clock=None):
+    """One correctness trial; a record of plain values for summarize(). truth_clock: a
+    one-element list that the seconds spent on the truth are added to."""
     ref_out = ref(*inputs)  # the evaluator runs the reference first
     saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     # The truth before the submission runs: nothing it does can reach a shared truth.
+    torch.cuda.synchronize()
+    clock = time.monotonic()
     truth = float64_truth(truth_model, saved, cached_truth)
+    torch.cuda.synchronize()
+    if truth_clock is not None:
+        truth_clock[0] += time.monotonic() - clock
     poison_allocator(ref_out)
     out = new(*inputs)
     torch.cuda.synchronize()  # an asynchronous kernel fault surfaces here, not later
@@ -1038,7 +1048,7 @@ def run_trial(ref, truth_model, new, inputs, cached_truth=None):
     }
 
 
-def run_trials(ref, new, get_inputs, count, truth_cache=None):
+def run_trials(ref, new, get_inputs, count, truth_cache=None, truth_clock=None):
     """The correctness trials; truth_cache: the folder of this problem's shared truths
     (the trials run in the same order in every file, so trial i's truth is the same)."""
     truth_model = copy.deepcopy(ref).double()  # same weights, float64 on the GPU: the truth
@@ -1048,7 +1058,7 @@ def run_trials(ref, new, get_inputs, count, truth_cache=None):
             set_seed(seed)
             inputs = [to_device(x) for x in get_inputs()]
             cached = os.path.join(truth_cache, f"trial{index}-{seed}.pt") if truth_cache else None
-            trials.append(run_trial(ref, truth_model, new, inputs, cached))
+            trials.append(run_trial(ref, truth_model, new, inputs, cached, truth_clock))
             if trials[-1]["mismatch"]:
                 break  # the evaluator stops at the first shape mismatch
     return trials
@@ -1112,13 +1122,23 @@ def evaluate_submission(path, args):
         submission = load_module(path)
         inits = init_inputs(problem)
         wait_for_go(args)  # the imports are done: what follows uses the GPU
+        # Where a file's wall time goes (the truths' share of the trials apart): what
+        # a long run would cut first.
+        seconds = result["seconds"] = {}
+        clock = time.monotonic()
         ref = construct(problem.Model, inits)
         new = construct(submission.Model, inits)
         weight_issue = weight_mismatch(ref, new)
-        result.update(summarize(run_trials(ref, new, problem.get_inputs, args.trials, args.truth_cache),
+        seconds["construct"] = time.monotonic() - clock
+        clock = time.monotonic()
+        truth_clock = [0.0]
+        result.update(summarize(run_trials(ref, new, problem.get_inputs, args.trials, args.truth_cache, truth_clock),
                                 args.tol, weight_issue))
+        seconds["trials"], seconds["truths"] = time.monotonic() - clock, truth_clock[0]
         if args.time:
+            clock = time.monotonic()
             result["time_ms"] = timing_stats(time_model(new, timing_inputs(problem), args.timed))
+            seconds["timing"] = time.monotonic() - clock
     except Exception as exc:
         result.update(disposition="failed", reason=tail(f"{type(exc).__name__}: {exc}"))
     return result
@@ -1134,16 +1154,20 @@ def ref_timing_main(args):
     problem = load_module(os.path.join(args.ref_timing, "problem.py"))
     inits = init_inputs(problem)
     wait_for_go(args)
+    clock = time.monotonic()
     ref = construct(problem.Model, inits)
     inputs = timing_inputs(problem)
     default = timing_stats(time_model(ref, inputs, args.timed))
     with strict_fp32():
         strict = timing_stats(time_model(ref, inputs, args.timed))
-    times = {"ref_default_ms": default, "ref_strict_ms": strict, "ref_compile_ms": None}
+    times = {"ref_default_ms": default, "ref_strict_ms": strict, "ref_compile_ms": None,
+             "seconds": {"eager": time.monotonic() - clock}}
     if args.compile:
         # Inductor's default mode at PyTorch's default precision: it fuses the ops after
         # the conv and leaves the conv to cuDNN, the strongest thing a user picks instead.
+        clock = time.monotonic()
         times["ref_compile_ms"] = timing_stats(time_model(torch.compile(ref), inputs, args.timed))
+        times["seconds"]["compile"] = time.monotonic() - clock
     write_json(args.result, times)
     return 0
 
