@@ -2579,7 +2579,7 @@ var Kernels = []Kernel{{
 	Fill:           "",
 	FillBlocks:     0,
 	Function:       "zoo_dw_up_k4_igemm",
-	Grid:           [3]int{256, 1, 64},
+	Grid:           [3]int{512, 1, 64},
 	MinBytes:       1.51011328e+08,
 	Out:            [3]int{64, 64, 64},
 	Precision:      "fp32",
@@ -2594,7 +2594,7 @@ var Kernels = []Kernel{{
 	StoreExtras:    [4]int{0, 0, 0, 0},
 	Target:         "sm90",
 	Threads:        128,
-	Tile:           "{bm: 128, bn: 1, bk: 1, tw: 16, min_blocks: 1, direct: true}",
+	Tile:           "{bm: 128, bn: 1, bk: 1, tw: 8, min_blocks: 1, direct: true}",
 }, {
 	BiasEvery: 1,
 	Conv: geom.Conv{
@@ -4702,8 +4702,8 @@ var Kernels = []Kernel{{
 	SpecPath:       "specs/zoo/out1_sdf.yaml",
 	StoreExtras:    [4]int{0, 0, 0, 0},
 	Target:         "sm80",
-	Threads:        128,
-	Tile:           "{bm: 128, bn: 1, bk: 2, tw: 16, min_blocks: 1, direct: true}",
+	Threads:        256,
+	Tile:           "{bm: 256, bn: 1, bk: 8, tw: 8, min_blocks: 1, direct: true}",
 }, {
 	BiasEvery: 1,
 	Conv: geom.Conv{

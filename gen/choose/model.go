@@ -65,6 +65,13 @@ type Machine struct {
 	// bn 1 to 4; wider tiles (more FMAs a load) are not rated down, as no
 	// pair of them has been measured.
 	DirectRows, DirectRowsOneChannel float64
+	// DirectWideWindow scales a window tile of more than 8 outputs along
+	// W: a thread holds tw·bn sums and loads a longer input run, which
+	// costs registers and resident warps that the FLOP rate does not see.
+	// The 12 narrow-channel shapes ran 16-wide windows at 0.95x to 1.51x
+	// the time of 8-wide ones of the same block and step (geometric mean
+	// 1.17x; direct-narrow-h200-2026-12-05.json).
+	DirectWideWindow float64
 	// DirectLoad is what a direct thread's load of one input costs in
 	// FMAs of its own: each load feeds bn FMAs (bn output channels), so a
 	// tile of bn < 4 (one or two channels a group) runs at
@@ -99,7 +106,7 @@ type Machine struct {
 // times) scaled the same way; SyncOneSlab from the sm80 files' tiles of one
 // slab against the same tiles with two (TestModelSM80Slabs).
 var Machines = map[string]Machine{
-	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectLoad: 1, SyncOneSlab: 1, Rates: map[string]Rate{
+	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectWideWindow: 1 / 1.17, DirectLoad: 1, SyncOneSlab: 1, Rates: map[string]Rate{
 		"ffma":          {R: 25e12, A: 0.15, K0: 64, Step: 0.5e-6},
 		"direct":        {R: 24e12, A: 0, K0: 0, Step: 0.3e-6},
 		"mma":           {R: 33e12, A: 0.25, K0: 32, Step: 0.5e-6},
@@ -108,7 +115,7 @@ var Machines = map[string]Machine{
 		"triton-fp32":   {R: 34e12, A: 0.25, K0: 128, Step: 0.5e-6},
 		"spectral":      {R: 12.5e12, Step: 0.5e-6},
 	}},
-	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectLoad: 1, SyncOneSlab: 0.87, Rates: map[string]Rate{
+	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectWideWindow: 1 / 1.17, DirectLoad: 1, SyncOneSlab: 0.87, Rates: map[string]Rate{
 		"ffma":          {R: 25e12 * ffmaA100, A: 0.15, K0: 64, Step: 0.5e-6},
 		"direct":        {R: 24e12 * ffmaA100, A: 0, K0: 0, Step: 0.3e-6},
 		"mma":           {R: 33e12 * tensorA100, A: 0.25, K0: 32, Step: 0.5e-6},
@@ -263,6 +270,9 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 	}
 	if t.Direct != nil && t.TW() == 0 && t.TM() == 1 {
 		e.Rate *= m.DirectSingle
+	}
+	if t.Direct != nil && t.TW() > 8 {
+		e.Rate *= m.DirectWideWindow
 	}
 	if t.Direct != nil && t.TW() == 0 && t.BN() <= 4 {
 		switch {

@@ -11,7 +11,7 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-Along W the outputs are not split into phases: each thread holds 16
+Along W the outputs are not split into phases: each thread holds 8
 consecutive outputs along W, of every W residue, by 1 output channels.
 For each (d, h) tap and input channel it loads the window of input columns
 those outputs read into registers once (no other thread reads them), and
@@ -47,7 +47,7 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // its outputs read into registers, kBK channels at a time: no other thread
 // reads them. Shared memory holds the weights (all kKW along W) of
 // kTapChunk of the phase's (d, h) taps, which every thread reads alike.
-static constexpr int kBM = 128, kBN = 1, kBK = 1, kTW = 16;
+static constexpr int kBM = 128, kBN = 1, kBK = 1, kTW = 8;
 static constexpr int kThreads = 128;
 static constexpr int kCIChunks = 1;  // kBK-channel steps per tap
 static constexpr int kTapChunk = 4;  // (d, h) taps whose weights are staged at once
@@ -56,7 +56,7 @@ static constexpr int kKW = 4, kPadW = 1, kDilW = 1;
 // ow0/kStrideW + (j + kPadW - kw*kDilW)/kStrideW when kStrideW divides
 // j + kPadW - kw*kDilW. Those columns lie in the window of kWinLen from
 // ow0/kStrideW + kWinLo.
-static constexpr int kWinLo = -4, kWinLen = 16;
+static constexpr int kWinLo = -4, kWinLen = 12;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 struct PhaseInfo {
@@ -71,10 +71,10 @@ struct TapInfo {
 };
 static constexpr int kNumPhases = 4;
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 32, 32, 4, 8192, 0, 4 },
-    { 0, 1, 0, 32, 32, 4, 8192, 4, 4 },
-    { 1, 0, 0, 32, 32, 4, 8192, 8, 4 },
-    { 1, 1, 0, 32, 32, 4, 8192, 12, 4 },
+    { 0, 0, 0, 32, 32, 8, 16384, 0, 4 },
+    { 0, 1, 0, 32, 32, 8, 16384, 4, 4 },
+    { 1, 0, 0, 32, 32, 8, 16384, 8, 4 },
+    { 1, 1, 0, 32, 32, 8, 16384, 12, 4 },
 };
 __constant__ TapInfo kTapTable[16] = {
     { 20, 0, 0, 0 },
@@ -253,7 +253,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
                 "x must start at a 16-byte boundary: the kernel reads it as float4s");
     // The kernel stages the weight from PyTorch's layout: no re-layout launch.
     auto y = torch::empty({2, 64, 64, 64, 64}, x.options());
-    zoo_dw_up_k4_igemm<<<dim3(256, 1, 64), 128>>>((const float*)x.data_ptr(), (const float*)weight.data_ptr(),
+    zoo_dw_up_k4_igemm<<<dim3(512, 1, 64), 128>>>((const float*)x.data_ptr(), (const float*)weight.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_dw_up_k4_igemm");
     return y;
