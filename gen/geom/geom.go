@@ -2,7 +2,10 @@
 // numbers every other package (spec, plan, reference, verifier) agrees on.
 package geom
 
-import "math"
+import (
+	"math"
+	"strings"
+)
 
 // Conv is a fully resolved ConvTranspose3d configuration. Per-dimension
 // arrays are ordered (D, H, W), the way PyTorch reads them.
@@ -212,15 +215,43 @@ const (
 	MemoryBW    = 4.3e12
 )
 
-// FloorMS is the least time in milliseconds a kernel of the given
-// precision can take: its FLOPs at the unit's peak or its minimum bytes at
-// full bandwidth, whichever is larger.
-func FloorMS(flops, minBytes float64, precision string) float64 {
-	rate := FFMAFLOPS
-	if precision == "3xtf32" {
-		rate = TF32x3FLOPS
+// Ceilings are a GPU's rates that floors are stated against.
+type Ceilings struct {
+	FFMA, TF32x3 float64 // FLOP/s: fp32 FFMA, and 3xTF32 (a third of dense TF32)
+	BW           float64 // bytes/s of device memory, read plus written
+}
+
+var (
+	// H200 is the GPU the floors are stated for by default.
+	H200 = Ceilings{FFMA: FFMAFLOPS, TF32x3: TF32x3FLOPS, BW: MemoryBW}
+	// H100 (SXM, 80 GB) has the H200's arithmetic and a device-to-device
+	// copy of about 3.0 TB/s on the machines the runs use.
+	H100 = Ceilings{FFMA: FFMAFLOPS, TF32x3: TF32x3FLOPS, BW: 3.0e12}
+)
+
+// CeilingsOf are the ceilings of the GPU a run names (nvidia-smi's name):
+// an H100's, else the H200's.
+func CeilingsOf(gpu string) Ceilings {
+	if strings.Contains(gpu, "H100") {
+		return H100
 	}
-	return 1e3 * max(flops/rate, minBytes/MemoryBW)
+	return H200
+}
+
+// FloorMS is the least time in milliseconds a kernel of the given
+// precision can take on the GPU: its FLOPs at the unit's peak or its
+// minimum bytes at full bandwidth, whichever is larger.
+func (g Ceilings) FloorMS(flops, minBytes float64, precision string) float64 {
+	rate := g.FFMA
+	if precision == "3xtf32" {
+		rate = g.TF32x3
+	}
+	return 1e3 * max(flops/rate, minBytes/g.BW)
+}
+
+// FloorMS is the floor on the H200 (Ceilings.FloorMS).
+func FloorMS(flops, minBytes float64, precision string) float64 {
+	return H200.FloorMS(flops, minBytes, precision)
 }
 
 // FloorMS is the problem's floor for a precision mode.

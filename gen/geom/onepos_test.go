@@ -148,3 +148,22 @@ func TestFoldOnePositionTapsKeepsMemory(t *testing.T) {
 		t.Errorf("folds by axes %v, %d with a bias: want each seen at least 20 times", folds, biased)
 	}
 }
+
+// TestCeilingsOf: an H100 run's floors use its slower memory, the same
+// arithmetic; any other name gets the H200's ceilings.
+func TestCeilingsOf(t *testing.T) {
+	h100, h200 := geom.CeilingsOf("NVIDIA H100 80GB HBM3"), geom.CeilingsOf("NVIDIA H200")
+	if h100.BW >= h200.BW || h100.FFMA != h200.FFMA || h100.TF32x3 != h200.TF32x3 {
+		t.Errorf("H100 %+v against H200 %+v: want less bandwidth, the same rates", h100, h200)
+	}
+	if geom.CeilingsOf("") != geom.H200 {
+		t.Errorf("an unnamed GPU gets %+v, want the H200's", geom.CeilingsOf(""))
+	}
+	// Memory-bound: the floor scales with the bandwidth; compute-bound: not.
+	if got, want := h100.FloorMS(1, 1e9, "fp32")/h200.FloorMS(1, 1e9, "fp32"), h200.BW/h100.BW; math.Abs(got-want) > 1e-9 {
+		t.Errorf("memory-bound floor ratio %v, want %v", got, want)
+	}
+	if h100.FloorMS(1e12, 1, "3xtf32") != h200.FloorMS(1e12, 1, "3xtf32") {
+		t.Errorf("compute-bound floors differ")
+	}
+}

@@ -39,10 +39,15 @@ func (p *Plan) MinBytes() float64 {
 // A spectral plan computes no convolution: its floor is its own FLOPs
 // (Plan.SpectralFLOPs) in fp32.
 func (p *Plan) FloorMS(precision string) float64 {
+	return p.FloorMSOn(geom.H200, precision)
+}
+
+// FloorMSOn is FloorMS on the GPU of the given ceilings.
+func (p *Plan) FloorMSOn(g geom.Ceilings, precision string) float64 {
 	if p.Spectral != nil {
-		return geom.FloorMS(p.SpectralFLOPs(), p.MinBytes(), "fp32")
+		return g.FloorMS(p.SpectralFLOPs(), p.MinBytes(), "fp32")
 	}
-	return geom.FloorMS(p.Conv.FLOPs(), p.MinBytes(), precision)
+	return g.FloorMS(p.Conv.FLOPs(), p.MinBytes(), precision)
 }
 
 func numelOf(shape []int) int {

@@ -270,7 +270,8 @@ func level2Markdown(b *strings.Builder, r *Report) {
 		p("No Triton rows: these specs list `backends: [cuda]`, or the Triton backend cannot express their ops yet\n")
 		p("(each CUDA file's docstring says which; specs/README.md).\n")
 	}
-	p("Floor: max(the convolution's FLOPs / the file's precision's peak, bytes / bandwidth), the rates above (a\n")
+	p("Floor: max(the convolution's FLOPs / the file's precision's peak, bytes / bandwidth), the peaks above and\n")
+	p("%g TB/s of device memory for this GPU (a\n", geom.CeilingsOf(l2.GPU).BW/1e12)
 	p("spectral file computes no convolution: its own FLOPs at the fp32 rate); the\n")
 	p("bytes are what the fused forward must move: its input read once, the weight and bias, the other tensors it\n")
 	p("reads (parameters, a second input), the final output written once, and no intermediate tensor.\n\n")

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"convtgen/gen"
+	"convtgen/gen/geom"
 	"convtgen/gen/plan"
 	"convtgen/verify/gpu"
 )
@@ -427,7 +428,11 @@ func Build(root, dir string) (*Report, error) {
 		if t, ok := compileOf[h.Spec]; ok && h.RefCompileMS == nil && isLevel2(l) {
 			h.RefCompileMS, carried = t, compiled.Date
 		}
-		row := rowOf(root, h, p)
+		gpu := e2e.GPU
+		if isLevel2(l) && !fromE2E {
+			gpu = level2.GPU
+		}
+		row := rowOf(root, h, p, gpu)
 		row.CompileFrom = carried
 		if k, ok := byKernel[h.Spec+"/"+h.Target]; ok && h.Backend == "cuda" {
 			row.Arch = k.Arch
@@ -459,7 +464,11 @@ func Build(root, dir string) (*Report, error) {
 				if measured[s.Name+"/"+backend+"/"+t.Name] {
 					continue
 				}
-				row := rowOf(root, HarnessResult{Spec: s.Name, Backend: backend, Target: t.Name, Disposition: NotMeasured}, l.Plans[i])
+				gpu := e2e.GPU
+				if isLevel2(l) {
+					gpu = r.Level2.GPU
+				}
+				row := rowOf(root, HarnessResult{Spec: s.Name, Backend: backend, Target: t.Name, Disposition: NotMeasured}, l.Plans[i], gpu)
 				if isLevel2(l) {
 					r.Level2.Rows = append(r.Level2.Rows, row)
 				} else {
@@ -519,9 +528,9 @@ func planFor(l gen.Loaded, target string) *plan.Plan {
 
 // rowOf is a result's row: the file's precision and floor from its plan,
 // the speedups from its times.
-func rowOf(root string, h HarnessResult, p *plan.Plan) Row {
+func rowOf(root string, h HarnessResult, p *plan.Plan, gpu string) Row {
 	precision := p.Spec.Kernel.PrecisionFor(h.Backend)
-	row := Row{HarnessResult: h, Precision: precision, FloorMS: p.FloorMS(precision), GFLOPs: p.Conv.FLOPs() / 1e9, MinBytes: p.MinBytes()}
+	row := Row{HarnessResult: h, Precision: precision, FloorMS: p.FloorMSOn(geom.CeilingsOf(gpu), precision), GFLOPs: p.Conv.FLOPs() / 1e9, MinBytes: p.MinBytes()}
 	row.OlderFile = h.SHA256 != "" && h.SHA256 != codeSHA256(filepath.Join(root, "out", h.Spec, h.Backend+"."+h.Target+".py"))
 	if t := h.TimeMS; t != nil && t.Mean > 0 {
 		row.FloorFraction = row.FloorMS / t.Mean

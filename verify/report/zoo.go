@@ -84,7 +84,7 @@ func zooSection(root string, specs []gen.Loaded, byName map[string]gen.Loaded, r
 				}
 			}
 			measured[key] = true
-			z.Rows = append(z.Rows, rowOf(root, h, p))
+			z.Rows = append(z.Rows, rowOf(root, h, p, run.GPU))
 		}
 	}
 	best := fastest(z.Rows)
@@ -101,7 +101,7 @@ func zooSection(root string, specs []gen.Loaded, byName map[string]gen.Loaded, r
 			}
 			for _, backend := range s.Kernel.Backends {
 				if !measured[s.Name+"/"+backend+"/"+t.Target.Name] {
-					z.Rows = append(z.Rows, rowOf(root, HarnessResult{Spec: s.Name, Backend: backend, Target: t.Target.Name, Disposition: NotMeasured}, t))
+					z.Rows = append(z.Rows, rowOf(root, HarnessResult{Spec: s.Name, Backend: backend, Target: t.Target.Name, Disposition: NotMeasured}, t, z.GPU))
 				}
 			}
 		}
