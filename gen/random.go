@@ -28,7 +28,8 @@ var RandomBackends = []string{"cuda", "triton"}
 // fp32 ones use the direct kernel (half of those with W unsplit, tile.tw),
 // a quarter of the 3xtf32 ones the wgmma tile (half of those with
 // kw_in_n; half with explicit stages, parked sums or long spans; half
-// with two warpgroups a block; a third with Winograd's F(2,3) along W).
+// with two warpgroups a block; a third with Winograd's F(2,3) along W);
+// a sixth have one input position along their leading axes.
 // The choices drawn from sources of their own are seeded by key (the name,
 // or the name and the attempt when a draw of that name was refused).
 // The caller validates it.
@@ -46,6 +47,14 @@ func RandomSpec(r *rand.Rand, name, key string) string {
 		c.Padding[i] = r.Intn((c.In[i]-1)*c.Stride[i]+span+1) / 2
 		if r.Intn(3) == 0 {
 			c.Padding[i] = 0
+		}
+	}
+	if nameRand(key, "one_position").Intn(6) == 0 {
+		// One input position along the leading axes (a GAN's first
+		// layer): a tap fold where nothing crops the output, else the
+		// raised strides (plan.TapFold, plan.Restrided).
+		for a := range 1 + nameRand(key, "one_position_axes").Intn(3) {
+			c.In[a], c.Padding[a], c.OutputPadding[a] = 1, 0, 0
 		}
 	}
 	c.Groups = pick(1, 1, 2, 3, 4)
