@@ -297,7 +297,7 @@ zoo_vgan_z_igemm(const float* __restrict__ x, const float* __restrict__ wt,
                     const int co = n0 + wn0 + j * 8 + 2 * t4 + e;
                     if (co >= kCoutG) continue;
                     const int c = g * kCoutG + co;
-                    y[row + (idx_t)c * kOutDHW] = acc[i][j][half * 2 + e] + __ldg(bias + c / kBiasEvery);
+                    y[row + (idx_t)c * kOutDHW] = acc[i][j][half * 2 + e] + __ldg(bias + (c) / kBiasEvery);
                 }
             }
         }

@@ -81,6 +81,9 @@ func Execute(j *Job) (out RunOutput) {
 	}
 	out.Loaded = arch
 	in := MakeInputs(c, j.InputDist, j.Seed)
+	if j.Store != nil {
+		in.Extras = MakeExtras(j.Kernel.StoreExtras, j.Seed)
+	}
 	// Folded channels share the module's bias (Kernel.BiasEvery): the
 	// kernel reads one value a module channel, the reference of the folded
 	// convolution each value repeated.
@@ -88,9 +91,6 @@ func Execute(j *Job) (out RunOutput) {
 	if every := j.Kernel.BiasEvery; every > 1 && in.B != nil {
 		in.B = in.B[:c.OutChannels/every]
 		truth.B = geom.SharedBias(in.B, every)
-	}
-	if j.Store != nil {
-		in.Extras = MakeExtras(j.Kernel.StoreExtras, j.Seed)
 	}
 	y, yLast, t, err := run(j, module, in)
 	if errors.Is(err, cu.NoBinaryForGpu) {
@@ -109,7 +109,6 @@ func Execute(j *Job) (out RunOutput) {
 			}
 		}
 	}
-	truth.Extras = in.Extras
 	o, cmp := Compare(c, truth, j.Store, y, j.Compare)
 	out.NaN, out.Unwritten, out.RelL2 = o.NaN, o.Unwritten, Float(o.RelL2)
 	if o.Err != nil {
