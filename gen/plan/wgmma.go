@@ -27,7 +27,10 @@ import (
 // (8 columns by 4 reduction elements, 128 bytes). Within a step the
 // reduction order is permuted so that thread t's fragments of the four
 // chunks are its 8 consecutive elements 8t..8t+7: column c of chunk j is
-// element 8*(c%4) + 2j + c/4.
+// element 8*(c%4) + 2j + c/4. On a target without wgmma a Stage holds the
+// same parts in the order the mma.sync warps read them: per k8 chunk and
+// 8-column block, lane by lane, a lane's two high and two low parts
+// adjacent (one 16-byte load a product's B fragments).
 //
 // With Tile.Winograd a GEMM row is a pair of neighbouring outputs of its
 // phase along W (its W taps read three consecutive inputs, kernel_w 3 at

@@ -26,12 +26,12 @@ is written exactly once (no atomics), bias fused.
 Along W, Winograd's F(2,3): a GEMM row is a pair of neighbouring outputs,
 computed from four products over the (d, h) taps and channels where its
 direct taps take six. A block is one warpgroup
-(4 warps) computing 128 pairs of each phase in turn by
+(4 warps) computing 64 pairs of each phase in turn by
 64 output channels. The input is re-laid channels last
 inside a zero border (per pair, the four products' inputs), so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
-bytes at a time); the weight is re-laid as the TF32 parts in the tensor
-cores' shared-memory layout and staged 2 steps deep with cp.async.
+bytes at a time); the weight is re-laid as the TF32 parts in the order of
+the warps' fragments and staged 2 steps deep with cp.async.
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), m16n8k8 mma.sync products. The
 tensor cores do not add in exact fp32, so their sums cover 16 steps of
@@ -84,7 +84,7 @@ static constexpr int kRelayoutPos = 32, kRelayoutChunks = 2;  // the re-layout's
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 20, kNTiles = 1;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 2, kRows = 128;
+static constexpr int kSlabs = 1, kRows = 64;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 16;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 2;  // weight-image steps in shared memory
@@ -102,10 +102,13 @@ static constexpr int kKW = 3, kCoT = kNP;  // a column is an output channel; kKW
 // p = 1), and pair p's d0 is input 2p + kPairIn0 along W.
 static constexpr int kOuts = 2;  // outputs a row
 static constexpr int kPairIn0 = -1;
-static constexpr int kOutRows = 128;
-// The weight image, per (group, N tile, phase, step): TF32 high parts, then
-// low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
-static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
+static constexpr int kOutRows = 64;
+// The weight image, per (group, N tile, phase, step): for each k8 chunk and
+// 8-column block the 32 lanes' mma.sync fragments in lane order, a lane's
+// four (high parts of its two elements, then low parts) adjacent, so that
+// a lane reads them with one 16-byte load (four 4-byte ones took 4-8%
+// longer).
+static constexpr int kStage = 4 * kNCM * 32 * 4;
 static constexpr idx_t kImageLen = 81920;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
@@ -167,19 +170,18 @@ extern "C" __global__ void l2_13_mean_add_softmax_tanh_scaling_repack_weight(con
 {
     const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= kImageLen) return;
-    const int e = (int)(i % kChunk);
-    idx_t rest = i / kChunk;
-    const int j = (int)(rest % 4);
-    rest /= 4;
-    const int part = (int)(rest % 2);
-    rest /= 2;
+    // Lane (row, t) of 8-column block ncm, chunk j: column row at k = t +
+    // 4*kcm of the chunk, its high part then its low part.
+    const int e = (int)(i % kStage);
+    const int part = e % 4 / 2, kcm = e % 2, lane = e / 4 % 32, ncm = e / 128 % kNCM, j = e / (128 * kNCM);
+    idx_t rest = i / kStage;
     const int step = (int)(rest % kTotalSteps);
     rest /= kTotalSteps;
     const int nt = (int)(rest % kNTiles), grp = (int)(rest / kNTiles);
     int ph = 0;  // the phase whose steps hold this one (phases without steps hold none)
     while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
     const PhaseInfo P = kPhaseTable[ph];
-    const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8, c = kcm * 4 + e % 4;
+    const int row = lane / 4, c = kcm * 4 + lane % 4;
     const int run = P.steps / 4, p = (step - P.step_start) / run;  // product p's run of the phase's steps
     const int kk = (step - P.step_start - p * run) * 32 + 8 * (c % 4) + 2 * j + c / 4;
     const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
@@ -288,7 +290,7 @@ l2_13_mean_add_softmax_tanh_scaling_igemm(const float* __restrict__ xr, const fl
     const float* __restrict__ bias, const float* __restrict__ e0, float* __restrict__ y)
 {
     // The weight stages, the parked sums.
-    extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
+    __shared__ __align__(128) float b_stage[49152 / 4];
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
     // in L2, and the weight image streams through all phases' steps
@@ -410,7 +412,8 @@ l2_13_mean_add_softmax_tanh_scaling_igemm(const float* __restrict__ xr, const fl
             }
             const float* stage = b_stage + (gs % kStages) * kStage;
             // lo*hi, hi*lo, hi*hi as m16n8k8 mma.sync, one 8-column block
-            // at a time: column g at elements t and t+4 of the chunk.
+            // at a time: lane (g, t) reads column g at elements t and t+4 of
+            // the chunk, high and low parts, as one float4.
             if (fresh) {
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
@@ -422,9 +425,9 @@ l2_13_mean_add_softmax_tanh_scaling_igemm(const float* __restrict__ xr, const fl
             for (int j = 0; j < 4; ++j) {
                 #pragma unroll
                 for (int cb = 0; cb < kNCM; ++cb) {
-                    const int at = j * kChunk + cb * 32 + g * 4 + t;
-                    const unsigned b_hi[2] = {__float_as_uint(stage[at]), __float_as_uint(stage[at + kNCM * 32])};
-                    const unsigned b_lo[2] = {__float_as_uint(stage[kPart + at]), __float_as_uint(stage[kPart + at + kNCM * 32])};
+                    const float4 b = *reinterpret_cast<const float4*>(stage + ((j * kNCM + cb) * 32 + g * 4 + t) * 4);
+                    const unsigned b_hi[2] = {__float_as_uint(b.x), __float_as_uint(b.y)};
+                    const unsigned b_lo[2] = {__float_as_uint(b.z), __float_as_uint(b.w)};
                     #pragma unroll
                     for (int sl = 0; sl < kSlabs; ++sl) {
                         mma_tf32(&part[sl][4 * cb], a_lo[sl][j], b_hi);
@@ -592,10 +595,7 @@ static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Ten
     check_launch("l2_13_mean_add_softmax_tanh_scaling_repack_weight");
     l2_13_mean_add_softmax_tanh_scaling_relayout_input<<<4160, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("l2_13_mean_add_softmax_tanh_scaling_relayout_input");
-    // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l2_13_mean_add_softmax_tanh_scaling_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "l2_13_mean_add_softmax_tanh_scaling_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l2_13_mean_add_softmax_tanh_scaling_igemm<<<dim3(1024, 1, 1), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    l2_13_mean_add_softmax_tanh_scaling_igemm<<<dim3(2048, 1, 1), 128>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         (const float*)bias.data_ptr(), (const float*)extras[0].data_ptr(), (float*)y.data_ptr());
     check_launch("l2_13_mean_add_softmax_tanh_scaling_igemm");
     return y;
