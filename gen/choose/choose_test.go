@@ -151,3 +151,21 @@ func TestEstimateCountsLaunches(t *testing.T) {
 		}
 	}
 }
+
+// The Winograd tile of two slabs over 64 columns is ranked on sm90 and
+// left out on sm80, where its mma.sync code spills on some shapes.
+func TestChooseLeavesOutSpillingSyncTiles(t *testing.T) {
+	s := convSpec(t, big, spec.Kernel{Backends: []string{"cuda"}})
+	for _, tg := range plan.Targets {
+		_, d := Options{}.Choose(s, tg)
+		ranked := false
+		for _, r := range d.CUDA {
+			if w, ok := r.CUDA.(spec.WGMMA); ok && w.Winograd && w.Slabs == 2 {
+				ranked = true
+			}
+		}
+		if ranked == !tg.WGMMA {
+			t.Errorf("%s: a two-slab Winograd tile of 64 columns ranked %v, want %v", tg.Name, ranked, tg.WGMMA)
+		}
+	}
+}
