@@ -25,10 +25,11 @@ an H200 is not the A100's code (the result's "ran" says so). For every other sub
    - trials with the evaluator's per-trial seeds: the output block is poisoned with NaN
      first (an unwritten output shows up), then shape, dtype, NaN count, unmodified
      inputs, relative L2 error against a float64 run of the reference (the truth), and
-     allclose against the default (TF32) reference at 1e-2 and 1e-4 as facts; the truth
-     of each trial is computed by a problem's first file and shared with its other files
-     through a cache (in /dev/shm where it has room, else on disk), dropped when the problem
-     is done: a float64 convolution costs seconds a trial, more than most files' own work;
+     allclose against the default (TF32) reference at 1e-2 and 1e-4 as facts; the inputs
+     and truth of each trial are drawn and computed by a problem's first file and shared
+     with its other files through a cache (in /dev/shm where it has room, else on disk),
+     dropped when the problem is done: a float64 convolution, and drawing a large input
+     on the CPU, cost seconds a trial, more than most files' own work;
    - with --time: the evaluator's CUDA-event timing with an L2 flush before each trial;
      the reference is timed once per spec, with PyTorch defaults and with strict fp32
      (with --compile also under torch.compile, Inductor's default mode).
@@ -82,7 +83,8 @@ TARGETS = {
 }
 WARMUP = 3
 FLUSH_FLOATS = 64 * 1024 * 1024  # 256 MB written before each timed trial, as the evaluator does
-TRUTH_CACHE_BYTES = 4 << 30  # the largest float64 truth a trial shares (five a problem at most)
+TRUTH_CACHE_BYTES = 4 << 30  # the largest float64 truth, or inputs, a trial shares
+SHARED_BYTES = 2 * 5 * TRUTH_CACHE_BYTES  # a problem's shares at most: five trials' truths and inputs
 TAIL_CHARS = 4000  # enough of a compiler log or traceback to show the first error
 RESULT_KEYS = (
     "spec", "backend", "target", "ran", "disposition", "reason", "max_rel_l2", "ref_default_rel_l2",
@@ -726,10 +728,10 @@ def time_reference(spec, args, child=None):
 
 
 def truth_folder(shm="/dev/shm"):
-    """Where a problem's float64 truths are shared: /dev/shm when it holds a problem's
-    five largest (a container's is often 64 MB), else the temporary folder on disk;
-    a truth that does not fit is recomputed by each file, at a float64 conv's cost."""
-    if os.path.isdir(shm) and shutil.disk_usage(shm).free >= 5 * TRUTH_CACHE_BYTES:
+    """Where a problem's float64 truths and inputs are shared: /dev/shm when it holds a
+    problem's largest (a container's is often 64 MB), else the temporary folder on disk;
+    a share that does not fit is recomputed by each file."""
+    if os.path.isdir(shm) and shutil.disk_usage(shm).free >= SHARED_BYTES:
         return shm
     return None
 
@@ -999,23 +1001,50 @@ def same_inputs(inputs, saved):
                for a, b in zip(inputs, saved))
 
 
+def share(value, path):
+    """Leave value (tensors on the CPU) at path for a problem's later files: written
+    whole, then renamed, so a reader never sees half a file; no room, no file."""
+    part = f"{path}.{os.getpid()}"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        torch.save(value, part)
+        os.replace(part, path)
+    except OSError:  # no room: the next file computes its own
+        with contextlib.suppress(OSError):
+            os.remove(part)
+
+
+def shared(path):
+    """What share() left at path, memory-mapped, then copied to the GPU once:
+    unpickling straight into the GPU moved the bytes through Python at about 1 GB/s."""
+    value = torch.load(path, mmap=True, map_location="cpu", weights_only=True)
+    return value.to("cuda") if isinstance(value, torch.Tensor) else [to_device(x) for x in value]
+
+
 def float64_truth(truth_model, inputs, cached=None):
     """The float64 reference's output for inputs; with cached (a file path), read from
     there if a file of the same problem wrote it, else computed and left there for the
-    next (written whole, then renamed: a reader never sees half a file)."""
+    next."""
     if cached and os.path.exists(cached):
-        return torch.load(cached, map_location="cuda")
+        return shared(cached)
     truth = truth_model(*[as_double(x) for x in inputs])
     if cached and isinstance(truth, torch.Tensor) and truth.numel() * 8 <= TRUTH_CACHE_BYTES:
-        part = f"{cached}.{os.getpid()}"
-        try:
-            os.makedirs(os.path.dirname(cached), exist_ok=True)
-            torch.save(truth.cpu(), part)
-            os.replace(part, cached)
-        except OSError:  # no room: the next file computes its own
-            with contextlib.suppress(OSError):
-                os.remove(part)
+        share(truth.cpu(), cached)
     return truth
+
+
+def trial_inputs(get_inputs, cached=None):
+    """A trial's inputs on the GPU, drawn after its seed was set; with cached (a file
+    path), read from there if a file of the same problem drew them (the same seed draws
+    the same values), else drawn and left there for the next: drawing a large input on
+    the CPU costs seconds a trial."""
+    if cached and os.path.exists(cached):
+        return shared(cached)
+    drawn = get_inputs()
+    size = sum(x.numel() * x.element_size() for x in drawn if isinstance(x, torch.Tensor))
+    if cached and size <= TRUTH_CACHE_BYTES:
+        share(list(drawn), cached)
+    return [to_device(x) for x in drawn]
 
 
 def run_trial(ref, truth_model, new, inputs, cached_truth=None, truth_clock=None):
@@ -1056,9 +1085,9 @@ def run_trials(ref, new, get_inputs, count, truth_cache=None, truth_clock=None):
     with torch.no_grad():
         for index, seed in enumerate(trial_seeds(count)):
             set_seed(seed)
-            inputs = [to_device(x) for x in get_inputs()]
-            cached = os.path.join(truth_cache, f"trial{index}-{seed}.pt") if truth_cache else None
-            trials.append(run_trial(ref, truth_model, new, inputs, cached, truth_clock))
+            cached = os.path.join(truth_cache, f"trial{index}-{seed}") if truth_cache else None
+            inputs = trial_inputs(get_inputs, cached and cached + ".inputs.pt")
+            trials.append(run_trial(ref, truth_model, new, inputs, cached and cached + ".pt", truth_clock))
             if trials[-1]["mismatch"]:
                 break  # the evaluator stops at the first shape mismatch
     return trials

@@ -136,12 +136,12 @@ class DiscoveryTest(unittest.TestCase):
 
 class TruthFolderTest(unittest.TestCase):
     def test_falls_back_to_disk(self):
-        # No /dev/shm, or one without room for a problem's five largest truths: the
-        # temporary folder's default (None), never a folder the truths overflow.
+        # No /dev/shm, or one without room for a problem's largest truths and inputs:
+        # the temporary folder's default (None), never a folder the shares overflow.
         with tempfile.TemporaryDirectory() as d:
             self.assertIsNone(evaluate.truth_folder(os.path.join(d, "absent")))
             free = evaluate.shutil.disk_usage(d).free
-            want = d if free >= 5 * evaluate.TRUTH_CACHE_BYTES else None
+            want = d if free >= 10 * evaluate.TRUTH_CACHE_BYTES else None
             self.assertEqual(evaluate.truth_folder(d), want)
 
 
@@ -550,3 +550,24 @@ class SharedTruthTest(unittest.TestCase):
         self.assertEqual((again.dtype, again.device.type), (torch.float64, "cuda"))
         evaluate.float64_truth(model, [x])
         self.assertEqual(len(calls), 2)  # no cache: computed
+
+    def test_inputs_drawn_once_then_read(self):
+        import torch
+        if not torch.cuda.is_available():
+            self.skipTest("no GPU")
+        draws = []
+
+        def get_inputs():
+            draws.append(1)
+            return [torch.randn(3, 4, dtype=torch.float64), 7]
+
+        path = os.path.join(tempfile.mkdtemp(), "58", "trial0-1.inputs.pt")
+        torch.manual_seed(1)
+        first = evaluate.trial_inputs(get_inputs, path)
+        torch.manual_seed(2)  # a later file reads the first one's draw, not its own
+        again = evaluate.trial_inputs(get_inputs, path)
+        self.assertEqual(len(draws), 1)
+        self.assertTrue(torch.equal(first[0], again[0]))
+        self.assertEqual((again[0].dtype, again[0].device.type, again[1]), (torch.float32, "cuda", 7))
+        evaluate.trial_inputs(get_inputs)
+        self.assertEqual(len(draws), 2)  # no cache: drawn

@@ -79,12 +79,13 @@ func Markdown(r *Report) string {
 	p("100 timed runs after an L2 flush, mean reported; median shown too). Error is the relative L2 error\n")
 	p("against float64 (gate 1e-5); allclose is against PyTorch's default (TF32) reference. Every problem of the\n")
 	p("convolution alone has a CUDA and a Triton file per target: sm80 (A100) and sm90 (H100/H200); these numbers\n")
-	p("are from the GPU named above.\n%s; Triton compiles for the GPU it runs on, so a Triton sm80 row on an\n", sm80PTX)
-	p("H200 is not the A100's code, only the sm80 file's choices. Results that name no target predate the\n")
+	p("are from the GPU named above.\n%s; Triton compiles for the GPU it runs on, so a Triton sm80 row on a\n", sm80PTX)
+	p("later GPU is not the A100's code, only the sm80 file's choices. Results that name no target predate the\n")
 	p("per-target files: they are the sm90 rows (the CUDA files ran their sm_90a code on the H200), and the sm80\n")
 	p("rows are not yet measured.\n")
+	ceilings := geom.CeilingsOf(r.GPU)
 	p("Floors: max(FLOPs / peak, bytes / %g TB/s), peak %g TFLOP/s for fp32 FFMA and %g/3 TFLOP/s for 3xTF32;\n",
-		geom.MemoryBW/1e12, geom.FFMAFLOPS/1e12, 3*geom.TF32x3FLOPS/1e12)
+		ceilings.BW/1e12, ceilings.FFMA/1e12, 3*ceilings.TF32x3/1e12)
 	p("\"floor\" is floor time / our time.\n\n")
 	p("![speedup over PyTorch default and fraction of floor](%s)\n\n", PlotFile)
 	p("## The convolution alone: per problem, backend and target\n\n")
@@ -108,6 +109,9 @@ func Markdown(r *Report) string {
 	}
 	p("\n")
 	olderFiles(&b, r.Rows)
+	if slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Regression }) {
+		p("Rows of `%s` keep fixed bugs fixed (shapes of microseconds): listed, not counted below.\n\n", RegressionFolder)
+	}
 	for _, backend := range sortedKeys(r.GeoMean) {
 		p("Geometric-mean speedup over PyTorch default, %s: **%.2fx**.\n", backend, r.GeoMean[backend])
 	}

@@ -99,6 +99,9 @@ type Row struct {
 	// was edited or retuned since), so the precision shown may not be
 	// the one measured.
 	OlderFile bool `json:"older_file,omitempty"`
+	// Regression: a spec of RegressionFolder, listed but not counted in
+	// the geometric means.
+	Regression bool `json:"regression,omitempty"`
 	// FromE2E: a level-2 row that level2.json lacks, taken from the main
 	// run (e2e.json), which timed no torch.compile.
 	FromE2E bool `json:"from_e2e,omitempty"`
@@ -433,6 +436,7 @@ func Build(root, dir string) (*Report, error) {
 			gpu = level2.GPU
 		}
 		row := rowOf(root, h, p, gpu)
+		row.Regression = isRegression(l)
 		row.CompileFrom = carried
 		if k, ok := byKernel[h.Spec+"/"+h.Target]; ok && h.Backend == "cuda" {
 			row.Arch = k.Arch
@@ -446,7 +450,7 @@ func Build(root, dir string) (*Report, error) {
 			continue
 		}
 		r.Rows = append(r.Rows, row)
-		if h.Disposition == "passed" && row.SpeedupTF32 > 0 {
+		if h.Disposition == "passed" && row.SpeedupTF32 > 0 && !row.Regression {
 			key := h.Backend + " " + h.Target
 			logSum[key] += math.Log(row.SpeedupTF32)
 			count[key]++
@@ -469,6 +473,7 @@ func Build(root, dir string) (*Report, error) {
 					gpu = r.Level2.GPU
 				}
 				row := rowOf(root, HarnessResult{Spec: s.Name, Backend: backend, Target: t.Name, Disposition: NotMeasured}, l.Plans[i], gpu)
+				row.Regression = isRegression(l)
 				if isLevel2(l) {
 					r.Level2.Rows = append(r.Level2.Rows, row)
 				} else {
@@ -491,7 +496,9 @@ func Build(root, dir string) (*Report, error) {
 		r.GeoMean[b] = math.Exp(s / float64(count[b]))
 	}
 	for _, row := range fastest(r.Rows) {
-		r.Best = append(r.Best, row)
+		if !row.Regression {
+			r.Best = append(r.Best, row)
+		}
 	}
 	// Summed in spec order: a map's order would change the last digits
 	// from one rendering to the next.
@@ -515,6 +522,13 @@ func Build(root, dir string) (*Report, error) {
 // isLevel2 tells whether a spec runs ops around its convolution: its rows
 // are the level-2 section's.
 func isLevel2(l gen.Loaded) bool { return l.Plans[0].Epilogue.Chain.Any() }
+
+// RegressionFolder holds specs that keep a fixed bug fixed (shapes of a
+// few microseconds): their rows are listed, not counted in the geometric
+// means of the problems.
+const RegressionFolder = "specs/regress/"
+
+func isRegression(l gen.Loaded) bool { return strings.HasPrefix(l.Path, RegressionFolder) }
 
 // planFor is a spec's plan for a target (nil for a target it has none of).
 func planFor(l gen.Loaded, target string) *plan.Plan {

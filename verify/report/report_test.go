@@ -1146,3 +1146,39 @@ func noTritonOf(t *testing.T, name, why string) []NoTriton {
 	}
 	return noTriton(specs)
 }
+
+// The regression specs' rows are listed with the committed level-1 run but
+// count in no geometric mean: the means are those of the problems alone.
+func TestRegressionRowsNotCounted(t *testing.T) {
+	r, err := Build(repoRoot, filepath.Join(committed, "gpu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logSum, count, listed := map[string]float64{}, map[string]int{}, 0
+	for _, row := range r.Rows {
+		if row.Regression != strings.HasPrefix(row.Spec, "regress_") {
+			t.Errorf("%s: regression %v", row.Spec, row.Regression)
+		}
+		if row.Regression {
+			listed++
+			continue
+		}
+		if row.Disposition == "passed" && row.SpeedupTF32 > 0 {
+			logSum[row.Backend+" "+row.Target] += math.Log(row.SpeedupTF32)
+			count[row.Backend+" "+row.Target]++
+		}
+	}
+	if listed == 0 {
+		t.Fatal("no regression rows in the committed run: nothing checked")
+	}
+	for key, s := range logSum {
+		if want := math.Exp(s / float64(count[key])); !near(r.GeoMean[key], want) {
+			t.Errorf("%s: geometric mean %v, want %v over the problems alone", key, r.GeoMean[key], want)
+		}
+	}
+	for _, row := range r.Best {
+		if row.Regression {
+			t.Errorf("best rows hold regression spec %s", row.Spec)
+		}
+	}
+}
