@@ -131,6 +131,18 @@ func TestLevel2Floor(t *testing.T) {
 				if f := p.FloorMS(precision); f != want {
 					t.Errorf("%s: floor %v ms at %s, want %v", name, f, precision, want)
 				}
+				// A file's floor on the H200: a Triton file's is the problem's;
+				// an sm80 CUDA file computes 3xTF32 by mma.sync, at its rate.
+				if f := p.FloorMSOn(geom.H200, "triton", precision); f != want {
+					t.Errorf("%s: Triton file's floor %v ms at %s, want %v", name, f, precision, want)
+				}
+				cuda := want
+				if p.Spectral == nil && !p.Target.WGMMA {
+					cuda = geom.H200.MMASync().FloorMS(p.Conv.FLOPs(), p.MinBytes(), precision)
+				}
+				if f := p.FloorMSOn(geom.H200, "cuda", precision); f != cuda {
+					t.Errorf("%s: CUDA file's floor %v ms at %s, want %v", name, f, precision, cuda)
+				}
 			}
 		}
 	}
@@ -147,6 +159,10 @@ func TestLevel2Floor(t *testing.T) {
 		if got := byNumber[c.n].Plans[1].FloorMS("3xtf32"); math.Abs(got-c.want) > 1e-9*c.want {
 			t.Errorf("#%d: floor %v ms, want %v", c.n, got, c.want)
 		}
+	}
+	// #100's sm80 CUDA file by its FLOPs at mma.sync's 305 TFLOP/s.
+	if got, want := byNumber[100].Plans[0].FloorMSOn(geom.H200, "cuda", "3xtf32"), 1e3*2*16*64*128*27*24*48*48/(305e12/3); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("#100 sm80 CUDA: floor %v ms, want %v", got, want)
 	}
 }
 

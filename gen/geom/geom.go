@@ -215,10 +215,24 @@ const (
 	MemoryBW    = 4.3e12
 )
 
+// MMASyncTF32 is dense TF32 by mma.sync (m16n8k8) on an H200: 305
+// TFLOP/s back to back from registers at 32 warps an SM
+// (docs/perf/probes/mmarate.cu, PERF.md v35), the tensor rate of the code
+// an sm80 CUDA file runs on Hopper, which has no wgmma there. The H100 SXM
+// has the same multiprocessors and clocks.
+const MMASyncTF32 = 305e12
+
 // Ceilings are a GPU's rates that floors are stated against.
 type Ceilings struct {
 	FFMA, TF32x3 float64 // FLOP/s: fp32 FFMA, and 3xTF32 (a third of dense TF32)
 	BW           float64 // bytes/s of device memory, read plus written
+}
+
+// MMASync are g's ceilings for code whose tensor products are mma.sync:
+// 3xTF32 at a third of MMASyncTF32.
+func (g Ceilings) MMASync() Ceilings {
+	g.TF32x3 = MMASyncTF32 / 3
+	return g
 }
 
 var (

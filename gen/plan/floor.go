@@ -39,11 +39,21 @@ func (p *Plan) MinBytes() float64 {
 // A spectral plan computes no convolution: its floor is its own FLOPs
 // (Plan.SpectralFLOPs) in fp32.
 func (p *Plan) FloorMS(precision string) float64 {
-	return p.FloorMSOn(geom.H200, precision)
+	return p.floorMS(geom.H200, precision)
 }
 
-// FloorMSOn is FloorMS on the GPU of the given ceilings.
-func (p *Plan) FloorMSOn(g geom.Ceilings, precision string) float64 {
+// FloorMSOn is FloorMS on the GPU of the given ceilings for the file of a
+// backend: a CUDA file for a target without wgmma computes 3xTF32 by
+// mma.sync, so its floor is at mma.sync's rate (a Triton file compiles for
+// the GPU it runs on).
+func (p *Plan) FloorMSOn(g geom.Ceilings, backend, precision string) float64 {
+	if backend == "cuda" && !p.Target.WGMMA {
+		g = g.MMASync()
+	}
+	return p.floorMS(g, precision)
+}
+
+func (p *Plan) floorMS(g geom.Ceilings, precision string) float64 {
 	if p.Spectral != nil {
 		return g.FloorMS(p.SpectralFLOPs(), p.MinBytes(), "fp32")
 	}

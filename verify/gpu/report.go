@@ -17,6 +17,7 @@ import (
 	"strconv"
 
 	"convtgen/gen/geom"
+	"convtgen/gen/plan"
 )
 
 // Disposition is the verdict on one (spec, backend).
@@ -155,7 +156,11 @@ func (r *Result) SetTiming(t Timing) {
 	r.Time = &t
 	if t.MedianMS > 0 {
 		r.GFLOPS = r.FLOPs / (t.MedianMS * 1e-3) / 1e9
-		r.FloorMS = geom.FloorMS(r.FLOPs, r.MinBytes, r.Precision)
+		ceilings := geom.H200
+		if t, err := plan.TargetNamed(r.Target); err == nil && !t.WGMMA {
+			ceilings = ceilings.MMASync() // a CUDA file of a target without wgmma: mma.sync's rate
+		}
+		r.FloorMS = ceilings.FloorMS(r.FLOPs, r.MinBytes, r.Precision)
 		r.FloorFrac = r.FloorMS / t.MedianMS
 	}
 }

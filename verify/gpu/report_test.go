@@ -58,6 +58,18 @@ func TestApply(t *testing.T) {
 		t.Errorf("throughput: %v GFLOP/s, floor %v ms (%v)", r.GFLOPS, r.FloorMS, r.FloorFrac)
 	}
 
+	// 3xTF32: an sm90 kernel's floor at wgmma's rate, an sm80 kernel's at
+	// mma.sync's (its only tensor instruction): 2e12 / (495e12/3) and
+	// 2e12 / (305e12/3) s.
+	for target, rate := range map[string]float64{"sm90": 495e12 / 3, "sm80": 305e12 / 3} {
+		r = base()
+		r.Target, r.Precision = target, "3xtf32"
+		r.Apply(RunOutput{RelL2: 1e-7, Compared: &Compared{100, "all"}, Outputs: 100, Time: &Timing{MeanMS: 110, MedianMS: 100, Runs: 100}}, Tolerance)
+		if want := 1e3 * 2e12 / rate; math.Abs(r.FloorMS-want) > 1e-9*want {
+			t.Errorf("%s 3xtf32: floor %v ms, want %v", target, r.FloorMS, want)
+		}
+	}
+
 	r = base()
 	r.Apply(RunOutput{RelL2: 0, Compared: &Compared{100, "all"}, Outputs: 100, Nondeterministic: 4}, Tolerance)
 	if r.Disposition != Incorrect || !strings.Contains(r.Reason, "differ") {

@@ -84,9 +84,10 @@ func Markdown(r *Report) string {
 	p("per-target files: they are the sm90 rows (the CUDA files ran their sm_90a code on the H200), and the sm80\n")
 	p("rows are not yet measured.\n")
 	ceilings := geom.CeilingsOf(r.GPU)
-	p("Floors: max(FLOPs / peak, bytes / %g TB/s), peak %g TFLOP/s for fp32 FFMA and %g/3 TFLOP/s for 3xTF32;\n",
+	p("Floors: max(FLOPs / peak, bytes / %g TB/s), peak %g TFLOP/s for fp32 FFMA and %g/3 TFLOP/s for 3xTF32\n",
 		ceilings.BW/1e12, ceilings.FFMA/1e12, 3*ceilings.TF32x3/1e12)
-	p("\"floor\" is floor time / our time.\n\n")
+	p("(%g/3, mma.sync's measured rate, for the sm80 CUDA files, which have no wgmma); \"floor\" is floor time / our time.\n\n",
+		3*ceilings.MMASync().TF32x3/1e12)
 	p("![speedup over PyTorch default and fraction of floor](%s)\n\n", PlotFile)
 	p("## The convolution alone: per problem, backend and target\n\n")
 	p("| problem | backend | target | precision | result | rel L2 vs fp64 | allclose 1e-2 / 1e-4 | ms mean / median | PyTorch default ms | PyTorch strict fp32 ms | vs default | vs strict | floor ms | floor | kernel-only ms | registers, spill bytes (the target's cubin) |\n")

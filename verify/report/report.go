@@ -544,7 +544,7 @@ func planFor(l gen.Loaded, target string) *plan.Plan {
 // the speedups from its times.
 func rowOf(root string, h HarnessResult, p *plan.Plan, gpu string) Row {
 	precision := p.Spec.Kernel.PrecisionFor(h.Backend)
-	row := Row{HarnessResult: h, Precision: precision, FloorMS: p.FloorMSOn(geom.CeilingsOf(gpu), precision), GFLOPs: p.Conv.FLOPs() / 1e9, MinBytes: p.MinBytes()}
+	row := Row{HarnessResult: h, Precision: precision, FloorMS: p.FloorMSOn(geom.CeilingsOf(gpu), h.Backend, precision), GFLOPs: p.Conv.FLOPs() / 1e9, MinBytes: p.MinBytes()}
 	row.OlderFile = h.SHA256 != "" && h.SHA256 != codeSHA256(filepath.Join(root, "out", h.Spec, h.Backend+"."+h.Target+".py"))
 	if t := h.TimeMS; t != nil && t.Mean > 0 {
 		row.FloorFraction = row.FloorMS / t.Mean
