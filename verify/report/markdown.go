@@ -80,9 +80,11 @@ func Markdown(r *Report) string {
 	p("against float64 (gate 1e-5); allclose is against PyTorch's default (TF32) reference. Every problem of the\n")
 	p("convolution alone has a CUDA and a Triton file per target: sm80 (A100) and sm90 (H100/H200); these numbers\n")
 	p("are from the GPU named above.\n%s; Triton compiles for the GPU it runs on, so a Triton sm80 row on a\n", sm80PTX)
-	p("later GPU is not the A100's code, only the sm80 file's choices. Results that name no target predate the\n")
-	p("per-target files: they are the sm90 rows (the CUDA files ran their sm_90a code on the H200), and the sm80\n")
-	p("rows are not yet measured.\n")
+	p("later GPU is not the A100's code, only the sm80 file's choices.\n")
+	if slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Untargeted }) {
+		p("Results that name no target predate the per-target files: they are the sm90 rows (the CUDA files ran\n")
+		p("their sm_90a code on the H200), and the sm80 rows are not yet measured.\n")
+	}
 	ceilings := geom.CeilingsOf(r.GPU)
 	p("Floors: max(FLOPs / peak, bytes / %g TB/s), peak %g TFLOP/s for fp32 FFMA and %g/3 TFLOP/s for 3xTF32\n",
 		ceilings.BW/1e12, ceilings.FFMA/1e12, 3*ceilings.TF32x3/1e12)

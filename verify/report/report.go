@@ -102,6 +102,9 @@ type Row struct {
 	// Regression: a spec of RegressionFolder, listed but not counted in
 	// the geometric means.
 	Regression bool `json:"regression,omitempty"`
+	// Untargeted: the result names no target (a run from before the
+	// per-target files), shown as LegacyTarget's.
+	Untargeted bool `json:"untargeted,omitempty"`
 	// FromE2E: a level-2 row that level2.json lacks, taken from the main
 	// run (e2e.json), which timed no torch.compile.
 	FromE2E bool `json:"from_e2e,omitempty"`
@@ -413,6 +416,7 @@ func Build(root, dir string) (*Report, error) {
 		if !ok {
 			continue // a spec removed since the run
 		}
+		untargeted := h.Target == ""
 		h.Target = targetOf(h.Target)
 		p := planFor(l, h.Target)
 		key := h.Spec + "/" + h.Backend + "/" + h.Target
@@ -437,6 +441,7 @@ func Build(root, dir string) (*Report, error) {
 		}
 		row := rowOf(root, h, p, gpu)
 		row.Regression = isRegression(l)
+		row.Untargeted = untargeted
 		row.CompileFrom = carried
 		if k, ok := byKernel[h.Spec+"/"+h.Target]; ok && h.Backend == "cuda" {
 			row.Arch = k.Arch

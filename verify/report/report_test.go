@@ -218,6 +218,8 @@ func TestMarkdownFixture(t *testing.T) {
 		"| rp_b | triton | sm90 | 3xtf32 | incorrect | 3.0e-04 | yes / no | 0.001 / 0.001 | 0.006 / 0.006 | 0.018 / 0.018 | 6.00x | 18.00x | 0.001 | 69% | – | – |\n",
 		"| rp_c | cuda | sm90 | fp32 | failed | – | – / – | – | – | – | – | – | 0.004 | – | – | – |\n",
 		"| rp_c | triton | sm90 | fp32 | passed | 5.0e-08 | yes / yes | 0.008 / 0.008 | 0.004 / 0.004 | 0.004 / 0.004 | 0.50x | 0.50x | 0.004 | 49% | – | – |\n",
+		// The fixture's untargeted results (sm90 rows) are explained.
+		"Results that name no target predate the per-target files",
 		"Geometric-mean speedup over PyTorch default, cuda sm80: **2.00x**.\n",
 		"Geometric-mean speedup over PyTorch default, cuda sm90: **2.00x**.\n",
 		"Geometric-mean speedup over PyTorch default, triton sm90: **1.41x**.\n",
@@ -1175,6 +1177,10 @@ func TestRegressionRowsNotCounted(t *testing.T) {
 	}
 	if listed == 0 {
 		t.Fatal("no regression rows in the committed run: nothing checked")
+	}
+	// Every committed result names its target: no legacy sentence.
+	if md := Markdown(r); strings.Contains(md, "Results that name no target") {
+		t.Error("REPORT.md explains untargeted results, but the committed run names every target")
 	}
 	for key, s := range logSum {
 		if want := math.Exp(s / float64(count[key])); !near(r.GeoMean[key], want) {
