@@ -74,11 +74,15 @@ big: $(CONVTGEN)
 	$(CONVTGEN) generate -out build/big verify/testdata/big
 
 # Tuning candidates of every spec (precision and tiles), timed by gpu-check;
-# ONLY=x15,x16 renders just those candidates beside the specs' own choices.
+# ONLY=x15,x16 renders just those candidates beside the specs' own choices,
+# UNDER=specs/zoo/ one folder's specs, TOP=4 the chooser's four cheapest
+# estimates where it ranks (how far the zoo's choices are from their rivals).
 ONLY ?=
+UNDER ?=
+TOP ?=
 tune: $(CONVTGEN)
 	rm -rf build/tune
-	$(CONVTGEN) tune -out build/tune $(if $(ONLY),-only $(ONLY))
+	$(CONVTGEN) tune -out build/tune $(if $(ONLY),-only $(ONLY)) $(if $(UNDER),-under $(UNDER)) $(if $(TOP),-top $(TOP))
 
 # Write the fastest correct candidate of each spec, backend and target back
 # into the spec's kernel.<target> section and regenerate (RESULTS: results with the current choices' and the

@@ -123,6 +123,11 @@ func cudaCandidates(path string, ownPlan *plan.Plan) []Candidate {
 	out := []Candidate{{Current: true, Backend: "cuda", Target: tg, Variant: own.Name, Spec: own.Name, SpecPath: path,
 		Precision: mine.Precision(), CUDA: ownPlan.Tile.Choice()}}
 	kernels := choose.CUDASpace(own.Problem.Conv, mine)
+	if ownPlan.Target.WGMMA {
+		// The chooser weighs every wgmma tile with bulk weight copies too:
+		// those twins follow the space, in WGMMAKernels' order.
+		kernels = append(kernels, choose.BulkTwins(choose.WGMMAKernels())...)
+	}
 	for i, k := range kernels {
 		s := *own
 		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: k}}
@@ -151,13 +156,25 @@ func hasChoice(cs []Candidate, t spec.CUDA) bool {
 // ManifestFile names the candidates' list inside a tuning folder.
 const ManifestFile = "manifest.json"
 
-// WriteTune renders every spec's candidates into dir (one problem folder
+// TuneOptions narrow what WriteTune renders; the zero value renders every
+// candidate of every spec.
+type TuneOptions struct {
+	// Only: just these candidate labels ("x15", "t3") beside the specs' own
+	// choices, so that a GPU run times what is new and nothing else.
+	Only []string
+	// Top: where the chooser ranks a backend's candidates (the spec leaves
+	// the choice open), just its Top cheapest estimates, so that a run can
+	// time the model's nearest rivals of its choice over many specs (the
+	// zoo); a spec that gives its choice keeps every candidate. 0: all.
+	Top int
+	// Under: only the specs whose path starts with it ("specs/zoo/").
+	Under string
+}
+
+// WriteTune renders the specs' candidates into dir (one problem folder
 // each, and dir/specs/<variant>.yaml) and writes the manifest. It returns
-// the number of candidates, the specs' own choices included. With only
-// (candidate labels such as "x15" or "t3"), just those candidates are
-// rendered and listed beside the specs' own choices, so that a GPU run
-// times what is new and nothing else.
-func WriteTune(root, dir string, only ...string) (int, error) {
+// the number of candidates, the specs' own choices included.
+func WriteTune(root, dir string, o TuneOptions) (int, error) {
 	specs, err := LoadAll(root)
 	if err != nil {
 		return 0, err
@@ -168,8 +185,18 @@ func WriteTune(root, dir string, only ...string) (int, error) {
 	}
 	var all []Candidate
 	for _, l := range specs {
+		if !strings.HasPrefix(l.Path, o.Under) {
+			continue
+		}
+		top, err := topChoices(root, l, o.Top)
+		if err != nil {
+			return 0, err
+		}
 		for _, c := range Candidates(l) {
-			if !c.Current && len(only) > 0 && !slices.Contains(only, c.Label()) {
+			if !c.Current && len(o.Only) > 0 && !slices.Contains(o.Only, c.Label()) {
+				continue
+			}
+			if ranked, ok := top[c.Backend+" "+c.Target]; !c.Current && ok && !ranked[c.Choice()] {
 				continue
 			}
 			all = append(all, c)
@@ -217,6 +244,38 @@ func WriteTune(root, dir string, only ...string) (int, error) {
 		return 0, err
 	}
 	return len(all), safeio.WriteWhole(filepath.Join(dir, ManifestFile), append(data, '\n'))
+}
+
+// topChoices is, per "backend target" the chooser ranks for the spec, its
+// n cheapest choices (in the spec's form); none for n 0.
+func topChoices(root string, l Loaded, n int) (map[string]map[string]bool, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	// The spec as written: the loaded plans hold the chooser's picks.
+	data, err := safeio.ReadRegular(filepath.Join(root, l.Path), safeio.MaxSpecSize)
+	if err != nil {
+		return nil, err
+	}
+	s, err := spec.Parse(l.Path, data)
+	if err != nil {
+		return nil, err
+	}
+	top := map[string]map[string]bool{}
+	for _, t := range plan.Targets {
+		_, d := Chooser.Choose(s, t)
+		for backend, rs := range map[string][]choose.Ranked{"cuda": d.CUDA, "triton": d.Triton} {
+			if rs == nil {
+				continue
+			}
+			set := map[string]bool{}
+			for _, r := range rs[:min(n, len(rs))] {
+				set[r.Resolved] = true
+			}
+			top[backend+" "+t.Name] = set
+		}
+	}
+	return top, nil
 }
 
 // Timing is what tuning needs of one result, from the harness (max_rel_l2)

@@ -130,6 +130,20 @@ func withBulkTwins(cands []spec.Family) []spec.Family {
 	return dedupe(out)
 }
 
+// BulkTwins is, for each wgmma tile of fs whose weight stages are filled
+// by cp.async copies, the same tile filled by bulk copies: what
+// withBulkTwins adds, for tuning to list (and time) after its space.
+func BulkTwins(fs []spec.Family) []spec.Family {
+	var out []spec.Family
+	for _, f := range fs {
+		if w, ok := f.(spec.WGMMA); ok && !w.BulkWeights {
+			w.BulkWeights = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // tritonOpen: a Triton section with no numeric field.
 func tritonOpen(t spec.Triton) bool { return !hasNumber(t) }
 

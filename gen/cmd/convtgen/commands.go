@@ -197,11 +197,13 @@ var cmdTune = &command{
 (DIR/specs) and the candidate list (DIR/manifest.json) that apply-tune reads.
 A label numbers a backend's candidate list (t: CUDA, x: Triton), so it names
 the same choice in every spec.`,
-	examples: []string{"convtgen tune", "convtgen tune -only x17,t8"},
+	examples: []string{"convtgen tune", "convtgen tune -only x17,t8", "convtgen tune -under specs/zoo/ -top 4"},
 	define: func(fs *flag.FlagSet) func(*env, []string) error {
 		root := rootFlag(fs)
 		out := fs.String("out", "", "`DIR` to render into (default: build/tune)")
 		only := fs.String("only", "", "only these candidates (`LABELS`, comma-separated) beside the specs' own choices")
+		top := fs.Int("top", 0, "where the chooser ranks a backend's candidates, only its `N` cheapest estimates (0: all)")
+		under := fs.String("under", "", "only the specs whose path (from the root, slash-separated) starts with `PREFIX`")
 		return func(e *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("takes no arguments (got %q)", args[0])
@@ -214,11 +216,14 @@ the same choice in every spec.`,
 			if err != nil {
 				return err
 			}
-			var labels []string
+			o := gen.TuneOptions{Top: *top, Under: *under}
 			if *only != "" {
-				labels = strings.Split(*only, ",")
+				o.Only = strings.Split(*only, ",")
 			}
-			n, err := gen.WriteTune(r, dir, labels...)
+			if o.Top < 0 {
+				return usagef("-top: want 0 or more (got %d)", o.Top)
+			}
+			n, err := gen.WriteTune(r, dir, o)
 			if err != nil {
 				return err
 			}
