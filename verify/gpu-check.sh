@@ -94,13 +94,15 @@ need_verify() {
 
 # tune_cuda_specs: the CUDA tuning candidates of build/tune as -specs
 # entries, each spec file for the target it was made for (FILE@TARGET),
-# from the manifest that lists them.
+# and the specs' own choices by their registry names (NAME@TARGET), so that
+# every candidate is timed beside the choice it would replace, in one run.
 tune_cuda_specs() {
   python3 - build/tune/manifest.json <<'PY'
 import json, sys
 cands = json.load(open(sys.argv[1]))
-print(",".join(f"build/tune/specs/{c['Variant']}.yaml@{c['Target']}"
-               for c in cands if c["Backend"] == "cuda" and not c["Current"]))
+print(",".join(f"{c['Spec']}@{c['Target']}" if c["Current"] else
+               f"build/tune/specs/{c['Variant']}.yaml@{c['Target']}"
+               for c in cands if c["Backend"] == "cuda"))
 PY
 }
 
