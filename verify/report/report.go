@@ -341,14 +341,18 @@ func Build(root, dir string) (*Report, error) {
 	// Separate tuning runs (gpu-check's tune-kernels.json, and earlier or
 	// later ones of other candidates beside it) add candidates.
 	tunes, _ := filepath.Glob(filepath.Join(dir, "tune-kernels*.json"))
+	var tuneRuns []*gpu.Report
 	for _, path := range tunes {
 		tune, err := readKernels(path)
 		if err != nil {
 			return nil, err
 		}
+		tuneRuns = append(tuneRuns, tune)
 		tuned = nil
 		for _, k := range tune.Results {
-			if strings.Contains(k.SpecPath, "tune/specs/") {
+			// The zoo's candidates are summarised against its choices
+			// (zooRivals), not listed.
+			if name, current := candidateOf(k); !current && !isZoo(byName[name]) {
 				tuned = append(tuned, k)
 			}
 		}
@@ -492,6 +496,7 @@ func Build(root, dir string) (*Report, error) {
 		return nil, err
 	}
 	r.Zoo = zooSection(root, specs, byName, zoo, e2e)
+	r.Zoo.Rivals = zooRivals(byName, tuneRuns)
 	sortRows(r.Level2.Rows, true)
 	r.Level2.Summary = level2Summary(r.Level2.Rows)
 	r.Level2.Best = level2Best(r.Level2.Rows)

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -1191,5 +1192,48 @@ func TestRegressionRowsNotCounted(t *testing.T) {
 		if row.Regression {
 			t.Errorf("best rows hold regression spec %s", row.Spec)
 		}
+	}
+}
+
+// TestZooRivals: a tuning run over the zoo (make tune UNDER=specs/zoo/
+// TOP=n, gpu-check's tune stage) sets each target's choice (the spec's
+// registry item) against the candidates timed beside it; failed ones, and
+// ones over the tuning error bound, are no rivals.
+func TestZooRivals(t *testing.T) {
+	dir := fixtureCopy(t, "e2e.json", "commit", "kernels.json")
+	item := func(spec, path, target, disposition string, relL2, ms float64) string {
+		return fmt.Sprintf(`{"spec": %q, "spec_path": %q, "backend": "cuda", "target": %q, "disposition": %q, "rel_l2": %g,
+			"time_ms": {"mean": %g, "median": %g, "runs": 100}, "flops": 1, "min_bytes": 1, "grid": [1, 1, 1], "threads": 128}`,
+			spec, path, target, disposition, relL2, ms, ms)
+	}
+	cand := func(label, target, disposition string, relL2, ms float64) string {
+		return item("rp_z_"+target+"_"+label, "build/tune/specs/rp_z_"+target+"_"+label+".yaml", target, disposition, relL2, ms)
+	}
+	writeFileT(t, filepath.Join(dir, "tune-kernels-zoo.json"), []byte(`{"gpu": "Fixture GPU X100", "date": "2030-01-04T00:00:00Z", "timed": true, "items": [`+
+		strings.Join([]string{
+			// sm80: the choice 1.0 ms, its fastest passing rival 0.9: within.
+			item("rp_z", "specs/zoo/rp_z.yaml", "sm80", "passed", 1e-7, 1.0),
+			cand("t3", "sm80", "passed", 1e-7, 0.9),
+			cand("t4", "sm80", "incorrect", 1e-3, 0.1),
+			// sm90: the choice 1.0 ms, a rival 0.7 (1.43x), one faster but
+			// over the error bound, one slower.
+			item("rp_z", "specs/zoo/rp_z.yaml", "sm90", "passed", 1e-7, 1.0),
+			cand("t3", "sm90", "passed", 1e-7, 0.7),
+			cand("t5", "sm90", "passed", 8e-6, 0.5),
+			cand("t7", "sm90", "passed", 1e-7, 1.5),
+		}, ",\n")+`]}`))
+	r, err := Build(fixtureRoot, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ZooRivals{
+		{Target: "sm80", Run: "Fixture GPU X100, 2030-01-04T00:00:00Z", Shapes: 1, Within: 1, Worst: "rp_z 1.11x (rp_z_sm80_t3)"},
+		{Target: "sm90", Run: "Fixture GPU X100, 2030-01-04T00:00:00Z", Shapes: 1, Within: 0, Worst: "rp_z 1.43x (rp_z_sm90_t3)"},
+	}
+	if !reflect.DeepEqual(r.Zoo.Rivals, want) {
+		t.Errorf("rivals %+v, want %+v", r.Zoo.Rivals, want)
+	}
+	if md := Markdown(r); !strings.Contains(md, "- sm90 CUDA choices against the candidates timed beside them (kernel-only, Fixture GPU X100, 2030-01-04T00:00:00Z; `make tune UNDER=specs/zoo/ TOP=n`): within 1.25x of the fastest on **0 of 1** shapes; furthest: rp_z 1.43x (rp_z_sm90_t3).\n") {
+		t.Error("REPORT.md lacks the sm90 rivals line")
 	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,8 @@ import (
 
 	"convtgen/gen"
 	"convtgen/gen/geom"
+	"convtgen/gen/plan"
+	"convtgen/verify/gpu"
 )
 
 // ZooFolder holds the zoo's specs: realistic shapes generated with the
@@ -32,6 +35,7 @@ type Zoo struct {
 	Best    []Row        `json:"best"` // the faster passed backend per shape and target
 	Summary []ZooSummary `json:"summary"`
 	Missing []string     `json:"not_measured,omitempty"` // "<spec> <target>" with no passed file
+	Rivals  []ZooRivals  `json:"rivals,omitempty"`       // the CUDA choices against their timed rivals
 }
 
 // ZooSummary tallies one target's shapes by their faster backend.
@@ -47,6 +51,92 @@ type ZooSummary struct {
 }
 
 func isZoo(l gen.Loaded) bool { return strings.HasPrefix(l.Path, ZooFolder) }
+
+// RivalBound is how much slower than its fastest timed rival a zoo
+// choice may be and still count as well chosen (the chooser's issue asks
+// it of 90% of the zoo).
+const RivalBound = 1.25
+
+// ZooRivals is one target's zoo choices against the candidates timed
+// beside them in a tuning run (`make tune UNDER=specs/zoo/ TOP=n`, then
+// gpu-check's tune stage: kernel-only times).
+type ZooRivals struct {
+	Target string `json:"target"`
+	Run    string `json:"run"`    // the tuning run's GPU and date
+	Shapes int    `json:"shapes"` // shapes whose choice and a rival passed in that run
+	Within int    `json:"within"` // of those, the choice within RivalBound of the fastest
+	Worst  string `json:"worst,omitempty"`
+}
+
+// candidateOf is the spec a kernel verifier item times: a tuning
+// candidate's (an item of build/tune's spec files, named
+// <spec>_<target>_t<i>), else the item's own (current: a registered spec).
+func candidateOf(k gpu.Result) (spec string, current bool) {
+	if !strings.Contains(k.SpecPath, "tune/specs/") {
+		return k.Spec, true
+	}
+	label := k.Spec[strings.LastIndex(k.Spec, "_")+1:]
+	return strings.TrimSuffix(k.Spec, "_"+k.Target+"_"+label), false
+}
+
+// zooRivals compares, in each tuning run, every zoo spec's own CUDA choice
+// (its registry item) with its candidates (items of build/tune's spec files,
+// named <spec>_<target>_t<i>) that passed within the tuning error bound.
+func zooRivals(byName map[string]gen.Loaded, runs []*gpu.Report) []ZooRivals {
+	var out []ZooRivals
+	for _, run := range runs {
+		type key struct{ spec, target string }
+		own, best := map[key]float64{}, map[key]float64{}
+		bestName, rivals := map[key]string{}, map[key]int{}
+		for _, k := range run.Results {
+			if k.Disposition != gpu.Passed || k.Time == nil || k.Time.MeanMS <= 0 || k.RelL2 == nil || !(float64(*k.RelL2) <= gen.TuneMaxRelL2) {
+				continue
+			}
+			name, current := candidateOf(k)
+			if l, ok := byName[name]; !ok || !isZoo(l) {
+				continue
+			}
+			at := key{name, k.Target}
+			if current {
+				own[at] = k.Time.MeanMS
+			} else {
+				rivals[at]++
+			}
+			if b, ok := best[at]; !ok || k.Time.MeanMS < b {
+				best[at], bestName[at] = k.Time.MeanMS, k.Spec
+			}
+		}
+		byTarget := map[string]*ZooRivals{}
+		for _, t := range plan.Targets {
+			byTarget[t.Name] = &ZooRivals{Target: t.Name, Run: run.GPU + ", " + run.Date}
+		}
+		keys := slices.Collect(maps.Keys(own))
+		slices.SortFunc(keys, func(a, b key) int { return strings.Compare(a.spec+" "+a.target, b.spec+" "+b.target) })
+		worst := map[string]float64{}
+		for _, at := range keys {
+			ms := own[at]
+			z := byTarget[at.target]
+			if z == nil || rivals[at] == 0 {
+				continue
+			}
+			z.Shapes++
+			ratio := ms / best[at]
+			if ratio <= RivalBound {
+				z.Within++
+			}
+			if ratio > worst[at.target] {
+				worst[at.target] = ratio
+				z.Worst = fmt.Sprintf("%s %.2fx (%s)", at.spec, ratio, bestName[at])
+			}
+		}
+		for _, t := range plan.Targets {
+			if z := byTarget[t.Name]; z.Shapes > 0 {
+				out = append(out, *z)
+			}
+		}
+	}
+	return out
+}
 
 // defaultRate is the TF32 rate cuDNN's default reached on row's shape, in
 // FLOP/s (0 without its time).
@@ -180,6 +270,10 @@ func zooMarkdown(b *strings.Builder, r *Report) {
 	p("dense TF32 rate: below a third of it, the gate asks for at least the default's speed; above, an exact kernel\n")
 	p("(three products to its one) is asked to beat strict fp32 only.\n\n")
 	p("![speedup over cuDNN's default against problem size](%s)\n\n", ZooPlotFile)
+	for _, rv := range z.Rivals {
+		p("- %s CUDA choices against the candidates timed beside them (kernel-only, %s; `make tune UNDER=%s TOP=n`): within %gx of the fastest on **%d of %d** shapes; furthest: %s.\n",
+			rv.Target, rv.Run, ZooFolder, RivalBound, rv.Within, rv.Shapes, rv.Worst)
+	}
 	for _, s := range z.Summary {
 		p("- %s: %d of %d shapes measured; at least strict fp32's speed on **%d of %d**; where cuDNN's default runs under a third of the TF32 rate (%d shapes) at least its speed on **%d**; geometric mean over the default **%.2fx**; faster backend: %s.\n",
 			s.Target, s.Measured, s.Shapes, s.BeatStrict, s.Measured, s.SlowDefault, s.BeatDefault, s.GeoMean, backendCounts(s.Backends))
