@@ -5,11 +5,12 @@
 //
 // For each output pair y0 = sum_k sum_j d_k[j] g_k[j], y1 = sum_k sum_j
 // d_k[j+1] g_k[j] (k over channels and (d, h) taps) it computes
-//   - direct: every product by the 3xTF32 split, summed in fp32;
+//   - direct: every product by the 3xTF32 split, summed as the tensor
+//     cores sum (tcDot);
 //   - Winograd F(2, r) at the given points (Toom-Cook, exact rational
 //     transforms scaled so the input transform is integral): inputs and
-//     weights transformed in fp32, the r+1 products by 3xTF32 summed in
-//     fp32, the outputs recombined in fp32;
+//     weights transformed in fp32, the r+1 products' sums by tcDot, the
+//     outputs recombined in fp32;
 //
 // against a float64 sum, and prints the relative L2 error of each. The
 // kernels' F(2, 3) (points 0, 1, -1, infinity) is the calibration: on
@@ -146,17 +147,6 @@ func tf32(x float32) float32 {
 	return math.Float32frombits((math.Float32bits(x) + 0x1000) & 0xffffe000)
 }
 
-// mul3 is a*b as the kernels' 3xTF32 computes it: a's low part is the
-// exact remainder, truncated to TF32 by the tensor core; b's parts are
-// rounded; lo*hi + hi*lo + hi*hi, each product exact, summed in fp32.
-func mul3(a, b float32) float32 {
-	ah := tf32(a)
-	al := math.Float32frombits(math.Float32bits(a-ah) & 0xffffe000)
-	bh := tf32(b)
-	bl := tf32(b - bh)
-	return al*bh + ah*bl + ah*bh
-}
-
 // mmaAdd is acc + sum of terms as a tensor core adds one m16n8k8
 // product's column of eight exact TF32 products into its accumulator
 // (Fasi et al., "Numerical behavior of NVIDIA tensor cores", 2021): the
@@ -225,7 +215,6 @@ func dot32(c []float64, v []float32) float32 {
 }
 
 type scheme struct {
-	name string
 	r    int
 	span int // reduction terms a tensor-core sum covers (of one product)
 	// parts: the W taps split into consecutive runs, each by its own
@@ -315,14 +304,14 @@ func main() {
 		// Spans as the specs have them: #61 16 steps of 32 (one sum for its
 		// 432 terms), #68 4 steps of 32 (128 terms of one (d, h, w) tap
 		// order, 5 x that in (k, tap) pairs here).
-		{"#61 direct (r 3)", 48 * 9, scheme{"direct", 3, 512, []*transforms{nil}, []int{3}}},
-		{"#61 F(2,3) as built", 48 * 9, scheme{"F(2,3)", 3, 512, []*transforms{&f23}, []int{3}}},
-		{"#68 direct (r 5), as built", 32 * 15, scheme{"direct", 5, 128, []*transforms{nil}, []int{5}}},
-		{"#68 F(2,3) + F(2,2): 7 products for 10", 32 * 15, scheme{"split", 5, 512, []*transforms{&f23, &f22}, []int{3, 2}}},
-		{"#68 F(2,5) at 0, ±1, ±2, inf: 6 for 10", 32 * 15, scheme{"F(2,5)a", 5, 512, []*transforms{&f25a}, []int{5}}},
-		{"#68 F(2,5) at 0, ±1, ±1/2, inf: 6 for 10", 32 * 15, scheme{"F(2,5)b", 5, 512, []*transforms{&f25b}, []int{5}}},
-		{"#68 F(2,3) + F(2,2), sums of 128 terms", 32 * 15, scheme{"split", 5, 128, []*transforms{&f23, &f22}, []int{3, 2}}},
-		{"#68 F(2,5) at 0, ±1, ±2, inf, sums of 128", 32 * 15, scheme{"F(2,5)a", 5, 128, []*transforms{&f25a}, []int{5}}},
+		{"#61 direct (r 3)", 48 * 9, scheme{3, 512, []*transforms{nil}, []int{3}}},
+		{"#61 F(2,3) as built", 48 * 9, scheme{3, 512, []*transforms{&f23}, []int{3}}},
+		{"#68 direct (r 5), as built", 32 * 15, scheme{5, 128, []*transforms{nil}, []int{5}}},
+		{"#68 F(2,3) + F(2,2): 7 products for 10", 32 * 15, scheme{5, 512, []*transforms{&f23, &f22}, []int{3, 2}}},
+		{"#68 F(2,5) at 0, ±1, ±2, inf: 6 for 10", 32 * 15, scheme{5, 512, []*transforms{&f25a}, []int{5}}},
+		{"#68 F(2,5) at 0, ±1, ±1/2, inf: 6 for 10", 32 * 15, scheme{5, 512, []*transforms{&f25b}, []int{5}}},
+		{"#68 F(2,3) + F(2,2), sums of 128 terms", 32 * 15, scheme{5, 128, []*transforms{&f23, &f22}, []int{3, 2}}},
+		{"#68 F(2,5) at 0, ±1, ±2, inf, sums of 128", 32 * 15, scheme{5, 128, []*transforms{&f25a}, []int{5}}},
 	} {
 		fmt.Printf("%-44s rel L2 %.2e\n", c.label, relL2(c.s, c.K, pairs, rng))
 	}
