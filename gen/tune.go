@@ -61,6 +61,13 @@ func variantName(p *plan.Plan, label string) string {
 	return p.Spec.Name + "_" + p.Target.Name + "_" + label
 }
 
+// VariantSpec is the spec a candidate's variant name (variantName) of the
+// given target was made from.
+func VariantSpec(variant, target string) string {
+	label := variant[strings.LastIndex(variant, "_")+1:]
+	return strings.TrimSuffix(variant, "_"+target+"_"+label)
+}
+
 // TritonCandidates is the Triton half of Candidates for one target's plan.
 func TritonCandidates(path string, own *plan.Plan) []Candidate {
 	tg := own.Target.Name

@@ -975,6 +975,9 @@ func TestTuneWriteTuneTop(t *testing.T) {
 		if c.SpecPath != zoo {
 			t.Fatalf("%s listed: not under specs/zoo/", c.SpecPath)
 		}
+		if !c.Current && VariantSpec(c.Variant, c.Target) != c.Spec {
+			t.Errorf("%s: VariantSpec %q, want %q", c.Variant, VariantSpec(c.Variant, c.Target), c.Spec)
+		}
 		key := c.Backend + " " + c.Target
 		if ranked := top[key]; len(ranked) != 3 || !ranked[c.Choice()] {
 			t.Errorf("%s %s: %s is not among the chooser's three cheapest %v", c.Variant, key, c.Choice(), ranked)

@@ -121,18 +121,14 @@ func cudaOpen(c spec.CUDA, conv geom.Conv) []spec.Family {
 func withBulkTwins(cands []spec.Family) []spec.Family {
 	var out []spec.Family
 	for _, f := range cands {
-		out = append(out, f)
-		if w, ok := f.(spec.WGMMA); ok && !w.BulkWeights {
-			w.BulkWeights = true
-			out = append(out, w)
-		}
+		out = append(append(out, f), BulkTwins([]spec.Family{f})...)
 	}
 	return dedupe(out)
 }
 
 // BulkTwins is, for each wgmma tile of fs whose weight stages are filled
 // by cp.async copies, the same tile filled by bulk copies: what
-// withBulkTwins adds, for tuning to list (and time) after its space.
+// withBulkTwins adds after each, and tuning lists after its space.
 func BulkTwins(fs []spec.Family) []spec.Family {
 	var out []spec.Family
 	for _, f := range fs {

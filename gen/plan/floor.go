@@ -43,14 +43,9 @@ func (p *Plan) FloorMS(precision string) float64 {
 }
 
 // FloorMSOn is FloorMS on the GPU of the given ceilings for the file of a
-// backend: a CUDA file for a target without wgmma computes 3xTF32 by
-// mma.sync, so its floor is at mma.sync's rate (a Triton file compiles for
-// the GPU it runs on).
+// backend, at the rates that file can reach (Target.Ceilings).
 func (p *Plan) FloorMSOn(g geom.Ceilings, backend, precision string) float64 {
-	if backend == "cuda" && !p.Target.WGMMA {
-		g = g.MMASync()
-	}
-	return p.floorMS(g, precision)
+	return p.floorMS(p.Target.Ceilings(g, backend), precision)
 }
 
 func (p *Plan) floorMS(g geom.Ceilings, precision string) float64 {

@@ -1,6 +1,10 @@
 package plan
 
-import "fmt"
+import (
+	"fmt"
+
+	"convtgen/gen/geom"
+)
 
 // Target is a GPU a submission is generated for: its compute capability,
 // how nvcc builds for it, and the limits a plan must respect there. Every
@@ -57,3 +61,13 @@ func (t Target) Exact() bool { return t.WGMMA }
 
 // CC is the compute capability as text: "8.0".
 func (t Target) CC() string { return fmt.Sprintf("%d.%d", t.Major, t.Minor) }
+
+// Ceilings are g's as a file of backend for t can reach them: a CUDA file
+// for a target without wgmma computes 3xTF32 by mma.sync, at its rate (a
+// Triton file compiles for the GPU it runs on).
+func (t Target) Ceilings(g geom.Ceilings, backend string) geom.Ceilings {
+	if backend == "cuda" && !t.WGMMA {
+		return g.MMASync()
+	}
+	return g
+}

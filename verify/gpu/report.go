@@ -157,8 +157,8 @@ func (r *Result) SetTiming(t Timing) {
 	if t.MedianMS > 0 {
 		r.GFLOPS = r.FLOPs / (t.MedianMS * 1e-3) / 1e9
 		ceilings := geom.H200
-		if t, err := plan.TargetNamed(r.Target); err == nil && !t.WGMMA {
-			ceilings = ceilings.MMASync() // a CUDA file of a target without wgmma: mma.sync's rate
+		if t, err := plan.TargetNamed(r.Target); err == nil {
+			ceilings = t.Ceilings(ceilings, r.Backend)
 		}
 		r.FloorMS = ceilings.FloorMS(r.FLOPs, r.MinBytes, r.Precision)
 		r.FloorFrac = r.FloorMS / t.MedianMS

@@ -75,8 +75,7 @@ func candidateOf(k gpu.Result) (spec string, current bool) {
 	if !strings.Contains(k.SpecPath, "tune/specs/") {
 		return k.Spec, true
 	}
-	label := k.Spec[strings.LastIndex(k.Spec, "_")+1:]
-	return strings.TrimSuffix(k.Spec, "_"+k.Target+"_"+label), false
+	return gen.VariantSpec(k.Spec, k.Target), false
 }
 
 // zooRivals compares, in each tuning run, every zoo spec's own CUDA choice
