@@ -28,7 +28,7 @@ var RandomBackends = []string{"cuda", "triton"}
 // fp32 ones use the direct kernel (half of those with W unsplit, tile.tw),
 // a quarter of the 3xtf32 ones the wgmma tile (half of those with
 // kw_in_n; half with explicit stages, parked sums or long spans; half
-// with two warpgroups a block; a third with Winograd's F(2,3) along W);
+// with two warpgroups a block; a third with Winograd's F(2, r) along W);
 // a sixth have one input position along their leading axes.
 // The choices drawn from sources of their own are seeded by key (the name,
 // or the name and the attempt when a draw of that name was refused).
@@ -112,12 +112,15 @@ func RandomSpec(r *rand.Rand, name, key string) string {
 		}
 		// Half with the weight stages filled by bulk copies on sm_90a.
 		t.BulkWeights = nameCoin(key, "bulk_weights")
-		// A third with Winograd's F(2,3) along W: W redrawn as kernel_w 3
-		// at stride_w = dilation_w, one slab (two, below, only with parked
-		// sums), no W taps as columns and no staged input.
+		// A third with Winograd's F(2, r) along W: W redrawn as a
+		// kernel_w it has a form for at stride_w = dilation_w, one slab
+		// (two, below, only with parked sums), no W taps as columns and
+		// no staged input.
 		if wr := nameRand(key, "winograd"); wr.Intn(3) == 0 {
-			c.Kernel[2], c.Dilation[2], c.OutputPadding[2] = 3, c.Stride[2], wr.Intn(c.Stride[2])
-			c.Padding[2] = wr.Intn((c.In[2]-1)*c.Stride[2]+2*c.Dilation[2]+c.OutputPadding[2]+1) / 2
+			taps := plan.WinogradTaps()
+			c.Kernel[2], c.Dilation[2] = taps[wr.Intn(len(taps))], c.Stride[2]
+			c.OutputPadding[2] = wr.Intn(c.Stride[2])
+			c.Padding[2] = wr.Intn((c.In[2]-1)*c.Stride[2]+(c.Kernel[2]-1)*c.Dilation[2]+c.OutputPadding[2]+1) / 2
 			t.Winograd, t.Slabs, t.KWInN, t.CpAsync = true, 1, false, false
 		}
 		// Half with 2 to 4 stages, half of those with the running sums
@@ -133,6 +136,10 @@ func RandomSpec(r *rand.Rand, name, key string) string {
 		// fit only parked, in one warpgroup at one block an SM.
 		if t.Winograd && nameCoin(key, "winograd_slabs") {
 			t.Slabs, t.ParkSums, t.Warpgroups, t.MinBlocks = 2, true, 0, 1
+		}
+		// Sums as long as the form's error allows.
+		if most, ok := plan.WinogradMaxSpan[c.Kernel[2]]; t.Winograd && ok {
+			t.Span = min(t.Span, most)
 		}
 		k.CUDA.Family = t
 	}

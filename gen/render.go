@@ -226,9 +226,12 @@ type WGMMABlocks struct {
 	// EarlyA: a step's inputs load while the step before's products run
 	// (wgmma, where registers allow); LateA: after them. Neither: staged.
 	EarlyA, LateA bool
-	Slots         int // re-laid positions a re-layout unit writes: 4 a Winograd pair, else 1
+	Slots         int // re-laid positions a re-layout unit writes: a Winograd pair's products, else 1
 	ReadPos       int // input positions a re-layout block reads
-	MinBlocks     int // the launch bounds' blocks an SM: the tile's on sm_90a, 1 for mma.sync
+	// Winograd's transforms as C initialisers, a row a product (In,
+	// Weight) and a row an output (Out): plan.Winograd's.
+	WinogradIn, WinogradWeight, WinogradOut []string
+	MinBlocks                               int // the launch bounds' blocks an SM: the tile's on sm_90a, 1 for mma.sync
 	// TapRows: the tap table's entries, a few to a line.
 	TapRows [][]WGMMATap
 }
@@ -246,8 +249,10 @@ func newWGMMABlocks(p *plan.Plan) *WGMMABlocks {
 	b.Acc = t.Winograd || !b.OneSpan && !b.Park
 	b.EarlyA = b.Hopper && w.EarlyA && !b.StageA
 	b.LateA = !b.StageA && !b.EarlyA
-	if t.Winograd {
-		b.Slots, b.ReadPos = 4, 2*w.RelayoutPos+2
+	if wino := w.Winograd; wino != nil {
+		b.Slots, b.ReadPos = wino.Products(), wino.ReadPos(w.RelayoutPos)
+		b.WinogradIn, b.WinogradWeight = cFloatRows(wino.In), cFloatRows(wino.Weight)
+		b.WinogradOut = cFloatRows(wino.Out[:])
 	}
 	if b.Hopper {
 		b.MinBlocks = t.MinBlocks
@@ -492,4 +497,17 @@ func newWeightRead(bn int) WeightRead {
 		return WeightRead{"float2", []string{".x", ".y"}}
 	}
 	return WeightRead{"float", []string{""}}
+}
+
+// cFloatRows writes each row as a C initialiser of float literals.
+func cFloatRows(rows [][]float64) []string {
+	var out []string
+	for _, row := range rows {
+		var s []string
+		for _, v := range row {
+			s = append(s, cFloat(v))
+		}
+		out = append(out, "{"+strings.Join(s, ", ")+"}")
+	}
+	return out
 }

@@ -66,12 +66,14 @@ func WithCpAsync(f spec.Family) spec.Family {
 // of 12 and 16 steps at four blocks an SM, where the registers the sums
 // leave free let the inputs load during the products, and the same sums
 // in blocks of two warpgroups sharing the weight stages; then Winograd's
-// F(2,3) along W (where the W taps allow it) with parked sums at four
+// F(2, kernel_w) along W (where the W taps allow it) with parked sums at four
 // blocks an SM, running sums in registers at two, parked sums in blocks of
 // two warpgroups, the first with the weights by bulk copies, and the
 // first two with the inputs loaded during the products whatever the
-// register estimate says; last, Winograd with two slabs and parked sums
-// at one block an SM (as mma.sync, a warp's weight loads serve 32 rows).
+// register estimate says; then Winograd with two slabs and parked sums
+// at one block an SM (as mma.sync, a warp's weight loads serve 32 rows);
+// last, the Winograd tiles again with sums of 4 steps, the longest F(2,5)
+// allows (plan.WinogradMaxSpan).
 func WGMMAKernels() []spec.Family {
 	var out []spec.Family
 	for _, t := range []spec.WGMMA{{}, {Slabs: 1}, {Span: 2}, {Span: 8}, {KWInN: true}, {KWInN: true, Slabs: 1},
@@ -90,7 +92,9 @@ func WGMMAKernels() []spec.Family {
 		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, BulkWeights: true},
 		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, EarlyInputs: true},
 		{Winograd: true, Slabs: 1, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 4, BulkWeights: true, EarlyInputs: true},
-		{Winograd: true, Slabs: 2, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 1}} {
+		{Winograd: true, Slabs: 2, ParkSums: true, Span: 16, Stages: 2, MinBlocks: 1},
+		{Winograd: true, Slabs: 1, Stages: 3, MinBlocks: 2}, {Winograd: true, Slabs: 1, ParkSums: true, Stages: 2, MinBlocks: 4},
+		{Winograd: true, Slabs: 2, ParkSums: true, Stages: 3, MinBlocks: 1}} {
 		out = append(out, t)
 	}
 	return out

@@ -497,9 +497,19 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 			return nil, spec.Errors{s.Errorf(p.field("kw_in_n"), "true",
 				"would waste %d of a block's %d rows on the kernel's reach along W ((stride_w-1 + dilation_w x (kernel_w-1)) / stride_w input positions): at most half", reach, p.Tile.BM())}
 		}
-		if k, st, dil := c.Kernel[2], c.Stride[2], c.Dilation[2]; p.Tile.WGMMA.Winograd && (k != 3 || st != dil) {
-			return nil, spec.Errors{s.Errorf(p.field("winograd"), "true",
-				"computes F(2,3) along W, which needs kernel_w 3 and stride_w = dilation_w, so that each W phase's taps read three consecutive inputs (kernel_w %d, stride_w %d, dilation_w %d)", k, st, dil)}
+		if k, st, dil := c.Kernel[2], c.Stride[2], c.Dilation[2]; p.Tile.WGMMA.Winograd {
+			var errs spec.Errors
+			if _, ok := NewWinograd(k); !ok || st != dil {
+				errs = append(errs, s.Errorf(p.field("winograd"), "true",
+					"computes F(2, kernel_w) along W, which needs kernel_w %s and stride_w = dilation_w, so that each W phase's taps read consecutive inputs (kernel_w %d, stride_w %d, dilation_w %d)", winogradTapsText(), k, st, dil))
+			}
+			if most, ok := WinogradMaxSpan[k]; ok && p.Tile.WGMMA.Span > most {
+				errs = append(errs, s.Errorf(p.field("span"), strconv.Itoa(p.Tile.WGMMA.Span),
+					"with Winograd's F(2,%d) keeps a tensor-core sum within %d steps (%d terms), where its larger transforms stay under the 1e-5 error gate", k, most, most*StepK))
+			}
+			if len(errs) > 0 {
+				return nil, errs
+			}
 		}
 		p.planPhases()
 		if err := p.checkTables(wgmmaPhaseBytes); err != nil {

@@ -33,47 +33,46 @@ import (
 // adjacent (one 16-byte load a product's B fragments).
 //
 // With Tile.Winograd a GEMM row is a pair of neighbouring outputs of its
-// phase along W (its W taps read three consecutive inputs, kernel_w 3 at
-// stride_w = dilation_w), computed by Winograd's F(2,3): from the pair's
-// four inputs d0..d3 along W (from the taps' lowest W offset on) and the
-// weights g0..g2 of the taps that read d0..d2 (kw 2, 1, 0),
-//
-//	m0 = (d0 - d2) g0, m1 = (d1 + d2)(g0 + g1 + g2)/2,
-//	m2 = (d2 - d1)(g0 - g1 + g2)/2, m3 = (d3 - d1) g2,
-//	y0 = m0 + m1 + m2, y1 = m1 - m2 + m3:
-//
-// four products over the (d, h) taps and channels where the direct pair
-// takes six. A phase's steps are four equal runs, one per product, each
-// of its own tensor-core spans, whose sums go to both outputs' running
-// sums; the image holds the transformed weights. The re-laid input holds
-// the transformed inputs: along W, per pair, the four products' inputs
-// (d0 - d2, d1 + d2, d2 - d1, d3 - d1), CinP channels each, so that a
-// step loads one position a row as the direct GEMM does (computing them
-// in the GEMM from two loads a row makes it feed-bound).
+// phase along W (its W taps read kernel_w consecutive inputs: stride_w =
+// dilation_w), computed by Winograd's F(2, kernel_w) (the Winograd type:
+// for kernel_w 3, from the pair's four inputs d0..d3 and the weights g0..g2
+// of the taps that read d0..d2 (kw 2, 1, 0), m0 = (d0 - d2) g0,
+// m1 = (d1 + d2)(g0 + g1 + g2)/2, m2 = (d2 - d1)(g0 - g1 + g2)/2,
+// m3 = (d3 - d1) g2, y0 = m0 + m1 + m2, y1 = m1 - m2 + m3): kernel_w + 1
+// products over the (d, h) taps and channels where the direct pair takes
+// 2 kernel_w. A phase's steps are kernel_w + 1 equal runs, one per product,
+// each of its own tensor-core spans, whose sums go to both outputs'
+// running sums; the image holds the transformed weights. The re-laid input
+// holds the transformed inputs: along W, per pair, the products' inputs,
+// CinP channels each, so that a step loads one position a row as the
+// direct GEMM does (computing them in the GEMM from several loads a row
+// makes it feed-bound).
 type WGMMA struct {
 	CinP int    // input channels per group in the re-laid input, a multiple of 8
 	Lo   [3]int // border before the input per dimension
 	// X is the re-laid input's extent per dimension; with Winograd X[2]
-	// is 4 x Pairs (a pair's four products' inputs), and d0 of pair p is
+	// is Products x Pairs (a pair's products' inputs), and d0 of pair p is
 	// input 2p + PairIn0 along W (zero outside the input).
 	X              [3]int
 	XLen           int // re-laid input elements
 	Pairs, PairIn0 int // with Winograd: pairs along W of every phase with taps
-	RelayoutStage  int // floats of the re-layout's shared memory, (positions it reads) x (CinP+1)
+	// Winograd: the F(2, kernel_w) of a Winograd tile, else nil.
+	Winograd      *Winograd
+	RelayoutStage int // floats of the re-layout's shared memory, (positions it reads) x (CinP+1)
 	// The input re-layout: a block of RelayoutBlockThreads writes
 	// RelayoutPos consecutive positions of one (batch, group, X[0], X[1])
 	// bordered row, all CinP channels of each: one contiguous run of
 	// RelayoutPos*CinP floats of the re-laid input. A row is
 	// RelayoutChunks such runs (the last one shorter where they do not
 	// divide X[2]), RelayoutBlocks blocks in all. With Winograd a block
-	// writes RelayoutPos pairs (4 positions each) from the
-	// 2*RelayoutPos+2 inputs they read.
+	// writes RelayoutPos pairs (Products positions each) from the
+	// 2*RelayoutPos + kernel_w - 1 inputs they read.
 	RelayoutPos, RelayoutChunks, RelayoutBlocks int
 	// Per phase (in Plan.Phases order): its GEMM taps (all its taps, or
 	// with KWInN or Winograd its (d, h) taps), its StepK-deep steps over
 	// GemmTaps * CinP (the last one padded with zeros; none for a phase
-	// without taps, whose outputs are the bias; four times as many with
-	// Winograd) and the first of them in the weight image; TotalSteps over
+	// without taps, whose outputs are the bias; Products times as many
+	// with Winograd) and the first of them in the weight image; TotalSteps over
 	// all phases. Its GEMM rows run along lines of Line positions: its
 	// outputs along W, or with KWInN (a phase per (d, h) residue) the
 	// input positions that anchor outputs, WSpan more, or with Winograd
@@ -255,25 +254,27 @@ func (p *Plan) planWGMMA() {
 	}
 	if t.WGMMA.Winograd {
 		// Every phase with taps has the one W residue that has taps, so
-		// the same pairs and the same lowest W offset (one pair of zeros
-		// where no phase has taps).
+		// the same pairs and the same lowest W offset, its last kw's (one
+		// pair of zeros where no phase has taps).
+		wino, _ := NewWinograd(c.Kernel[2])
+		w.Winograd = &wino
 		w.Pairs = 1
 		for _, ph := range p.Phases {
 			if ph.TapCount > 0 {
 				w.Pairs = ceilDiv(ph.Q[2], 2)
-				w.PairIn0 = p.Taps[ph.TapStart+2].Off[2]
+				w.PairIn0 = p.Taps[ph.TapStart+wino.R-1].Off[2]
 			}
 		}
-		w.X[2] = 4 * w.Pairs
+		w.X[2] = wino.Products() * w.Pairs
 	}
 	for i := range 3 {
 		w.XLen *= w.X[i]
 	}
 	// A whole row a block where it fits, else the fewest chunks that do.
-	if t.WGMMA.Winograd {
-		w.RelayoutChunks = ceilDiv(w.Pairs, max(1, (relayoutStageFloats/(w.CinP+1)-2)/2))
+	if wino := w.Winograd; wino != nil {
+		w.RelayoutChunks = ceilDiv(w.Pairs, max(1, (relayoutStageFloats/(w.CinP+1)-wino.R+1)/2))
 		w.RelayoutPos = ceilDiv(w.Pairs, w.RelayoutChunks)
-		w.RelayoutStage = (2*w.RelayoutPos + 2) * (w.CinP + 1)
+		w.RelayoutStage = wino.ReadPos(w.RelayoutPos) * (w.CinP + 1)
 	} else {
 		w.RelayoutChunks = ceilDiv(w.X[2], max(1, relayoutStageFloats/(w.CinP+1)))
 		w.RelayoutPos = ceilDiv(w.X[2], w.RelayoutChunks)
@@ -283,10 +284,10 @@ func (p *Plan) planWGMMA() {
 	w.Tiles = 1 // with no taps at all, one block that skips every phase
 	w.OutRows = t.BM()
 	perTap, products := 1, 1
-	if t.WGMMA.Winograd {
+	if wino := w.Winograd; wino != nil {
 		// A phase's taps come (d, h) by (d, h), kw innermost (planPhases):
-		// three a pair, the last at the lowest W offset.
-		perTap, products = 3, 4
+		// kernel_w a pair, the last at the lowest W offset.
+		perTap, products = wino.R, wino.Products()
 	}
 	if t.WGMMA.KWInN {
 		w.WSpan = kwSpan(c)
@@ -315,7 +316,7 @@ func (p *Plan) planWGMMA() {
 			w.Tiles = max(w.Tiles, ceilDiv(w.Rows[len(w.Rows)-1], w.OutRows))
 		}
 	}
-	w.OneSpan = !t.WGMMA.Winograd // (its four products' sums add to different outputs)
+	w.OneSpan = !t.WGMMA.Winograd // (its products' sums add to different outputs)
 	for _, n := range w.Steps {
 		w.OneSpan = w.OneSpan && n <= t.WGMMA.Span
 	}

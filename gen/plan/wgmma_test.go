@@ -17,6 +17,7 @@ import (
 // columns, padding past the kernel's reach: no border before the input),
 // and #77's geometry at stride 2 (one phase of eight holds every tap).
 func TestWGMMALayout(t *testing.T) {
+	f23, _ := plan.NewWinograd(3)
 	// wgTile is a wgmma plan's options and block shape (bk is StepK).
 	type wgTile struct {
 		opts   spec.WGMMA
@@ -77,7 +78,7 @@ func TestWGMMALayout(t *testing.T) {
 		// products' inputs; tap offsets lose their W part. One slab.
 		{config{batch: 1, cin: 8, cout: 8, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 4}, s: [3]int{2, 2, 2}, p: one, d: [3]int{2, 2, 2},
 			precision: "3xtf32", tile: "{wgmma: true, winograd: true}"},
-			plan.WGMMA{EarlyA: true, CinP: 8, Lo: one, X: [3]int{4, 5, 8}, XLen: 8 * 4 * 5 * 8, Pairs: 2, PairIn0: -1, GemmTaps: []int{0, 0, 0, 0, 0, 0, 0, 9}, Steps: []int{0, 0, 0, 0, 0, 0, 0, 12}, StepStart: make([]int, 8),
+			plan.WGMMA{EarlyA: true, CinP: 8, Lo: one, X: [3]int{4, 5, 8}, XLen: 8 * 4 * 5 * 8, Pairs: 2, PairIn0: -1, Winograd: &f23, GemmTaps: []int{0, 0, 0, 0, 0, 0, 0, 9}, Steps: []int{0, 0, 0, 0, 0, 0, 0, 12}, StepStart: make([]int, 8),
 				Rows: []int{3 * 4 * 3, 3 * 4 * 2, 3 * 3 * 3, 3 * 3 * 2, 2 * 4 * 3, 2 * 4 * 2, 2 * 3 * 3, 2 * 3 * 2}, Line: []int{3, 2, 3, 2, 3, 2, 3, 2},
 				TotalSteps: 12, OutRows: 64, NTiles: 1, Fill: true, FillBlocks: 3, Tiles: 1,
 				RelayoutStage: (2*2 + 2) * 9, RelayoutPos: 2, RelayoutChunks: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 12 * 2 * 32 * 8, SumsPerThread: 4},

@@ -12,11 +12,11 @@ M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
 Along W, Winograd's F(2,3): a GEMM row is a pair of neighbouring outputs,
-computed from four products over the (d, h) taps and channels where its
-direct taps take six. A block is one warpgroup
+computed from 4 products over the (d, h) taps and channels where its
+direct taps take 6. A block is one warpgroup
 (4 warps) computing 64 pairs of each phase in turn by
 48 output channels. The input is re-laid channels last
-inside a zero border (per pair, the four products' inputs), so each thread loads its
+inside a zero border (per pair, the products' inputs), so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the tensor
 cores' shared-memory layout and staged 2 steps deep by bulk copies (TMA).
@@ -69,15 +69,30 @@ static constexpr int kParkedAt = 6144;
 static constexpr int kBarriersAt = 9216;
 static constexpr int kKW = 3, kCoT = kNP;  // a column is an output channel; kKW: a (d, h) tap's W taps
 // Winograd's F(2,3) along W: a row is a pair of neighbouring outputs. From
-// the pair's inputs d0..d3 and the weights g0..g2 of the taps that read
-// d0..d2 (kw 2, 1, 0): m0 = (d0 - d2) g0, m1 = (d1 + d2)(g0 + g1 + g2)/2,
-// m2 = (d2 - d1)(g0 - g1 + g2)/2, m3 = (d3 - d1) g2; y0 = m0 + m1 + m2 and
-// y1 = m1 - m2 + m3. A phase's steps are four runs, product by product;
-// the image holds the transformed weights, the re-laid input per pair the
-// four products' inputs d_p + sign * d_b (b 2 for p < 2, else 1; sign + for
-// p = 1), and pair p's d0 is input 2p + kPairIn0 along W.
+// the pair's inputs d_j (j < kProducts) and the weights g_k of the taps
+// that read d_k for its first output (kw kKW-1-k), product p is
+// m_p = (sum_j kWinogradIn[p][j] d_j) (sum_k kWinogradWeight[p][k] g_k) and
+// output o is sum_p kWinogradOut[o][p] m_p: kProducts products where the
+// direct pair takes 2 kKW (Toom-Cook's at 3 points and infinity; the
+// input rows are integers, exact in fp32). A phase's steps are kProducts
+// runs, product by product; the image holds the transformed weights, the
+// re-laid input per pair the products' inputs, and pair q's d_0 is input
+// 2q + kPairIn0 along W.
 static constexpr int kOuts = 2;  // outputs a row
-static constexpr int kPairIn0 = -2;
+static constexpr int kProducts = 4, kPairIn0 = -2;
+__constant__ float kWinogradIn[kProducts][kProducts] = {
+    {1.0f, 0.0f, -1.0f, 0.0f},
+    {0.0f, 1.0f, 1.0f, 0.0f},
+    {0.0f, -1.0f, 1.0f, 0.0f},
+    {0.0f, -1.0f, 0.0f, 1.0f}};
+__constant__ float kWinogradWeight[kProducts][kKW] = {
+    {1.0f, 0.0f, 0.0f},
+    {0.5f, 0.5f, 0.5f},
+    {0.5f, -0.5f, 0.5f},
+    {0.0f, 0.0f, 1.0f}};
+__constant__ float kWinogradOut[kOuts][kProducts] = {
+    {1.0f, 1.0f, 1.0f, 0.0f},
+    {0.0f, 1.0f, -1.0f, 1.0f}};
 static constexpr int kOutRows = 64;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
@@ -150,23 +165,24 @@ extern "C" __global__ void l1_61_square_input_square_kernel_repack_weight(const 
     while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
     const PhaseInfo P = kPhaseTable[ph];
     const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8, c = kcm * 4 + e % 4;
-    const int run = P.steps / 4, p = (step - P.step_start) / run;  // product p's run of the phase's steps
+    const int run = P.steps / kProducts, p = (step - P.step_start) / run;  // product p's run of the phase's steps
     const int kk = (step - P.step_start - p * run) * 32 + 8 * (c % 4) + 2 * j + c / 4;
     const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
     const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
     float v = 0.0f;
     if (tap < P.gemm_taps && ch < kCinG && kw < 1 && co < kCoutG) {
         auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
-        const float g0 = weight(2), g1 = weight(1), g2 = weight(0);
-        v = p == 0 ? g0 : p == 1 ? (g0 + g1 + g2) * 0.5f : p == 2 ? (g0 - g1 + g2) * 0.5f : g2;
+        // Product p's weight: its row of the transform over g_k = weight(kKW-1-k).
+        #pragma unroll
+        for (int k = 0; k < kKW; ++k) v += kWinogradWeight[p][k] * weight(kKW - 1 - k);
     }
     unsigned hi, lo;
     split_tf32(v, hi, lo);
     img[i] = __uint_as_float(part == 0 ? hi : lo);
 }
 
-// The input re-laid: a block writes kRelayoutPos pairs (four positions each, from the
-// 2*kRelayoutPos + 2 inputs they read) of one (batch, group, xd, xh) row, float by
+// The input re-laid: a block writes kRelayoutPos pairs (kProducts positions each, from the
+// 2*kRelayoutPos + kKW - 1 inputs they read) of one (batch, group, xd, xh) row, float by
 // float, from each channel's positions along W read (coalesced,
 // kRelayoutBatch loads at a time) into shared memory as [position][kCinP +
 // 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
@@ -215,9 +231,11 @@ extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_61_square_inpu
         const int ch = e % kCinP, slot = e / kCinP;
         float v = 0.0f;
         if (ch < kCinG) {
-            // Product p of the block's pair slot/4: d_p + sign * d_b.
-            const int p = slot % 4, a = 2 * (slot / 4) + p, b = 2 * (slot / 4) + (p < 2 ? 2 : 1);
-            v = stage[a * (kCinP + 1) + ch] + (p == 1 ? 1.0f : -1.0f) * stage[b * (kCinP + 1) + ch];
+            // Product p's input of the block's pair slot / kProducts: its
+            // row of the transform over the pair's inputs d_j.
+            const int p = slot % kProducts, d0 = 2 * (slot / kProducts);
+            #pragma unroll
+            for (int j = 0; j < kProducts; ++j) v += kWinogradIn[p][j] * stage[(d0 + j) * (kCinP + 1) + ch];
         }
         out[e] = v;
     }
@@ -343,7 +361,7 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
         const bool active = m_first < P.rows;
         const int end = kTotalSteps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
-        const int run = P.steps / 4;  // steps a product
+        const int run = P.steps / kProducts;  // steps a product
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab,
         // outputs kOuts*qw.. of their lines, outs[][] of them inside the
@@ -459,14 +477,14 @@ l1_61_square_input_square_kernel_igemm(const float* __restrict__ xr, const float
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) wgmma_wait(part[sl]);
             if (rs % kSpan == kSpan - 1 || rs == run - 1) {
-                // A span of product p ends: y0 += m0, m1, m2; y1 += m1, m3 and -= m2.
+                // A span of product p ends: each output adds its multiple of it.
+                const float c0 = kWinogradOut[0][p], c1 = kWinogradOut[1][p];
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
                     for (int e = 0; e < kND; ++e) {
-                        const float m = part[sl][e], m1 = p == 2 ? -m : m;
-                        if (p < 3) acc[sl][0][e] += m;
-                        if (p > 0) park(sl, e) += m1;
+                        acc[sl][0][e] += c0 * part[sl][e];
+                        park(sl, e) += c1 * part[sl][e];
                     }
                 }
             }

@@ -420,6 +420,18 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 1, 3}, Stride: [3]int{2, 1, 3},
 			Padding: [3]int{1, 0, 4}, OutputPadding: [3]int{1, 0, 2}, Dilation: [3]int{1, 1, 3}, Groups: 1, Bias: true},
 			spec.WGMMA{Winograd: true, ParkSums: true}},
+		// F(2,5): kernel_w 5 at stride 1 with groups and channels no
+		// multiple of 8, parked sums; at stride_w = dilation_w = 2 with
+		// output padding and a W border; a re-layout row in chunks.
+		{geom.Conv{Batch: 2, InChannels: 10, OutChannels: 14, In: [3]int{2, 2, 9}, Kernel: [3]int{2, 1, 5}, Stride: [3]int{1, 1, 1},
+			Padding: [3]int{1, 0, 2}, Dilation: [3]int{1, 1, 1}, Groups: 2, Bias: true},
+			spec.WGMMA{Winograd: true, ParkSums: true, Span: 2}},
+		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 2, 6}, Kernel: [3]int{1, 2, 5}, Stride: [3]int{2, 1, 2},
+			Padding: [3]int{0, 0, 3}, OutputPadding: [3]int{1, 0, 1}, Dilation: [3]int{1, 1, 2}, Groups: 1, Bias: true},
+			spec.WGMMA{Winograd: true, Span: 1}},
+		{geom.Conv{Batch: 1, InChannels: 40, OutChannels: 8, In: [3]int{1, 1, 300}, Kernel: [3]int{1, 2, 5}, Stride: [3]int{1, 1, 1},
+			Dilation: [3]int{1, 1, 1}, Groups: 1},
+			spec.WGMMA{Winograd: true, Warpgroups: 2, Span: 4}},
 		// No tap reaches any output (the only H residue with one, 2, is
 		// past the output's 2 rows): every output the bias, an empty
 		// weight image, a repack of one idle block.
