@@ -76,7 +76,7 @@ type MMA struct {
 // warpgroup; Warpgroups: per block, sharing the weight stages; Span:
 // 32-deep steps per tensor-core sum; Stages: steps of the weight image in
 // shared memory. KWInN makes the kernel's W taps GEMM columns; Winograd
-// computes pairs of outputs along W by F(2,3) (the two are options of
+// computes pairs of outputs along W by F(2, kernel_w) (the two are options of
 // this family only). ParkSums keeps the fp32 running sums in shared
 // memory between spans; BulkWeights fills the weight stages by bulk
 // copies on sm_90a; EarlyInputs loads a step's inputs during the products

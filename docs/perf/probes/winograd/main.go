@@ -22,124 +22,25 @@ package main
 import (
 	"fmt"
 	"math"
-	"math/big"
 	"math/rand"
+
+	"convtgen/gen/plan"
 )
 
-// point is an interpolation point: a rational, or infinity.
-type point struct {
-	v   *big.Rat
-	inf bool
-}
-
-func pt(num, den int64) point { return point{v: big.NewRat(num, den)} }
-
-var inf = point{inf: true}
-
-// transforms is F(m, r) as y = At [(G g) . (Bt d)], Bt integral.
+// transforms is F(2, r) as y = At [(G g) . (Bt d)], Bt integral: the
+// product's own construction (plan.WinogradAt) in the probe's names.
 type transforms struct {
 	At, G, Bt [][]float64
 }
 
-// evalRow is the row that evaluates a polynomial of k coefficients at p.
-func evalRow(p point, k int) []*big.Rat {
-	row := make([]*big.Rat, k)
-	for j := range row {
-		row[j] = new(big.Rat)
-	}
-	if p.inf {
-		row[k-1].SetInt64(1)
-		return row
-	}
-	x := big.NewRat(1, 1)
-	for j := 0; j < k; j++ {
-		row[j].Set(x)
-		x = new(big.Rat).Mul(x, p.v)
-	}
-	return row
-}
+func pt(num, den int64) plan.WinogradPoint { return plan.WinogradPoint{Num: num, Den: den} }
 
-// invert is the inverse of a square rational matrix (Gauss-Jordan).
-func invert(a [][]*big.Rat) [][]*big.Rat {
-	n := len(a)
-	m := make([][]*big.Rat, n)
-	for i := range m {
-		m[i] = make([]*big.Rat, 2*n)
-		for j := 0; j < n; j++ {
-			m[i][j] = new(big.Rat).Set(a[i][j])
-			m[i][n+j] = new(big.Rat)
-		}
-		m[i][n+i].SetInt64(1)
-	}
-	for c := 0; c < n; c++ {
-		p := c
-		for m[p][c].Sign() == 0 {
-			p++
-		}
-		m[c], m[p] = m[p], m[c]
-		inv := new(big.Rat).Inv(m[c][c])
-		for j := range m[c] {
-			m[c][j].Mul(m[c][j], inv)
-		}
-		for i := 0; i < n; i++ {
-			if i == c || m[i][c].Sign() == 0 {
-				continue
-			}
-			f := new(big.Rat).Set(m[i][c])
-			for j := range m[i] {
-				m[i][j].Sub(m[i][j], new(big.Rat).Mul(f, m[c][j]))
-			}
-		}
-	}
-	out := make([][]*big.Rat, n)
-	for i := range out {
-		out[i] = m[i][n:]
-	}
-	return out
-}
+var inf = plan.WinogradPoint{Inf: true}
 
-// toomCook builds F(m, r) at n = m+r-1 points: correlation is the
-// transpose of polynomial multiplication, y = Vm^T diag(Vr g) V^-T d;
-// each row of V^-T is scaled to integers and G's row takes the inverse.
-func toomCook(m, r int, pts []point) transforms {
-	n := m + r - 1
-	V := make([][]*big.Rat, n)
-	for i, p := range pts {
-		V[i] = evalRow(p, n)
-	}
-	Vi := invert(V)
-	var t transforms
-	for i := 0; i < n; i++ {
-		// Row i of V^-T is column i of V^-1.
-		row := make([]*big.Rat, n)
-		lcm := big.NewInt(1)
-		for j := 0; j < n; j++ {
-			row[j] = Vi[j][i]
-			d := row[j].Denom()
-			g := new(big.Int).GCD(nil, nil, lcm, d)
-			lcm.Mul(lcm, new(big.Int).Quo(d, g))
-		}
-		scale := new(big.Rat).SetInt(lcm)
-		bt := make([]float64, n)
-		for j := range row {
-			bt[j], _ = new(big.Rat).Mul(row[j], scale).Float64()
-		}
-		t.Bt = append(t.Bt, bt)
-		gr := evalRow(pts[i], r)
-		g := make([]float64, r)
-		for j := range gr {
-			g[j], _ = new(big.Rat).Quo(gr[j], scale).Float64()
-		}
-		t.G = append(t.G, g)
-	}
-	for k := 0; k < m; k++ {
-		a := make([]float64, n)
-		for i, p := range pts {
-			a[i], _ = evalRow(p, m)[k].Float64()
-		}
-		t.At = append(t.At, a)
-	}
-	return t
+// toomCook builds F(2, r) at the r+1 points.
+func toomCook(r int, pts []plan.WinogradPoint) transforms {
+	w := plan.WinogradAt(r, pts)
+	return transforms{At: w.Out[:], G: w.Weight, Bt: w.In}
 }
 
 // tf32 rounds to TF32 (10 mantissa bits), to nearest, ties away.
@@ -289,10 +190,10 @@ func relL2(s scheme, K, pairs int, rng *rand.Rand) float64 {
 }
 
 func main() {
-	f23 := toomCook(2, 3, []point{pt(0, 1), pt(1, 1), pt(-1, 1), inf})
-	f22 := toomCook(2, 2, []point{pt(0, 1), pt(1, 1), inf})
-	f25a := toomCook(2, 5, []point{pt(0, 1), pt(1, 1), pt(-1, 1), pt(2, 1), pt(-2, 1), inf})
-	f25b := toomCook(2, 5, []point{pt(0, 1), pt(1, 1), pt(-1, 1), pt(1, 2), pt(-1, 2), inf})
+	f23 := toomCook(3, []plan.WinogradPoint{pt(0, 1), pt(1, 1), pt(-1, 1), inf})
+	f22 := toomCook(2, []plan.WinogradPoint{pt(0, 1), pt(1, 1), inf})
+	f25a := toomCook(5, []plan.WinogradPoint{pt(0, 1), pt(1, 1), pt(-1, 1), pt(2, 1), pt(-2, 1), inf})
+	f25b := toomCook(5, []plan.WinogradPoint{pt(0, 1), pt(1, 1), pt(-1, 1), pt(1, 2), pt(-1, 2), inf})
 	rng := rand.New(rand.NewSource(1))
 	const pairs = 4000
 	// #61: 48 channels x 9 (d, h) taps a product, kernel_w 3; #68: 32 x 15, kernel_w 5.
