@@ -229,11 +229,58 @@ type WGMMABlocks struct {
 	Slots         int // re-laid positions a re-layout unit writes: a Winograd pair's products, else 1
 	ReadPos       int // input positions a re-layout block reads
 	// Winograd's transforms as C initialisers, a row a product (In,
-	// Weight) and a row an output (Out): plan.Winograd's.
-	WinogradIn, WinogradWeight, WinogradOut []string
-	MinBlocks                               int // the launch bounds' blocks an SM: the tile's on sm_90a, 1 for mma.sync
+	// Weight): plan.Winograd's.
+	WinogradIn, WinogradWeight []string
+	// WinogradSums: per output of the pair, what product p's sums m add
+	// to it (plan.Winograd's Out row): a condition on p (none: every
+	// product adds) and the value, literal coefficients chosen by p, so
+	// that the hot loop holds no coefficient in a register.
+	WinogradSums []WinogradSum
+	WinogradOut  []string // Out's rows, "(1, 1, 1, 0)", for the comment
+	MinBlocks    int      // the launch bounds' blocks an SM: the tile's on sm_90a, 1 for mma.sync
 	// TapRows: the tap table's entries, a few to a line.
 	TapRows [][]WGMMATap
+}
+
+// WinogradSum is what one output of a Winograd pair adds where product
+// p's span ends: Value (of its sums m) where Cond holds.
+type WinogradSum struct{ Cond, Value string }
+
+// winogradSum writes an output's row of coefficients over the products:
+// the products of coefficient 0 left out by the condition, the most
+// common other coefficient the value's default, the rest chosen by p.
+func winogradSum(row []float64) WinogradSum {
+	var skip []string
+	count := map[float64]int{}
+	for p, c := range row {
+		if c == 0 {
+			skip = append(skip, fmt.Sprintf("p != %d", p))
+		} else {
+			count[c]++
+		}
+	}
+	common := 0.0
+	for p, c := range row {
+		if c != 0 && (common == 0 || count[c] > count[common]) {
+			common = row[p]
+		}
+	}
+	times := func(c float64) string {
+		switch c {
+		case 1:
+			return "m"
+		case -1:
+			return "-m"
+		}
+		return cFloat(c) + " * m"
+	}
+	var value string
+	for p, c := range row {
+		if c != 0 && c != common {
+			value += fmt.Sprintf("p == %d ? %s : ", p, times(c))
+		}
+	}
+	return WinogradSum{Cond: strings.Join(skip, " && "), Value: value + times(common)}
 }
 
 // WGMMATap is an entry of a wgmma tile's tap table.
@@ -252,7 +299,12 @@ func newWGMMABlocks(p *plan.Plan) *WGMMABlocks {
 	if wino := w.Winograd; wino != nil {
 		b.Slots, b.ReadPos = wino.Products(), wino.ReadPos(w.RelayoutPos)
 		b.WinogradIn, b.WinogradWeight = cFloatRows(wino.In), cFloatRows(wino.Weight)
-		b.WinogradOut = cFloatRows(wino.Out[:])
+		for _, row := range wino.Out {
+			b.WinogradOut = append(b.WinogradOut, fmt.Sprintf("(%s)", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(row)), ", "), "[]")))
+		}
+		for _, row := range wino.Out {
+			b.WinogradSums = append(b.WinogradSums, winogradSum(row))
+		}
 	}
 	if b.Hopper {
 		b.MinBlocks = t.MinBlocks

@@ -11,17 +11,20 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-A block is one warpgroup
-(4 warps) computing 128 output positions of each
-phase in turn by 64 output channels. The input is re-laid channels last
-inside a zero border, so each thread loads its
+Along W, Winograd's F(2,5): a GEMM row is a pair of neighbouring outputs,
+computed from 6 products over the (d, h) taps and channels where its
+direct taps take 10. A block is one warpgroup
+(4 warps) computing 128 pairs of each phase in turn by
+64 output channels. The input is re-laid channels last
+inside a zero border (per pair, the products' inputs), so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the order of
-the warps' fragments and staged 4 steps deep with cp.async.
+the warps' fragments and staged 3 steps deep with cp.async.
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), m16n8k8 mma.sync products. The
 tensor cores do not add in exact fp32, so their sums cover 4 steps of
-32 and are then added in fp32.
+32 and are then added in fp32, the running sums parked in shared
+memory.
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -48,19 +51,48 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // that every tap of every output reads inside it (no bounds checks).
 static constexpr int kCinP = 32;
 static constexpr int kLoD = 2, kLoH = 4, kLoW = 4;
-static constexpr int kXD = 68, kXH = 72, kXW = 72;
-static constexpr int kRelayoutPos = 72, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
+static constexpr int kXD = 68, kXH = 72, kXW = 204;
+static constexpr int kRelayoutPos = 34, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
 // A phase's GEMM: its rows by a group's output channels, reduced over
 // (tap, channel) in steps of 32. A block is kWarpgroups warpgroups, each
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
-static constexpr int kTotalSteps = 75, kNTiles = 1;
+static constexpr int kTotalSteps = 90, kNTiles = 1;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 2, kRows = 128;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
-static constexpr int kStages = 4;  // weight-image steps in shared memory
-static constexpr int kKW = 1, kCoT = kNP;  // a column is an output channel
-static constexpr int kOuts = 1;  // outputs a row
+static constexpr int kStages = 3;  // weight-image steps in shared memory
+// The fp32 running sums wait in shared memory between spans: thread tid's
+// element e of slab sl at kParkedAt + (sl * kND + e) * kThreads + tid.
+static constexpr int kParkedAt = 12288;
+static constexpr int kKW = 5, kCoT = kNP;  // a column is an output channel; kKW: a (d, h) tap's W taps
+// Winograd's F(2,5) along W: a row is a pair of neighbouring outputs. From
+// the pair's inputs d_j (j < kProducts) and the weights g_k of the taps
+// that read d_k for its first output (kw kKW-1-k), product p is
+// m_p = (sum_j kWinogradIn[p][j] d_j) (sum_k kWinogradWeight[p][k] g_k) and
+// the outputs are the products' sums by (1, 1, 1, 1, 1, 0) and (0, 1, -1, 2, -2, 1)
+// (as literals where a product's span ends): kProducts products where the
+// direct pair takes 2 kKW (Toom-Cook's at 5 points and infinity; the
+// input rows are integers, exact in fp32). A phase's steps are kProducts
+// runs, product by product; the image holds the transformed weights, the
+// re-laid input per pair the products' inputs, and pair q's d_0 is input
+// 2q + kPairIn0 along W.
+static constexpr int kOuts = 2;  // outputs a row
+static constexpr int kProducts = 6, kPairIn0 = -4;
+__constant__ float kWinogradIn[kProducts][kProducts] = {
+    {4.0f, 0.0f, -5.0f, 0.0f, 1.0f, 0.0f},
+    {0.0f, 4.0f, 4.0f, -1.0f, -1.0f, 0.0f},
+    {0.0f, -4.0f, 4.0f, 1.0f, -1.0f, 0.0f},
+    {0.0f, -2.0f, -1.0f, 2.0f, 1.0f, 0.0f},
+    {0.0f, 2.0f, -1.0f, -2.0f, 1.0f, 0.0f},
+    {0.0f, 4.0f, 0.0f, -5.0f, 0.0f, 1.0f}};
+__constant__ float kWinogradWeight[kProducts][kKW] = {
+    {0.25f, 0.0f, 0.0f, 0.0f, 0.0f},
+    {0.166666672f, 0.166666672f, 0.166666672f, 0.166666672f, 0.166666672f},
+    {0.166666672f, -0.166666672f, 0.166666672f, -0.166666672f, 0.166666672f},
+    {0.0416666679f, 0.0833333358f, 0.166666672f, 0.333333343f, 0.666666687f},
+    {0.0416666679f, -0.0833333358f, 0.166666672f, -0.333333343f, 0.666666687f},
+    {0.0f, 0.0f, 0.0f, 0.0f, 1.0f}};
 static constexpr int kOutRows = 128;
 // The weight image, per (group, N tile, phase, step): for each k8 chunk and
 // 8-column block the 32 lanes' mma.sync fragments in lane order, a lane's
@@ -68,7 +100,7 @@ static constexpr int kOutRows = 128;
 // a lane reads them with one 16-byte load (four 4-byte ones took 4-8%
 // longer).
 static constexpr int kStage = 4 * kNCM * 32 * 4;
-static constexpr idx_t kImageLen = 307200;
+static constexpr idx_t kImageLen = 368640;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 // Phase outputs o = r + stride*q; a phase without taps has no steps (its
@@ -88,22 +120,22 @@ static constexpr int kNumPhases = 1;
 // GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (its (d, h) tap
 // with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 66, 68, 68, 4882944, 68, 75, 0, 0, 75 },
+    { 0, 0, 0, 66, 68, 68, 2441472, 34, 90, 0, 0, 15 },
 };
 __constant__ TapInfo kTapTable[75] = {
-    { 0, 0 }, { 1, -32 }, { 2, -64 }, { 3, -96 }, { 4, -128 }, { 5, -2304 },
-    { 6, -2336 }, { 7, -2368 }, { 8, -2400 }, { 9, -2432 }, { 10, -4608 }, { 11, -4640 },
-    { 12, -4672 }, { 13, -4704 }, { 14, -4736 }, { 15, -6912 }, { 16, -6944 }, { 17, -6976 },
-    { 18, -7008 }, { 19, -7040 }, { 20, -9216 }, { 21, -9248 }, { 22, -9280 }, { 23, -9312 },
-    { 24, -9344 }, { 25, -165888 }, { 26, -165920 }, { 27, -165952 }, { 28, -165984 }, { 29, -166016 },
-    { 30, -168192 }, { 31, -168224 }, { 32, -168256 }, { 33, -168288 }, { 34, -168320 }, { 35, -170496 },
-    { 36, -170528 }, { 37, -170560 }, { 38, -170592 }, { 39, -170624 }, { 40, -172800 }, { 41, -172832 },
-    { 42, -172864 }, { 43, -172896 }, { 44, -172928 }, { 45, -175104 }, { 46, -175136 }, { 47, -175168 },
-    { 48, -175200 }, { 49, -175232 }, { 50, -331776 }, { 51, -331808 }, { 52, -331840 }, { 53, -331872 },
-    { 54, -331904 }, { 55, -334080 }, { 56, -334112 }, { 57, -334144 }, { 58, -334176 }, { 59, -334208 },
-    { 60, -336384 }, { 61, -336416 }, { 62, -336448 }, { 63, -336480 }, { 64, -336512 }, { 65, -338688 },
-    { 66, -338720 }, { 67, -338752 }, { 68, -338784 }, { 69, -338816 }, { 70, -340992 }, { 71, -341024 },
-    { 72, -341056 }, { 73, -341088 }, { 74, -341120 },
+    { 0, 0 }, { 1, 0 }, { 2, 0 }, { 3, 0 }, { 4, 0 }, { 5, -6528 },
+    { 6, -6528 }, { 7, -6528 }, { 8, -6528 }, { 9, -6528 }, { 10, -13056 }, { 11, -13056 },
+    { 12, -13056 }, { 13, -13056 }, { 14, -13056 }, { 15, -19584 }, { 16, -19584 }, { 17, -19584 },
+    { 18, -19584 }, { 19, -19584 }, { 20, -26112 }, { 21, -26112 }, { 22, -26112 }, { 23, -26112 },
+    { 24, -26112 }, { 25, -470016 }, { 26, -470016 }, { 27, -470016 }, { 28, -470016 }, { 29, -470016 },
+    { 30, -476544 }, { 31, -476544 }, { 32, -476544 }, { 33, -476544 }, { 34, -476544 }, { 35, -483072 },
+    { 36, -483072 }, { 37, -483072 }, { 38, -483072 }, { 39, -483072 }, { 40, -489600 }, { 41, -489600 },
+    { 42, -489600 }, { 43, -489600 }, { 44, -489600 }, { 45, -496128 }, { 46, -496128 }, { 47, -496128 },
+    { 48, -496128 }, { 49, -496128 }, { 50, -940032 }, { 51, -940032 }, { 52, -940032 }, { 53, -940032 },
+    { 54, -940032 }, { 55, -946560 }, { 56, -946560 }, { 57, -946560 }, { 58, -946560 }, { 59, -946560 },
+    { 60, -953088 }, { 61, -953088 }, { 62, -953088 }, { 63, -953088 }, { 64, -953088 }, { 65, -959616 },
+    { 66, -959616 }, { 67, -959616 }, { 68, -959616 }, { 69, -959616 }, { 70, -966144 }, { 71, -966144 },
+    { 72, -966144 }, { 73, -966144 }, { 74, -966144 },
 };
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
@@ -152,26 +184,29 @@ extern "C" __global__ void l1_68_square_input_asymmetric_kernel_repack_weight(co
     while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
     const PhaseInfo P = kPhaseTable[ph];
     const int row = lane / 4, c = kcm * 4 + lane % 4;
-    const int run = P.steps, p = (step - P.step_start) / run;
+    const int run = P.steps / kProducts, p = (step - P.step_start) / run;  // product p's run of the phase's steps
     const int kk = (step - P.step_start - p * run) * 32 + 8 * (c % 4) + 2 * j + c / 4;
     const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
     const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
     float v = 0.0f;
-    if (tap < P.gemm_taps && ch < kCinG && kw < kKW && co < kCoutG) {
+    if (tap < P.gemm_taps && ch < kCinG && kw < 1 && co < kCoutG) {
         auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
-        v = weight(kw);
+        // Product p's weight: its row of the transform over g_k = weight(kKW-1-k).
+        #pragma unroll
+        for (int k = 0; k < kKW; ++k) v += kWinogradWeight[p][k] * weight(kKW - 1 - k);
     }
     unsigned hi, lo;
     split_tf32(v, hi, lo);
     img[i] = __uint_as_float(part == 0 ? hi : lo);
 }
 
-// The input re-laid: a block writes kRelayoutPos positions of one (batch, group, xd, xh) row, float by
+// The input re-laid: a block writes kRelayoutPos pairs (kProducts positions each, from the
+// 2*kRelayoutPos + kKW - 1 inputs they read) of one (batch, group, xd, xh) row, float by
 // float, from each channel's positions along W read (coalesced,
 // kRelayoutBatch loads at a time) into shared memory as [position][kCinP +
 // 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
 static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
-static constexpr int kSlots = 1;  // re-laid positions a unit
+static constexpr int kSlots = 6;  // re-laid positions a unit
 static constexpr int kReadPos = 72;  // input positions a block reads
 extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_68_square_input_asymmetric_kernel_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
 {
@@ -193,7 +228,7 @@ extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_68_square_inpu
         return;
     }
     // Element e = ch * kReadPos + p: channel ch < kCinG of input iw0 + p.
-    const int iw0 = u0 - kLoW;
+    const int iw0 = 2 * u0 + kPairIn0;
     const float* const in = x + (((idx_t)n * kCin + grp * kCinG) * kInD + id) * kInHW + (idx_t)ih * kInW;
     constexpr int kReads = kCinG * kReadPos;
     for (int e0 = threadIdx.x; e0 < kReads; e0 += kRelayoutBatch * kRelayoutThreads) {
@@ -215,7 +250,11 @@ extern "C" __global__ void __launch_bounds__(kRelayoutThreads) l1_68_square_inpu
         const int ch = e % kCinP, slot = e / kCinP;
         float v = 0.0f;
         if (ch < kCinG) {
-            v = stage[slot * (kCinP + 1) + ch];
+            // Product p's input of the block's pair slot / kProducts: its
+            // row of the transform over the pair's inputs d_j.
+            const int p = slot % kProducts, d0 = 2 * (slot / kProducts);
+            #pragma unroll
+            for (int j = 0; j < kProducts; ++j) v += kWinogradIn[p][j] * stage[(d0 + j) * (kCinP + 1) + ch];
         }
         out[e] = v;
     }
@@ -245,7 +284,7 @@ __device__ __forceinline__ void cp_async_commit()
 // run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
 }
 
 // Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
@@ -255,8 +294,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages.
-    extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
+    // The weight stages, the parked sums.
+    extern __shared__ __align__(128) float b_stage[];  // 81920 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
     // in L2, and the weight image streams through all phases' steps
@@ -287,6 +326,7 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
         const bool active = m_first < P.rows;
         const int end = kTotalSteps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
+        const int run = P.steps / kProducts;  // steps a product
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab,
         // outputs kOuts*qw.. of their lines, outs[][] of them inside the
@@ -303,7 +343,7 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
                 const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
                 outs[sl][r] = m0 < P.rows ? min(kOuts, P.q_w - kOuts * qw) : 0;
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
-                    + (idx_t)(qw + kLoW) * kCinP;
+                    + (idx_t)(kSlots * qw) * kCinP;
                 yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
                     + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
@@ -312,11 +352,12 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
         // Thread t's 8 reduction elements of the phase's step s for its
         // rows: channels of one tap (kCinP is a multiple of 8), at xb + the
         // offset a_offset gives; none (zero) past the reduction's end.
+        // Product s/run's inputs: its position of the pair.
         auto a_offset = [&](int s, bool& live) -> idx_t {
-            const int kk = s * 32 + 8 * t;
+            const int p = s / run, kk = (s - p * run) * 32 + 8 * t;
             const int tap = kk / kCinP, ch = kk % kCinP;
             live = tap < P.gemm_taps;
-            return live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
+            return live ? ch + p * kCinP + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
         };
         float v[kSlabs][2][8];
         auto load_a = [&](int s) {
@@ -337,15 +378,18 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
             }
         };
 
-        // acc: the fp32 running sums; part: the tensor cores' sums of
+        // acc: the fp32 running sums of a row's outputs; part: the tensor cores' sums of
         // the current span of steps, added to acc at its end.
         float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
+        float* const parked = b_stage + kParkedAt + tid;
+        auto park = [&](int sl, int e) -> float& { return parked[(sl * kND + e) * kThreads]; };
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
             for (int e = 0; e < kND; ++e) {
                 #pragma unroll
                 for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
+                park(sl, e) = 0.0f;  // output 1's parked sums (every span adds)
             }
         }
         if (active && P.steps > 0) load_a(0);
@@ -358,7 +402,8 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
             __syncthreads();
             load_b(gs + kStages - 1, end);
             if (!active) continue;
-            const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
+            const int p = s / run, rs = s - p * run;  // product p's step rs of its run
+            const bool fresh = rs % kSpan == 0;  // the span's first step: its sums start here
             // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
             // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
             unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
@@ -396,11 +441,17 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
                     }
                 }
             }
-            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
+            if (rs % kSpan == kSpan - 1 || rs == run - 1) {
+                // A span of product p ends: each output adds its multiple of
+                // it (literal coefficients chosen by p: none held in a register).
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
-                    for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
+                    for (int e = 0; e < kND; ++e) {
+                        const float m = part[sl][e];
+                        if (p != 5) acc[sl][0][e] += m;
+                        if (p != 0) park(sl, e) += p == 2 ? -m : p == 3 ? 2.0f * m : p == 4 ? -2.0f * m : m;
+                    }
                 }
             }
             // The next step's inputs load now, while other warps' products run.
@@ -408,17 +459,26 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
         }
         if (!active) continue;
 
-        auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
+        auto result = [&](int sl, int o, int e) { return o > 0 ? park(sl, e) : acc[sl][o][e]; };
 
         // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
-        // (g+8, 8cb+2t), (g+8, +1); each written once.
+        // (g+8, 8cb+2t), (g+8, +1), both outputs of each row's pair. Lanes
+        // t = 2j and 2j+1 trade halves, so that the even one writes output 0
+        // and the odd one output 1 of the same channel: a warp's store covers
+        // both outputs of 8 pairs. Each written once.
+        const bool odd = t % 2 == 1;
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
             for (int e = 0; e < kND; ++e) {
-                const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
-                if (outs[sl][r] > 0 && co < kCoutG)
-                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, 0, e);
+                const int k = e % 2, r = e % 4 / 2, co = nt * kNP + 8 * (e / 4) + 4 * (t / 2) + k, o = odd ? 1 : 0;
+                const float y0 = result(sl, 0, e), y1 = result(sl, 1, e);
+                const float got = __shfl_xor_sync(0xffffffffu, odd ? y0 : y1, 1);
+                const float first = odd ? got : y0, second = odd ? y1 : got;  // channels co and co + 2
+                if (o < outs[sl][r] && co < kCoutG)
+                    y[yb[sl][r] + o * kStrideW + (idx_t)co * kOutDHW] = first;
+                if (o < outs[sl][r] && co + 2 < kCoutG)
+                    y[yb[sl][r] + o * kStrideW + (idx_t)(co + 2) * kOutDHW] = second;
             }
         }
     }
@@ -447,17 +507,17 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     TORCH_CHECK(weight.is_cuda() && weight.scalar_type() == torch::kFloat32 && weight.is_contiguous() &&
                 weight.sizes() == torch::IntArrayRef({32, 64, 3, 5, 5}),
                 "weight must be a contiguous float32 CUDA tensor of shape (32, 64, 3, 5, 5)");
-    auto img = torch::empty({307200}, x.options());
-    auto xr = torch::empty({180486144}, x.options());
+    auto img = torch::empty({368640}, x.options());
+    auto xr = torch::empty({511377408}, x.options());
     auto y = torch::empty({16, 64, 66, 68, 68}, x.options());
-    l1_68_square_input_asymmetric_kernel_repack_weight<<<1200, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    l1_68_square_input_asymmetric_kernel_repack_weight<<<1440, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     check_launch("l1_68_square_input_asymmetric_kernel_repack_weight");
     l1_68_square_input_asymmetric_kernel_relayout_input<<<78336, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("l1_68_square_input_asymmetric_kernel_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_68_square_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_68_square_input_asymmetric_kernel_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    l1_68_square_input_asymmetric_kernel_igemm<<<dim3(38148, 1, 1), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_68_square_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 81920);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_68_square_input_asymmetric_kernel_igemm needs 81920 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    l1_68_square_input_asymmetric_kernel_igemm<<<dim3(19074, 1, 1), 128, 81920>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("l1_68_square_input_asymmetric_kernel_igemm");
     return y;

@@ -96,7 +96,8 @@ static constexpr int kKW = 3, kCoT = kNP;  // a column is an output channel; kKW
 // the pair's inputs d_j (j < kProducts) and the weights g_k of the taps
 // that read d_k for its first output (kw kKW-1-k), product p is
 // m_p = (sum_j kWinogradIn[p][j] d_j) (sum_k kWinogradWeight[p][k] g_k) and
-// output o is sum_p kWinogradOut[o][p] m_p: kProducts products where the
+// the outputs are the products' sums by (1, 1, 1, 0) and (0, 1, -1, 1)
+// (as literals where a product's span ends): kProducts products where the
 // direct pair takes 2 kKW (Toom-Cook's at 3 points and infinity; the
 // input rows are integers, exact in fp32). A phase's steps are kProducts
 // runs, product by product; the image holds the transformed weights, the
@@ -114,9 +115,6 @@ __constant__ float kWinogradWeight[kProducts][kKW] = {
     {0.5f, 0.5f, 0.5f},
     {0.5f, -0.5f, 0.5f},
     {0.0f, 0.0f, 1.0f}};
-__constant__ float kWinogradOut[kOuts][kProducts] = {
-    {1.0f, 1.0f, 1.0f, 0.0f},
-    {0.0f, 1.0f, -1.0f, 1.0f}};
 static constexpr int kOutRows = 64;
 // The weight image, per (group, N tile, phase, step): for each k8 chunk and
 // 8-column block the 32 lanes' mma.sync fragments in lane order, a lane's
@@ -455,14 +453,15 @@ l2_13_mean_add_softmax_tanh_scaling_igemm(const float* __restrict__ xr, const fl
                 }
             }
             if (rs % kSpan == kSpan - 1 || rs == run - 1) {
-                // A span of product p ends: each output adds its multiple of it.
-                const float c0 = kWinogradOut[0][p], c1 = kWinogradOut[1][p];
+                // A span of product p ends: each output adds its multiple of
+                // it (literal coefficients chosen by p: none held in a register).
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
                     for (int e = 0; e < kND; ++e) {
-                        acc[sl][0][e] += c0 * part[sl][e];
-                        park(sl, e) += c1 * part[sl][e];
+                        const float m = part[sl][e];
+                        if (p != 3) acc[sl][0][e] += m;
+                        if (p != 0) park(sl, e) += p == 2 ? -m : m;
                     }
                 }
             }
