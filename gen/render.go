@@ -260,9 +260,9 @@ func winogradSum(row []float64) WinogradSum {
 		}
 	}
 	common := 0.0
-	for p, c := range row {
+	for _, c := range row {
 		if c != 0 && (common == 0 || count[c] > count[common]) {
-			common = row[p]
+			common = c
 		}
 	}
 	times := func(c float64) string {
@@ -300,9 +300,11 @@ func newWGMMABlocks(p *plan.Plan) *WGMMABlocks {
 		b.Slots, b.ReadPos = wino.Products(), wino.ReadPos(w.RelayoutPos)
 		b.WinogradIn, b.WinogradWeight = cFloatRows(wino.In), cFloatRows(wino.Weight)
 		for _, row := range wino.Out {
-			b.WinogradOut = append(b.WinogradOut, fmt.Sprintf("(%s)", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(row)), ", "), "[]")))
-		}
-		for _, row := range wino.Out {
+			var c []string
+			for _, v := range row {
+				c = append(c, strconv.FormatFloat(v, 'g', -1, 64))
+			}
+			b.WinogradOut = append(b.WinogradOut, "("+strings.Join(c, ", ")+")")
 			b.WinogradSums = append(b.WinogradSums, winogradSum(row))
 		}
 	}
