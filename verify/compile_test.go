@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -465,9 +466,16 @@ func TestCpAsyncKernelsCompile(t *testing.T) {
 }
 
 // compileFor compiles source for its target's cubin in a parallel subtest
-// named name/arch, logging ptxas's report; a compile error or a spill
-// fails the subtest, named by what (the tile). An arch the installed nvcc
-// cannot build (sm_90a before CUDA 12.0) is skipped.
+// named name/arch, logging ptxas's report; a compile error, a spill or a
+// warning of the compiler's front end (an unused variable, say: the file
+// holds code it does not run) fails the subtest, named by what (the tile).
+// An arch the installed nvcc cannot build (sm_90a before CUDA 12.0) is
+// skipped.
+// frontEndWarning matches a warning of nvcc's front end about the source
+// ("kernel.cu(26): warning #177-D: variable "kRows" was declared but never
+// referenced").
+var frontEndWarning = regexp.MustCompile(`\.cu\(\d+\): warning[^\n]*`)
+
 func compileFor(t *testing.T, nvcc, name string, tg plan.Target, what, source string) {
 	for _, arch := range []string{tg.Arch} {
 		t.Run(name+"/"+arch, func(t *testing.T) {
@@ -477,13 +485,27 @@ func compileFor(t *testing.T, nvcc, name string, tg plan.Target, what, source st
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			info, _, err := CompileKernel(ctx, nvcc, source, arch, "")
+			info, log, err := CompileKernel(ctx, nvcc, source, arch, "")
 			for _, p := range info {
 				t.Log(p.String())
 			}
 			if err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
+			if w := frontEndWarning.FindAllString(log, -1); len(w) > 0 {
+				t.Errorf("%s: the compiler warns: %s", what, strings.Join(w, "; "))
+			}
 		})
+	}
+}
+
+func TestFrontEndWarningPattern(t *testing.T) {
+	log := "kernel.cu(26): warning #177-D: variable \"kRows\" was declared but never referenced\n" +
+		"ptxas info    : Used 162 registers, 49152 bytes smem\n" +
+		"ptxas warning : Registers are spilled to local memory\n" +
+		"/tmp/x/kernel.cu(298): warning #550-D: variable \"yb\" was set but never used\n"
+	got := frontEndWarning.FindAllString(log, -1)
+	if len(got) != 2 || !strings.Contains(got[0], "kRows") || !strings.Contains(got[1], `"yb"`) {
+		t.Errorf("frontEndWarning found %q, want the two front-end warnings", got)
 	}
 }

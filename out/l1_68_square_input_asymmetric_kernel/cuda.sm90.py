@@ -50,7 +50,7 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // padded with zeros to kCinP, inside a zero border of kLo* positions, so
 // that every tap of every output reads inside it (no bounds checks).
 static constexpr int kCinP = 32;
-static constexpr int kLoD = 2, kLoH = 4, kLoW = 4;
+static constexpr int kLoD = 2, kLoH = 4;
 static constexpr int kXD = 68, kXH = 72, kXW = 204;
 static constexpr int kRelayoutPos = 34, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
 // A phase's GEMM: its rows by a group's output channels, reduced over
@@ -58,7 +58,7 @@ static constexpr int kRelayoutPos = 34, kRelayoutChunks = 1;  // the re-layout's
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 90, kNTiles = 1;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 2, kRows = 128;
+static constexpr int kSlabs = 2;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 3;  // weight-image steps in shared memory

@@ -30,8 +30,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 8;
-static constexpr int kCin = 32, kCout = 32, kGroups = 4;
+static constexpr int kCin = 32, kCout = 32;
 static constexpr int kCinG = 8, kCoutG = 8;  // channels per group
 static constexpr int kInD = 12, kInH = 24, kInW = 48;
 static constexpr int kOutD = 24, kOutH = 48, kOutW = 96;

@@ -30,8 +30,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 128;
-static constexpr int kCin = 3, kCout = 16, kGroups = 1;
+static constexpr int kCin = 3, kCout = 16;
 static constexpr int kCinG = 3, kCoutG = 16;  // channels per group
 static constexpr int kInD = 16, kInH = 32, kInW = 32;
 static constexpr int kOutD = 31, kOutH = 63, kOutW = 63;

@@ -27,8 +27,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 128;
-static constexpr int kCin = 1, kCout = 8, kGroups = 1;
+static constexpr int kCin = 1, kCout = 8;
 static constexpr int kCinG = 1, kCoutG = 8;  // channels per group
 static constexpr int kInD = 8, kInH = 8, kInW = 8;
 static constexpr int kOutD = 16, kOutH = 16, kOutW = 16;

@@ -51,7 +51,7 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // padded with zeros to kCinP, inside a zero border of kLo* positions, so
 // that every tap of every output reads inside it (no bounds checks).
 static constexpr int kCinP = 64;
-static constexpr int kLoD = 0, kLoH = 1, kLoW = 1;
+static constexpr int kLoD = 0, kLoH = 1;
 static constexpr int kXD = 12, kXH = 34, kXW = 64;
 static constexpr int kRelayoutPos = 16, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
 // A phase's GEMM: its rows by a group's output channels, reduced over
@@ -59,7 +59,7 @@ static constexpr int kRelayoutPos = 16, kRelayoutChunks = 1;  // the re-layout's
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 24, kNTiles = 1;
 static constexpr int kNP = 32, kNCM = kNP / 8, kND = 16;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 2, kRows = 128;
+static constexpr int kSlabs = 2;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 16;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 2;  // weight-image steps in shared memory

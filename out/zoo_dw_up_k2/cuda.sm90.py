@@ -30,8 +30,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 4;
-static constexpr int kCin = 32, kCout = 32, kGroups = 32;
+static constexpr int kCin = 32, kCout = 32;
 static constexpr int kCinG = 1, kCoutG = 1;  // channels per group
 static constexpr int kInD = 16, kInH = 64, kInW = 64;
 static constexpr int kOutD = 32, kOutH = 128, kOutW = 128;

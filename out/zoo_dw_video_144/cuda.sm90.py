@@ -30,8 +30,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 1;
-static constexpr int kCin = 256, kCout = 256, kGroups = 256;
+static constexpr int kCin = 256, kCout = 256;
 static constexpr int kCinG = 1, kCoutG = 1;  // channels per group
 static constexpr int kInD = 8, kInH = 32, kInW = 32;
 static constexpr int kOutD = 8, kOutH = 64, kOutW = 64;

@@ -32,8 +32,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 64;
-static constexpr int kCin = 200, kCout = 32768, kGroups = 1;
+static constexpr int kCin = 200, kCout = 32768;
 static constexpr int kCinG = 200, kCoutG = 32768;  // channels per group
 static constexpr int kInD = 1, kInH = 1, kInW = 1;
 static constexpr int kOutD = 1, kOutH = 1, kOutW = 1;
@@ -50,7 +49,6 @@ static constexpr int kThreads = 128;
 // Warp w holds a kWM x kWN tile: kMT x kNT m16n8k8 fragments.
 static constexpr int kWM = 32, kWN = 32, kWarpsM = 2;
 static constexpr int kMT = kWM / 16, kNT = kWN / 8;
-static constexpr int kPad = 0;  // shared-memory row padding, in floats
 static constexpr int kCIChunks = 13;  // kBK-channel steps per tap
 // The A (input) gather: kALanes threads cover the rows, each owning kARows
 // rows and kAK of the kBK channels (stride kAKStride).

@@ -32,8 +32,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 1;
-static constexpr int kCin = 128, kCout = 16384, kGroups = 1;
+static constexpr int kCin = 128, kCout = 16384;
 static constexpr int kCinG = 128, kCoutG = 16384;  // channels per group
 static constexpr int kInD = 1, kInH = 1, kInW = 1;
 static constexpr int kOutD = 1, kOutH = 1, kOutW = 1;

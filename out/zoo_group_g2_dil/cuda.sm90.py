@@ -25,8 +25,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 1;
-static constexpr int kCin = 96, kCout = 64, kGroups = 2;
+static constexpr int kCin = 96, kCout = 64;
 static constexpr int kCinG = 48, kCoutG = 32;  // channels per group
 static constexpr int kInD = 16, kInH = 16, kInW = 16;
 static constexpr int kOutD = 32, kOutH = 32, kOutW = 32;

@@ -25,8 +25,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 2;
-static constexpr int kCin = 128, kCout = 128, kGroups = 8;
+static constexpr int kCin = 128, kCout = 128;
 static constexpr int kCinG = 16, kCoutG = 16;  // channels per group
 static constexpr int kInD = 16, kInH = 16, kInW = 16;
 static constexpr int kOutD = 32, kOutH = 32, kOutW = 32;
@@ -43,7 +42,6 @@ static constexpr int kThreads = 128;
 // Warp w holds a kWM x kWN tile: kMT x kNT m16n8k8 fragments.
 static constexpr int kWM = 32, kWN = 16, kWarpsM = 4;
 static constexpr int kMT = kWM / 16, kNT = kWN / 8;
-static constexpr int kPad = 0;  // shared-memory row padding, in floats
 static constexpr int kCIChunks = 1;  // kBK-channel steps per tap
 // The A (input) gather: kALanes threads cover the rows, each owning kARows
 // rows and kAK of the kBK channels (stride kAKStride).

@@ -58,7 +58,7 @@ static constexpr int kRelayoutPos = 18, kRelayoutChunks = 1;  // the re-layout's
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 8, kNTiles = 1;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 1, kRows = 64;
+static constexpr int kSlabs = 1;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 16;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 2;  // weight-image steps in shared memory
@@ -77,7 +77,6 @@ static constexpr int kSumsRow = 68, kVec = 4;  // kVec: channels a thread reads 
 // A block's kOutSlots outputs a channel, kSlotsPerPass at a time, kChannelLanes threads each.
 static constexpr int kOutSlots = 62 * kStrideW, kChannelLanes = 1;
 static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
-static constexpr int kOuts = 1;  // outputs a row
 static constexpr int kOutRows = 62;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
@@ -353,10 +352,9 @@ zoo_group_k4_g8_igemm(const float* __restrict__ xr, const float* __restrict__ im
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab,
-        // outputs kOuts*qw.. of their lines, outs[][] of them inside the
-        // phase. Rows past the end read the last row and are not written.
-        idx_t xb[kSlabs][2], yb[kSlabs][2];
-        int outs[kSlabs][2];
+        // where each reads (its outputs are decoded on the way out). Rows
+        // past the end read the last row.
+        idx_t xb[kSlabs][2];
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
@@ -365,11 +363,8 @@ zoo_group_k4_g8_igemm(const float* __restrict__ xr, const float* __restrict__ im
                 const int m = m0 < P.rows ? m0 : P.rows - 1;
                 const int n = m / q_dhw, s = m - n * q_dhw;
                 const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
-                outs[sl][r] = m0 < P.rows ? min(kOuts, P.q_w - kOuts * qw) : 0;
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
                     + (idx_t)(qw + kLoW) * kCinP;
-                yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                    + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
         }
 

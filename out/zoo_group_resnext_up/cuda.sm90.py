@@ -27,8 +27,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 4;
-static constexpr int kCin = 256, kCout = 256, kGroups = 32;
+static constexpr int kCin = 256, kCout = 256;
 static constexpr int kCinG = 8, kCoutG = 8;  // channels per group
 static constexpr int kInD = 8, kInH = 8, kInW = 8;
 static constexpr int kOutD = 16, kOutH = 16, kOutW = 16;

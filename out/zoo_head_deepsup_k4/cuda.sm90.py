@@ -30,8 +30,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 2;
-static constexpr int kCin = 32, kCout = 3, kGroups = 1;
+static constexpr int kCin = 32, kCout = 3;
 static constexpr int kCinG = 32, kCoutG = 3;  // channels per group
 static constexpr int kInD = 16, kInH = 16, kInW = 16;
 static constexpr int kOutD = 64, kOutH = 64, kOutW = 64;

@@ -30,8 +30,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 2;
-static constexpr int kCin = 128, kCout = 2, kGroups = 1;
+static constexpr int kCin = 128, kCout = 2;
 static constexpr int kCinG = 128, kCoutG = 2;  // channels per group
 static constexpr int kInD = 8, kInH = 8, kInW = 8;
 static constexpr int kOutD = 64, kOutH = 64, kOutW = 64;

@@ -27,8 +27,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 2;
-static constexpr int kCin = 32, kCout = 2, kGroups = 1;
+static constexpr int kCin = 32, kCout = 2;
 static constexpr int kCinG = 32, kCoutG = 2;  // channels per group
 static constexpr int kInD = 128, kInH = 128, kInW = 128;
 static constexpr int kOutD = 128, kOutH = 128, kOutW = 128;

@@ -27,8 +27,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 1;
-static constexpr int kCin = 16, kCout = 4, kGroups = 1;
+static constexpr int kCin = 16, kCout = 4;
 static constexpr int kCinG = 16, kCoutG = 4;  // channels per group
 static constexpr int kInD = 16, kInH = 16, kInW = 16;
 static constexpr int kOutD = 16, kOutH = 16, kOutW = 16;

@@ -30,8 +30,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 2;
-static constexpr int kCin = 32, kCout = 3, kGroups = 1;
+static constexpr int kCin = 32, kCout = 3;
 static constexpr int kCinG = 32, kCoutG = 3;  // channels per group
 static constexpr int kInD = 48, kInH = 48, kInW = 48;
 static constexpr int kOutD = 96, kOutH = 96, kOutW = 96;

@@ -25,8 +25,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 2;
-static constexpr int kCin = 64, kCout = 32, kGroups = 1;
+static constexpr int kCin = 64, kCout = 32;
 static constexpr int kCinG = 64, kCoutG = 32;  // channels per group
 static constexpr int kInD = 20, kInH = 96, kInW = 96;
 static constexpr int kOutD = 20, kOutH = 192, kOutW = 192;

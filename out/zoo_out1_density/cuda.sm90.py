@@ -27,8 +27,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 8;
-static constexpr int kCin = 32, kCout = 1, kGroups = 1;
+static constexpr int kCin = 32, kCout = 1;
 static constexpr int kCinG = 32, kCoutG = 1;  // channels per group
 static constexpr int kInD = 32, kInH = 32, kInW = 32;
 static constexpr int kOutD = 32, kOutH = 32, kOutW = 32;

@@ -25,8 +25,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 1;
-static constexpr int kCin = 64, kCout = 64, kGroups = 1;
+static constexpr int kCin = 64, kCout = 64;
 static constexpr int kCinG = 64, kCoutG = 64;  // channels per group
 static constexpr int kInD = 8, kInH = 32, kInW = 32;
 static constexpr int kOutD = 24, kOutH = 96, kOutW = 96;

@@ -27,8 +27,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 1;
-static constexpr int kCin = 8, kCout = 8, kGroups = 1;
+static constexpr int kCin = 8, kCout = 8;
 static constexpr int kCinG = 8, kCoutG = 8;  // channels per group
 static constexpr int kInD = 4, kInH = 4, kInW = 4;
 static constexpr int kOutD = 8, kOutH = 8, kOutW = 8;

@@ -27,8 +27,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 1;
-static constexpr int kCin = 3, kCout = 5, kGroups = 1;
+static constexpr int kCin = 3, kCout = 5;
 static constexpr int kCinG = 3, kCoutG = 5;  // channels per group
 static constexpr int kInD = 3, kInH = 5, kInW = 7;
 static constexpr int kOutD = 4, kOutH = 12, kOutW = 7;

@@ -30,8 +30,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 1;
-static constexpr int kCin = 128, kCout = 3, kGroups = 1;
+static constexpr int kCin = 128, kCout = 3;
 static constexpr int kCinG = 128, kCoutG = 3;  // channels per group
 static constexpr int kInD = 16, kInH = 128, kInW = 128;
 static constexpr int kOutD = 16, kOutH = 256, kOutW = 256;

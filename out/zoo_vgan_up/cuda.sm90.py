@@ -25,8 +25,7 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kBatch = 16;
-static constexpr int kCin = 512, kCout = 256, kGroups = 1;
+static constexpr int kCin = 512, kCout = 256;
 static constexpr int kCinG = 512, kCoutG = 256;  // channels per group
 static constexpr int kInD = 2, kInH = 4, kInW = 4;
 static constexpr int kOutD = 4, kOutH = 8, kOutW = 8;

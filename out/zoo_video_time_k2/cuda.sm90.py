@@ -55,7 +55,7 @@ static constexpr int kRelayoutPos = 22, kRelayoutChunks = 3;  // the re-layout's
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 16, kNTiles = 4;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 1, kRows = 64;
+static constexpr int kSlabs = 1;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 8;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 2;  // weight-image steps in shared memory
