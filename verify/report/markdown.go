@@ -237,7 +237,7 @@ func floorFraction(row Row) string {
 // olderFiles explains the (older file) mark where a row has it.
 func olderFiles(b *strings.Builder, rows []Row) {
 	if slices.ContainsFunc(rows, func(row Row) bool { return row.OlderFile }) {
-		b.WriteString("Rows marked (older file) were measured on code that has changed since (a spec edited or retuned): their precision and floor are the current spec's.\n\n")
+		b.WriteString("Rows marked (older file) were measured on code that has changed since (a spec edited or retuned, or the generator changed): their precision and floor are the current spec's.\n\n")
 	}
 }
 
