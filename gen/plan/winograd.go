@@ -1,9 +1,9 @@
 package plan
 
 import (
+	"maps"
 	"math/big"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -51,13 +51,15 @@ var winogradPoints = map[int][]WinogradPoint{
 var WinogradMaxSpan = map[int]int{5: 4}
 
 // WinogradTaps are the kernel_w a Winograd tile computes, ascending.
-func WinogradTaps() []int {
-	var r []int
-	for k := range winogradPoints {
-		r = append(r, k)
+func WinogradTaps() []int { return slices.Sorted(maps.Keys(winogradPoints)) }
+
+// winogradTapsText is WinogradTaps for a message: "3 or 5".
+func winogradTapsText() string {
+	var s []string
+	for _, k := range WinogradTaps() {
+		s = append(s, strconv.Itoa(k))
 	}
-	sort.Ints(r)
-	return r
+	return strings.Join(s, " or ")
 }
 
 // NewWinograd is the kernels' F(2, r); false where r has no form.
@@ -169,15 +171,6 @@ func (w Winograd) Products() int { return w.R + 1 }
 
 // ReadPos is the inputs along W that pairs consecutive pairs read.
 func (w Winograd) ReadPos(pairs int) int { return 2*pairs + w.R - 1 }
-
-// winogradTapsText is WinogradTaps for a message: "3 or 5".
-func winogradTapsText() string {
-	var s []string
-	for _, k := range WinogradTaps() {
-		s = append(s, strconv.Itoa(k))
-	}
-	return strings.Join(s, " or ")
-}
 
 // DirectProducts is 2r, the products a pair takes without the transform.
 func (w Winograd) DirectProducts() int { return 2 * w.R }
