@@ -537,8 +537,17 @@ func ReadManifest(path string) ([]Candidate, error) {
 	if err != nil {
 		return nil, err
 	}
-	var c []Candidate
-	return c, json.Unmarshal(data, &c)
+	var raw []json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	cs := make([]Candidate, len(raw))
+	for i, r := range raw {
+		if err := json.Unmarshal(r, &cs[i]); err != nil {
+			return nil, fmt.Errorf("%s: candidate %d: %w", path, i+1, err)
+		}
+	}
+	return cs, nil
 }
 
 // foldSpec is fold_w as a spec writes it: unset for no fold.

@@ -850,6 +850,13 @@ func TestTuneReadManifestErrors(t *testing.T) {
 	if _, err := ReadManifest(bad); err == nil {
 		t.Error("malformed manifest read without error")
 	}
+	// A choice the spec refuses names the file and the candidate.
+	tuneWrite(t, bad, `[{"Backend": "cuda", "Target": "sm80", "CUDA": "{wgmma: {slabs: 1}}"},
+		{"Backend": "cuda", "Target": "sm80", "CUDA": "{wgmma: {winograd: true, cp_async: true}}"}]`)
+	_, err := ReadManifest(bad)
+	if err == nil || !strings.HasPrefix(err.Error(), bad+": candidate 2: ") || !strings.Contains(err.Error(), "wgmma.winograd") {
+		t.Errorf("refused choice: %v", err)
+	}
 }
 
 // TestTuneTritonCandidates: each committed spec's Triton candidates start

@@ -169,3 +169,27 @@ func TestChooseLeavesOutSpillingSyncTiles(t *testing.T) {
 		}
 	}
 }
+
+// TestWithCpAsync: the cp.async variant of a choice is a valid one: a tile
+// that takes its tiles through registers (MMA's presplit, wgmma's Winograd
+// and early inputs) is left as it is.
+func TestWithCpAsync(t *testing.T) {
+	for _, c := range []struct{ own, want spec.Family }{
+		{spec.FFMA{}, spec.FFMA{CpAsync: true}},
+		{spec.MMA{}, spec.MMA{CpAsync: true}},
+		{spec.MMA{Presplit: true}, spec.MMA{Presplit: true}},
+		{spec.WGMMA{Slabs: 1}, spec.WGMMA{Slabs: 1, CpAsync: true}},
+		{spec.WGMMA{Winograd: true}, spec.WGMMA{Winograd: true}},
+		{spec.WGMMA{EarlyInputs: true}, spec.WGMMA{EarlyInputs: true}},
+		{spec.Direct{}, spec.Direct{}},
+	} {
+		got := WithCpAsync(c.own)
+		if got != c.want {
+			t.Errorf("WithCpAsync(%s) = %s, want %s", spec.CUDA{Family: c.own}, spec.CUDA{Family: got}, spec.CUDA{Family: c.want})
+		}
+		s := spec.Spec{Kernel: spec.Kernel{CUDA: spec.CUDA{Family: got}}}
+		if errs := s.FamilyErrors(); len(errs) > 0 {
+			t.Errorf("WithCpAsync(%s): %v", spec.CUDA{Family: c.own}, errs)
+		}
+	}
+}

@@ -38,7 +38,8 @@ func CUDAKernels() []spec.Family {
 }
 
 // WithCpAsync is a family's choice with its tiles copied by cp.async
-// (unchanged where it has none or presplit stages them).
+// (unchanged where it has none, or presplit, Winograd or early inputs
+// take the tiles through registers).
 func WithCpAsync(f spec.Family) spec.Family {
 	switch t := f.(type) {
 	case spec.FFMA:
@@ -48,7 +49,7 @@ func WithCpAsync(f spec.Family) spec.Family {
 		t.CpAsync = !t.Presplit
 		return t
 	case spec.WGMMA:
-		t.CpAsync = true
+		t.CpAsync = !t.Winograd && !t.EarlyInputs
 		return t
 	}
 	return f
@@ -222,7 +223,7 @@ func TritonCandidates(own spec.Triton) []spec.Triton {
 // CUDASpace is the CUDA tuning space of convolution c, around the spec's
 // own choice own, in tuning's label order (t1
 // is its first entry): CUDAKernels, own with cp.async (where it has none
-// or stages presplit, own again: a duplicate the caller skips, so the
+// or cannot take it, own again: a duplicate the caller skips, so the
 // labels after it stay put), WindowKernels, WGMMAKernels, and last own
 // wgmma tile with its weight stages filled the other way (bulk copies or
 // cp.async), else own again.

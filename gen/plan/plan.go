@@ -343,7 +343,7 @@ type Tap struct {
 const (
 	MaxThreads       = 1024
 	MaxSmemBytes     = 48 * 1024
-	maxAccum         = 64 // TM*TN accumulators per thread, to stay clear of spills
+	maxAccum         = 64 // accumulators per thread (tm*bn, tw*bn, wm*wn/32), to stay clear of spills
 	maxThreadsPerSM  = 2048
 	regsPerSM        = 65536
 	maxRegsPerThread = 255
@@ -473,6 +473,9 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 	ts := *s
 	ts.Kernel = s.Kernel.For(target.Name)
 	s = &ts
+	if errs := s.FamilyErrors(); len(errs) > 0 {
+		return nil, errs
+	}
 	c, fold, tapFold := s.Problem.Conv, (*DepthFold)(nil), 0
 	var restrided [3]bool
 	if _, spectral := s.Kernel.CUDA.Of().(spec.Spectral); !spectral {
@@ -1002,8 +1005,6 @@ func (p *Plan) checkTile() error {
 				bad("bm", t.BM(), "gives %d threads, %d registers each (min_blocks %d), but %s needs about %d", p.Threads, have, max(1, t.MinBlocks()), what, need)
 			}
 		}
-	} else if t.TM()*t.TN() > maxAccum {
-		bad("tm", t.TM(), "tm*tn = %d accumulators per thread; at most %d fit in registers", t.TM()*t.TN(), maxAccum)
 	} else if blockInRules && t.BN()%t.TN() == 0 && p.SmemBytes <= MaxSmemBytes {
 		fitRegisters(p.ffmaRegisters())
 	}

@@ -583,16 +583,16 @@ func TestWindowWeightsOverSharedMemory(t *testing.T) {
 	}
 }
 
-// TestTileAccumulatorGuard: tm and tn are each 4 or 8 by the spec's rules,
-// so tm*tn > 64 cannot come from a file; the plan still guards it for a
-// spec built in code, and points at the field's node.
-func TestTileAccumulatorGuard(t *testing.T) {
+// TestTileRulesInCode: a spec built in code gets the rules a spec file
+// gets (tm is 4 or 8, so at most 64 accumulators a thread), at the field's
+// node.
+func TestTileRulesInCode(t *testing.T) {
 	s := with(base72, func(c *config) { c.tile = "{bm: 512, bn: 64, tm: 8, tn: 8}" }).parse(t)
 	f := s.Kernel.CUDA.Family.(spec.FFMA)
 	f.TM = 16
 	s.Kernel.CUDA.Family = f
 	_, err := plan.New(s, plan.SM90)
-	want := "plan_test.yaml:41:38: kernel.cuda.ffma.tm: tm*tn = 128 accumulators per thread; at most 64 fit in registers (got 16)"
+	want := "plan_test.yaml:41:38: kernel.cuda.ffma.tm: must be 4 or 8 (each thread reads its rows as float4) (got 16)"
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
 	}

@@ -436,3 +436,25 @@ func TestWGMMAWarpgroups(t *testing.T) {
 		}
 	}
 }
+
+// TestNewChecksFamilyOptions: a kernel section set in code (tuning's and
+// the chooser's candidates, which no decoder reads) gets the checks a
+// spec file's gets: Winograd with cp.async, both at once, is refused with
+// the spec's message at the option's field, whatever the target.
+func TestNewChecksFamilyOptions(t *testing.T) {
+	conf := config{batch: 1, cin: 8, cout: 8, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{4, 4, 4}, s: [3]int{1, 1, 1}, d: [3]int{1, 1, 1}, precision: "3xtf32"}
+	s := conf.parse(t)
+	for _, tg := range []plan.Target{plan.SM80, plan.SM90} {
+		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: spec.WGMMA{Winograd: true, CpAsync: true}}}
+		_, err := plan.New(s, tg)
+		errs, ok := err.(spec.Errors)
+		if !ok || len(errs) != 1 || errs[0].Field != "kernel.cuda.wgmma.winograd" || !strings.Contains(errs[0].Msg, "cp_async stages one in shared memory") {
+			t.Errorf("%s: winograd with cp_async: %v", tg.Name, err)
+		}
+		s.Kernel.CUDA = spec.CUDA{Family: spec.WGMMA{Winograd: true}}
+		if _, err := plan.New(s, tg); err != nil {
+			t.Errorf("%s: winograd alone: %v", tg.Name, err)
+		}
+	}
+}
+

@@ -408,6 +408,18 @@ func (d *decoder) checkFamily(f Family, field func(key string) string) {
 	f.check(func(key, got, format string, args ...any) { d.failAt(field(f.Key()+"."+key), got, format, args...) })
 }
 
+// FamilyErrors is what the CUDA family of s's kernel section refuses of
+// its own options (the checks reading the spec made), for a section set
+// in code (tuning's and the chooser's candidates), which no decoder reads.
+func (s *Spec) FamilyErrors() Errors {
+	var errs Errors
+	f := s.Kernel.CUDA.Of()
+	f.check(func(key, got, format string, args ...any) {
+		errs = append(errs, s.Errorf(s.Kernel.CUDAField(f.Key()+"."+key), got, format, args...))
+	})
+	return errs
+}
+
 // checks reports every failed size check with its rule.
 func checks(bad func(key, got, format string, args ...any), cs ...sizeCheck) {
 	for _, c := range cs {
