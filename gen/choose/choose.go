@@ -200,7 +200,7 @@ func rankCUDA(s *spec.Spec, t plan.Target, cands []spec.Family) (ranked []Ranked
 			}
 			continue
 		}
-		if mmaSyncSpills(p) {
+		if p.MMASyncSpills() {
 			continue
 		}
 		r := Ranked{Backend: "cuda", CUDA: f, Resolved: p.Tile.Choice().String()}
@@ -212,17 +212,6 @@ func rankCUDA(s *spec.Spec, t plan.Target, cands []spec.Family) (ranked []Ranked
 	}
 	sortRanked(out)
 	return out, nil
-}
-
-// mmaSyncSpills: a tile whose mma.sync code ptxas (CUDA 11.8) spills on
-// some shapes, left out of the chooser's ranking on a target without
-// wgmma (a spec may still name it; the compile check reports a spill):
-// Winograd pairs of two slabs past 48 columns, whose running sums, A parts
-// and 16-byte weight fragments come to 255 registers and more (level 2
-// #13 and #61 spilled 40 bytes; level 1 #77 and zoo_huge_vae_k3 fit).
-func mmaSyncSpills(p *plan.Plan) bool {
-	w := p.Tile.WGMMA
-	return !p.Target.WGMMA && w != nil && w.Winograd && w.Slabs == 2 && p.Tile.BN() > 48
 }
 
 // KernelOnly reports whether every error of a plan names a kernel

@@ -29,6 +29,34 @@ func (p *Plan) Registers() int {
 	return min(n, maxRegsPerThread)
 }
 
+// MMASyncSpills reports whether a wgmma tile on a target without wgmma
+// is one whose mma.sync code ptxas spills on some shapes, which the
+// chooser leaves out (a spec may still name it; the compile check then
+// reports the spill). Two kinds, from the sm_80 cubins of the committed
+// files (CUDA 11.8 and 13): Winograd pairs of two slabs past 48 columns,
+// whose running sums, A parts and 16-byte weight fragments come to 255
+// registers and more (level 2 #13 and #61 spilled 40 bytes, level 1 #68's
+// F(2,5) 32 under CUDA 13; #77 and zoo_huge_vae_k3 fit); and other tiles
+// whose wgmma estimate passes mmaSyncFitsBelow: mma.sync took 3 to 14
+// registers over it where the estimate is 237 or less (245 to 251 at 237,
+// no spill), and zoo_vgan_up's at 253 spilled 16 bytes at 255.
+func (p *Plan) MMASyncSpills() bool {
+	t := p.Tile.WGMMA
+	if p.Target.WGMMA || t == nil {
+		return false
+	}
+	if t.Winograd && t.Slabs == 2 && p.Tile.BN() > 48 {
+		return true
+	}
+	need, _ := p.wgmmaRegisters()
+	return need >= mmaSyncFitsBelow
+}
+
+// mmaSyncFitsBelow is the wgmma register estimate from which a tile's
+// mma.sync code spills (MMASyncSpills): ptxas's 255 less the most mma.sync
+// took over the estimate on the tiles that fit (14), rounded down.
+const mmaSyncFitsBelow = 240
+
 // ResidentBlocks is how many blocks of the main kernel an SM of the
 // target holds at once: the least of its threads, registers (Registers)
 // and shared memory (with what the runtime keeps a block) allow, at least

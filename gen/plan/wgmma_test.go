@@ -458,3 +458,28 @@ func TestNewChecksFamilyOptions(t *testing.T) {
 	}
 }
 
+// TestMMASyncSpills: zoo_vgan_up's two-slab tile of W taps as columns
+// (72 columns, running sums: a wgmma estimate of 253 registers) spilled 16
+// bytes as mma.sync under CUDA 13; one slab (104 columns) fits, and
+// on sm90, where it is wgmma code, neither is a concern.
+func TestMMASyncSpills(t *testing.T) {
+	conf := config{batch: 16, cin: 512, cout: 256, groups: 1, k: [3]int{4, 4, 4}, in: [3]int{2, 4, 4}, s: [3]int{2, 2, 2}, p: [3]int{1, 1, 1},
+		d: [3]int{1, 1, 1}, precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true, slabs: 2, span: 4, stages: 4}"}
+	for _, c := range []struct {
+		slabs  int
+		target plan.Target
+		want   bool
+	}{{2, plan.SM80, true}, {1, plan.SM80, false}, {2, plan.SM90, false}} {
+		conf.tile = fmt.Sprintf("{wgmma: true, kw_in_n: true, slabs: %d, span: 4, stages: 4}", c.slabs)
+		p, err := plan.New(conf.parse(t), c.target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.slabs == 2 && p.Tile.BN() != 72 {
+			t.Errorf("two slabs: %d columns, want 72", p.Tile.BN())
+		}
+		if got := p.MMASyncSpills(); got != c.want {
+			t.Errorf("%d slab(s) on %s: spills %v, want %v", c.slabs, c.target.Name, got, c.want)
+		}
+	}
+}

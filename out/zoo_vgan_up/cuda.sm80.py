@@ -20,11 +20,12 @@ writing the outputs of its first 126. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the order of
-the warps' fragments and staged 4 steps deep with cp.async.
+the warps' fragments and staged 3 steps deep with cp.async.
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), m16n8k8 mma.sync products. The
-tensor cores do not add in exact fp32, so their sums cover 4 steps of
-32 and are then added in fp32.
+tensor cores do not add in exact fp32, so their sums cover 8 steps of
+32 and are then added in fp32, the running sums parked in shared
+memory.
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -60,8 +61,11 @@ static constexpr int kTotalSteps = 256, kNTiles = 15;
 static constexpr int kNP = 72, kNCM = kNP / 8, kND = 36;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 2;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
-static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
-static constexpr int kStages = 4;  // weight-image steps in shared memory
+static constexpr int kSpan = 8;  // steps per tensor-core sum (they do not add in exact fp32)
+static constexpr int kStages = 3;  // weight-image steps in shared memory
+// The fp32 running sums wait in shared memory between spans: thread tid's
+// element e of slab sl at kParkedAt + (sl * kND + e) * kThreads + tid.
+static constexpr int kParkedAt = 13824;
 // The kernel's W taps are columns: column kw*kCoT + c is tap kw of channel
 // c of the tile; a row is an input position along W. Row q of a line
 // anchors outputs w = kAnchorW0 + kStrideW*q + rho (rho < kStrideW), and
@@ -262,7 +266,7 @@ __device__ __forceinline__ void cp_async_commit()
 // run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
 }
 
 // Waits for every copy this thread issued.
@@ -278,8 +282,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 zoo_vgan_up_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages (at a phase's end the block's sums on their way out).
-    extern __shared__ __align__(128) float b_stage[];  // 73728 bytes, past the static 48 KiB
+    // The weight stages (at a phase's end the block's sums on their way out), the parked sums.
+    extern __shared__ __align__(128) float b_stage[];  // 92160 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
     // in L2.
@@ -356,17 +360,11 @@ zoo_vgan_up_igemm(const float* __restrict__ xr, const float* __restrict__ img,
             load_b(P.step_start + i, end);
         }
 
-        // acc: the fp32 running sums; part: the tensor cores' sums of
-        // the current span of steps, added to acc at its end.
-        float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
-        #pragma unroll
-        for (int sl = 0; sl < kSlabs; ++sl) {
-            #pragma unroll
-            for (int e = 0; e < kND; ++e) {
-                #pragma unroll
-                for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
-            }
-        }
+        // part: the tensor cores' sums of the current span of steps, added
+        // to the parked sums at its end.
+        float part[kSlabs][kND];
+        float* const parked = b_stage + kParkedAt + tid;
+        auto park = [&](int sl, int e) -> float& { return parked[(sl * kND + e) * kThreads]; };
         if (active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
@@ -415,11 +413,16 @@ zoo_vgan_up_igemm(const float* __restrict__ xr, const float* __restrict__ img,
                     }
                 }
             }
-            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
+            if (s % kSpan == kSpan - 1 && s < P.steps - 1) {
+                // A span's sums park (the first's replace, the rest add);
+                // the last span's stay where they are, for the outputs.
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
-                    for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
+                    for (int e = 0; e < kND; ++e) {
+                        float& p = park(sl, e);
+                        p = s < kSpan ? part[sl][e] : p + part[sl][e];
+                    }
                 }
             }
             // The next step's inputs load now, while other warps' products run.
@@ -427,7 +430,9 @@ zoo_vgan_up_igemm(const float* __restrict__ xr, const float* __restrict__ img,
         }
         if (!active) continue;
 
-        auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
+        // The last span's sums, with the parked ones added on the way out.
+        const bool spans = P.steps > kSpan;
+        auto result = [&](int sl, int o, int e) { return spans ? part[sl][e] + park(sl, e) : part[sl][e]; };
 
         // The phase's outputs: the sums go to shared memory (once every
         // copy into it has landed and every warp is past its last read),
@@ -513,9 +518,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     zoo_vgan_up_relayout_input<<<384, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_vgan_up_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_vgan_up_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 73728);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_vgan_up_igemm needs 73728 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_vgan_up_igemm<<<dim3(7, 15, 1), 128, 73728>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_vgan_up_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 92160);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_vgan_up_igemm needs 92160 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    zoo_vgan_up_igemm<<<dim3(7, 15, 1), 128, 92160>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_vgan_up_igemm");
     return y;
