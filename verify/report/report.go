@@ -317,7 +317,7 @@ func Build(root, dir string) (*Report, error) {
 	for _, k := range kernels.Results {
 		switch {
 		case strings.HasPrefix(k.SpecPath, "random/"):
-		case strings.Contains(k.SpecPath, "tune/specs/"):
+		case isCandidatePath(k.SpecPath):
 			tuned = append(tuned, k)
 		default:
 			byKernel[k.Spec+"/"+targetOf(k.Target)] = k

@@ -72,10 +72,16 @@ type ZooRivals struct {
 // candidate's (an item of build/tune's spec files, named
 // <spec>_<target>_t<i>), else the item's own (current: a registered spec).
 func candidateOf(k gpu.Result) (spec string, current bool) {
-	if !strings.Contains(k.SpecPath, "tune/specs/") {
+	if !isCandidatePath(k.SpecPath) {
 		return k.Spec, true
 	}
 	return gen.VariantSpec(k.Spec, k.Target), false
+}
+
+// isCandidatePath: a tuning candidate's spec file, <folder>/specs/<variant>.yaml
+// in the folder convtgen tune wrote (build/tune by default, -out another).
+func isCandidatePath(path string) bool {
+	return strings.Contains(path, "/specs/") && !strings.HasPrefix(path, gen.SpecDir+"/")
 }
 
 // zooRivals compares, in each tuning run, every zoo spec's own CUDA choice
