@@ -292,6 +292,7 @@ type Timing struct {
 	Backend     string        `json:"backend"`
 	Target      string        `json:"target"`
 	Disposition string        `json:"disposition"`
+	Reason      string        `json:"reason"`
 	MaxRelL2    *lenientFloat `json:"max_rel_l2"`
 	RelL2       *lenientFloat `json:"rel_l2"`
 	TimeMS      *struct {
@@ -351,6 +352,10 @@ type Winner struct {
 	Candidate
 	MeanMS float64
 	Tried  int // candidates that passed and were timed
+	// Replaced: where the spec's current choice failed or was incorrect
+	// in the runs, which and why ("failed: ...", "was incorrect: ..."); the
+	// winner then needs no margin over it.
+	Replaced string
 	// GPU and Date: of the run that timed it (ApplyTune's own where unset).
 	GPU, Date string
 }
@@ -358,8 +363,9 @@ type Winner struct {
 // PickWinners chooses, per spec, the fastest candidate that passed with
 // error at most TuneMaxRelL2, over the given runs (the current choices'
 // times and the other candidates'). A candidate replaces the spec's
-// current choice only when it is TuneMinGain faster. Specs whose current
-// choice has no timing are left out.
+// current choice only when it is TuneMinGain faster, or when the current
+// choice failed or was wrong (Replaced says how). Specs whose current
+// choice has no other verdict (not run, no error figure) are left out.
 func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 	type key struct{ variant, backend, target string }
 	timings := map[key]Timing{}
@@ -392,8 +398,11 @@ func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 	var out []Winner
 	for _, g := range order {
 		var w *Winner
-		tried, currentOK := 0, false
+		tried, currentOK, replaced := 0, false, ""
 		for _, c := range groups[g] {
+			if t := timings[key{c.Variant, c.Backend, c.Target}]; c.Current && (t.Disposition == "failed" || t.Disposition == "incorrect") {
+				replaced = map[string]string{"failed": "failed", "incorrect": "was incorrect"}[t.Disposition] + ": " + strings.Join(strings.Fields(t.Reason), " ")
+			}
 			ms, ok := usable(c)
 			if !ok {
 				continue
@@ -408,9 +417,10 @@ func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 				w = &Winner{Candidate: c, MeanMS: ms, GPU: run.GPU, Date: run.Date}
 			}
 		}
-		if w == nil || !currentOK {
+		if w == nil || !currentOK && replaced == "" {
 			continue // nothing to compare the candidates with
 		}
+		w.Replaced = replaced
 		if w.Current {
 			w.MeanMS /= 1 - TuneMinGain
 		}
@@ -461,8 +471,12 @@ func ApplyTune(root string, winners []Winner, gpu, date string) error {
 		if err != nil {
 			return err
 		}
-		out, err := setKernel(data, w.Candidate, "", hashedNote(fmt.Sprintf("%s tuned on %s, %s: %.3f ms mean (%s), fastest of the %d candidates that passed with error <= %s",
-			what, where, when, w.MeanMS, how, w.Tried, tuneMaxRelL2Text), ProblemHash(s, w.Target)))
+		note := fmt.Sprintf("%s tuned on %s, %s: %.3f ms mean (%s), fastest of the %d candidates that passed with error <= %s",
+			what, where, when, w.MeanMS, how, w.Tried, tuneMaxRelL2Text)
+		if w.Replaced != "" {
+			note += fmt.Sprintf(" (replacing a choice that %s)", clip(w.Replaced, 120))
+		}
+		out, err := setKernel(data, w.Candidate, "", hashedNote(note, ProblemHash(s, w.Target)))
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.SpecPath, err)
 		}
@@ -548,6 +562,17 @@ func ReadManifest(path string) ([]Candidate, error) {
 		}
 	}
 	return cs, nil
+}
+
+// clip is s cut to at most n bytes at a word boundary, "..." marking a cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if i := strings.LastIndexByte(s[:n], ' '); i > 0 {
+		n = i
+	}
+	return s[:n] + "..."
 }
 
 // foldSpec is fold_w as a spec writes it: unset for no fold.

@@ -399,14 +399,24 @@ func TestTunePickWinners(t *testing.T) {
 }
 
 // TestTunePickWinnersNeedsCurrentTiming: a spec whose current choice has
-// no usable timing (not run, incorrect, no error figure) is left out, as
+// no verdict to go by (not run, no error figure) is left out, as
 // PickWinners documents: without it the noise margin cannot be applied and
-// a candidate is not known to beat what the spec has.
+// a candidate is not known to beat what the spec has. One whose current
+// choice was incorrect (se) takes its fastest usable candidate, which
+// says what it replaces.
 func TestTunePickWinnersNeedsCurrentTiming(t *testing.T) {
 	ws := winnersBySpec(t, PickWinners(tuneFixtureCandidates(), tuneReadRuns(t, "e2e.json", "kernels.json")...))
-	for _, s := range []string{"sd", "se", "sf", "sh"} {
+	for _, s := range []string{"sd", "sf", "sh"} {
 		if w, ok := ws[s]; ok {
 			t.Errorf("%s: current choice has no usable timing, yet %s (%.3f ms) was picked", s, w.Variant, w.MeanMS)
+		}
+	}
+	if w := ws["se"]; w.Variant != "se_sm90_t1" || w.MeanMS != 1 || w.Tried != 1 || w.Replaced != "was incorrect: trial 0: relative L2 error 1.000e-04 > 1e-05" {
+		t.Errorf("se: winner %s %.3f ms of %d, replacing %q", w.Variant, w.MeanMS, w.Tried, w.Replaced)
+	}
+	for _, w := range ws {
+		if w.Replaced != "" && w.Spec != "se" {
+			t.Errorf("%s: replaces %q, but its current choice passed", w.Spec, w.Replaced)
 		}
 	}
 }
@@ -676,11 +686,13 @@ func TestTuneApplyAddsKernel(t *testing.T) {
 			break
 		}
 	}
-	if err := ApplyTune(root, []Winner{{Candidate: c, MeanMS: 1, Tried: 2}}, "G", "2031-01-01"); err != nil {
+	replaced := "failed: compile sm_80: registers spill to local memory: " + strings.Repeat("x ", 60)
+	if err := ApplyTune(root, []Winner{{Candidate: c, MeanMS: 1, Tried: 2, Replaced: replaced}}, "G", "2031-01-01"); err != nil {
 		t.Fatal(err)
 	}
 	got := tuneRead(t, path)
-	want := src[:i] + "kernel:\n  sm90:\n    # cuda tuned on G, 2031-01-01: 1.000 ms mean (kernel), fastest of the 2 candidates that passed with error <= 5e-6; problem " + hashOf(t, path, "sm90") + "\n" +
+	want := src[:i] + "kernel:\n  sm90:\n    # cuda tuned on G, 2031-01-01: 1.000 ms mean (kernel), fastest of the 2 candidates that passed with error <= 5e-6" +
+		" (replacing a choice that " + replaced[:119] + "...); problem " + hashOf(t, path, "sm90") + "\n" +
 		"    cuda: " + c.CUDA.String() + "\n"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)

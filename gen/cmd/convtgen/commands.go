@@ -241,7 +241,9 @@ var cmdApplyTune = &command{
 run over out/ and the tuning runs (default: build/gpu/kernels.json,
 build/gpu/tune-kernels.json, build/gpu/tune-triton.json; a missing one is
 skipped). A candidate wins with error at most half the 1e-5 gate and more
-than 3% faster than the spec's current choice.`,
+than 3% faster than the spec's current choice; where that choice failed
+(a spill, a crash) or was incorrect in the runs, the fastest such candidate
+replaces it, and its note says what it replaced.`,
 	examples: []string{"convtgen apply-tune", "convtgen apply-tune build/gpu/e2e.json build/gpu/tune-triton.json"},
 	define: func(fs *flag.FlagSet) func(*env, []string) error {
 		root := rootFlag(fs)
@@ -311,6 +313,9 @@ func applyTuning(e *env, root string, resultPaths []string, manifestPath string)
 			winners = append(winners, w)
 		}
 		fmt.Fprintf(e.stdout, "%-44s %-6s %-4s %s  %.3f ms (of %d)\n", w.Spec, w.Backend, verdict, w.Choice(), w.MeanMS, w.Tried)
+		if w.Replaced != "" {
+			fmt.Fprintf(e.stdout, "    replaces a choice that %s\n", w.Replaced)
+		}
 	}
 	date := runs[0].Date
 	if len(date) >= 10 {
