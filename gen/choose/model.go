@@ -83,6 +83,21 @@ type Machine struct {
 	// stage's fragments from shared memory for its 16 rows, and those loads
 	// keep pace with the products; two slabs share them over 32 rows.
 	SyncOneSlab float64
+	// SyncWideN: the columns up to which a wgmma tile keeps speeding up
+	// where it runs as mma.sync, past the 64 at which the rate law stops
+	// (the law's exponent continued): each warp splits its A fragments
+	// into TF32 parts once a k8 chunk and uses them for every 8 columns,
+	// so a wider tile (W taps as columns) spreads that work thinner. #73's
+	// sm80 file with 96 columns ran 1.51x faster than its plain tile of 32
+	// (tune-kernels-2026-12-07-sm80-73-70.json), where the law capped at
+	// 64 had the plain tile ahead; 96 is the widest such tile timed.
+	SyncWideN float64
+	// SyncSharedKWInN scales a tile of W taps as columns in blocks of more
+	// than one warpgroup where it runs as mma.sync: against the same tile
+	// in one warpgroup, #73's sm80 file ran 0.78x as fast and #68's 0.95x
+	// (2026-12-07; geometric mean 0.86), where the plain tiles in two
+	// warpgroups ran as fast as in one (0.89x to 1.09x, geometric mean 1.01).
+	SyncSharedKWInN float64
 }
 
 // Machines are the targets' constants, by plan.Target.Name.
@@ -115,7 +130,7 @@ var Machines = map[string]Machine{
 		"triton-fp32":   {R: 34e12, A: 0.25, K0: 128, Step: 0.5e-6},
 		"spectral":      {R: 12.5e12, Step: 0.5e-6},
 	}},
-	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectWideWindow: 1 / 1.17, DirectLoad: 1, SyncOneSlab: 0.87, Rates: map[string]Rate{
+	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectWideWindow: 1 / 1.17, DirectLoad: 1, SyncOneSlab: 0.87, SyncWideN: 96, SyncSharedKWInN: 0.86, Rates: map[string]Rate{
 		"ffma":          {R: 25e12 * ffmaA100, A: 0.15, K0: 64, Step: 0.5e-6},
 		"direct":        {R: 24e12 * ffmaA100, A: 0, K0: 0, Step: 0.3e-6},
 		"mma":           {R: 33e12 * tensorA100, A: 0.25, K0: 32, Step: 0.5e-6},
@@ -266,6 +281,12 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 		}
 		if t.WGMMA.Slabs == 1 && !p.Target.WGMMA {
 			e.Rate *= m.SyncOneSlab
+		}
+		if !p.Target.WGMMA && t.WGMMA.KWInN && t.WGMMA.PerBlock() > 1 {
+			e.Rate *= m.SyncSharedKWInN
+		}
+		if !p.Target.WGMMA && n > 64 {
+			e.Rate *= math.Pow(math.Min(float64(n), m.SyncWideN)/64, r.A)
 		}
 	}
 	if t.Direct != nil && t.TW() == 0 && t.TM() == 1 {

@@ -37,9 +37,7 @@ func (p *Plan) Registers() int {
 // whose running sums, A parts and 16-byte weight fragments come to 255
 // registers and more (level 2 #13 and #61 spilled 40 bytes, level 1 #68's
 // F(2,5) 32 under CUDA 13; #77 and zoo_huge_vae_k3 fit); and other tiles
-// whose wgmma estimate passes mmaSyncFitsBelow: mma.sync took 3 to 14
-// registers over it where the estimate is 237 or less (245 to 251 at 237,
-// no spill), and zoo_vgan_up's at 253 spilled 16 bytes at 255.
+// whose wgmma estimate reaches mmaSyncFitsBelow for their slabs.
 func (p *Plan) MMASyncSpills() bool {
 	t := p.Tile.WGMMA
 	if p.Target.WGMMA || t == nil {
@@ -49,13 +47,18 @@ func (p *Plan) MMASyncSpills() bool {
 		return true
 	}
 	need, _ := p.wgmmaRegisters()
-	return need >= mmaSyncFitsBelow
+	limit, ok := mmaSyncFitsBelow[t.Slabs]
+	return ok && need >= limit
 }
 
-// mmaSyncFitsBelow is the wgmma register estimate from which a tile's
-// mma.sync code spills (MMASyncSpills): ptxas's 255 less the most mma.sync
-// took over the estimate on the tiles that fit (14), rounded down.
-const mmaSyncFitsBelow = 240
+// mmaSyncFitsBelow is, by slabs, the wgmma register estimate from which a
+// tile's mma.sync code spills (MMASyncSpills): ptxas's 255 less the most
+// mma.sync took over the estimate on the tiles that fit (CUDA 13, sm_80),
+// rounded down. Two slabs: 3 to 14 over it (245 to 251 at 237, no spill;
+// zoo_vgan_up's at 253 spilled 16 bytes at 255). One slab, whose estimate
+// counts a slab's A parts and inputs once: 47 to 67 over it (#73's 156 at
+// 109, zoo_unet_k3s2_aniso's 224 at 157, zoo_nnunet_up_320's 229 at 165).
+var mmaSyncFitsBelow = map[int]int{1: 188, 2: 240}
 
 // ResidentBlocks is how many blocks of the main kernel an SM of the
 // target holds at once: the least of its threads, registers (Registers)
