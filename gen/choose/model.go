@@ -84,19 +84,13 @@ type Machine struct {
 	// keep pace with the products; two slabs share them over 32 rows.
 	SyncOneSlab float64
 	// SyncWideN: the columns up to which a wgmma tile keeps speeding up
-	// where it runs as mma.sync, past the 64 at which the rate law stops
-	// (the law's exponent continued): each warp splits its A fragments
-	// into TF32 parts once a k8 chunk and uses them for every 8 columns,
-	// so a wider tile (W taps as columns) spreads that work thinner. #73's
-	// sm80 file with 96 columns ran 1.51x faster than its plain tile of 32
-	// (tune-kernels-2026-12-07-sm80-73-70.json), where the law capped at
-	// 64 had the plain tile ahead; 96 is the widest such tile timed.
+	// where it runs as mma.sync, past the rate law's 64: each warp splits
+	// its A fragments into TF32 parts once a k8 chunk for every 8 columns,
+	// so a wider tile spreads that work thinner.
 	SyncWideN float64
-	// SyncSharedKWInN scales a tile of W taps as columns in blocks of more
-	// than one warpgroup where it runs as mma.sync: against the same tile
-	// in one warpgroup, #73's sm80 file ran 0.78x as fast and #68's 0.95x
-	// (2026-12-07; geometric mean 0.86), where the plain tiles in two
-	// warpgroups ran as fast as in one (0.89x to 1.09x, geometric mean 1.01).
+	// SyncSharedKWInN scales a tile of W taps as columns in blocks of
+	// several warpgroups where it runs as mma.sync: slower than the same
+	// tile in one warpgroup, where plain tiles were not.
 	SyncSharedKWInN float64
 }
 

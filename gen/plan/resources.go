@@ -32,12 +32,9 @@ func (p *Plan) Registers() int {
 // MMASyncSpills reports whether a wgmma tile on a target without wgmma
 // is one whose mma.sync code ptxas spills on some shapes, which the
 // chooser leaves out (a spec may still name it; the compile check then
-// reports the spill). Two kinds, from the sm_80 cubins of the committed
-// files (CUDA 11.8 and 13): Winograd pairs of two slabs past 48 columns,
-// whose running sums, A parts and 16-byte weight fragments come to 255
-// registers and more (level 2 #13 and #61 spilled 40 bytes, level 1 #68's
-// F(2,5) 32 under CUDA 13; #77 and zoo_huge_vae_k3 fit); and other tiles
-// whose wgmma estimate reaches mmaSyncFitsBelow for their slabs.
+// reports the spill): Winograd pairs of two slabs past 48 columns, whose
+// running sums, A parts and 16-byte weight fragments fill the registers,
+// and tiles whose wgmma estimate reaches mmaSyncFitsBelow for their slabs.
 func (p *Plan) MMASyncSpills() bool {
 	t := p.Tile.WGMMA
 	if p.Target.WGMMA || t == nil {
@@ -51,13 +48,9 @@ func (p *Plan) MMASyncSpills() bool {
 	return ok && need >= limit
 }
 
-// mmaSyncFitsBelow is, by slabs, the wgmma register estimate from which a
-// tile's mma.sync code spills (MMASyncSpills): ptxas's 255 less the most
-// mma.sync took over the estimate on the tiles that fit (CUDA 13, sm_80),
-// rounded down. Two slabs: 3 to 14 over it (245 to 251 at 237, no spill;
-// zoo_vgan_up's at 253 spilled 16 bytes at 255). One slab, whose estimate
-// counts a slab's A parts and inputs once: 47 to 67 over it (#73's 156 at
-// 109, zoo_unet_k3s2_aniso's 224 at 157, zoo_nnunet_up_320's 229 at 165).
+// mmaSyncFitsBelow is, by slabs, the wgmma register estimate from which
+// mma.sync code spills: ptxas's 255 less the most the sm_80 cubins took
+// over the estimate on the tiles that fit (docs/perf/calibration.md).
 var mmaSyncFitsBelow = map[int]int{1: 188, 2: 240}
 
 // ResidentBlocks is how many blocks of the main kernel an SM of the
