@@ -400,8 +400,8 @@ func PickWinners(cands []Candidate, runs ...HarnessResults) []Winner {
 		var w *Winner
 		tried, currentOK, replaced := 0, false, ""
 		for _, c := range groups[g] {
-			if t := timings[key{c.Variant, c.Backend, c.Target}]; c.Current && (t.Disposition == "failed" || t.Disposition == "incorrect") {
-				replaced = map[string]string{"failed": "failed", "incorrect": "was incorrect"}[t.Disposition] + ": " + strings.Join(strings.Fields(t.Reason), " ")
+			if c.Current {
+				replaced = failedHow(timings[key{c.Variant, c.Backend, c.Target}])
 			}
 			ms, ok := usable(c)
 			if !ok {
@@ -562,6 +562,19 @@ func ReadManifest(path string) ([]Candidate, error) {
 		}
 	}
 	return cs, nil
+}
+
+// failedHow says how a run failed its choice ("failed: REASON", "was
+// incorrect: REASON"), "" where it did not.
+func failedHow(t Timing) string {
+	why := strings.Join(strings.Fields(t.Reason), " ")
+	switch t.Disposition {
+	case "failed":
+		return "failed: " + why
+	case "incorrect":
+		return "was incorrect: " + why
+	}
+	return ""
 }
 
 // clip is s cut to at most n bytes at a word boundary, "..." marking a cut.

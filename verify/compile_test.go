@@ -465,17 +465,17 @@ func TestCpAsyncKernelsCompile(t *testing.T) {
 	}
 }
 
+// frontEndWarning matches a warning of nvcc's front end about the source
+// ("kernel.cu(26): warning #177-D: variable "kRows" was declared but never
+// referenced").
+var frontEndWarning = regexp.MustCompile(`\.cu\(\d+\): warning[^\n]*`)
+
 // compileFor compiles source for its target's cubin in a parallel subtest
 // named name/arch, logging ptxas's report; a compile error, a spill or a
 // warning of the compiler's front end (an unused variable, say: the file
 // holds code it does not run) fails the subtest, named by what (the tile).
 // An arch the installed nvcc cannot build (sm_90a before CUDA 12.0) is
 // skipped.
-// frontEndWarning matches a warning of nvcc's front end about the source
-// ("kernel.cu(26): warning #177-D: variable "kRows" was declared but never
-// referenced").
-var frontEndWarning = regexp.MustCompile(`\.cu\(\d+\): warning[^\n]*`)
-
 func compileFor(t *testing.T, nvcc, name string, tg plan.Target, what, source string) {
 	for _, arch := range []string{tg.Arch} {
 		t.Run(name+"/"+arch, func(t *testing.T) {
