@@ -8,14 +8,17 @@ import (
 	"testing"
 
 	"convtgen/gen/plan"
+	"convtgen/gen/spec"
 )
 
 // biasAdds are the epilogues' bias terms, one per kernel form: FFMA,
 // mma.sync and direct rows, the W window, wgmma's fragments and Winograd
-// pairs, kw_in_n's column sums, the wgmma fill, Triton.
+// pairs, kw_in_n's column sums, the wgmma fill, the sum of split_k's
+// partial outputs, Triton.
 var biasAdds = []string{
 	"+ __ldg(bias + c)", "const float b = __ldg(bias + c);", "+ bias[grp * kCoutG + co]",
-	"bias[grp * kCoutG + nt * kCoT + c + i]", "bias[(int)(i / kOutDHW % kCout)]", "acc = acc + bias[None, :]",
+	"bias[grp * kCoutG + nt * kCoT + c + i]", "bias[(int)(i / kOutDHW % kCout)]",
+	"sum + __ldg(bias + (int)(i / kOutDHW % kCout))", "acc = acc + bias[None, :]",
 }
 
 func addsBias(src string) bool {
@@ -186,5 +189,42 @@ func TestPassKernelsComputeWhatTheyRead(t *testing.T) {
 	}
 	if kernels < 2*30 {
 		t.Errorf("%d kernels of the chains checked", kernels)
+	}
+}
+
+// TestSplitKNeedsUnfusedOps: the ops a level-2 store fuses run on each
+// output's whole sum, which a split_k tile's main kernel never holds, so
+// the plan refuses split_k there; a forward whose ops all run after the
+// convolution (passes) takes it, the kernel that adds the splits writing
+// the y the passes read.
+func TestSplitKNeedsUnfusedOps(t *testing.T) {
+	specs, err := LoadAll("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fused, unfused := 0, 0
+	for _, l := range specs {
+		p := l.Plans[0]
+		if !p.Epilogue.Chain.Any() {
+			continue
+		}
+		s := *l.Spec()
+		s.Kernel.CUDA = spec.CUDA{Family: spec.MMA{SplitK: 2}}
+		got, err := plan.New(&s, p.Target)
+		switch {
+		case len(p.Epilogue.Ops) > 0:
+			fused++
+			if err == nil || !strings.Contains(err.Error(), "split_k needs a forward whose ops run after it") {
+				t.Errorf("%s: fused %s with split_k: %v", s.Name, p.Epilogue.Ops[0].Kind, err)
+			}
+		case err == nil:
+			unfused++
+			if got.Names.AddSplits == "" {
+				t.Errorf("%s: split_k 2 without the kernel that adds the splits", s.Name)
+			}
+		}
+	}
+	if fused == 0 || unfused == 0 {
+		t.Errorf("%d level-2 forwards with fused ops, %d without planned with split_k: want some of each", fused, unfused)
 	}
 }

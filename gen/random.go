@@ -29,7 +29,8 @@ var RandomBackends = []string{"cuda", "triton"}
 // a quarter of the 3xtf32 ones the wgmma tile (half of those with
 // kw_in_n; half with explicit stages, parked sums or long spans; half
 // with two warpgroups a block; a third with Winograd's F(2, r) along W);
-// a sixth have one input position along their leading axes.
+// a sixth have one input position along their leading axes; a quarter of
+// the FFMA and mma.sync tiles split their reduction among blocks.
 // The choices drawn from sources of their own are seeded by key (the name,
 // or the name and the attempt when a draw of that name was refused).
 // The caller validates it.
@@ -89,6 +90,12 @@ func RandomSpec(r *rand.Rand, name, key string) string {
 	k.Triton.SplitWeight = k.PrecisionFor("triton") == "3xtf32" && nameCoin(key, "split_weight")
 	cpAsync := nameCoin(key, "cp_async")
 	ffma.CpAsync, mma.CpAsync = cpAsync, !mma.Presplit && cpAsync
+	if sk := nameRand(key, "split_k"); sk.Intn(4) == 0 {
+		// A quarter share each phase's reduction among 2 to 4 blocks (a
+		// split past the longest phase's steps is refused and redrawn).
+		ffma.SplitK = 2 + sk.Intn(3)
+		mma.SplitK = ffma.SplitK
+	}
 	k.CUDA.Family = ffma
 	if precision == "3xtf32" {
 		k.CUDA.Family = mma

@@ -56,6 +56,7 @@ type View struct {
 	// and block; with wgmma, the input re-layout's and the bias fill's
 	// blocks, a fill block's outputs and a fill thread's share of them.
 	RepackBlocks, RepackThreads                               int
+	AddSplitsThreads                                          int
 	RelayoutThreads, FillThreads, FillPerBlock, FillPerThread int
 
 	TapTableLen int
@@ -167,6 +168,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 	}
 	gather := p.Gather()
 	v.RepackBlocks, v.RepackThreads = plan.RepackBlocks(p.RepackLen()), plan.RepackBlockThreads
+	v.AddSplitsThreads = plan.AddSplitsBlockThreads
 	v.TapTableLen, v.CIChunks = max(1, len(p.Taps)), p.CIChunks()
 	v.WeightRead = newWeightRead(t.BN())
 	v.WeightParam, v.WeightTensor = "wt", "wt"

@@ -135,6 +135,8 @@ func cudaCandidates(path string, ownPlan *plan.Plan) []Candidate {
 		// those twins follow the space, in WGMMAKernels' order.
 		kernels = append(kernels, choose.BulkTwins(choose.WGMMAKernels())...)
 	}
+	// Then the tiles that split their reduction among blocks.
+	kernels = append(kernels, choose.SplitKernels()...)
 	for i, k := range kernels {
 		s := *own
 		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: k}}

@@ -99,13 +99,13 @@ func (o Options) Choose(s *spec.Spec, t plan.Target) (*spec.Spec, Decision) {
 // cudaOpen is the CUDA candidates of an open choice, nil for a given one.
 func cudaOpen(c spec.CUDA, conv geom.Conv) []spec.Family {
 	if c.Family == nil {
-		return dedupe(CUDASpace(conv, spec.FFMA{}))
+		return dedupe(append(CUDASpace(conv, spec.FFMA{}), SplitKernels()...))
 	}
 	if hasNumber(c.Family) {
 		return nil
 	}
 	out := []spec.Family{c.Family}
-	for _, f := range CUDASpace(conv, c.Family) {
+	for _, f := range append(CUDASpace(conv, c.Family), SplitKernels()...) {
 		if f.Key() == c.Family.Key() {
 			out = append(out, overlay(f, c.Family))
 		}

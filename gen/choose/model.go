@@ -12,9 +12,10 @@ import (
 //	launches · Launch + copies / BW + max(work / (rate · util), bytes / BW, waves · steps · Step)
 //
 // launches: the kernels a forward runs (weight repack, input re-layout,
-// bias fill, the GEMM; Triton: the re-layout and the GEMM). copies: what
-// the re-layout kernels read and write; they run before the GEMM, so their
-// traffic adds to its time rather than hiding under its products. work: the
+// bias fill, the GEMM, the sum of split_k's partial outputs; Triton: the
+// re-layout and the GEMM). copies: what the re-layout kernels (and the
+// sum of the splits) read and write; they run apart from the GEMM, so
+// their traffic adds to its time rather than hiding under its products. work: the
 // multiply-adds (×2) the kernel's tiles compute, padding included (M
 // tiles past a phase's rows, N tiles past the channels, K steps past the
 // channels or taps, the zero pairs of kw_in_n and fused W phases; tap-less
@@ -263,6 +264,16 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 		npad := float64(ceilDiv(p.CoutG, t.BN())*t.BN()) / float64(p.CoutG)
 		e.Work = e.Useful * mpad * npad * kpad
 		n = t.BN()
+		if splits := t.SplitK(); splits > 1 {
+			// Each block runs its share of the steps, over a reduction
+			// that much shallower; the partial outputs are written, then
+			// read and added by one more launch, which writes y.
+			e.Steps, k = ceilDiv(e.Steps, splits), k/splits
+			e.Launches++
+			out := 4 * float64(c.OutputLen())
+			bytes += out * float64(splits-1)
+			copies += out * float64(splits+1)
+		}
 	}
 	r := m.Rates[t.Family().Key()]
 	e.Rate = r.at(n, k)

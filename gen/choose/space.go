@@ -224,9 +224,11 @@ func TritonCandidates(own spec.Triton) []spec.Triton {
 // own choice own, in tuning's label order (t1
 // is its first entry): CUDAKernels, own with cp.async (where it has none
 // or cannot take it, own again: a duplicate the caller skips, so the
-// labels after it stay put), WindowKernels, WGMMAKernels, and last own
+// labels after it stay put), WindowKernels, WGMMAKernels, then own
 // wgmma tile with its weight stages filled the other way (bulk copies or
-// cp.async), else own again.
+// cp.async), else own again; last the spectral kernel. The chooser weighs
+// SplitKernels too, which tuning lists after the space (and after its
+// bulk-weight twins on sm90), so that these labels stay put.
 func CUDASpace(c geom.Conv, own spec.Family) []spec.Family {
 	kernels := CUDAKernels()
 	kernels = append(kernels, WithCpAsync(own))
@@ -239,4 +241,16 @@ func CUDASpace(c geom.Conv, own spec.Family) []spec.Family {
 		kernels = append(kernels, own)
 	}
 	return append(kernels, spec.Spectral{})
+}
+
+// SplitKernels are the FFMA and mma.sync defaults and two of
+// CUDAKernels' mma.sync tiles (narrower warps; and deeper steps) with each
+// phase's reduction shared among 2, 4 and 8 blocks: for grids that leave
+// SMs idle through long reductions (small outputs, many input channels).
+func SplitKernels() []spec.Family {
+	var out []spec.Family
+	for _, n := range []int{2, 4, 8} {
+		out = append(out, spec.FFMA{SplitK: n}, spec.MMA{SplitK: n}, spec.MMA{BM: 128, WM: 32, SplitK: n}, spec.MMA{BK: 32, WM: 32, SplitK: n})
+	}
+	return out
 }

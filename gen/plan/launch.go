@@ -30,6 +30,14 @@ type Launch struct {
 	// BiasEvery output channels share one bias value (Plan.BiasEvery):
 	// the kernel reads a bias of Conv.OutChannels / BiasEvery elements.
 	BiasEvery int
+	// AddSplits, when set, is the kernel that adds the main kernel's
+	// Splits partial outputs (split_k): the main kernel then writes them
+	// to a workspace of Splits x the output's length, in split order, in
+	// place of y, and AddSplits, launched after it as AddSplitsBlocks
+	// blocks of AddSplitsBlockThreads with (workspace, bias, y), writes y.
+	AddSplits       string
+	Splits          int
+	AddSplitsBlocks int
 	// StoreExtras are the lengths of the tensors the main kernel's (and
 	// the fill's) store reads for the ops it applies (Epilogue.Extras),
 	// its parameters between the bias and y, in order; 0 past the last.
@@ -55,30 +63,33 @@ func (p *Plan) Launch(file string) Launch {
 		store[i] = p.Epilogue.Chain.Extras[e.Arg].Len
 	}
 	return Launch{
-		Spec:           p.Spec.Name,
-		Target:         p.Target.Name,
-		SpecPath:       p.Spec.Path,
-		File:           file,
-		Function:       p.Names.Kernel,
-		Repack:         p.Names.Repack,
-		RepackLen:      p.RepackLen(),
-		Relayout:       p.Names.Relayout,
-		RelaidLen:      p.WGMMA.XLen,
-		RelayoutBlocks: p.WGMMA.RelayoutBlocks,
-		Fill:           p.Names.Fill,
-		FillBlocks:     p.WGMMA.FillBlocks,
-		BiasEvery:      p.BiasEvery(),
-		StoreExtras:    store,
-		Grid:           p.Grid,
-		Threads:        p.Threads,
-		SmemBytes:      p.SmemBytes,
-		DynamicSmem:    p.DynamicSmem,
-		Precision:      p.Tile.Family().Precision(),
-		Tile:           spec.FlatV1(p.Tile.Family()),
-		Conv:           p.Conv,
-		Out:            p.Out,
-		FLOPs:          p.Conv.FLOPs(),
-		MinBytes:       p.Conv.MinBytes(),
+		Spec:            p.Spec.Name,
+		Target:          p.Target.Name,
+		SpecPath:        p.Spec.Path,
+		File:            file,
+		Function:        p.Names.Kernel,
+		Repack:          p.Names.Repack,
+		RepackLen:       p.RepackLen(),
+		Relayout:        p.Names.Relayout,
+		RelaidLen:       p.WGMMA.XLen,
+		RelayoutBlocks:  p.WGMMA.RelayoutBlocks,
+		Fill:            p.Names.Fill,
+		FillBlocks:      p.WGMMA.FillBlocks,
+		BiasEvery:       p.BiasEvery(),
+		AddSplits:       p.Names.AddSplits,
+		Splits:          p.Tile.SplitK(),
+		AddSplitsBlocks: p.AddSplitsBlocks(),
+		StoreExtras:     store,
+		Grid:            p.Grid,
+		Threads:         p.Threads,
+		SmemBytes:       p.SmemBytes,
+		DynamicSmem:     p.DynamicSmem,
+		Precision:       p.Tile.Family().Precision(),
+		Tile:            spec.FlatV1(p.Tile.Family()),
+		Conv:            p.Conv,
+		Out:             p.Out,
+		FLOPs:           p.Conv.FLOPs(),
+		MinBytes:        p.Conv.MinBytes(),
 	}
 }
 
@@ -100,6 +111,27 @@ const (
 	FillBlockThreads     = 256
 	FillPerBlock         = 1024
 )
+
+// AddSplitsBlockThreads is the block size of the kernel that adds the
+// split_k partial outputs, one thread an output.
+const AddSplitsBlockThreads = 256
+
+// AddSplitsBlocks is that kernel's grid (0 without split_k).
+func (p *Plan) AddSplitsBlocks() int {
+	if p.Tile.SplitK() == 1 {
+		return 0
+	}
+	return ceilDiv(p.Conv.OutputLen(), AddSplitsBlockThreads)
+}
+
+// WorkspaceLen is the elements of the split_k partial outputs: Splits
+// copies of the output (0 without split_k).
+func (p *Plan) WorkspaceLen() int {
+	if p.Tile.SplitK() == 1 {
+		return 0
+	}
+	return p.Tile.SplitK() * p.Conv.OutputLen()
+}
 
 // RepackLen is the number of elements the weight re-layout writes: the
 // weight image of a wgmma tile, else the weight in its new order; 0 where
@@ -141,7 +173,7 @@ func (p *Plan) setGrid(blocks [3]int) error {
 	for _, l := range []struct {
 		name   string
 		blocks int
-	}{{"weight re-layout", RepackBlocks(p.RepackLen())}, {"input re-layout", p.WGMMA.RelayoutBlocks}, {"bias fill", p.WGMMA.FillBlocks}} {
+	}{{"weight re-layout", RepackBlocks(p.RepackLen())}, {"input re-layout", p.WGMMA.RelayoutBlocks}, {"bias fill", p.WGMMA.FillBlocks}, {"sum of the splits", p.AddSplitsBlocks()}} {
 		if l.blocks > MaxGridX {
 			errs = append(errs, s.Errorf("problem", "", "the %s needs %d blocks: CUDA launches at most %d", l.name, l.blocks, MaxGridX))
 		}

@@ -91,6 +91,7 @@ type Names struct {
 	Repack    string // weight re-layout kernel (empty: none, ReadsTorchWeight)
 	Relayout  string // input re-layout kernel (wgmma tiles; else empty)
 	Fill      string // bias fill of a wgmma tile with tap-less phases (else empty)
+	AddSplits string // sum of a split_k tile's partial outputs (else empty)
 }
 
 // Tile is the kernel family the plan chose and its tiling. Exactly one
@@ -247,6 +248,18 @@ func (t Tile) TW() int {
 // KWInN: a wgmma tile whose GEMM columns hold the kernel's W taps.
 func (t Tile) KWInN() bool { return t.WGMMA != nil && t.WGMMA.KWInN }
 
+// SplitK is how many blocks share each phase's reduction steps: the
+// FFMA and mma.sync tiles' split_k (0 meaning 1), 1 for the others.
+func (t Tile) SplitK() int {
+	switch {
+	case t.FFMA != nil:
+		return max(1, t.FFMA.SplitK)
+	case t.MMA != nil:
+		return max(1, t.MMA.SplitK)
+	}
+	return 1
+}
+
 // Presplit: an mma.sync tile staged as TF32 parts in fragment order.
 func (t Tile) Presplit() bool { return t.MMA != nil && t.MMA.Presplit }
 
@@ -299,6 +312,10 @@ type Epilogue struct {
 	// the main kernel's and the fill's parameters after the bias.
 	Extras []StoreExtra
 }
+
+// MainBias: the main kernel adds the bias as it stores its sums (with
+// split_k, the kernel that adds the splits' partial sums adds it).
+func (p *Plan) MainBias() bool { return p.Epilogue.Bias && p.Tile.SplitK() == 1 }
 
 // Window is what a TW thread reads along W. Its outputs are ow0 + j for
 // j < TW, with ow0 a multiple of TW and so of stride_w; through tap kw,
@@ -571,16 +588,20 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 	if err := p.checkTile(); err != nil {
 		return nil, err
 	}
-	if err := p.setGrid([3]int{len(p.Phases) * p.MaxTiles, ceilDiv(p.CoutG, p.Tile.BN()), c.Groups}); err != nil {
+	// A split_k tile's blocks along z are (group, split) pairs.
+	if err := p.setGrid([3]int{len(p.Phases) * p.MaxTiles, ceilDiv(p.CoutG, p.Tile.BN()), c.Groups * p.Tile.SplitK()}); err != nil {
 		return nil, err
 	}
 	if err := p.checkRows(p.MaxTiles * p.Tile.BM()); err != nil {
 		return nil, err
 	}
-	p.Index = indexType(c.InputLen(), c.OutputLen(), c.WeightLen())
+	p.Index = indexType(c.InputLen(), c.OutputLen(), c.WeightLen(), p.WorkspaceLen())
 	p.Names = names(s.Name, target)
 	if p.ReadsTorchWeight() {
 		p.Names.Repack = ""
+	}
+	if p.Tile.SplitK() > 1 {
+		p.Names.AddSplits = s.Name + "_add_splits"
 	}
 	return p.withChain()
 }
@@ -669,8 +690,43 @@ func (p *Plan) withChain() (*Plan, error) {
 			return nil, err
 		}
 	}
+	if err := p.checkSplitK(len(ops) > 0); err != nil {
+		return nil, err
+	}
 	p.Epilogue.Chain, p.Epilogue.Ops, p.Epilogue.Extras = ch, ops, extras
 	return p, nil
+}
+
+// MaxWorkspaceBytes bounds the split_k partial outputs a forward
+// allocates: past it a split costs more memory traffic than it can win.
+const MaxWorkspaceBytes = 4 << 30
+
+// checkSplitK refuses a split of the reduction that leaves a block of the
+// longest phase without steps, whose partial outputs pass
+// MaxWorkspaceBytes, or where the store fuses ops (fused), which need
+// each output's whole sum.
+func (p *Plan) checkSplitK(fused bool) error {
+	n := p.Tile.SplitK()
+	if n == 1 {
+		return nil
+	}
+	var errs spec.Errors
+	if fused {
+		errs = append(errs, p.Spec.Errorf(p.field("split_k"), strconv.Itoa(n),
+			"adds the splits' partial sums in a kernel of its own, and this forward's ops after the convolution run in the main kernel's store: split_k needs a forward whose ops run after it (or none)"))
+	}
+	if steps := p.maxPhaseTaps() * p.CIChunks(); n > steps {
+		errs = append(errs, p.Spec.Errorf(p.field("split_k"), strconv.Itoa(n),
+			"shares a phase's reduction steps among blocks, and the longest phase has %d (taps x input channels in steps of bk %d): at most %d", steps, p.Tile.BK(), steps))
+	}
+	if b := 4 * p.WorkspaceLen(); b > MaxWorkspaceBytes {
+		errs = append(errs, p.Spec.Errorf(p.field("split_k"), strconv.Itoa(n),
+			"writes %d partial outputs of %d elements, %d bytes of workspace: at most %d", n, p.Conv.OutputLen(), b, MaxWorkspaceBytes))
+	}
+	if errs != nil {
+		return errs
+	}
+	return nil
 }
 
 // leaveOutTriton drops the Triton backend, saying why, where the spec

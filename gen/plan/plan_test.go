@@ -657,3 +657,40 @@ func TestRandomTilesFeasible(t *testing.T) {
 		t.Errorf("only %d of 2000 random tiles accepted", accepted)
 	}
 }
+
+// TestSplitKRefusals: split_k shares a phase's steps among blocks, so the
+// plan refuses more splits than the longest phase has steps, and partial
+// outputs past MaxWorkspaceBytes; a split it accepts is laid out along z
+// as (group, split) pairs, with the kernel that adds the splits.
+func TestSplitKRefusals(t *testing.T) {
+	planWith := func(c config, f spec.MMA) (*plan.Plan, error) {
+		s := c.parse(t)
+		s.Kernel.CUDA = spec.CUDA{Family: f}
+		return plan.New(s, plan.SM80)
+	}
+	p, err := planWith(base72, spec.MMA{SplitK: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Blocks[2] != 4*base72.groups || p.Names.AddSplits == "" || p.WorkspaceLen() != 4*p.Conv.OutputLen() || p.MainBias() {
+		t.Errorf("split_k 4: blocks %v, add kernel %q, workspace %d of output %d", p.Blocks, p.Names.AddSplits, p.WorkspaceLen(), p.Conv.OutputLen())
+	}
+	one := with(base72, func(c *config) { c.k, c.s, c.p, c.op = [3]int{1, 1, 1}, [3]int{1, 1, 1}, [3]int{}, [3]int{} })
+	huge := with(base72, func(c *config) { c.in = [3]int{24, 48, 96} })
+	for _, tc := range []struct {
+		c    config
+		f    spec.MMA
+		want string
+	}{
+		{one, spec.MMA{SplitK: 2}, "kernel.cuda.mma.split_k: shares a phase's reduction steps among blocks, and the longest phase has 1 (taps x input channels in steps of bk 8): at most 1 (got 2)"},
+		{huge, spec.MMA{SplitK: 16}, "kernel.cuda.mma.split_k: writes 16 partial outputs of"},
+	} {
+		_, err := planWith(tc.c, tc.f)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("split_k %d: error %v, want %q", tc.f.SplitK, err, tc.want)
+		}
+	}
+	if _, err := planWith(huge, spec.MMA{SplitK: 2}); err != nil {
+		t.Errorf("split_k 2 of a large output: %v", err)
+	}
+}

@@ -206,7 +206,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key in a param", []edit{{"{name: groups, type: int, default: 1}", "{name: groups, type: int, defualt: 1}"}},
 			[]string{"base.yaml:24:33: reference.params[6].defualt: unknown key; known: default, name, type"}},
 		{"unknown key in tile", []edit{{"  backends: [cuda]", "  backends: [cuda]\n  cuda: {ffma: {bm: 64, bz: 2}}"}},
-			[]string{"base.yaml:38:25: kernel.cuda.ffma.bz: unknown key; known: bk, bm, bn, cp_async, min_blocks, tm, tn"}},
+			[]string{"base.yaml:38:25: kernel.cuda.ffma.bz: unknown key; known: bk, bm, bn, cp_async, min_blocks, split_k, tm, tn"}},
 		// BUG (decode.go, fields): an empty key is reported with the
 		// field name of its mapping only ("problem." here, "" at the top).
 		{"empty key", []edit{{"  groups: 4\n", "  groups: 4\n  \"\": 1\n"}},

@@ -27,7 +27,10 @@ type Family interface {
 
 // FFMA is the fp32 implicit GEMM on FFMA: a block computes BM output
 // positions by BN output channels, BK input channels a step, each thread
-// TM x TN results, the tiles staged twice in shared memory.
+// TM x TN results, the tiles staged twice in shared memory. SplitK (an
+// option of the two GEMM families, FFMA and MMA) shares each phase's
+// reduction steps among that many blocks, whose partial sums a second
+// kernel adds: for grids too small to fill the GPU, with long reductions.
 type FFMA struct {
 	BM        int  `yaml:"bm"`
 	BN        int  `yaml:"bn"`
@@ -36,6 +39,7 @@ type FFMA struct {
 	TN        int  `yaml:"tn"`
 	MinBlocks int  `yaml:"min_blocks"`
 	CpAsync   bool `yaml:"cp_async"`
+	SplitK    int  `yaml:"split_k"`
 }
 
 // Direct is the fp32 kernel without GEMM tiles: each thread computes TM
@@ -58,7 +62,8 @@ type Direct struct {
 // MMA is the 3xTF32 implicit GEMM on mma.sync m16n8k8: each warp holds a
 // WM x WN tile of fragments. Presplit splits the operands into their TF32
 // parts once, when a tile is staged, stored in fragment order (one vector
-// read per fragment); CpAsync copies the tiles with cp.async.
+// read per fragment); CpAsync copies the tiles with cp.async; SplitK as
+// FFMA's.
 type MMA struct {
 	BM        int  `yaml:"bm"`
 	BN        int  `yaml:"bn"`
@@ -68,6 +73,7 @@ type MMA struct {
 	MinBlocks int  `yaml:"min_blocks"`
 	Presplit  bool `yaml:"presplit"`
 	CpAsync   bool `yaml:"cp_async"`
+	SplitK    int  `yaml:"split_k"`
 }
 
 // WGMMA is the 3xTF32 kernel of one dense GEMM per stride phase on

@@ -429,6 +429,9 @@ func checks(bad func(key, got, format string, args ...any), cs ...sizeCheck) {
 	}
 }
 
+// splitKCheck: the GEMM families' split of the reduction among blocks.
+func splitKCheck(n int) sizeCheck { return sizeCheck{"split_k", n, n >= 0 && n <= 16} }
+
 // The block sizes FFMA, direct and mma.sync tiles share (bn is each
 // family's own).
 func blockChecks(bm, bk, minBlocks int) []sizeCheck {
@@ -445,7 +448,8 @@ func (t FFMA) check(bad func(key, got, format string, args ...any)) {
 	checks(bad, append(blockChecks(t.BM, t.BK, t.MinBlocks),
 		sizeCheck{"bn", t.BN, pow2In(t.BN, 4, 256)},
 		sizeCheck{"tm", t.TM, t.TM == 0 || t.TM == 4 || t.TM == 8},
-		sizeCheck{"tn", t.TN, t.TN == 0 || t.TN == 4 || t.TN == 8})...)
+		sizeCheck{"tn", t.TN, t.TN == 0 || t.TN == 4 || t.TN == 8},
+		splitKCheck(t.SplitK))...)
 }
 
 func (t Direct) check(bad func(key, got, format string, args ...any)) {
@@ -469,7 +473,8 @@ func (t MMA) check(bad func(key, got, format string, args ...any)) {
 	checks(bad, append(blockChecks(t.BM, t.BK, t.MinBlocks),
 		sizeCheck{"bn", t.BN, pow2In(t.BN, 4, 256)},
 		sizeCheck{"wm", t.WM, t.WM == 0 || t.WM == 16 || t.WM == 32 || t.WM == 64},
-		sizeCheck{"wn", t.WN, t.WN == 0 || t.WN == 8 || t.WN == 16 || t.WN == 32 || t.WN == 64})...)
+		sizeCheck{"wn", t.WN, t.WN == 0 || t.WN == 8 || t.WN == 16 || t.WN == 32 || t.WN == 64},
+		splitKCheck(t.SplitK))...)
 	if t.CpAsync && t.Presplit {
 		bad("cp_async", "true", "copies tiles without passing through registers, where presplit splits them: choose one")
 	}
@@ -546,6 +551,7 @@ var tileRule = map[string]string{
 	"warpgroups": "must be 1, 2 or 4 (0: 1), warpgroups per block sharing the weight stages",
 	"span":       "must be from 0 (the plan's choice) to 16, reduction steps per tensor-core sum",
 	"stages":     "must be 2 to 8 (0: the plan's choice), reduction steps staged in shared memory",
+	"split_k":    "must be from 1 to 16 (0: 1), blocks sharing a phase's reduction steps",
 }
 
 // item returns the node of a list element, or the list itself.

@@ -9,8 +9,11 @@ The outputs split into stride_d*stride_h*stride_w phases (o = r + stride*q).
 Inside a phase only the taps with (r + padding - k*dilation) divisible by the
 stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
-K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
-is written exactly once (no atomics), bias fused.
+K = in_channels/groups * taps, with no masked-out multiply-adds. The grid is
+small for the GPU and the reduction long, so 2 blocks share each
+output tile's reduction steps (split-K), each writing its partial sums
+to a workspace; a second kernel adds them with the bias and writes each
+output exactly once (no atomics: the same sums every run).
 Products run on the tensor cores as 3xTF32 (each fp32 operand split into two
 TF32 parts, three m16n8k8 products, fp32 accumulation): fp32-level accuracy.
 Every forward first re-lays the weight out as (group, tap, in, out) so that
@@ -48,6 +51,12 @@ static constexpr int kCIChunks = 16;  // kBK-channel steps per tap
 // rows and kAK of the kBK channels (stride kAKStride).
 static constexpr int kALanes = 128, kARows = 1, kAKStride = 2, kAK = 8;
 static constexpr int kBLoads = 4;  // weight elements each thread loads per step
+// kSplitK blocks share each phase's reduction steps, each writing its
+// partial sums to its own copy of the output (kOutLen elements) in a
+// workspace; zoo_vnet_up_256_add_splits adds them: grids this small leave SMs idle
+// through reductions this long.
+static constexpr int kSplitK = 2;
+static constexpr idx_t kOutLen = (idx_t)kCout * kOutDHW * 2;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 struct PhaseInfo {
@@ -139,7 +148,10 @@ zoo_vnet_up_256_igemm(const float* __restrict__ x, const float* __restrict__ wt,
     const int m0 = (int)(blockIdx.x / kNumPhases) * kBM;
     if (m0 >= P.m) return;
     const int n0 = blockIdx.y * kBN;
-    const int g = blockIdx.z;
+    // Along z, (group, split) pairs: this block's sums go to its split's
+    // copy of the output in the workspace y.
+    const int g = blockIdx.z / kSplitK, split = blockIdx.z % kSplitK;
+    y += (idx_t)split * kOutLen;
     const int tid = threadIdx.x;
     const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
 
@@ -166,13 +178,19 @@ zoo_vnet_up_256_igemm(const float* __restrict__ x, const float* __restrict__ wt,
         }
     }
 
+    // This block's share of the phase's reduction steps: the splits take
+    // consecutive runs, this one ks_count steps from ks_first.
+    const int ks_all = P.tap_count * kCIChunks;
+    const int ks_first = split * ks_all / kSplitK, ks_count = (split + 1) * ks_all / kSplitK - ks_first;
+
     float a_reg[kARows][kAK];
     float b_reg[kBLoads];
     // gather loads step ks's tiles into registers: A from the input at the
     // tap's offset (zero where the tap falls outside it), B from the weight.
     auto gather = [&](int ks) {
-        const int tap = ks / kCIChunks;
-        const int ci0 = (ks - tap * kCIChunks) * kBK;
+        const int step = ks_first + ks;  // the phase's step
+        const int tap = step / kCIChunks;
+        const int ci0 = (step - tap * kCIChunks) * kBK;
         const TapInfo T = kTapTable[P.tap_start + tap];
         #pragma unroll
         for (int r = 0; r < kARows; ++r) {
@@ -225,7 +243,7 @@ zoo_vnet_up_256_igemm(const float* __restrict__ x, const float* __restrict__ wt,
             for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
         }
     }
-    const int ksteps = P.tap_count * kCIChunks;
+    const int ksteps = ks_count;
     for (int ks = 0; ks <= ksteps; ++ks) {
         if (ks < ksteps) gather(ks);
         if (ks > 0) {
@@ -290,11 +308,24 @@ zoo_vnet_up_256_igemm(const float* __restrict__ x, const float* __restrict__ wt,
                     const int co = n0 + wn0 + j * 8 + 2 * t4 + e;
                     if (co >= kCoutG) continue;
                     const int c = g * kCoutG + co;
-                    y[row + (idx_t)c * kOutDHW] = acc[i][j][half * 2 + e] + __ldg(bias + c);
+                    y[row + (idx_t)c * kOutDHW] = acc[i][j][half * 2 + e];
                 }
             }
         }
     }
+}
+
+// The splits' partial sums added in split order, then the bias: each
+// output written once, here.
+extern "C" __global__ void __launch_bounds__(256) zoo_vnet_up_256_add_splits(const float* __restrict__ partial,
+    const float* __restrict__ bias, float* __restrict__ y)
+{
+    const idx_t i = (idx_t)blockIdx.x * 256 + threadIdx.x;
+    if (i >= kOutLen) return;
+    float sum = partial[i];
+    #pragma unroll
+    for (int s = 1; s < kSplitK; ++s) sum += partial[(idx_t)s * kOutLen + i];
+    y[i] = sum + __ldg(bias + (int)(i / kOutDHW % kCout));
 }
 """
 
@@ -326,9 +357,15 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     auto y = torch::empty({2, 128, 8, 16, 16}, x.options());
     zoo_vnet_up_256_repack_weight<<<1024, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_vnet_up_256_repack_weight");
-    zoo_vnet_up_256_igemm<<<dim3(32, 2, 1), 256>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
-        (const float*)bias.data_ptr(), (float*)y.data_ptr());
+    // The splits' partial outputs, which the second kernel adds into y
+    // (the bias with them).
+    auto partial = torch::empty({1048576}, x.options());
+    zoo_vnet_up_256_igemm<<<dim3(32, 2, 2), 256>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+        nullptr, (float*)partial.data_ptr());
     check_launch("zoo_vnet_up_256_igemm");
+    zoo_vnet_up_256_add_splits<<<2048, 256>>>((const float*)partial.data_ptr(),
+        (const float*)bias.data_ptr(), (float*)y.data_ptr());
+    check_launch("zoo_vnet_up_256_add_splits");
     return y;
 }
 """

@@ -114,7 +114,8 @@ func hostSource(kernel string, dynamicSmem int) (string, error) {
 
 // driver is the host program's main: read the tensors, run the repack
 // kernel, the re-layout and the bias fill where the kernel has them, then
-// every block of the main kernel, and write the output (NaN-poisoned
+// every block of the main kernel (with split_k into a workspace of
+// partial outputs, then the kernel that adds them), and write the output (NaN-poisoned
 // beforehand, so an output no thread writes stays NaN). It follows the
 // constants and launches that Build prints before it (the emu_ names).
 // The fill and the main kernel have their stores to the output counted and
@@ -203,11 +204,9 @@ static void run_conv(const float* x_in, const float* w_in, const float* b, const
     (void)store;
     EMU_RELAYOUT
     EMU_FILL
-    count_writes(y_out, emu_y_len);
     // Without a re-layout (emu_repack_len 0) the main kernel reads the weight as it is.
     const float* wmain = emu_repack_len > 0 ? wt.data() : w_in;
-    run_blocks(emu_grid, emu_threads, launch_seed(3), [&] { emu_main(xin, wmain, b, EMU_STORE_ARGS out); });
-    check_writes(emu_main_name, emu_has_fill, launch_seed(3));
+    EMU_MAIN
 }
 
 #ifndef EMU_CHAIN
@@ -244,7 +243,17 @@ static const char* const emu_main_name = %q;
 #define EMU_RELAYOUT %s
 #define EMU_FILL %s
 #define EMU_STORE_ARGS %s
+#define EMU_MAIN %s
 `
+
+// mainLaunch runs the main kernel into y, its stores counted: each
+// output written once, or at most once where a fill came first.
+const mainLaunch = `count_writes(y_out, emu_y_len); run_blocks(emu_grid, emu_threads, launch_seed(3), [&] { emu_main(xin, wmain, b, EMU_STORE_ARGS out); }); check_writes(emu_main_name, emu_has_fill, launch_seed(3));`
+
+// splitLaunch runs a split_k main kernel into a workspace of its splits'
+// partial outputs (its count), each element written once, then the kernel
+// that adds them (its blocks, block size, name) into y, each output once.
+const splitLaunch = `std::vector<float> part((size_t)%[1]d * emu_y_len, NAN); count_writes(part.data(), part.size()); run_blocks(emu_grid, emu_threads, launch_seed(3), [&] { emu_main(xin, wmain, b, reinterpret_cast<OutFloat*>(part.data())); }); check_writes(emu_main_name, false, launch_seed(3)); count_writes(y_out, emu_y_len); run_blocks({%[2]d, 1, 1}, %[3]d, launch_seed(4), [&] { %[4]s(part.data(), b, out); }); check_writes(%[4]q, false, launch_seed(4));`
 
 // relayoutLaunch runs the input re-layout of a kernel that has one (its
 // blocks, block size, name), before the main kernel, which then reads the
@@ -373,6 +382,10 @@ func convSource(kernel string, l plan.Launch) (string, error) {
 			store += fmt.Sprintf("store[%d], ", i)
 		}
 	}
+	main := mainLaunch
+	if l.AddSplits != "" {
+		main = fmt.Sprintf(splitLaunch, l.Splits, l.AddSplitsBlocks, plan.AddSplitsBlockThreads, l.AddSplits)
+	}
 	repack := l.Repack
 	if repack == "" {
 		repack = "(void)" // no re-layout: the driver's loop over it runs no block
@@ -382,7 +395,7 @@ func convSource(kernel string, l plan.Launch) (string, error) {
 		c.InputLen(), c.WeightLen(), bias, c.OutputLen(), l.RepackLen, l.RelaidLen,
 		plan.RepackBlockThreads, plan.RepackBlocks(l.RepackLen), l.Threads, c.OutChannels,
 		l.Grid[0], l.Grid[1], l.Grid[2], l.Out[0], l.Out[1], l.Out[2], reach[0], reach[1], reach[2],
-		l.Fill != "", l.Function, repack, l.Function, relayout, fill, store)
+		l.Fill != "", l.Function, repack, l.Function, relayout, fill, store, main)
 	return shim + "\n" + host + consts, nil
 }
 

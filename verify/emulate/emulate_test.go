@@ -236,6 +236,48 @@ func TestCpAsyncMatchesReference(t *testing.T) {
 	emulateKernels(t, 14, kernels, "cp_async_f32(&a_tile[buf]")
 }
 
+// TestSplitKMatchesReference runs FFMA and mma.sync tiles whose phases'
+// reduction steps are shared among blocks (split_k), with their tiles
+// staged through registers, by cp.async and presplit, on random
+// configurations that have steps enough for the split (tap-less phases
+// and steps that do not divide evenly among the splits among them): each
+// split's partial outputs written once, then each output once by the
+// kernel that adds them.
+func TestSplitKMatchesReference(t *testing.T) {
+	kernels := []spec.Family{
+		spec.FFMA{SplitK: 2},
+		spec.FFMA{BM: 64, BN: 8, BK: 3, TM: 4, TN: 4, CpAsync: true, SplitK: 3},
+		spec.MMA{SplitK: 4},
+		spec.MMA{BM: 64, BN: 16, BK: 8, WM: 32, WN: 8, CpAsync: true, SplitK: 2},
+		spec.MMA{BM: 64, BN: 16, BK: 16, WM: 32, WN: 8, Presplit: true, SplitK: 3},
+	}
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	n := 0
+	for _, l := range small(t, 60, 15) {
+		if n == 2*len(kernels) {
+			break
+		}
+		s := *l.Spec()
+		s.Kernel.CUDA = spec.CUDA{Family: kernels[n%len(kernels)]}
+		p, err := plan.New(&s, plan.SM80)
+		if err != nil {
+			continue // too few steps for the split: refused (TestSplitKRefusals)
+		}
+		n++
+		t.Run(s.Name, func(t *testing.T) {
+			t.Log(p)
+			runCUDA(t, r, dir, p, p, l.Path).check(t, p)
+		})
+	}
+	if n < 2*len(kernels) {
+		t.Fatalf("%d of %d configurations took the split", n, 2*len(kernels))
+	}
+}
+
 // emulateKernels runs each kernel choice on two small random
 // configurations (seeded), checking that the rendered source has marker
 // (the feature under test is really there), that every output is written,

@@ -253,6 +253,9 @@ func RunSampled(ctx context.Context, cxx, dir, kernel string, l plan.Launch, sam
 	if err != nil {
 		return Sampled{}, err
 	}
+	if l.AddSplits != "" {
+		return Sampled{}, fmt.Errorf("emulate: %s splits its reduction (split_k): a sampled run has no workspace for the partial outputs", l.Spec)
+	}
 	if check && l.Relayout != "" {
 		return Sampled{}, fmt.Errorf("emulate: %s reads a re-laid input: a sampled run can check its safety, not its values", l.Spec)
 	}

@@ -155,7 +155,7 @@ func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err e
 			return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.Function, err)
 		}
 	}
-	var repackFn, relayoutFn, fillFn cu.Function
+	var repackFn, relayoutFn, fillFn, addFn cu.Function
 	if k.Repack != "" {
 		if repackFn, err = mod.Function(k.Repack); err != nil {
 			return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.Repack, err)
@@ -169,6 +169,11 @@ func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err e
 	if k.Fill != "" {
 		if fillFn, err = mod.Function(k.Fill); err != nil {
 			return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.Fill, err)
+		}
+	}
+	if k.AddSplits != "" {
+		if addFn, err = mod.Function(k.AddSplits); err != nil {
+			return nil, nil, nil, fmt.Errorf("kernel %s: %w", k.AddSplits, err)
 		}
 	}
 
@@ -200,7 +205,7 @@ func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err e
 	}
 	// Each kernel argument is one 8-byte slot; a device pointer's slot
 	// holds its address, a missing bias is a null pointer.
-	var xp, xrp, wp, wtp, bp, yp cu.DevicePtr
+	var xp, xrp, wp, wtp, bp, yp, partp cu.DevicePtr
 	if xp, err = upload("x", in.X); err != nil {
 		return nil, nil, nil, err
 	}
@@ -217,6 +222,14 @@ func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err e
 		return nil, nil, nil, err
 	}
 	if yp, err = alloc("y", c.OutputLen()); err != nil {
+		return nil, nil, nil, err
+	}
+	// A split_k kernel's partial outputs, one copy of y per split.
+	partLen := 0
+	if k.AddSplits != "" {
+		partLen = k.Splits * c.OutputLen()
+	}
+	if partp, err = alloc("split partial outputs", partLen); err != nil {
 		return nil, nil, nil, err
 	}
 	// The tensors a level-2 kernel's store reads: the ops' drawn values
@@ -247,6 +260,11 @@ func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err e
 				return err
 			}
 		}
+		if k.AddSplits != "" {
+			if err := cu.MemsetD32(partp, PoisonBits, int64(partLen)); err != nil {
+				return err
+			}
+		}
 		return cu.MemsetD32(yp, PoisonBits, int64(c.OutputLen()))
 	}
 	repackArgs := []unsafe.Pointer{unsafe.Pointer(&wp), unsafe.Pointer(&wtp)}
@@ -268,7 +286,14 @@ func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err e
 	if k.Repack == "" {
 		mainW = &wp
 	}
-	mainArgs := append(append([]unsafe.Pointer{unsafe.Pointer(mainIn), unsafe.Pointer(mainW), unsafe.Pointer(&bp)}, storeArgs...), unsafe.Pointer(&yp))
+	// A split_k main kernel writes the partial outputs (and takes no
+	// bias); the kernel that adds them writes y.
+	mainOut := &yp
+	if k.AddSplits != "" {
+		mainOut = &partp
+	}
+	mainArgs := append(append([]unsafe.Pointer{unsafe.Pointer(mainIn), unsafe.Pointer(mainW), unsafe.Pointer(&bp)}, storeArgs...), unsafe.Pointer(mainOut))
+	addArgs := []unsafe.Pointer{unsafe.Pointer(&partp), unsafe.Pointer(&bp), unsafe.Pointer(&yp)}
 	repackBlocks := plan.RepackBlocks(k.RepackLen)
 	forward := func() error {
 		if k.Repack != "" {
@@ -288,6 +313,11 @@ func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err e
 		}
 		if err := mainFn.Launch(k.Grid[0], k.Grid[1], k.Grid[2], k.Threads, 1, 1, k.DynamicSmem, cu.NoStream, mainArgs); err != nil {
 			return fmt.Errorf("launching %s<<<%v, %d>>>: %w", k.Function, k.Grid, k.Threads, err)
+		}
+		if k.AddSplits != "" {
+			if err := addFn.Launch(k.AddSplitsBlocks, 1, 1, plan.AddSplitsBlockThreads, 1, 1, 0, cu.NoStream, addArgs); err != nil {
+				return fmt.Errorf("launching %s<<<%d, %d>>>: %w", k.AddSplits, k.AddSplitsBlocks, plan.AddSplitsBlockThreads, err)
+			}
 		}
 		return nil
 	}
