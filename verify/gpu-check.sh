@@ -22,7 +22,10 @@
 #   zoo      the zoo's submissions of out/ (zoo_*) the evaluator's way into
 #            zoo.json (the report's zoo section); ONLY (an extended regex
 #            on the folder) and TARGETS run a part: a call's worth at a
-#            time, merged afterwards (evaluate.py --merge);
+#            time, merged afterwards (evaluate.py --merge); CHANGED=1 runs
+#            only the files whose code changed since out/gpu/zoo.json
+#            measured them on this GPU model, for `evaluate.py --merge
+#            --newer --json out/gpu/zoo.json out/gpu/zoo.json NEW.json`;
 #   level2   the level-2 submissions of out/ (l2_*) the evaluator's way,
 #            each problem's reference timed in the same run eager, strict
 #            fp32 and under torch.compile (warmed while the files build;
@@ -141,7 +144,9 @@ for s in $stages; do
     fi ;;
   zoo)
     mapfile -t dirs < <(spec_dirs problem.py out | grep '/zoo_' | grep -E -- "${ONLY:-.}")
-    run_sharded "$out/zoo.json" --time --targets "${TARGETS:-sm80,sm90}" -- "${dirs[@]}" ;;
+    changed=()
+    [ -n "${CHANGED:-}" ] && changed=(--changed-since out/gpu/zoo.json)
+    run_sharded "$out/zoo.json" --time ${changed[@]+"${changed[@]}"} --targets "${TARGETS:-sm80,sm90}" -- "${dirs[@]}" ;;
   level2)
     mapfile -t dirs < <(spec_dirs problem.py out | grep '/l2_' | grep -E -- "${ONLY:-.}")
     compile=(--compile)

@@ -140,6 +140,12 @@ def parse_args(argv):
     parser.add_argument("--merge", action="store_true",
                         help="the arguments are result JSON files of one machine (say one per GPU): "
                              "write their results as one document to --json")
+    parser.add_argument("--changed-since", metavar="OLD.json",
+                        help="leave out the submissions whose code (sha256) passed in OLD.json on this "
+                             "GPU model: a run of what changed since, for --merge --newer")
+    parser.add_argument("--newer", action="store_true",
+                        help="with --merge, a later file's result replaces an earlier one's for the "
+                             "same file (a --changed-since run over its OLD.json)")
     # Internal modes: the parent re-runs this file in a child process for each evaluation.
     parser.add_argument("--item", help=argparse.SUPPRESS)
     parser.add_argument("--ref-timing", help=argparse.SUPPRESS)
@@ -156,6 +162,8 @@ def parse_args(argv):
         parser.error("--compile times the compiled reference: it needs --time and reference timing")
     if args.merge and not args.json:
         parser.error("--merge writes its document to --json")
+    if args.newer and not args.merge:
+        parser.error("--newer is a way to --merge")
     args.backends = [b.strip() for b in args.backends.split(",")]
     if not args.backends or any(b not in BACKENDS for b in args.backends):
         parser.error(f"--backends: choose from {', '.join(BACKENDS)}")
@@ -376,10 +384,11 @@ def json_document(env, results):
 ENV_KEYS = ("gpu", "torch", "cuda", "cudnn", "driver")
 
 
-def merge_documents(docs):
+def merge_documents(docs, newer=False):
     """One document of several runs' results, sorted by spec, backend and target: the
     runs must share the machine's environment and not repeat a result. The
-    date is the earliest run's."""
+    date is the earliest run's. With newer, a later run's result replaces an
+    earlier one's, and the date names the runs that replaced some."""
     if not docs:
         raise ValueError("nothing to merge")
     for doc in docs[1:]:
@@ -388,16 +397,34 @@ def merge_documents(docs):
                 raise ValueError(f"runs differ in {key}: {docs[0].get(key)!r} and {doc.get(key)!r}")
     merged = {k: v for k, v in docs[0].items() if k != "results"}
     merged["date"] = min(doc.get("date") or "" for doc in docs)
-    seen, results = set(), []
-    for doc in docs:
+    results, replaced = {}, []
+    for i, doc in enumerate(docs):
+        count = 0
         for r in doc["results"]:
             key = (r["spec"], r["backend"], r.get("target") or "")
-            if key in seen:
-                raise ValueError(f"{key[0]}/{key[1]}.{key[2]} is in more than one run")
-            seen.add(key)
-            results.append(r)
-    merged["results"] = sorted(results, key=lambda r: (r["spec"], r["backend"], r.get("target") or ""))
+            if key in results:
+                if not newer:
+                    raise ValueError(f"{key[0]}/{key[1]}.{key[2]} is in more than one run")
+                count += 1
+            results[key] = r
+        if count:
+            replaced.append(f"{count} files from {doc.get('date')}")
+    if replaced:
+        merged["date"] = f"{docs[0].get('date')} ({', '.join(replaced)})"
+    merged["results"] = [results[k] for k in sorted(results)]
     return merged
+
+
+def passed_before(path, gpu):
+    """The (label, sha256) pairs of the files that passed in the results document at
+    path, measured on this GPU model (gpu); none where it was another."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    if doc.get("gpu") != gpu:
+        progress(f"--changed-since: {path} was measured on {doc.get('gpu')}, this GPU is {gpu}: every file runs")
+        return set()
+    return {(f"{r['spec']}/{r['backend']}.{r.get('target') or ''}", r.get("sha256"))
+            for r in doc["results"] if r.get("disposition") == "passed"}
 
 
 def merge_main(args):
@@ -406,7 +433,7 @@ def merge_main(args):
         with open(path, encoding="utf-8") as f:
             docs.append(json.load(f))
     try:
-        merged = merge_documents(docs)
+        merged = merge_documents(docs, args.newer)
     except ValueError as exc:
         print(f"evaluate.py --merge: {exc}", file=sys.stderr)
         return 2
@@ -884,8 +911,14 @@ def run_all(args):
         spec.submissions = [p for p in spec.submissions if p not in skipped]
     for result in skipped.values():
         progress(f"[skipped] {result['spec']}/{result['backend']}.{result['target']}: {result['reason']}")
-    paths = [p for s in specs for p in s.submissions]
     env = environment()
+    if args.changed_since:
+        before = passed_before(args.changed_since, env["gpu"])
+        for spec in specs:
+            spec.submissions = [p for p in spec.submissions if (label(p), code_sha256(p)) not in before]
+        specs = [s for s in specs if s.submissions]
+        progress(f"--changed-since: {sum(len(s.submissions) for s in specs)} files changed since {args.changed_since}")
+    paths = [p for s in specs for p in s.submissions]
 
     def finish(results):
         for result in results:

@@ -362,6 +362,29 @@ class MergeTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "a/cuda.sm90 is in more than one run"):
             evaluate.merge_documents([self.doc("x", ("a", "cuda")), self.doc("x", ("a", "cuda"))])
 
+    def test_newer_replaces(self):
+        old = self.doc("2030-01-01", ("a", "cuda"), ("b", "cuda"))
+        new = self.doc("2030-02-01", ("a", "cuda"))
+        new["results"][0]["sha256"] = "new"
+        m = evaluate.merge_documents([old, new], newer=True)
+        self.assertEqual([(r["spec"], r.get("sha256")) for r in m["results"]], [("a", "new"), ("b", None)])
+        self.assertEqual(m["date"], "2030-01-01 (1 files from 2030-02-01)")
+        with self.assertRaisesRegex(ValueError, "more than one run"):
+            evaluate.merge_documents([old, new])
+
+    def test_passed_before_same_gpu_only(self):
+        doc = self.doc("x", ("a", "cuda"), ("b", "triton"))
+        doc["results"][0].update(disposition="passed", sha256="s1")
+        doc["results"][1].update(disposition="incorrect", sha256="s2")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "old.json")
+            write(path, json.dumps(doc))
+            self.assertEqual(evaluate.passed_before(path, "G"), {("a/cuda.sm90", "s1")})
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(evaluate.passed_before(path, "H"), set())
+            self.assertIn("this GPU is H: every file runs", out.getvalue())
+
     def test_main_writes_json(self):
         with tempfile.TemporaryDirectory() as d:
             ins = []
