@@ -210,7 +210,7 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		}
 		// Last, the tiles that split their reduction (split_k).
 		rest := c73[len(want):]
-		for len(rest) > 0 && splits(rest[len(rest)-1].CUDA.Family) {
+		for len(rest) > 0 && spec.SplitK(rest[len(rest)-1].CUDA.Family) > 1 {
 			rest = rest[:len(rest)-1]
 		}
 		if len(rest) == len(c73)-len(want) {
@@ -1021,15 +1021,4 @@ func TestTuneWriteTuneTop(t *testing.T) {
 	if n != len(manifest) || n >= all {
 		t.Errorf("%d candidates with -top 3, %d without", n, all)
 	}
-}
-
-// splits: a GEMM tile that shares its reduction among blocks.
-func splits(f spec.Family) bool {
-	switch t := f.(type) {
-	case spec.FFMA:
-		return t.SplitK > 1
-	case spec.MMA:
-		return t.SplitK > 1
-	}
-	return false
 }

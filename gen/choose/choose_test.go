@@ -202,22 +202,13 @@ func TestWithCpAsync(t *testing.T) {
 func TestSplitKWhereTheGridIsSmall(t *testing.T) {
 	deep := geom.Conv{Batch: 2, InChannels: 384, OutChannels: 64, In: [3]int{6, 6, 6}, Kernel: [3]int{3, 3, 3},
 		Stride: [3]int{2, 2, 2}, Padding: one, OutputPadding: one, Dilation: one, Groups: 1, Bias: true}
-	splitK := func(f spec.Family) int {
-		switch t := f.(type) {
-		case spec.FFMA:
-			return t.SplitK
-		case spec.MMA:
-			return t.SplitK
-		}
-		return 0
-	}
 	for _, tg := range plan.Targets {
 		_, d := Options{}.Choose(convSpec(t, deep, spec.Kernel{Backends: []string{"cuda"}}), tg)
-		if splitK(d.CUDA[0].CUDA) < 2 {
+		if spec.SplitK(d.CUDA[0].CUDA) < 2 {
 			t.Errorf("%s: deep layer chose %v, want a split reduction", tg.Name, d.CUDA[0].CUDA)
 		}
 		_, d = Options{}.Choose(convSpec(t, big, spec.Kernel{Backends: []string{"cuda"}}), tg)
-		if splitK(d.CUDA[0].CUDA) > 1 {
+		if spec.SplitK(d.CUDA[0].CUDA) > 1 {
 			t.Errorf("%s: a large problem chose %v, a split reduction", tg.Name, d.CUDA[0].CUDA)
 		}
 	}

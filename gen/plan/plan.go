@@ -250,15 +250,7 @@ func (t Tile) KWInN() bool { return t.WGMMA != nil && t.WGMMA.KWInN }
 
 // SplitK is how many blocks share each phase's reduction steps: the
 // FFMA and mma.sync tiles' split_k (0 meaning 1), 1 for the others.
-func (t Tile) SplitK() int {
-	switch {
-	case t.FFMA != nil:
-		return max(1, t.FFMA.SplitK)
-	case t.MMA != nil:
-		return max(1, t.MMA.SplitK)
-	}
-	return 1
-}
+func (t Tile) SplitK() int { return max(1, spec.SplitK(t.Family())) }
 
 // Presplit: an mma.sync tile staged as TF32 parts in fragment order.
 func (t Tile) Presplit() bool { return t.MMA != nil && t.MMA.Presplit }

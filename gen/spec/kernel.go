@@ -127,6 +127,17 @@ func (Spectral) Precision() string { return "fp32" }
 // PerBlock is the warpgroups of a block (Warpgroups, 0 meaning one).
 func (w WGMMA) PerBlock() int { return max(1, w.Warpgroups) }
 
+// SplitK is f's split_k where its family has one (FFMA, MMA), else 0.
+func SplitK(f Family) int {
+	switch t := f.(type) {
+	case FFMA:
+		return t.SplitK
+	case MMA:
+		return t.SplitK
+	}
+	return 0
+}
+
 // Families are the CUDA families, by key, as the decoder knows them.
 var Families = []Family{FFMA{}, Direct{}, MMA{}, WGMMA{}, Spectral{}}
 
