@@ -89,6 +89,19 @@ func All() []Mutation {
 			},
 		},
 		{
+			Name:        "drop-last-split",
+			Description: "the grid stops one block short along z: the last group's last split_k share of the reduction never runs, its partial outputs never written",
+			// Fewer blocks of the unchanged kernel run, all in bounds; the
+			// sum of the splits still reads every partial output. Wrong:
+			// the outputs of the last group add the workspace's
+			// unwritten (poisoned) copy of the dropped split.
+			Applies: func(p *plan.Plan) bool { return p.Tile.SplitK() > 1 && !p.Fold },
+			Apply: func(p *plan.Plan) {
+				p.Blocks[2]--
+				p.Grid[2]--
+			},
+		},
+		{
 			Name:        "wrong-phase",
 			Description: "two stride residues along one dimension are swapped: each of those phases writes its results at the other's output positions",
 			// Only residues with the same output count Q along that
@@ -214,17 +227,41 @@ func allPhases(p *plan.Plan) []int {
 
 // anyReaching reports whether some tap of the listed phases reads at least
 // one input element: in every dimension some q in [0, Q) has q+Off inside
-// the input. Without one, the phases' outputs are their bias whatever the
-// taps say.
+// the input (along W in a W-window kernel, whose taps are kw rows, some kw
+// of some output). Without one, the phases' outputs are their bias
+// whatever the taps say.
 func anyReaching(p *plan.Plan, phases []int) bool {
+	dims := 3
+	if p.Tile.TW() > 0 {
+		if !windowReaches(p) {
+			return false
+		}
+		dims = 2
+	}
 	for _, i := range phases {
 		ph := p.Phases[i]
 		for _, t := range p.Taps[ph.TapStart : ph.TapStart+ph.TapCount] {
 			ok := true
-			for d := range 3 {
+			for d := range dims {
 				ok = ok && t.Off[d]+ph.Q[d] > 0 && t.Off[d] < p.Conv.In[d]
 			}
 			if ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// windowReaches reports whether some output along W reads an input
+// element through some kw: w + padding - kw*dilation is a multiple of the
+// stride whose quotient is inside the input.
+func windowReaches(p *plan.Plan) bool {
+	c := p.Conv
+	for w := range p.Out[2] {
+		for kw := range c.Kernel[2] {
+			v := w + c.Padding[2] - kw*c.Dilation[2]
+			if v >= 0 && v%c.Stride[2] == 0 && v/c.Stride[2] < c.In[2] {
 				return true
 			}
 		}

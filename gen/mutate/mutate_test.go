@@ -78,6 +78,8 @@ var fixed = []config{
 	{batch: 2, cin: 4, cout: 8, groups: 2, k: [3]int{3, 3, 5}, in: [3]int{3, 4, 8}, s: [3]int{2, 2, 2}, p: [3]int{1, 1, 2}, op: [3]int{1, 1, 1}, d: [3]int{1, 1, 1}, bias: true, tile: "{bm: 32, bn: 4, tw: 8, direct: true}"},
 	// 1x1x1 kernel: no neighbouring tap.
 	{batch: 1, cin: 4, cout: 4, groups: 1, k: [3]int{1, 1, 1}, in: [3]int{3, 3, 3}, s: [3]int{2, 2, 2}, op: [3]int{1, 1, 1}, d: [3]int{1, 1, 1}},
+	// split_k 3 over 2 taps x 3 channel chunks, with bias and a stride-2 tap-less phase.
+	{batch: 1, cin: 5, cout: 6, groups: 1, k: [3]int{2, 1, 1}, in: [3]int{3, 2, 3}, s: [3]int{2, 1, 2}, op: [3]int{0, 0, 1}, d: [3]int{1, 1, 1}, bias: true, tile: "{bm: 64, bn: 16, bk: 2, tm: 8, tn: 4, split_k: 3}"},
 }
 
 // randomConfig draws a small configuration (small enough for the
@@ -95,14 +97,18 @@ func randomConfig(r *rand.Rand) config {
 		c.op[i] = r.Intn(max(c.s[i], c.d[i]))
 		c.p[i] = r.Intn(c.d[i]*(c.k[i]-1) + 2)
 	}
+	split := "" // a third of the tiles that can split do
+	if k := pick(1, 1, 2, 3); k > 1 {
+		split = fmt.Sprintf(", split_k: %d", k)
+	}
 	switch r.Intn(5) {
 	case 3:
 		c.tile = fmt.Sprintf("{bm: 32, bn: 4, tw: %d, direct: true}", c.s[2]*pick(1, 2, 4))
 	case 0:
 		c.precision = "3xtf32"
-		c.tile = fmt.Sprintf("{bm: 64, bn: %d, bk: 8, wm: 16, wn: 8}", pick(8, 16))
+		c.tile = fmt.Sprintf("{bm: 64, bn: %d, bk: 8, wm: 16, wn: 8%s}", pick(8, 16), split)
 	case 1:
-		c.tile = fmt.Sprintf("{bm: %d, bn: 16, bk: %d, tm: 8, tn: 4}", pick(64, 128), pick(1, 3, 4))
+		c.tile = fmt.Sprintf("{bm: %d, bn: 16, bk: %d, tm: 8, tn: 4%s}", pick(64, 128), pick(1, 3, 4), split)
 	case 2:
 		c.precision = "3xtf32"
 	}
@@ -172,6 +178,7 @@ func TestApplies(t *testing.T) {
 		{"padding-off-by-one", "drop-last-tile", "wrong-phase", "wrong-phase-taps", "wrong-tap-weight", "skip-bias"},
 		{"padding-off-by-one", "drop-last-tile", "wrong-phase", "wrong-phase-taps", "wrong-tap-weight", "skip-bias"},
 		{"padding-off-by-one", "drop-last-tile", "wrong-phase", "wrong-phase-taps"},
+		{"padding-off-by-one", "drop-last-tile", "drop-last-split", "wrong-phase", "wrong-phase-taps", "wrong-tap-weight", "skip-bias"},
 	}
 	for i, c := range fixed {
 		p := c.plan()
@@ -233,14 +240,20 @@ var errOOB = errors.New("out of bounds")
 // kw row, read through the window (Plan.Window) as the template does. Any
 // access outside a buffer or constant table is an error. It returns the
 // output and how many outputs were never written; writing one twice is an
-// error too (the kernel writes each output once, without atomics).
+// error too (the kernel writes each output once, without atomics). With
+// split_k, blocks along z are (group, split) pairs: split s sums its
+// consecutive share of the phase's steps (tap, BK-channel chunk) into its
+// own copy of the output, without the bias, and the sum of the splits
+// adds every copy and the bias; an output one of whose copies was never
+// written counts as unwritten (the verifier poisons the workspace).
 func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, error) {
 	k := p.Conv // what the kernel was rendered with
 	t := p.Tile
 	taps, cinG, coutG := k.Taps(), p.CinG, p.CoutG
 	in, out := k.In, p.Out
 	outSp := out[0] * out[1] * out[2]
-	y := make([]float64, c.OutputLen())
+	splits := t.SplitK()
+	y := make([]float64, splits*c.OutputLen())
 	writes := make([]int, len(y))
 	nP := len(p.Phases)
 	if nP == 0 {
@@ -258,7 +271,8 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 		qhw := ph.Q[1] * ph.Q[2]
 		qdhw := ph.Q[0] * qhw
 		for by := 0; by < p.Grid[1]; by++ {
-			for g := 0; g < p.Grid[2]; g++ {
+			for z := 0; z < p.Grid[2]; z++ {
+				g, split := z/splits, z%splits
 				if g >= k.Groups {
 					return nil, 0, oob("group %d of %d", g, k.Groups)
 				}
@@ -283,9 +297,22 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 								return nil, 0, oob("output index %v outside %v", o, out)
 							}
 						}
+						// This split's steps (all of them without split_k):
+						// step j*chunks + h is tap j, channels h*BK on.
+						chunks := 1
+						if splits > 1 {
+							chunks = p.CIChunks()
+						}
+						all := ph.TapCount * chunks
+						first, last := split*all/splits, (split+1)*all/splits
 						for co := by * t.BN(); co < (by+1)*t.BN() && co < coutG; co++ {
 							var acc float64
-							for j := range ph.TapCount {
+							for step := first; step < last; step++ {
+								j, h := step/chunks, step%chunks
+								ci0, ci1 := 0, cinG
+								if splits > 1 {
+									ci0, ci1 = h*t.BK(), min(cinG, (h+1)*t.BK())
+								}
 								ti := ph.TapStart + j
 								if ti < 0 || ti >= len(p.Taps) {
 									return nil, 0, oob("tap %d of a table of %d", ti, len(p.Taps))
@@ -307,7 +334,7 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 									if !inside {
 										continue
 									}
-									for ci := range cinG {
+									for ci := ci0; ci < ci1; ci++ {
 										xv := x[((n*k.InChannels+g*cinG+ci)*in[0]+i[0])*in[1]*in[2]+i[1]*in[2]+i[2]]
 										wv := w[((g*cinG+ci)*coutG+co)*taps+rd.flat]
 										acc += float64(xv) * float64(wv)
@@ -315,13 +342,13 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 								}
 							}
 							ch := g*coutG + co
-							if p.Epilogue.Bias { // the plan's epilogue, as the templates print it
+							if p.MainBias() { // the plan's epilogue, as the templates print it
 								if b == nil {
 									return nil, 0, oob("bias read without a bias")
 								}
 								acc += float64(b[ch])
 							}
-							at := (n*k.OutChannels+ch)*outSp + (o[0]*out[1]+o[1])*out[2] + o[2]
+							at := split*c.OutputLen() + (n*k.OutChannels+ch)*outSp + (o[0]*out[1]+o[1])*out[2] + o[2]
 							writes[at]++
 							if writes[at] > 1 {
 								return nil, 0, fmt.Errorf("output %d written twice", at)
@@ -332,6 +359,23 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 				}
 			}
 		}
+	}
+	if splits > 1 { // the sum of the splits, in split order, then the bias
+		n := c.OutputLen()
+		sum := make([]float64, n)
+		for i := range sum {
+			for s := range splits {
+				sum[i] += y[s*n+i]
+				writes[i] = min(writes[i], writes[s*n+i])
+			}
+			if p.Epilogue.Bias {
+				if b == nil {
+					return nil, 0, oob("bias read without a bias")
+				}
+				sum[i] += float64(b[i/outSp%k.OutChannels])
+			}
+		}
+		y, writes = sum, writes[:n]
 	}
 	unwritten := 0
 	for _, n := range writes {
@@ -441,7 +485,7 @@ func TestMutantsWrongButInBounds(t *testing.T) {
 			if e := relErr(y, want, unwritten); !(e > 1e-3) {
 				t.Errorf("%s on %s: relative error %g: the bug is not visible", m.Name, p, e)
 			}
-			if m.Name == "drop-last-tile" && unwritten == 0 {
+			if (m.Name == "drop-last-tile" || m.Name == "drop-last-split") && unwritten == 0 {
 				t.Errorf("%s on %s: every output written", m.Name, p)
 			}
 		}
@@ -485,8 +529,10 @@ func TestRegisteredSpecs(t *testing.T) {
 // larger than the original's.
 func checkRanges(t *testing.T, name string, orig, p *plan.Plan) {
 	t.Helper()
-	if p.Grid[0] < 1 || p.Grid[0] > orig.Grid[0] || p.Grid[1] != orig.Grid[1] || p.Grid[2] != orig.Grid[2] {
-		t.Errorf("%s on %s: grid %v from %v", name, orig, p.Grid, orig.Grid)
+	for d := range 3 {
+		if p.Grid[d] < 1 || p.Grid[d] > orig.Grid[d] {
+			t.Errorf("%s on %s: grid %v from %v", name, orig, p.Grid, orig.Grid)
+		}
 	}
 	for _, ph := range p.Phases {
 		for d := range 3 {

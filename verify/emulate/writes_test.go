@@ -74,6 +74,27 @@ func TestWriteCountsCatchDoubleAndMissingStores(t *testing.T) {
 			wantErr(t, runCUDA(t, r, dir, drop.On(l.Plans[0]), l.Plans[0], l.Path), "written 0 times, want once")
 		})
 	}
+	// split_k: the dropped split's partial outputs, which the sum of the
+	// splits reads, are never written (the last group's, of two).
+	dropSplit, _ := mutate.Lookup("drop-last-split")
+	sc := geom.Conv{Batch: 1, InChannels: 6, OutChannels: 4, In: [3]int{3, 4, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
+		Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 2, Bias: true}
+	sk := spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: spec.FFMA{BM: 64, BN: 16, BK: 1, TM: 8, TN: 4, SplitK: 2}}}
+	ss, err := spec.Parse("split.yaml", []byte(spec.Generic("split_writes", "split_k write counts", sc, "randn", sk)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := plan.New(ss, plan.SM80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("split_k", func(t *testing.T) {
+		if !dropSplit.Applies(sp) {
+			t.Fatalf("%s: no split to drop", sp)
+		}
+		runCUDA(t, r, dir, sp, sp, "split.yaml").check(t, sp)
+		wantErr(t, runCUDA(t, r, dir, dropSplit.On(sp), sp, "split.yaml"), "written 0 times, want once")
+	})
 	// wgmma: #77's geometry (tap-less phases: a bias fill first), and one
 	// without a fill.
 	for _, c := range []geom.Conv{

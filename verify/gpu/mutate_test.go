@@ -75,8 +75,14 @@ func TestItemsMutate(t *testing.T) {
 		if k.Function != c.Function || k.Repack != c.Repack || k.Threads != c.Threads {
 			t.Errorf("%s: launch %+v, control %+v", k.Spec, k, c)
 		}
-		if (it.Mutation == "drop-last-tile") != (k.Grid != c.Grid) || k.Grid[0] > c.Grid[0] || k.Grid[0] < 1 {
+		drops := it.Mutation == "drop-last-tile" || it.Mutation == "drop-last-split"
+		if drops != (k.Grid != c.Grid) {
 			t.Errorf("%s: grid %v, control %v", k.Spec, k.Grid, c.Grid)
+		}
+		for d := range 3 {
+			if k.Grid[d] > c.Grid[d] || k.Grid[d] < 1 {
+				t.Errorf("%s: grid %v, control %v", k.Spec, k.Grid, c.Grid)
+			}
 		}
 		if it.Seed(3) != control.Seed(3) {
 			t.Errorf("%s: other inputs than its control", k.Spec)
