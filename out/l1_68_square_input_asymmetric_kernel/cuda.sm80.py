@@ -14,12 +14,12 @@ is written exactly once (no atomics), bias fused.
 Along W, Winograd's F(2,5): a GEMM row is a pair of neighbouring outputs,
 computed from 6 products over the (d, h) taps and channels where its
 direct taps take 10. A block is one warpgroup
-(4 warps) computing 64 pairs of each phase in turn by
+(4 warps) computing 128 pairs of each phase in turn by
 64 output channels. The input is re-laid channels last
 inside a zero border (per pair, the products' inputs), so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the order of
-the warps' fragments and staged 2 steps deep with cp.async.
+the warps' fragments and staged 3 steps deep with cp.async.
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), m16n8k8 mma.sync products. The
 tensor cores do not add in exact fp32, so their sums cover 4 steps of
@@ -58,13 +58,13 @@ static constexpr int kRelayoutPos = 34, kRelayoutChunks = 1;  // the re-layout's
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 90, kNTiles = 1;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 1;
+static constexpr int kSlabs = 2;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
-static constexpr int kStages = 2;  // weight-image steps in shared memory
+static constexpr int kStages = 3;  // weight-image steps in shared memory
 // The fp32 running sums wait in shared memory between spans: thread tid's
 // element e of slab sl at kParkedAt + (sl * kND + e) * kThreads + tid.
-static constexpr int kParkedAt = 8192;
+static constexpr int kParkedAt = 12288;
 static constexpr int kKW = 5, kCoT = kNP;  // a column is an output channel; kKW: a (d, h) tap's W taps
 // Winograd's F(2,5) along W: a row is a pair of neighbouring outputs. From
 // the pair's inputs d_j (j < kProducts) and the weights g_k of the taps
@@ -93,7 +93,7 @@ __constant__ float kWinogradWeight[kProducts][kKW] = {
     {0.0416666679f, 0.0833333358f, 0.166666672f, 0.333333343f, 0.666666687f},
     {0.0416666679f, -0.0833333358f, 0.166666672f, -0.333333343f, 0.666666687f},
     {0.0f, 0.0f, 0.0f, 0.0f, 1.0f}};
-static constexpr int kOutRows = 64;
+static constexpr int kOutRows = 128;
 // The weight image, per (group, N tile, phase, step): for each k8 chunk and
 // 8-column block the 32 lanes' mma.sync fragments in lane order, a lane's
 // four (high parts of its two elements, then low parts) adjacent, so that
@@ -284,7 +284,7 @@ __device__ __forceinline__ void cp_async_commit()
 // run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
 }
 
 // Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
@@ -295,7 +295,7 @@ l1_68_square_input_asymmetric_kernel_igemm(const float* __restrict__ xr, const f
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // The weight stages, the parked sums.
-    __shared__ __align__(128) float b_stage[49152 / 4];
+    extern __shared__ __align__(128) float b_stage[];  // 81920 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
     // in L2, and the weight image streams through all phases' steps
@@ -514,7 +514,10 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     check_launch("l1_68_square_input_asymmetric_kernel_repack_weight");
     l1_68_square_input_asymmetric_kernel_relayout_input<<<78336, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("l1_68_square_input_asymmetric_kernel_relayout_input");
-    l1_68_square_input_asymmetric_kernel_igemm<<<dim3(38148, 1, 1), 128>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    // More than 48 KiB of shared memory needs the kernel's opt-in, once.
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(l1_68_square_input_asymmetric_kernel_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 81920);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "l1_68_square_input_asymmetric_kernel_igemm needs 81920 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    l1_68_square_input_asymmetric_kernel_igemm<<<dim3(19074, 1, 1), 128, 81920>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("l1_68_square_input_asymmetric_kernel_igemm");
     return y;

@@ -194,6 +194,9 @@ func main() {
 	f22 := toomCook(2, []plan.WinogradPoint{pt(0, 1), pt(1, 1), inf})
 	f25a := toomCook(5, []plan.WinogradPoint{pt(0, 1), pt(1, 1), pt(-1, 1), pt(2, 1), pt(-2, 1), inf})
 	f25b := toomCook(5, []plan.WinogradPoint{pt(0, 1), pt(1, 1), pt(-1, 1), pt(1, 2), pt(-1, 2), inf})
+	f27 := toomCook(7, []plan.WinogradPoint{pt(0, 1), pt(1, 1), pt(-1, 1), pt(2, 1), pt(-2, 1), pt(1, 2), pt(-1, 2), inf})
+	f27b := toomCook(7, []plan.WinogradPoint{pt(0, 1), pt(1, 1), pt(-1, 1), pt(2, 1), pt(-2, 1), pt(3, 1), pt(-3, 1), inf})
+	f24 := toomCook(4, []plan.WinogradPoint{pt(0, 1), pt(1, 1), pt(-1, 1), pt(2, 1), inf})
 	rng := rand.New(rand.NewSource(1))
 	const pairs = 4000
 	// #61: 48 channels x 9 (d, h) taps a product, kernel_w 3; #68: 32 x 15, kernel_w 5.
@@ -213,6 +216,14 @@ func main() {
 		{"#68 F(2,5) at 0, ±1, ±1/2, inf: 6 for 10", 32 * 15, scheme{5, 512, []*transforms{&f25b}, []int{5}}},
 		{"#68 F(2,3) + F(2,2), sums of 128 terms", 32 * 15, scheme{5, 128, []*transforms{&f23, &f22}, []int{3, 2}}},
 		{"#68 F(2,5) at 0, ±1, ±2, inf, sums of 128", 32 * 15, scheme{5, 128, []*transforms{&f25a}, []int{5}}},
+		// #58: 32 channels x 15 (d, h) taps a product, kernel_w 7.
+		{"#58 direct (r 7), sums of 128", 32 * 15, scheme{7, 128, []*transforms{nil}, []int{7}}},
+		{"#58 F(2,7) at 0, ±1, ±2, ±1/2, inf: 8 for 14", 32 * 15, scheme{7, 128, []*transforms{&f27}, []int{7}}},
+		{"#58 F(2,7) at 0, ±1, ±2, ±1/2, inf, sums of 64", 32 * 15, scheme{7, 64, []*transforms{&f27}, []int{7}}},
+		{"#58 F(2,7) at 0, ±1, ±2, ±1/2, inf, sums of 32", 32 * 15, scheme{7, 32, []*transforms{&f27}, []int{7}}},
+		{"#58 F(2,7) at 0, ±1, ±2, ±3, inf: 8 for 14", 32 * 15, scheme{7, 128, []*transforms{&f27b}, []int{7}}},
+		{"#58 F(2,4) + F(2,3): 9 for 14, sums of 128", 32 * 15, scheme{7, 128, []*transforms{&f24, &f23}, []int{4, 3}}},
+		{"#58 F(2,5) + F(2,2): 9 for 14, sums of 128", 32 * 15, scheme{7, 128, []*transforms{&f25a, &f22}, []int{5, 2}}},
 	} {
 		fmt.Printf("%-44s rel L2 %.2e\n", c.label, relL2(c.s, c.K, pairs, rng))
 	}
