@@ -478,3 +478,29 @@ func TestModelSM80Candidates(t *testing.T) {
 		}
 	}
 }
+
+// TestModelSplitPairs: the same mma.sync tile with and without split_k,
+// kernel-only on one H100 (docs/perf/data/kernels-86-h100-2026-12-07.json,
+// means; the unsplit tile is the sm80 file's, run as compute_80 PTX, the
+// split one the sm90 file's): the sm90 model estimates the faster one
+// faster.
+func TestModelSplitPairs(t *testing.T) {
+	tile := spec.MMA{BM: 128, BN: 64, BK: 16, WM: 32, WN: 32, MinBlocks: 1}
+	split := tile
+	split.SplitK = 2
+	for _, c := range []struct {
+		shape          string
+		fast, slow     spec.MMA
+		fastMS, slowMS float64
+	}{
+		{"zoo/vnet_up_256", split, tile, 0.0241, 0.0272},
+	} {
+		fast := estimateFamily(t, c.shape, plan.SM90, c.fast).Seconds * 1e3
+		slow := estimateFamily(t, c.shape, plan.SM90, c.slow).Seconds * 1e3
+		t.Logf("%-18s measured %.4f < %.4f ms, estimated %.4f / %.4f", c.shape, c.fastMS, c.slowMS, fast, slow)
+		if fast >= slow {
+			t.Errorf("%s: %v measured %.4f ms against %v's %.4f, but the model estimates %.4f >= %.4f",
+				c.shape, spec.CUDA{Family: c.fast}, c.fastMS, spec.CUDA{Family: c.slow}, c.slowMS, fast, slow)
+		}
+	}
+}
