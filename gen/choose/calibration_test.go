@@ -224,13 +224,20 @@ var zooPairs = []struct {
 func TestModelAgainstZooPairs(t *testing.T) {
 	for _, c := range zooPairs {
 		path := filepath.Join("zoo", strings.TrimPrefix(c.shape, "zoo_"))
-		fast := estimateFamily(t, path, plan.SM90, c.fast).Seconds * 1e3
-		slow := estimateFamily(t, path, plan.SM90, c.slow).Seconds * 1e3
-		t.Logf("%-22s measured %.4f < %.4f ms, estimated %.4f / %.4f", c.shape, c.fastMS, c.slowMS, fast, slow)
-		if fast >= slow {
-			t.Errorf("%s: %v measured %.4f ms against %v's %.4f, but the model estimates %.4f >= %.4f",
-				c.shape, spec.CUDA{Family: c.fast}, c.fastMS, spec.CUDA{Family: c.slow}, c.slowMS, fast, slow)
-		}
+		checkPair(t, path, plan.SM90, c.fast, c.slow, c.fastMS, c.slowMS)
+	}
+}
+
+// checkPair fails where target's model does not estimate the tile
+// measured faster (fast, fastMS) faster than the other (slow, slowMS).
+func checkPair(t *testing.T, path string, target plan.Target, fast, slow spec.Family, fastMS, slowMS float64) {
+	t.Helper()
+	ef := estimateFamily(t, path, target, fast).Seconds * 1e3
+	es := estimateFamily(t, path, target, slow).Seconds * 1e3
+	t.Logf("%-40s measured %.4f < %.4f ms, estimated %.4f / %.4f", path, fastMS, slowMS, ef, es)
+	if ef >= es {
+		t.Errorf("%s: %v measured %.4f ms against %v's %.4f, but the %s model estimates %.4f >= %.4f",
+			path, spec.CUDA{Family: fast}, fastMS, spec.CUDA{Family: slow}, slowMS, target.Name, ef, es)
 	}
 }
 
@@ -256,13 +263,7 @@ var sm80SlabPairs = []struct {
 // them for #61 (a 15% slower file).
 func TestModelSM80Slabs(t *testing.T) {
 	for _, c := range sm80SlabPairs {
-		fast := estimateFamily(t, c.spec, plan.SM80, c.fast).Seconds * 1e3
-		slow := estimateFamily(t, c.spec, plan.SM80, c.slow).Seconds * 1e3
-		t.Logf("%-40s measured %.3f < %.3f ms, estimated %.3f / %.3f", c.spec, c.fastMS, c.slowMS, fast, slow)
-		if fast >= slow {
-			t.Errorf("%s: %v measured %.3f ms against %v's %.3f, but the model estimates %.3f >= %.3f",
-				c.spec, spec.CUDA{Family: c.fast}, c.fastMS, spec.CUDA{Family: c.slow}, c.slowMS, fast, slow)
-		}
+		checkPair(t, c.spec, plan.SM80, c.fast, c.slow, c.fastMS, c.slowMS)
 	}
 }
 
@@ -495,12 +496,6 @@ func TestModelSplitPairs(t *testing.T) {
 	}{
 		{"zoo/vnet_up_256", split, tile, 0.0241, 0.0272},
 	} {
-		fast := estimateFamily(t, c.shape, plan.SM90, c.fast).Seconds * 1e3
-		slow := estimateFamily(t, c.shape, plan.SM90, c.slow).Seconds * 1e3
-		t.Logf("%-18s measured %.4f < %.4f ms, estimated %.4f / %.4f", c.shape, c.fastMS, c.slowMS, fast, slow)
-		if fast >= slow {
-			t.Errorf("%s: %v measured %.4f ms against %v's %.4f, but the model estimates %.4f >= %.4f",
-				c.shape, spec.CUDA{Family: c.fast}, c.fastMS, spec.CUDA{Family: c.slow}, c.slowMS, fast, slow)
-		}
+		checkPair(t, c.shape, plan.SM90, c.fast, c.slow, c.fastMS, c.slowMS)
 	}
 }
