@@ -79,21 +79,13 @@ func TestWriteCountsCatchDoubleAndMissingStores(t *testing.T) {
 	dropSplit, _ := mutate.Lookup("drop-last-split")
 	sc := geom.Conv{Batch: 1, InChannels: 6, OutChannels: 4, In: [3]int{3, 4, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
 		Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 2, Bias: true}
-	sk := spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: spec.FFMA{BM: 64, BN: 16, BK: 1, TM: 8, TN: 4, SplitK: 2}}}
-	ss, err := spec.Parse("split.yaml", []byte(spec.Generic("split_writes", "split_k write counts", sc, "randn", sk)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := plan.New(ss, plan.SM80)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := planConv(t, "split_writes", sc, spec.FFMA{BM: 64, BN: 16, BK: 1, TM: 8, TN: 4, SplitK: 2})
 	t.Run("split_k", func(t *testing.T) {
 		if !dropSplit.Applies(sp) {
 			t.Fatalf("%s: no split to drop", sp)
 		}
-		runCUDA(t, r, dir, sp, sp, "split.yaml").check(t, sp)
-		wantErr(t, runCUDA(t, r, dir, dropSplit.On(sp), sp, "split.yaml"), "split 1's partial output")
+		runCUDA(t, r, dir, sp, sp, "split_writes.yaml").check(t, sp)
+		wantErr(t, runCUDA(t, r, dir, dropSplit.On(sp), sp, "split_writes.yaml"), "split 1's partial output")
 	})
 	// wgmma: #77's geometry (tap-less phases: a bias fill first), and one
 	// without a fill.
@@ -103,22 +95,14 @@ func TestWriteCountsCatchDoubleAndMissingStores(t *testing.T) {
 		{Batch: 2, InChannels: 12, OutChannels: 4, In: [3]int{4, 5, 6}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
 			Padding: [3]int{2, 1, 2}, Dilation: [3]int{1, 1, 1}, Groups: 1},
 	} {
-		k := spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: spec.WGMMA{Slabs: 1}}}
-		s, err := spec.Parse("wgmma.yaml", []byte(spec.Generic("wgmma_writes", "wgmma write counts", c, "randn", k)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := plan.New(s, plan.SM80)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := planConv(t, "wgmma_writes", c, spec.WGMMA{Slabs: 1})
 		t.Run(fmt.Sprintf("wgmma fill %v", p.WGMMA.Fill), func(t *testing.T) {
 			if !drop.Applies(p) {
 				t.Fatalf("%s: %d tiles, nothing to drop", p, p.WGMMA.Tiles)
 			}
-			runCUDA(t, r, dir, p, p, "wgmma.yaml").check(t, p)
-			wantErr(t, runCUDA(t, r, dir, drop.On(p), p, "wgmma.yaml"), "written 0 times, want once")
-			src, err := mutate.RenderCUDA(r, p, "wgmma.yaml")
+			runCUDA(t, r, dir, p, p, "wgmma_writes.yaml").check(t, p)
+			wantErr(t, runCUDA(t, r, dir, drop.On(p), p, "wgmma_writes.yaml"), "written 0 times, want once")
+			src, err := mutate.RenderCUDA(r, p, "wgmma_writes.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,6 +117,22 @@ func TestWriteCountsCatchDoubleAndMissingStores(t *testing.T) {
 			wantErr(t, emulateSource(t, dir, store.ReplaceAllString(kernel, "{ $1 $1 }"), p.Launch(""), p), "written 2 times, want once")
 		})
 	}
+}
+
+// planConv plans c for sm80 with the CUDA kernel family f, as the spec
+// NAME.yaml (randn inputs); nil f leaves the choice to the chooser.
+func planConv(t *testing.T, name string, c geom.Conv, f spec.Family) *plan.Plan {
+	t.Helper()
+	k := spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: f}}
+	s, err := spec.Parse(name+".yaml", []byte(spec.Generic(name, name, c, "randn", k)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.New(s, plan.SM80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func wantErr(t *testing.T, run emulated, want string) {
