@@ -163,6 +163,9 @@ func TestNotInsideTheRepository(t *testing.T) {
 		t.Errorf("exit %d, want 2", r.code)
 	}
 	oneLine(t, "check outside", r.stderr, "convtgen check: "+dir+": not inside the convtgen repository")
+	if !strings.Contains(r.stderr, "give -root DIR") {
+		t.Errorf("check outside: %q does not say how to name the repository", r.stderr)
+	}
 }
 
 // From a folder deep inside the repository the command finds the root by

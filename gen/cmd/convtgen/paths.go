@@ -23,7 +23,7 @@ func rootFlag(fs *flag.FlagSet) func(e *env) (string, error) {
 		}
 		root, err := gen.FindRoot(e.wd)
 		if err != nil {
-			return "", usageError{err.Error()}
+			return "", usageError{err.Error() + "; run from inside it or give -root DIR"}
 		}
 		return root, nil
 	}
