@@ -96,16 +96,18 @@ func (o Options) Choose(s *spec.Spec, t plan.Target) (*spec.Spec, Decision) {
 	return &out, d
 }
 
-// cudaOpen is the CUDA candidates of an open choice, nil for a given one.
+// cudaOpen is the CUDA candidates of an open choice, nil for a given one:
+// the tuning space around it and the split tiles.
 func cudaOpen(c spec.CUDA, conv geom.Conv) []spec.Family {
+	space := func(own spec.Family) []spec.Family { return append(CUDASpace(conv, own), SplitKernels()...) }
 	if c.Family == nil {
-		return dedupe(append(CUDASpace(conv, spec.FFMA{}), SplitKernels()...))
+		return dedupe(space(spec.FFMA{}))
 	}
 	if hasNumber(c.Family) {
 		return nil
 	}
 	out := []spec.Family{c.Family}
-	for _, f := range append(CUDASpace(conv, c.Family), SplitKernels()...) {
+	for _, f := range space(c.Family) {
 		if f.Key() == c.Family.Key() {
 			out = append(out, overlay(f, c.Family))
 		}

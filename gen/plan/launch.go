@@ -31,12 +31,13 @@ type Launch struct {
 	// the kernel reads a bias of Conv.OutChannels / BiasEvery elements.
 	BiasEvery int
 	// AddSplits, when set, is the kernel that adds the main kernel's
-	// Splits partial outputs (split_k): the main kernel then writes them
-	// to a workspace of Splits x the output's length, in split order, in
-	// place of y, and AddSplits, launched after it as AddSplitsBlocks
-	// blocks of AddSplitsBlockThreads with (workspace, bias, y), writes y.
+	// partial outputs (split_k): the main kernel then writes them to a
+	// workspace of WorkspaceLen elements (one copy of the output a split,
+	// in split order) in place of y, and AddSplits, launched after it as
+	// AddSplitsBlocks blocks of AddSplitsBlockThreads with (workspace,
+	// bias, y), writes y.
 	AddSplits       string
-	Splits          int
+	WorkspaceLen    int
 	AddSplitsBlocks int
 	// StoreExtras are the lengths of the tensors the main kernel's (and
 	// the fill's) store reads for the ops it applies (Epilogue.Extras),
@@ -77,7 +78,7 @@ func (p *Plan) Launch(file string) Launch {
 		FillBlocks:      p.WGMMA.FillBlocks,
 		BiasEvery:       p.BiasEvery(),
 		AddSplits:       p.Names.AddSplits,
-		Splits:          p.Tile.SplitK(),
+		WorkspaceLen:    p.WorkspaceLen(),
 		AddSplitsBlocks: p.AddSplitsBlocks(),
 		StoreExtras:     store,
 		Grid:            p.Grid,

@@ -260,9 +260,9 @@ static const char* const emu_main_name = %q;
 const mainLaunch = `count_writes(y_out, emu_y_len); run_blocks(emu_grid, emu_threads, launch_seed(3), [&] { emu_main(xin, wmain, b, EMU_STORE_ARGS out); }); check_writes(emu_main_name, emu_has_fill, launch_seed(3));`
 
 // splitLaunch runs a split_k main kernel into a workspace of its splits'
-// partial outputs (its count), each element written once, then the kernel
+// partial outputs (its length), each element written once, then the kernel
 // that adds them (its blocks, block size, name) into y, each output once.
-const splitLaunch = `std::vector<float> part((size_t)%[1]d * emu_y_len, NAN); count_writes(part.data(), part.size()); run_blocks(emu_grid, emu_threads, launch_seed(3), [&] { emu_main(xin, wmain, b, reinterpret_cast<OutFloat*>(part.data())); }); check_writes(emu_main_name, false, launch_seed(3)); count_writes(y_out, emu_y_len); run_blocks({%[2]d, 1, 1}, %[3]d, launch_seed(4), [&] { %[4]s(part.data(), b, out); }); check_writes(%[4]q, false, launch_seed(4));`
+const splitLaunch = `std::vector<float> part((size_t)%[1]d, NAN); count_writes(part.data(), part.size()); run_blocks(emu_grid, emu_threads, launch_seed(3), [&] { emu_main(xin, wmain, b, reinterpret_cast<OutFloat*>(part.data())); }); check_writes(emu_main_name, false, launch_seed(3)); count_writes(y_out, emu_y_len); run_blocks({%[2]d, 1, 1}, %[3]d, launch_seed(4), [&] { %[4]s(part.data(), b, out); }); check_writes(%[4]q, false, launch_seed(4));`
 
 // relayoutLaunch runs the input re-layout of a kernel that has one (its
 // blocks, block size, name), before the main kernel, which then reads the
@@ -393,7 +393,7 @@ func convSource(kernel string, l plan.Launch) (string, error) {
 	}
 	main := mainLaunch
 	if l.AddSplits != "" {
-		main = fmt.Sprintf(splitLaunch, l.Splits, l.AddSplitsBlocks, plan.AddSplitsBlockThreads, l.AddSplits)
+		main = fmt.Sprintf(splitLaunch, l.WorkspaceLen, l.AddSplitsBlocks, plan.AddSplitsBlockThreads, l.AddSplits)
 	}
 	repack := l.Repack
 	if repack == "" {

@@ -224,11 +224,9 @@ func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err e
 	if yp, err = alloc("y", c.OutputLen()); err != nil {
 		return nil, nil, nil, err
 	}
-	// A split_k kernel's partial outputs, one copy of y per split.
-	partLen := 0
-	if k.AddSplits != "" {
-		partLen = k.Splits * c.OutputLen()
-	}
+	// A split_k kernel's partial outputs, one copy of y per split (none
+	// without split_k).
+	partLen := k.WorkspaceLen
 	if partp, err = alloc("split partial outputs", partLen); err != nil {
 		return nil, nil, nil, err
 	}
