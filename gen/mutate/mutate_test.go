@@ -299,20 +299,14 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 						}
 						// This split's steps (all of them without split_k):
 						// step j*chunks + h is tap j, channels h*BK on.
-						chunks := 1
-						if splits > 1 {
-							chunks = p.CIChunks()
-						}
+						chunks := p.CIChunks()
 						all := ph.TapCount * chunks
 						first, last := split*all/splits, (split+1)*all/splits
 						for co := by * t.BN(); co < (by+1)*t.BN() && co < coutG; co++ {
 							var acc float64
 							for step := first; step < last; step++ {
 								j, h := step/chunks, step%chunks
-								ci0, ci1 := 0, cinG
-								if splits > 1 {
-									ci0, ci1 = h*t.BK(), min(cinG, (h+1)*t.BK())
-								}
+								ci0, ci1 := h*t.BK(), min(cinG, (h+1)*t.BK())
 								ti := ph.TapStart + j
 								if ti < 0 || ti >= len(p.Taps) {
 									return nil, 0, oob("tap %d of a table of %d", ti, len(p.Taps))
