@@ -209,6 +209,7 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 	c := p.Conv
 	t := p.Tile
 	e := Estimate{Useful: c.FLOPs(), Launches: 1}
+	blocks := p.Blocks[0] * p.Blocks[1] * p.Blocks[2]
 	if p.Names.Repack != "" {
 		e.Launches++ // the weight re-layout
 	}
@@ -266,13 +267,19 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 		n = t.BN()
 		if splits := t.SplitK(); splits > 1 {
 			// Each block runs its share of the steps, over a reduction
-			// that much shallower; the partial outputs are written, then
-			// read and added by one more launch, which writes y.
+			// that much shallower; each phase's partial outputs (a copy
+			// a split) are written, then read and added by one more
+			// launch, which writes y. Only the blocks with a share run.
 			e.Steps, k = ceilDiv(e.Steps, splits), k/splits
 			e.Launches++
-			out := 4 * float64(c.OutputLen())
-			bytes += out * float64(splits-1)
-			copies += out * float64(splits+1)
+			out, part := 4*float64(c.OutputLen()), 0.0
+			blocks = 0
+			for _, ph := range p.Phases {
+				part += 4 * float64(ph.Splits*ph.M*c.OutChannels)
+				blocks += ph.Tiles * ph.Splits * p.Blocks[1] * c.Groups
+			}
+			bytes += part - out
+			copies += part + out
 		}
 	}
 	r := m.Rates[t.Family().Key()]
@@ -312,7 +319,7 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 		e.Rate *= (1 + m.DirectLoad/4) / (1 + m.DirectLoad/float64(t.BN()))
 	}
 	e.Bytes, e.Copies = bytes, copies/m.BW
-	return m.finish(e, p.Blocks[0]*p.Blocks[1]*p.Blocks[2], p.ResidentBlocks(), r.Step)
+	return m.finish(e, blocks, p.ResidentBlocks(), r.Step)
 }
 
 // estimateSpectral: the transforms and the GEMM per frequency at the

@@ -244,12 +244,13 @@ func CUDASpace(c geom.Conv, own spec.Family) []spec.Family {
 }
 
 // SplitKernels are the FFMA and mma.sync defaults and two of
-// CUDAKernels' mma.sync tiles (narrower warps; and deeper steps) with each
-// phase's reduction shared among 2, 4 and 8 blocks: for grids that leave
-// SMs idle through long reductions (small outputs, many input channels).
+// CUDAKernels' mma.sync tiles (narrower warps; and deeper steps) with the
+// longest phase's reduction shared among 2, 4, 8 and 16 blocks (the
+// others' in proportion to their taps): for grids that leave SMs idle
+// through long reductions (small outputs, many input channels).
 func SplitKernels() []spec.Family {
 	var out []spec.Family
-	for _, n := range []int{2, 4, 8} {
+	for _, n := range []int{2, 4, 8, 16} {
 		out = append(out, spec.FFMA{SplitK: n}, spec.MMA{SplitK: n}, spec.MMA{BM: 128, WM: 32, SplitK: n}, spec.MMA{BK: 32, WM: 32, SplitK: n})
 	}
 	return out

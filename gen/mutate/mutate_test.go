@@ -241,11 +241,12 @@ var errOOB = errors.New("out of bounds")
 // access outside a buffer or constant table is an error. It returns the
 // output and how many outputs were never written; writing one twice is an
 // error too (the kernel writes each output once, without atomics). With
-// split_k, blocks along z are (group, split) pairs: split s sums its
-// consecutive share of the phase's steps (tap, BK-channel chunk) into its
-// own copy of the output, without the bias, and the sum of the splits
-// adds every copy and the bias; an output one of whose copies was never
-// written counts as unwritten (the verifier poisons the workspace).
+// split_k, blocks along z are (group, split) pairs: split s of a phase's
+// Splits sums its consecutive share of the phase's steps (tap, BK-channel
+// chunk) into its own copy of the output, without the bias (the splits
+// past them do nothing), and the sum adds the copies of the output's
+// phase and the bias; an output one of whose copies was never written
+// counts as unwritten (the verifier poisons the workspace).
 func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, error) {
 	k := p.Conv // what the kernel was rendered with
 	t := p.Tile
@@ -276,6 +277,9 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 				if g >= k.Groups {
 					return nil, 0, oob("group %d of %d", g, k.Groups)
 				}
+				if split >= ph.Splits {
+					continue // the phase's steps are shared among fewer blocks
+				}
 				for m := m0; m < m0+t.BM() && m < ph.M; m++ {
 					n, s := m/qdhw, m%qdhw
 					q := [3]int{s / qhw, s % qhw / ph.Q[2], s % ph.Q[2]}
@@ -301,7 +305,7 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 						// step j*chunks + h is tap j, channels h*BK on.
 						chunks := p.CIChunks()
 						all := ph.TapCount * chunks
-						first, last := split*all/splits, (split+1)*all/splits
+						first, last := split*all/ph.Splits, (split+1)*all/ph.Splits
 						for co := by * t.BN(); co < (by+1)*t.BN() && co < coutG; co++ {
 							var acc float64
 							for step := first; step < last; step++ {
@@ -357,8 +361,14 @@ func simulate(p *plan.Plan, c geom.Conv, x, w, b []float32) ([]float64, int, err
 	if splits > 1 { // the sum of the splits, in split order, then the bias
 		n := c.OutputLen()
 		sum := make([]float64, n)
+		copies := map[[3]int]int{} // a phase's splits, by its residues
+		for _, ph := range p.Phases {
+			copies[ph.R] = ph.Splits
+		}
 		for i := range sum {
-			for s := range splits {
+			o := i % outSp
+			r := [3]int{o / (out[1] * out[2]) % k.Stride[0], o / out[2] % out[1] % k.Stride[1], o % out[2] % k.Stride[2]}
+			for s := range copies[r] {
 				sum[i] += y[s*n+i]
 				writes[i] = min(writes[i], writes[s*n+i])
 			}

@@ -338,6 +338,11 @@ type Phase struct {
 	Tiles    int    // M tiles of BM rows
 	TapStart int    // first tap in Plan.Taps
 	TapCount int
+	// Splits is how many split_k blocks share the phase's reduction
+	// steps (1 without split_k): its share of the tile's SplitK, in
+	// proportion to its taps, so that no block runs more steps than the
+	// longest phase's do.
+	Splits int
 }
 
 // Tap is one kernel position that contributes to a phase.
@@ -560,7 +565,12 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 		p.Threads = p.Tile.ThreadsM * p.Tile.ThreadsN
 	}
 	p.planPhases()
-	if err := p.checkTables(phaseBytes); err != nil {
+	p.planSplits()
+	perPhase := phaseBytes
+	if p.Tile.SplitK() > 1 {
+		perPhase += 4 // its entry of the split count table
+	}
+	if err := p.checkTables(perPhase); err != nil {
 		return nil, err
 	}
 	if p.Tile.TW() > 0 {
@@ -1160,7 +1170,7 @@ func (p *Plan) planPhases() {
 					continue
 				}
 				taps := len(dims[0][rd]) * len(dims[1][rh]) * len(dims[2][rw])
-				phases = append(phases, Phase{R: [3]int{rd, rh, rw}, Q: qp, M: m, Tiles: ceilDiv(m, p.Tile.BM()), TapCount: taps})
+				phases = append(phases, Phase{R: [3]int{rd, rh, rw}, Q: qp, M: m, Tiles: ceilDiv(m, p.Tile.BM()), TapCount: taps, Splits: 1})
 			}
 		}
 	}
@@ -1226,6 +1236,45 @@ func (p *Plan) TapWidth() int {
 }
 
 // maxPhaseTaps is the most taps any phase has.
+// planSplits shares the tile's split_k among the phases in proportion to
+// their taps: the longest phase gets SplitK blocks, one with an eighth of
+// its taps an eighth of them (rounded up). Equal shares would leave the
+// longest phase's blocks running while the others' SMs idle (a stride-2
+// kernel-3 problem's phases have 1 to 8 taps). A phase without taps gets
+// one block, which writes its zeros.
+func (p *Plan) planSplits() {
+	n, longest := p.Tile.SplitK(), p.maxPhaseTaps()
+	for i := range p.Phases {
+		if ph := &p.Phases[i]; n > 1 && ph.TapCount > 0 {
+			ph.Splits = ceilDiv(n*ph.TapCount, longest)
+		}
+	}
+}
+
+// Residues is how many residues mod stride hold outputs per dimension
+// (the phases are every combination, in row-major order).
+func (p *Plan) Residues() [3]int {
+	var r [3]int
+	for _, ph := range p.Phases {
+		for d := range 3 {
+			r[d] = max(r[d], ph.R[d]+1)
+		}
+	}
+	return r
+}
+
+// SplitTable is each phase's Splits at its residues' row-major index in a
+// Residues() array: where the kernels look up how many copies of an
+// output the splits write.
+func (p *Plan) SplitTable() []int {
+	r := p.Residues()
+	t := make([]int, r[0]*r[1]*r[2])
+	for _, ph := range p.Phases {
+		t[(ph.R[0]*r[1]+ph.R[1])*r[2]+ph.R[2]] = ph.Splits
+	}
+	return t
+}
+
 func (p *Plan) maxPhaseTaps() int {
 	n := 0
 	for _, ph := range p.Phases {

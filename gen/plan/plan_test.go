@@ -661,7 +661,8 @@ func TestRandomTilesFeasible(t *testing.T) {
 // TestSplitKRefusals: split_k shares a phase's steps among blocks, so the
 // plan refuses more splits than the longest phase has steps, and partial
 // outputs past MaxWorkspaceBytes; a split it accepts is laid out along z
-// as (group, split) pairs, with the kernel that adds the splits.
+// as (group, split) pairs, with the kernel that adds the splits, and
+// each phase gets splits in proportion to its taps.
 func TestSplitKRefusals(t *testing.T) {
 	planWith := func(c config, f spec.MMA) (*plan.Plan, error) {
 		s := c.parse(t)
@@ -674,6 +675,22 @@ func TestSplitKRefusals(t *testing.T) {
 	}
 	if p.Blocks[2] != 4*base72.groups || p.Names.AddSplits == "" || p.WorkspaceLen() != 4*p.Conv.OutputLen() || p.MainBias() {
 		t.Errorf("split_k 4: blocks %v, add kernel %q, workspace %d of output %d", p.Blocks, p.Names.AddSplits, p.WorkspaceLen(), p.Conv.OutputLen())
+	}
+	// The phases' taps (kernel 3x5x7, stride 2, padding 1,2,3) run from 6
+	// to 24: the longest gets the 4 splits, the others their share of
+	// them, rounded up; SplitTable lists them by residue, row-major.
+	want := map[[3]int]int{{0, 0, 0}: 2, {1, 0, 1}: 4, {0, 1, 0}: 1, {1, 1, 1}: 3}
+	table, res := p.SplitTable(), p.Residues()
+	if res != [3]int{2, 2, 2} || len(table) != 8 {
+		t.Fatalf("split table %v over residues %v", table, res)
+	}
+	for _, ph := range p.Phases {
+		if n, ok := want[ph.R]; ok && ph.Splits != n {
+			t.Errorf("phase %v (%d taps): %d splits, want %d", ph.R, ph.TapCount, ph.Splits, n)
+		}
+		if at := table[(ph.R[0]*2+ph.R[1])*2+ph.R[2]]; at != ph.Splits {
+			t.Errorf("phase %v: split table says %d, the phase %d", ph.R, at, ph.Splits)
+		}
 	}
 	one := with(base72, func(c *config) { c.k, c.s, c.p, c.op = [3]int{1, 1, 1}, [3]int{1, 1, 1}, [3]int{}, [3]int{} })
 	huge := with(base72, func(c *config) { c.in = [3]int{24, 48, 96} })

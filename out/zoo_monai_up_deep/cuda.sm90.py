@@ -10,7 +10,7 @@ Inside a phase only the taps with (r + padding - k*dilation) divisible by the
 stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. The grid is
-small for the GPU and the reduction long, so 4 blocks share each
+small for the GPU and the reduction long, so 8 blocks share each
 output tile's reduction steps (split-K), each writing its partial sums
 to a workspace; a second kernel adds them with the bias and writes each
 output exactly once (no atomics: the same sums every run).
@@ -40,22 +40,22 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // ---- Tiling (from the plan) ----------------------------------------------
 // A block computes kBM output positions of one phase by kBN output channels
 // of one group, kBK input channels per step.
-static constexpr int kBM = 64, kBN = 64, kBK = 32;
-static constexpr int kThreads = 128;
+static constexpr int kBM = 128, kBN = 64, kBK = 16;
+static constexpr int kThreads = 256;
 // Warp w holds a kWM x kWN tile: kMT x kNT m16n8k8 fragments.
-static constexpr int kWM = 32, kWN = 32, kWarpsM = 2;
+static constexpr int kWM = 32, kWN = 32, kWarpsM = 4;
 static constexpr int kMT = kWM / 16, kNT = kWN / 8;
 static constexpr int kPad = 8;  // shared-memory row padding, in floats
-static constexpr int kCIChunks = 12;  // kBK-channel steps per tap
+static constexpr int kCIChunks = 24;  // kBK-channel steps per tap
 // The A (input) gather: kALanes threads cover the rows, each owning kARows
 // rows and kAK of the kBK channels (stride kAKStride).
-static constexpr int kALanes = 64, kARows = 1, kAKStride = 2, kAK = 16;
-static constexpr int kBLoads = 16;  // weight elements each thread loads per step
-// kSplitK blocks share each phase's reduction steps, each writing its
-// partial sums to its own copy of the output (kOutLen elements) in a
+static constexpr int kALanes = 128, kARows = 1, kAKStride = 2, kAK = 8;
+static constexpr int kBLoads = 4;  // weight elements each thread loads per step
+// Up to kSplitK blocks share each phase's reduction steps, each writing
+// its partial sums to its own copy of the output (kOutLen elements) in a
 // workspace; zoo_monai_up_deep_add_splits adds them: grids this small leave SMs idle
 // through reductions this long.
-static constexpr int kSplitK = 4;
+static constexpr int kSplitK = 8;
 static constexpr idx_t kOutLen = (idx_t)kCout * kOutDHW * 2;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
@@ -109,6 +109,10 @@ __constant__ TapInfo kTapTable[27] = {
     { 24, 0, 0, 1 },
     { 26, 0, 0, 0 },
 };
+// How many split_k blocks share each phase's steps, by its residues (d, h,
+// w mod stride): a phase's share of kSplitK in proportion to its taps, so
+// that every block runs about as many steps as the longest phase's.
+__constant__ int kPhaseSplits[2][2][2] = {1, 2, 2, 4, 2, 4, 4, 8};
 
 // Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
 // Cin/groups, Cout/groups), so a weight tile row is contiguous in the output
@@ -168,8 +172,11 @@ zoo_monai_up_deep_igemm(const float* __restrict__ x, const float* __restrict__ w
     if (m0 >= P.m) return;
     const int n0 = blockIdx.y * kBN;
     // Along z, (group, split) pairs: this block's sums go to its split's
-    // copy of the output in the workspace y.
+    // copy of the output in the workspace y. A phase with fewer taps has
+    // fewer splits: the blocks past them have no share.
     const int g = blockIdx.z / kSplitK, split = blockIdx.z % kSplitK;
+    const int splits = kPhaseSplits[P.r_d][P.r_h][P.r_w];
+    if (split >= splits) return;
     y += (idx_t)split * kOutLen;
     const int tid = threadIdx.x;
     const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
@@ -200,7 +207,7 @@ zoo_monai_up_deep_igemm(const float* __restrict__ x, const float* __restrict__ w
     // This block's share of the phase's reduction steps: the splits take
     // consecutive runs, this one ks_count steps from ks_first.
     const int ks_all = P.tap_count * kCIChunks;
-    const int ks_first = split * ks_all / kSplitK, ks_count = (split + 1) * ks_all / kSplitK - ks_first;
+    const int ks_first = split * ks_all / splits, ks_count = (split + 1) * ks_all / splits - ks_first;
 
     float a_reg[kARows][kAK];
     float b_reg[kBLoads];
@@ -341,9 +348,11 @@ extern "C" __global__ void __launch_bounds__(256) zoo_monai_up_deep_add_splits(c
 {
     const idx_t i = (idx_t)blockIdx.x * 256 + threadIdx.x;
     if (i >= kOutLen) return;
+    // The splits of the output's phase, found by its residues.
+    const int od = (int)(i / kOutHW % kOutD), oh = (int)(i / kOutW % kOutH), ow = (int)(i % kOutW);
+    const int splits = kPhaseSplits[od % kStrideD][oh % kStrideH][ow % kStrideW];
     float sum = partial[i];
-    #pragma unroll
-    for (int s = 1; s < kSplitK; ++s) sum += partial[(idx_t)s * kOutLen + i];
+    for (int s = 1; s < splits; ++s) sum += partial[(idx_t)s * kOutLen + i];
     y[i] = sum + __ldg(bias + (int)(i / kOutDHW % kCout));
 }
 """
@@ -378,8 +387,8 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     check_launch("zoo_monai_up_deep_repack_weight");
     // The splits' partial outputs, which the second kernel adds into y
     // (the bias with them).
-    auto partial = torch::empty({884736}, x.options());
-    zoo_monai_up_deep_igemm<<<dim3(56, 1, 4), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    auto partial = torch::empty({1769472}, x.options());
+    zoo_monai_up_deep_igemm<<<dim3(32, 1, 8), 256>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         nullptr, (float*)partial.data_ptr());
     check_launch("zoo_monai_up_deep_igemm");
     zoo_monai_up_deep_add_splits<<<864, 256>>>((const float*)partial.data_ptr(),

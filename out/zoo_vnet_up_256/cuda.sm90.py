@@ -51,8 +51,8 @@ static constexpr int kCIChunks = 16;  // kBK-channel steps per tap
 // rows and kAK of the kBK channels (stride kAKStride).
 static constexpr int kALanes = 128, kARows = 1, kAKStride = 2, kAK = 8;
 static constexpr int kBLoads = 4;  // weight elements each thread loads per step
-// kSplitK blocks share each phase's reduction steps, each writing its
-// partial sums to its own copy of the output (kOutLen elements) in a
+// Up to kSplitK blocks share each phase's reduction steps, each writing
+// its partial sums to its own copy of the output (kOutLen elements) in a
 // workspace; zoo_vnet_up_256_add_splits adds them: grids this small leave SMs idle
 // through reductions this long.
 static constexpr int kSplitK = 2;
@@ -90,6 +90,10 @@ __constant__ TapInfo kTapTable[8] = {
     { 6, 0, 0, 0 },
     { 7, 0, 0, 0 },
 };
+// How many split_k blocks share each phase's steps, by its residues (d, h,
+// w mod stride): a phase's share of kSplitK in proportion to its taps, so
+// that every block runs about as many steps as the longest phase's.
+__constant__ int kPhaseSplits[2][2][2] = {2, 2, 2, 2, 2, 2, 2, 2};
 
 // Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
 // Cin/groups, Cout/groups), so a weight tile row is contiguous in the output
@@ -149,8 +153,11 @@ zoo_vnet_up_256_igemm(const float* __restrict__ x, const float* __restrict__ wt,
     if (m0 >= P.m) return;
     const int n0 = blockIdx.y * kBN;
     // Along z, (group, split) pairs: this block's sums go to its split's
-    // copy of the output in the workspace y.
+    // copy of the output in the workspace y. A phase with fewer taps has
+    // fewer splits: the blocks past them have no share.
     const int g = blockIdx.z / kSplitK, split = blockIdx.z % kSplitK;
+    const int splits = kPhaseSplits[P.r_d][P.r_h][P.r_w];
+    if (split >= splits) return;
     y += (idx_t)split * kOutLen;
     const int tid = threadIdx.x;
     const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
@@ -181,7 +188,7 @@ zoo_vnet_up_256_igemm(const float* __restrict__ x, const float* __restrict__ wt,
     // This block's share of the phase's reduction steps: the splits take
     // consecutive runs, this one ks_count steps from ks_first.
     const int ks_all = P.tap_count * kCIChunks;
-    const int ks_first = split * ks_all / kSplitK, ks_count = (split + 1) * ks_all / kSplitK - ks_first;
+    const int ks_first = split * ks_all / splits, ks_count = (split + 1) * ks_all / splits - ks_first;
 
     float a_reg[kARows][kAK];
     float b_reg[kBLoads];
@@ -322,9 +329,11 @@ extern "C" __global__ void __launch_bounds__(256) zoo_vnet_up_256_add_splits(con
 {
     const idx_t i = (idx_t)blockIdx.x * 256 + threadIdx.x;
     if (i >= kOutLen) return;
+    // The splits of the output's phase, found by its residues.
+    const int od = (int)(i / kOutHW % kOutD), oh = (int)(i / kOutW % kOutH), ow = (int)(i % kOutW);
+    const int splits = kPhaseSplits[od % kStrideD][oh % kStrideH][ow % kStrideW];
     float sum = partial[i];
-    #pragma unroll
-    for (int s = 1; s < kSplitK; ++s) sum += partial[(idx_t)s * kOutLen + i];
+    for (int s = 1; s < splits; ++s) sum += partial[(idx_t)s * kOutLen + i];
     y[i] = sum + __ldg(bias + (int)(i / kOutDHW % kCout));
 }
 """

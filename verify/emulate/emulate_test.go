@@ -268,7 +268,7 @@ func TestSplitKMatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	n := 0
+	n, fewer := 0, 0
 	for _, l := range small(t, 60, 15) {
 		if n == 2*len(kernels) {
 			break
@@ -280,6 +280,12 @@ func TestSplitKMatchesReference(t *testing.T) {
 			continue // too few steps for the split: refused (TestSplitKRefusals)
 		}
 		n++
+		for _, ph := range p.Phases {
+			if ph.Splits < p.Tile.SplitK() {
+				fewer++
+				break
+			}
+		}
 		t.Run(s.Name, func(t *testing.T) {
 			t.Log(p)
 			runCUDA(t, r, dir, p, p, l.Path).check(t, p)
@@ -287,6 +293,9 @@ func TestSplitKMatchesReference(t *testing.T) {
 	}
 	if n < 2*len(kernels) {
 		t.Fatalf("%d of %d configurations took the split", n, 2*len(kernels))
+	}
+	if fewer < 2 {
+		t.Fatalf("%d configurations have a phase with fewer splits than the longest: the shares in proportion to taps went untested", fewer)
 	}
 }
 
