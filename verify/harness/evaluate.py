@@ -388,7 +388,8 @@ def merge_documents(docs, newer=False):
     """One document of several runs' results, sorted by spec, backend and target: the
     runs must share the machine's environment and not repeat a result. The
     date is the earliest run's. With newer, a later run's result replaces an
-    earlier one's, and the date names the runs that replaced some."""
+    earlier one's, and the date is the first run's, naming each later run
+    and how many of the results are its own (new or replacing)."""
     if not docs:
         raise ValueError("nothing to merge")
     for doc in docs[1:]:
@@ -397,20 +398,19 @@ def merge_documents(docs, newer=False):
                 raise ValueError(f"runs differ in {key}: {docs[0].get(key)!r} and {doc.get(key)!r}")
     merged = {k: v for k, v in docs[0].items() if k != "results"}
     merged["date"] = min(doc.get("date") or "" for doc in docs)
-    results, replaced = {}, []
+    results, later = {}, []
     for i, doc in enumerate(docs):
         count = 0
         for r in doc["results"]:
             key = (r["spec"], r["backend"], r.get("target") or "")
-            if key in results:
-                if not newer:
-                    raise ValueError(f"{key[0]}/{key[1]}.{key[2]} is in more than one run")
-                count += 1
+            if key in results and not newer:
+                raise ValueError(f"{key[0]}/{key[1]}.{key[2]} is in more than one run")
             results[key] = r
-        if count:
-            replaced.append(f"{count} files from {doc.get('date')}")
-    if replaced:
-        merged["date"] = f"{docs[0].get('date')} ({', '.join(replaced)})"
+            count += 1
+        if newer and i > 0 and count:
+            later.append(f"{count} files from {doc.get('date')}")
+    if later:
+        merged["date"] = f"{docs[0].get('date')} ({', '.join(later)})"
     merged["results"] = [results[k] for k in sorted(results)]
     return merged
 

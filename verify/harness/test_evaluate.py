@@ -369,6 +369,10 @@ class MergeTest(unittest.TestCase):
         m = evaluate.merge_documents([old, new], newer=True)
         self.assertEqual([(r["spec"], r.get("sha256")) for r in m["results"]], [("a", "new"), ("b", None)])
         self.assertEqual(m["date"], "2030-01-01 (1 files from 2030-02-01)")
+        # A later run's new files count as its own too.
+        added = self.doc("2030-03-01", ("a", "cuda"), ("c", "cuda"))
+        m = evaluate.merge_documents([old, added], newer=True)
+        self.assertEqual(m["date"], "2030-01-01 (2 files from 2030-03-01)")
         with self.assertRaisesRegex(ValueError, "more than one run"):
             evaluate.merge_documents([old, new])
 
