@@ -499,3 +499,16 @@ func TestModelSplitPairs(t *testing.T) {
 		checkPair(t, c.shape, plan.SM90, c.fast, c.slow, c.fastMS, c.slowMS)
 	}
 }
+
+// TestModelStepBoundByTheSM: tiles timed beside each other in the zoo's
+// tuning run (out/gpu/tune-kernels-zoo.json, one H100, kernel-only means).
+// group_g2_dil's taps fall in two of its eight phases, so 64 blocks of
+// the mma.sync tile run 54 steps each in one wave: the time is theirs,
+// each step no faster than an SM computes a 256 x 32 x 16 product. The
+// model's fixed step time estimated 0.035 ms and ranked the tile first;
+// it ran 0.097, three times the wgmma tile.
+func TestModelStepBoundByTheSM(t *testing.T) {
+	fast := spec.WGMMA{MinBlocks: 1, Slabs: 1, Span: 4, Stages: 4, KWInN: true, BulkWeights: true}
+	slow := spec.MMA{BM: 256, BN: 32, BK: 16, WM: 64, WN: 32, MinBlocks: 1}
+	checkPair(t, "zoo/group_g2_dil", plan.SM90, fast, slow, 0.0324, 0.0967)
+}

@@ -319,7 +319,28 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 		e.Rate *= (1 + m.DirectLoad/4) / (1 + m.DirectLoad/float64(t.BN()))
 	}
 	e.Bytes, e.Copies = bytes, copies/m.BW
-	return m.finish(e, blocks, p.ResidentBlocks(), r.Step)
+	step, resident := r.Step, p.ResidentBlocks()
+	if t.FFMA != nil || t.MMA != nil {
+		// Where the blocks that run steps (those of phases with taps) fit
+		// in one wave, the longest block's steps are the time, and a step
+		// cannot run faster than its SM computes the tile's BK-deep
+		// product, shared with the blocks it holds at once (over more
+		// waves the compute term holds that throughput).
+		busy := blocks
+		if t.SplitK() == 1 {
+			busy = 0
+			for _, ph := range p.Phases {
+				if ph.TapCount > 0 {
+					busy += ph.Tiles * p.Blocks[1] * c.Groups
+				}
+			}
+		}
+		if busy <= m.SMs*resident {
+			held := min(resident, max(1, ceilDiv(busy, m.SMs)))
+			step = max(step, 2*float64(t.BM()*t.BN()*t.BK()*held)*float64(m.SMs)/e.Rate)
+		}
+	}
+	return m.finish(e, blocks, resident, step)
 }
 
 // estimateSpectral: the transforms and the GEMM per frequency at the
