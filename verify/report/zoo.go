@@ -292,7 +292,13 @@ func zooMarkdown(b *strings.Builder, r *Report) {
 		if i < 0 || z.Rows[i].TimeMS == nil || z.Rows[i].Disposition != "passed" {
 			return "–"
 		}
+		if z.Rows[i].OlderFile {
+			return fmt.Sprintf("%.3f (older file)", z.Rows[i].TimeMS.Mean)
+		}
 		return fmt.Sprintf("%.3f", z.Rows[i].TimeMS.Mean)
+	}
+	if slices.ContainsFunc(z.Rows, func(row Row) bool { return row.OlderFile }) {
+		p("\nA time marked (older file) was measured on code that has changed since (the chooser or the generator changed).\n")
 	}
 	for _, row := range z.Best {
 		rate := defaultRate(row)
