@@ -326,13 +326,10 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 		// cannot run faster than its SM computes the tile's BK-deep
 		// product, shared with the blocks it holds at once (over more
 		// waves the compute term holds that throughput).
-		busy := blocks
-		if t.SplitK() == 1 {
-			busy = 0
-			for _, ph := range p.Phases {
-				if ph.TapCount > 0 {
-					busy += ph.Tiles * p.Blocks[1] * c.Groups
-				}
+		busy := 0
+		for _, ph := range p.Phases {
+			if ph.TapCount > 0 {
+				busy += ph.Tiles * ph.Splits * p.Blocks[1] * c.Groups
 			}
 		}
 		if busy <= m.SMs*resident {

@@ -1235,7 +1235,6 @@ func (p *Plan) TapWidth() int {
 	return 1
 }
 
-// maxPhaseTaps is the most taps any phase has.
 // planSplits shares the tile's split_k among the phases in proportion to
 // their taps: the longest phase gets SplitK blocks, one with an eighth of
 // its taps an eighth of them (rounded up). Equal shares would leave the
@@ -1275,6 +1274,7 @@ func (p *Plan) SplitTable() []int {
 	return t
 }
 
+// maxPhaseTaps is the most taps any phase has.
 func (p *Plan) maxPhaseTaps() int {
 	n := 0
 	for _, ph := range p.Phases {

@@ -184,10 +184,8 @@ static void check_writes(const char* kernel, bool some_once, uint64_t seed)
         }
         if (got == 1 || (got == 0 && !once)) continue;
         if (++bad > 8) continue;
-        {
-            std::fprintf(stderr, "%s (seed %llu): output %zu (n %zu, c %zu, d %zu, h %zu, w %zu) written %u times, want %s\n",
-                kernel, (unsigned long long)seed, e, n, c, d, h, w, got, once ? "once" : "at most once");
-        }
+        std::fprintf(stderr, "%s (seed %llu): output %zu (n %zu, c %zu, d %zu, h %zu, w %zu) written %u times, want %s\n",
+            kernel, (unsigned long long)seed, e, n, c, d, h, w, got, once ? "once" : "at most once");
     }
     if (bad > 0) {
         std::fprintf(stderr, "%s (seed %llu): %zu of %zu %s written other than once\n", kernel, (unsigned long long)seed, bad, out_shadow.len,
