@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"convtgen/gen"
+	"convtgen/gen/spec"
 )
 
 // The fixture tree: testdata/specs holds three small specs of the
@@ -1196,45 +1197,80 @@ func TestRegressionRowsNotCounted(t *testing.T) {
 	}
 }
 
-// TestZooRivals: a tuning run over the zoo (make tune UNDER=specs/zoo/
-// TOP=n, gpu-check's tune stage) sets each target's choice (the spec's
-// registry item) against the candidates timed beside it; failed ones, and
-// ones over the tuning error bound, are no rivals.
+// TestZooRivals: tuning runs over the zoo (make tune UNDER=specs/zoo/
+// TOP=n, gpu-check's tune stage) set each target's choice against the
+// candidates timed beside it; failed ones, and ones over the tuning error
+// bound, are no rivals. Runs of one GPU pool: a later run's time of the
+// choice's tile (here a candidate's) replaces an earlier one, and a choice
+// whose tile no run timed is listed as untimed, not counted.
 func TestZooRivals(t *testing.T) {
 	dir := fixtureCopy(t, "e2e.json", "commit", "kernels.json")
-	item := func(spec, path, target, disposition string, relL2, ms float64) string {
-		return fmt.Sprintf(`{"spec": %q, "spec_path": %q, "backend": "cuda", "target": %q, "disposition": %q, "rel_l2": %g,
+	specs, err := gen.LoadAll(fixtureRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(specs, func(l gen.Loaded) bool { return l.Spec().Name == "rp_z" })
+	chosen := map[string]string{}
+	for _, target := range []string{"sm80", "sm90"} {
+		chosen[target] = spec.FlatV1(planFor(specs[i], target).Tile.Family())
+	}
+	item := func(name, path, target, tile, disposition string, relL2, ms float64) string {
+		return fmt.Sprintf(`{"spec": %q, "spec_path": %q, "backend": "cuda", "target": %q, "tile": %q, "disposition": %q, "rel_l2": %g,
 			"time_ms": {"mean": %g, "median": %g, "runs": 100}, "flops": 1, "min_bytes": 1, "grid": [1, 1, 1], "threads": 128}`,
-			spec, path, target, disposition, relL2, ms, ms)
+			name, path, target, tile, disposition, relL2, ms, ms)
 	}
-	cand := func(label, target, disposition string, relL2, ms float64) string {
-		return item("rp_z_"+target+"_"+label, "build/tune/specs/rp_z_"+target+"_"+label+".yaml", target, disposition, relL2, ms)
+	own := func(target string, ms float64) string {
+		return item("rp_z", "specs/zoo/rp_z.yaml", target, chosen[target], "passed", 1e-7, ms)
 	}
-	writeFileT(t, filepath.Join(dir, "tune-kernels-zoo.json"), []byte(`{"gpu": "Fixture GPU X100", "date": "2030-01-04T00:00:00Z", "timed": true, "items": [`+
-		strings.Join([]string{
-			// sm80: the choice 1.0 ms, its fastest passing rival 0.9: within.
-			item("rp_z", "specs/zoo/rp_z.yaml", "sm80", "passed", 1e-7, 1.0),
-			cand("t3", "sm80", "passed", 1e-7, 0.9),
-			cand("t4", "sm80", "incorrect", 1e-3, 0.1),
-			// sm90: the choice 1.0 ms, a rival 0.7 (1.43x), one faster but
-			// over the error bound, one slower.
-			item("rp_z", "specs/zoo/rp_z.yaml", "sm90", "passed", 1e-7, 1.0),
-			cand("t3", "sm90", "passed", 1e-7, 0.7),
-			cand("t5", "sm90", "passed", 8e-6, 0.5),
-			cand("t7", "sm90", "passed", 1e-7, 1.5),
-		}, ",\n")+`]}`))
+	cand := func(label, target, tile, disposition string, relL2, ms float64) string {
+		return item("rp_z_"+target+"_"+label, "build/tune/specs/rp_z_"+target+"_"+label+".yaml", target, tile, disposition, relL2, ms)
+	}
+	run := func(file, date string, items ...string) {
+		writeFileT(t, filepath.Join(dir, file), []byte(`{"gpu": "Fixture GPU X100", "date": "`+date+`", "timed": true, "items": [`+
+			strings.Join(items, ",\n")+`]}`))
+	}
+	other := "{bm: 64, bn: 64, bk: 8, tm: 4, tn: 4, min_blocks: 1}"
+	run("tune-kernels-zoo.json", "2030-01-04T00:00:00Z",
+		// sm80: the choice 1.0 ms, its fastest passing rival 0.9: within.
+		own("sm80", 1.0),
+		cand("t3", "sm80", other, "passed", 1e-7, 0.9),
+		cand("t4", "sm80", other, "incorrect", 1e-3, 0.1),
+		// sm90: the choice 1.0 ms, a rival 0.7, one faster but over the
+		// error bound, one slower.
+		own("sm90", 1.0),
+		cand("t3", "sm90", other, "passed", 1e-7, 0.7),
+		cand("t5", "sm90", other, "passed", 8e-6, 0.5),
+		cand("t7", "sm90", other, "passed", 1e-7, 1.5))
+	// A later run times sm90's choice again as a candidate of its tile:
+	// 0.8 ms against 0.7 is within.
+	run("tune-kernels-zoo-later.json", "2030-01-05T00:00:00Z",
+		cand("t9", "sm90", chosen["sm90"], "passed", 1e-7, 0.8))
 	r, err := Build(fixtureRoot, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	runs := "Fixture GPU X100, 2030-01-04T00:00:00Z and 2030-01-05T00:00:00Z"
 	want := []ZooRivals{
-		{Target: "sm80", Run: "Fixture GPU X100, 2030-01-04T00:00:00Z", Shapes: 1, Within: 1, Worst: "rp_z 1.11x (rp_z_sm80_t3)"},
-		{Target: "sm90", Run: "Fixture GPU X100, 2030-01-04T00:00:00Z", Shapes: 1, Within: 0, Worst: "rp_z 1.43x (rp_z_sm90_t3)"},
+		{Target: "sm80", Run: runs, Shapes: 1, Within: 1, Worst: "rp_z 1.11x (rp_z_sm80_t3)"},
+		{Target: "sm90", Run: runs, Shapes: 1, Within: 1, Worst: "rp_z 1.14x (rp_z_sm90_t3)"},
 	}
 	if !reflect.DeepEqual(r.Zoo.Rivals, want) {
 		t.Errorf("rivals %+v, want %+v", r.Zoo.Rivals, want)
 	}
-	if md := Markdown(r); !strings.Contains(md, "- sm90 CUDA choices against the candidates timed beside them (kernel-only, Fixture GPU X100, 2030-01-04T00:00:00Z; `make tune UNDER=specs/zoo/ TOP=n`): within 1.25x of the fastest on **0 of 1** shapes; furthest: rp_z 1.43x (rp_z_sm90_t3).\n") {
+	if md := Markdown(r); !strings.Contains(md, "- sm90 CUDA choices against the candidates timed beside them (kernel-only, "+runs+"; `make tune UNDER=specs/zoo/ TOP=n`): within 1.25x of the fastest on **1 of 1** shapes; furthest: rp_z 1.14x (rp_z_sm90_t3).\n") {
 		t.Error("REPORT.md lacks the sm90 rivals line")
+	}
+	// Only a rival of another tile timed: the choice is untimed.
+	run("tune-kernels-zoo.json", "2030-01-04T00:00:00Z", cand("t3", "sm80", other, "passed", 1e-7, 0.9))
+	run("tune-kernels-zoo-later.json", "2030-01-05T00:00:00Z")
+	if r, err = Build(fixtureRoot, dir); err != nil {
+		t.Fatal(err)
+	}
+	want = []ZooRivals{{Target: "sm80", Run: "Fixture GPU X100, 2030-01-04T00:00:00Z", Untimed: []string{"rp_z"}}}
+	if !reflect.DeepEqual(r.Zoo.Rivals, want) {
+		t.Errorf("rivals %+v, want %+v", r.Zoo.Rivals, want)
+	}
+	if md := Markdown(r); !strings.Contains(md, "on **0 of 0** shapes; furthest: none; today's choice never timed: rp_z.\n") {
+		t.Error("REPORT.md lacks the untimed choice")
 	}
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"convtgen/gen"
 	"convtgen/gen/geom"
 	"convtgen/gen/plan"
+	"convtgen/gen/spec"
 	"convtgen/verify/gpu"
 )
 
@@ -62,10 +64,13 @@ const RivalBound = 1.25
 // gpu-check's tune stage: kernel-only times).
 type ZooRivals struct {
 	Target string `json:"target"`
-	Run    string `json:"run"`    // the tuning run's GPU and date
-	Shapes int    `json:"shapes"` // shapes whose choice and a rival passed in that run
+	Run    string `json:"run"`    // the tuning runs' GPU and dates
+	Shapes int    `json:"shapes"` // shapes whose choice passed, timed in a run
 	Within int    `json:"within"` // of those, the choice within RivalBound of the fastest
 	Worst  string `json:"worst,omitempty"`
+	// Untimed: shapes the runs timed, but never with today's choice (the
+	// chooser has moved to a tile no run timed, or it failed).
+	Untimed []string `json:"untimed,omitempty"`
 }
 
 // candidateOf is the spec a kernel verifier item times: a tuning
@@ -84,48 +89,84 @@ func isCandidatePath(path string) bool {
 	return strings.Contains(path, "/specs/") && !strings.HasPrefix(path, gen.SpecDir+"/")
 }
 
-// zooRivals compares, in each tuning run, every zoo spec's own CUDA choice
-// (its registry item) with its candidates (items of build/tune's spec files,
-// named <spec>_<target>_t<i>) that passed within the tuning error bound.
+// zooRivals compares every zoo spec's CUDA choice with the candidates
+// timed in the tuning runs (items of build/tune's spec files, named
+// <spec>_<target>_t<i>) that passed within the tuning error bound. Runs of
+// one GPU model are pooled: a choice's time is that of the latest item
+// with its tile (its registry item, or a candidate of the same tile when
+// the chooser has moved to it since), so a run over part of the zoo adds
+// to an earlier one, and a choice never timed counts in Untimed.
 func zooRivals(byName map[string]gen.Loaded, runs []*gpu.Report) []ZooRivals {
-	var out []ZooRivals
+	type key struct{ spec, target string }
+	type timed struct {
+		ms   float64
+		date string
+	}
+	var gpus []string
+	byGPU := map[string][]*gpu.Report{}
 	for _, run := range runs {
-		type key struct{ spec, target string }
-		own, best := map[key]float64{}, map[key]float64{}
-		bestName, rivals := map[key]string{}, map[key]int{}
-		for _, k := range run.Results {
-			if k.Disposition != gpu.Passed || k.Time == nil || k.Time.MeanMS <= 0 || k.RelL2 == nil || !(float64(*k.RelL2) <= gen.TuneMaxRelL2) {
-				continue
-			}
-			name, current := candidateOf(k)
-			if l, ok := byName[name]; !ok || !isZoo(l) {
-				continue
-			}
-			at := key{name, k.Target}
-			if current {
-				own[at] = k.Time.MeanMS
-			} else {
-				rivals[at]++
-			}
-			if b, ok := best[at]; !ok || k.Time.MeanMS < b {
-				best[at], bestName[at] = k.Time.MeanMS, k.Spec
+		if _, ok := byGPU[run.GPU]; !ok {
+			gpus = append(gpus, run.GPU)
+		}
+		byGPU[run.GPU] = append(byGPU[run.GPU], run)
+	}
+	chosen := func(name, target string) string {
+		if p := planFor(byName[name], target); p != nil {
+			return spec.FlatV1(p.Tile.Family())
+		}
+		return ""
+	}
+	var out []ZooRivals
+	for _, g := range gpus {
+		own, best := map[key]timed{}, map[key]timed{}
+		bestName := map[key]string{}
+		seen := map[key]bool{}
+		var dates []string
+		for _, run := range byGPU[g] {
+			for _, k := range run.Results {
+				name, _ := candidateOf(k)
+				if l, ok := byName[name]; !ok || !isZoo(l) {
+					continue
+				}
+				if !slices.Contains(dates, run.Date) {
+					dates = append(dates, run.Date)
+				}
+				at := key{name, k.Target}
+				seen[at] = true
+				if k.Disposition != gpu.Passed || k.Time == nil || k.Time.MeanMS <= 0 || k.RelL2 == nil || !(float64(*k.RelL2) <= gen.TuneMaxRelL2) {
+					continue
+				}
+				t := timed{k.Time.MeanMS, run.Date}
+				if k.Tile == chosen(name, k.Target) {
+					if o, ok := own[at]; !ok || t.date >= o.date {
+						own[at] = t
+					}
+				}
+				if b, ok := best[at]; !ok || t.ms < b.ms {
+					best[at], bestName[at] = t, k.Spec
+				}
 			}
 		}
+		slices.Sort(dates)
 		byTarget := map[string]*ZooRivals{}
 		for _, t := range plan.Targets {
-			byTarget[t.Name] = &ZooRivals{Target: t.Name, Run: run.GPU + ", " + run.Date}
+			byTarget[t.Name] = &ZooRivals{Target: t.Name, Run: g + ", " + strings.Join(dates, " and ")}
 		}
-		keys := slices.Collect(maps.Keys(own))
+		keys := slices.Collect(maps.Keys(seen))
 		slices.SortFunc(keys, func(a, b key) int { return strings.Compare(a.spec+" "+a.target, b.spec+" "+b.target) })
 		worst := map[string]float64{}
 		for _, at := range keys {
-			ms := own[at]
 			z := byTarget[at.target]
-			if z == nil || rivals[at] == 0 {
+			if z == nil {
+				continue
+			}
+			o, ok := own[at]
+			if !ok {
+				z.Untimed = append(z.Untimed, at.spec)
 				continue
 			}
 			z.Shapes++
-			ratio := ms / best[at]
+			ratio := o.ms / best[at].ms
 			if ratio <= RivalBound {
 				z.Within++
 			}
@@ -135,7 +176,7 @@ func zooRivals(byName map[string]gen.Loaded, runs []*gpu.Report) []ZooRivals {
 			}
 		}
 		for _, t := range plan.Targets {
-			if z := byTarget[t.Name]; z.Shapes > 0 {
+			if z := byTarget[t.Name]; z.Shapes > 0 || len(z.Untimed) > 0 {
 				out = append(out, *z)
 			}
 		}
@@ -276,8 +317,12 @@ func zooMarkdown(b *strings.Builder, r *Report) {
 	p("(three products to its one) is asked to beat strict fp32 only.\n\n")
 	p("![speedup over cuDNN's default against problem size](%s)\n\n", ZooPlotFile)
 	for _, rv := range z.Rivals {
-		p("- %s CUDA choices against the candidates timed beside them (kernel-only, %s; `make tune UNDER=%s TOP=n`): within %gx of the fastest on **%d of %d** shapes; furthest: %s.\n",
-			rv.Target, rv.Run, ZooFolder, RivalBound, rv.Within, rv.Shapes, rv.Worst)
+		p("- %s CUDA choices against the candidates timed beside them (kernel-only, %s; `make tune UNDER=%s TOP=n`): within %gx of the fastest on **%d of %d** shapes; furthest: %s",
+			rv.Target, rv.Run, ZooFolder, RivalBound, rv.Within, rv.Shapes, cmp.Or(rv.Worst, "none"))
+		if len(rv.Untimed) > 0 {
+			p("; today's choice never timed: %s", strings.Join(rv.Untimed, ", "))
+		}
+		p(".\n")
 	}
 	for _, s := range z.Summary {
 		p("- %s: %d of %d shapes measured; at least strict fp32's speed on **%d of %d**; where cuDNN's default runs under a third of the TF32 rate (%d shapes) at least its speed on **%d**; geometric mean over the default **%.2fx**; faster backend: %s.\n",
