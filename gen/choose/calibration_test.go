@@ -213,6 +213,11 @@ var zooPairs = []struct {
 	// same tile at 16, 32, 64 and 128 steps took 0.0235, 0.0302, 0.0383
 	// and 0.0567 ms.
 	{"zoo_head_deepsup_k8", spec.Direct{BM: 256, BN: 2, BK: 8, TW: 8}, spec.Direct{BM: 128, BN: 2, BK: 2, TW: 8}, 0.0235, 0.0383},
+	// Rows of bn 8 against a window on strided W, kernel-only on one H100
+	// (out/gpu/tune-kernels-zoo.json, 2026-12-07, means): the chooser had
+	// picked the rows, 1.36x and (one input channel) 2.42x slower.
+	{"zoo_batch_64c8", spec.Direct{BM: 256, BN: 8, BK: 8, TW: 8}, spec.Direct{BM: 512, BN: 8, BK: 8, TM: 4}, 0.0514, 0.0698},
+	{"zoo_batch_128c1", spec.Direct{BM: 128, BN: 8, BK: 1, TW: 4}, spec.Direct{BM: 1024, BN: 8, BK: 1, TM: 8}, 0.0128, 0.0309},
 }
 
 // TestModelAgainstZooPairs: on each pair the sm90 model estimates the
@@ -511,4 +516,39 @@ func TestModelStepBoundByTheSM(t *testing.T) {
 	fast := spec.WGMMA{MinBlocks: 1, Slabs: 1, Span: 4, Stages: 4, KWInN: true, BulkWeights: true}
 	slow := spec.MMA{BM: 256, BN: 32, BK: 16, WM: 64, WN: 32, MinBlocks: 1}
 	checkPair(t, "zoo/group_g2_dil", plan.SM90, fast, slow, 0.0324, 0.0967)
+}
+
+// TestModelSM80ChannelsAsColumns: where kernel_w is 1, a one-slab tile of
+// "W taps as columns" is 104 channels wide; as mma.sync it ran slower than
+// two slabs of 64 (kernel-only on one H100, compute_80 PTX,
+// out/gpu/tune-kernels-zoo.json, 2026-12-07, means). The model had rated
+// its width up as for W taps and picked it on both shapes.
+func TestModelSM80ChannelsAsColumns(t *testing.T) {
+	two := spec.WGMMA{MinBlocks: 1, Slabs: 2, Span: 4, Stages: 4}
+	one := spec.WGMMA{MinBlocks: 1, Slabs: 1, Span: 4, Stages: 4, KWInN: true}
+	checkPair(t, "zoo/video_time_k2", plan.SM80, two, one, 0.1176, 0.1510)
+	one.Stages = 3
+	checkPair(t, "zoo/video_time_k3", plan.SM80, two, one, 0.2140, 0.2695)
+}
+
+// TestModelPresplit: mma.sync tiles timed with and without presplit
+// staging in the zoo's tuning run (kernel-only, one H100, means; sm80 as
+// compute_80 PTX); the chooser had picked the presplit form for
+// group_k4_g8's sm80 file, 1.71x slower.
+func TestModelPresplit(t *testing.T) {
+	for _, c := range []struct {
+		shape          string
+		target         plan.Target
+		tile           spec.MMA
+		fastMS, slowMS float64
+	}{
+		{"zoo/group_k4_g8", plan.SM80, spec.MMA{BM: 128, BN: 16, BK: 16, WM: 32, WN: 16, MinBlocks: 1}, 0.1011, 0.1723},
+		{"zoo/nnunet_aniso_up", plan.SM80, spec.MMA{BM: 128, BN: 32, BK: 16, WM: 32, WN: 32, MinBlocks: 1}, 0.3552, 0.4629},
+		{"zoo/vnet_up_256", plan.SM80, spec.MMA{BM: 128, BN: 64, BK: 16, WM: 32, WN: 32, MinBlocks: 1}, 0.0269, 0.0361},
+		{"zoo/vgan_up", plan.SM90, spec.MMA{BM: 128, BN: 64, BK: 16, WM: 32, WN: 32, MinBlocks: 1}, 0.3495, 0.4558},
+	} {
+		presplit := c.tile
+		presplit.Presplit = true
+		checkPair(t, c.shape, c.target, c.tile, presplit, c.fastMS, c.slowMS)
+	}
 }

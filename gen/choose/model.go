@@ -63,8 +63,11 @@ type Machine struct {
 	// measured the best row tile at 1.5x to 2.9x the best window tile on
 	// strided W and 4.5x to 6.5x with one input channel a group; at stride
 	// 1 with several channels, 0.9x to 1.0x (no factor). Those tiles had
-	// bn 1 to 4; wider tiles (more FMAs a load) are not rated down, as no
-	// pair of them has been measured.
+	// bn 1 to 4. Past bn 4 a load feeds more FMAs and the loss falls
+	// with (4/bn)^2: the zoo's tuning run (tune-kernels-zoo.json, H100)
+	// timed bn-8 rows at 1.36x the window on batch_64c8 (1.33x by the
+	// rule) and 1.68x to 2.42x with one input channel on batch_128c1
+	// (3.25x).
 	DirectRows, DirectRowsOneChannel float64
 	// DirectWideWindow scales a window tile of more than 8 outputs along
 	// W: a thread holds tw·bn sums and loads a longer input run, which
@@ -79,6 +82,12 @@ type Machine struct {
 	// (1 + DirectLoad/4) / (1 + DirectLoad/bn) of the rate the family was
 	// fitted at (bn 4 to 16, where the fit found no trend with bn).
 	DirectLoad float64
+	// MMAPresplit scales an mma.sync tile staged as TF32 parts in fragment
+	// order: twice the weight bytes through shared memory and registers
+	// for a split the products hide anyway. Each of the four tiles the
+	// zoo's tuning run timed both ways ran slower presplit, 1.30x to
+	// 1.71x (geometric mean 1.40x; tune-kernels-zoo.json, H100).
+	MMAPresplit float64
 	// SyncOneSlab scales the rate of a wgmma tile of one slab where it runs
 	// as mma.sync (no wgmma on the target): every warp loads the weight
 	// stage's fragments from shared memory for its 16 rows, and those loads
@@ -87,7 +96,10 @@ type Machine struct {
 	// SyncWideN: the columns up to which a wgmma tile keeps speeding up
 	// where it runs as mma.sync, past the rate law's 64: each warp splits
 	// its A fragments into TF32 parts once a k8 chunk for every 8 columns,
-	// so a wider tile spreads that work thinner.
+	// so a wider tile spreads that work thinner. Measured on tiles of W
+	// taps as columns; where kernel_w is 1 the columns are channels alone,
+	// and such a tile of 104 ran 1.26x to 1.28x slower than two slabs of
+	// 64 (video_time_k2/k3, tune-kernels-zoo.json): no speed-up there.
 	SyncWideN float64
 	// SyncSharedKWInN scales a tile of W taps as columns in blocks of
 	// several warpgroups where it runs as mma.sync: slower than the same
@@ -116,7 +128,7 @@ type Machine struct {
 // times) scaled the same way; SyncOneSlab from the sm80 files' tiles of one
 // slab against the same tiles with two (TestModelSM80Slabs).
 var Machines = map[string]Machine{
-	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectWideWindow: 1 / 1.17, DirectLoad: 1, SyncOneSlab: 1, Rates: map[string]Rate{
+	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectWideWindow: 1 / 1.17, DirectLoad: 1, MMAPresplit: 1 / 1.4, SyncOneSlab: 1, Rates: map[string]Rate{
 		"ffma":          {R: 25e12, A: 0.15, K0: 64, Step: 0.5e-6},
 		"direct":        {R: 24e12, A: 0, K0: 0, Step: 0.3e-6},
 		"mma":           {R: 33e12, A: 0.25, K0: 32, Step: 0.5e-6},
@@ -125,7 +137,7 @@ var Machines = map[string]Machine{
 		"triton-fp32":   {R: 34e12, A: 0.25, K0: 128, Step: 0.5e-6},
 		"spectral":      {R: 12.5e12, Step: 0.5e-6},
 	}},
-	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectWideWindow: 1 / 1.17, DirectLoad: 1, SyncOneSlab: 0.87, SyncWideN: 96, SyncSharedKWInN: 0.86, Rates: map[string]Rate{
+	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectWideWindow: 1 / 1.17, DirectLoad: 1, MMAPresplit: 1 / 1.4, SyncOneSlab: 0.87, SyncWideN: 96, SyncSharedKWInN: 0.86, Rates: map[string]Rate{
 		"ffma":          {R: 25e12 * ffmaA100, A: 0.15, K0: 64, Step: 0.5e-6},
 		"direct":        {R: 24e12 * ffmaA100, A: 0, K0: 0, Step: 0.3e-6},
 		"mma":           {R: 33e12 * tensorA100, A: 0.25, K0: 32, Step: 0.5e-6},
@@ -297,9 +309,12 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 		if !p.Target.WGMMA && t.WGMMA.KWInN && t.WGMMA.PerBlock() > 1 {
 			e.Rate *= m.SyncSharedKWInN
 		}
-		if !p.Target.WGMMA && n > 64 {
+		if !p.Target.WGMMA && n > 64 && c.Kernel[2] > 1 {
 			e.Rate *= math.Pow(math.Min(float64(n), m.SyncWideN)/64, r.A)
 		}
+	}
+	if t.Presplit() {
+		e.Rate *= m.MMAPresplit
 	}
 	if t.Direct != nil && t.TW() == 0 && t.TM() == 1 {
 		e.Rate *= m.DirectSingle
@@ -307,13 +322,15 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 	if t.Direct != nil && t.TW() > 8 {
 		e.Rate *= m.DirectWideWindow
 	}
-	if t.Direct != nil && t.TW() == 0 && t.BN() <= 4 {
+	if t.Direct != nil && t.TW() == 0 {
+		loss := 0.0 // the row tile's extra time, over the window's
 		switch {
 		case p.CinG == 1:
-			e.Rate *= m.DirectRowsOneChannel
+			loss = 1/m.DirectRowsOneChannel - 1
 		case c.Stride[2] > 1:
-			e.Rate *= m.DirectRows
+			loss = 1/m.DirectRows - 1
 		}
+		e.Rate /= 1 + loss*math.Min(1, math.Pow(4/float64(t.BN()), 2))
 	}
 	if t.Direct != nil && t.BN() < 4 {
 		e.Rate *= (1 + m.DirectLoad/4) / (1 + m.DirectLoad/float64(t.BN()))

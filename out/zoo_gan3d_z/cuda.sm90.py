@@ -44,16 +44,17 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // ---- Tiling (from the plan) ----------------------------------------------
 // A block computes kBM output positions of one phase by kBN output channels
 // of one group, kBK input channels per step.
-static constexpr int kBM = 64, kBN = 64, kBK = 16;
+static constexpr int kBM = 64, kBN = 64, kBK = 32;
 static constexpr int kThreads = 128;
 // Warp w holds a kWM x kWN tile: kMT x kNT m16n8k8 fragments.
 static constexpr int kWM = 32, kWN = 32, kWarpsM = 2;
 static constexpr int kMT = kWM / 16, kNT = kWN / 8;
-static constexpr int kCIChunks = 13;  // kBK-channel steps per tap
+static constexpr int kPad = 8;  // shared-memory row padding, in floats
+static constexpr int kCIChunks = 7;  // kBK-channel steps per tap
 // The A (input) gather: kALanes threads cover the rows, each owning kARows
 // rows and kAK of the kBK channels (stride kAKStride).
-static constexpr int kALanes = 64, kARows = 1, kAKStride = 2, kAK = 8;
-static constexpr int kBLoads = 8;  // weight elements each thread loads per step
+static constexpr int kALanes = 64, kARows = 1, kAKStride = 2, kAK = 16;
+static constexpr int kBLoads = 16;  // weight elements each thread loads per step
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 struct PhaseInfo {
@@ -105,32 +106,8 @@ zoo_gan3d_z_igemm(const float* __restrict__ x, const float* __restrict__ wt,
 {
     // Two stages of each tile: the next step's loads fill one while the
     // products read the other, so one barrier per step suffices.
-
-    // Tiles staged as their TF32 parts (split once here, not at every
-    // use), in m16n8k8 fragment order: lane 4g+t of a warp finds its four
-    // A values (rows g, g+8 at columns t, t+4) in one float4 and its two B
-    // values (column g at rows t, t+4) in one float2. Within a fragment the
-    // lane slots are swizzled (t XOR a function of g) so that the staging
-    // stores of a warp, which run along rows, spread over the banks; the
-    // fragment reads stay one contiguous, conflict-free block per warp.
-    __shared__ __align__(16) float sa_hi[2][kBK * kBM], sa_lo[2][kBK * kBM];
-    __shared__ __align__(16) float sb_hi[2][kBK * kBN], sb_lo[2][kBK * kBN];
-    auto stage_a = [&](int buf, int k, int m, float v) {
-        const int g = m % 8, slot = 4 * g + ((k % 4) ^ ((g >> 1) & 3));
-        const int i = (((k / 8) * (kBM / 16) + m / 16) * 32 + slot) * 4 + (m % 16) / 8 + 2 * ((k % 8) / 4);
-        unsigned hi, lo;
-        split_tf32(v, hi, lo);
-        sa_hi[buf][i] = __uint_as_float(hi);
-        sa_lo[buf][i] = __uint_as_float(lo);
-    };
-    auto stage_b = [&](int buf, int k, int n, float v) {
-        const int g = n % 8, slot = 4 * g + ((k % 4) ^ ((g >> 2) & 3));
-        const int i = (((k / 8) * (kBN / 8) + n / 8) * 32 + slot) * 2 + (k % 8) / 4;
-        unsigned hi, lo;
-        split_tf32(v, hi, lo);
-        sb_hi[buf][i] = __uint_as_float(hi);
-        sb_lo[buf][i] = __uint_as_float(lo);
-    };
+    __shared__ __align__(16) float a_tile[2][kBK][kBM + kPad];
+    __shared__ __align__(16) float b_tile[2][kBK][kBN + kPad];
 
     // Phases interleave along x: neighbouring blocks compute the same rows
     // of different phases, whose outputs share cache sectors, so their
@@ -200,13 +177,13 @@ zoo_gan3d_z_igemm(const float* __restrict__ x, const float* __restrict__ wt,
             #pragma unroll
             for (int j = 0; j < kAK; ++j) {
                 const int k = a_k0 + j * kAKStride;
-                if (k < kBK) stage_a(buf, k, a_lane + r * kALanes, a_reg[r][j]);
+                if (k < kBK) a_tile[buf][k][a_lane + r * kALanes] = a_reg[r][j];
             }
         }
         #pragma unroll
         for (int j = 0; j < kBLoads; ++j) {
             const int e = tid + j * kThreads;
-            if (e < kBK * kBN) stage_b(buf, e / kBN, e % kBN, b_reg[j]);
+            if (e < kBK * kBN) b_tile[buf][e / kBN][e % kBN] = b_reg[j];
         }
     };
     // ---- Main loop: tensor-core products of step ks-1 overlap the loads of
@@ -232,25 +209,22 @@ zoo_gan3d_z_igemm(const float* __restrict__ x, const float* __restrict__ wt,
             const int buf = (ks - 1) & 1;
             #pragma unroll
             for (int k8 = 0; k8 < kBK; k8 += 8) {
+                // Rows padded by kPad floats put the 32 lanes' reads in 32
+                // different banks.
                 unsigned a_hi[kMT][4], a_lo[kMT][4], b_hi[kNT][2], b_lo[kNT][2];
-                const int slot_a = 4 * g8 + (t4 ^ ((g8 >> 1) & 3)), slot_b = 4 * g8 + (t4 ^ ((g8 >> 2) & 3));
                 #pragma unroll
                 for (int i = 0; i < kMT; ++i) {
-                    const int f = (((k8 / 8) * (kBM / 16) + wm0 / 16 + i) * 32 + slot_a) * 4;
-                    const float4 h = *reinterpret_cast<const float4*>(&sa_hi[buf][f]);
-                    const float4 l = *reinterpret_cast<const float4*>(&sa_lo[buf][f]);
-                    a_hi[i][0] = __float_as_uint(h.x); a_hi[i][1] = __float_as_uint(h.y);
-                    a_hi[i][2] = __float_as_uint(h.z); a_hi[i][3] = __float_as_uint(h.w);
-                    a_lo[i][0] = __float_as_uint(l.x); a_lo[i][1] = __float_as_uint(l.y);
-                    a_lo[i][2] = __float_as_uint(l.z); a_lo[i][3] = __float_as_uint(l.w);
+                    const int m = wm0 + i * 16 + g8;
+                    split_tf32(a_tile[buf][k8 + t4][m], a_hi[i][0], a_lo[i][0]);
+                    split_tf32(a_tile[buf][k8 + t4][m + 8], a_hi[i][1], a_lo[i][1]);
+                    split_tf32(a_tile[buf][k8 + t4 + 4][m], a_hi[i][2], a_lo[i][2]);
+                    split_tf32(a_tile[buf][k8 + t4 + 4][m + 8], a_hi[i][3], a_lo[i][3]);
                 }
                 #pragma unroll
                 for (int j = 0; j < kNT; ++j) {
-                    const int f = (((k8 / 8) * (kBN / 8) + wn0 / 8 + j) * 32 + slot_b) * 2;
-                    const float2 h = *reinterpret_cast<const float2*>(&sb_hi[buf][f]);
-                    const float2 l = *reinterpret_cast<const float2*>(&sb_lo[buf][f]);
-                    b_hi[j][0] = __float_as_uint(h.x); b_hi[j][1] = __float_as_uint(h.y);
-                    b_lo[j][0] = __float_as_uint(l.x); b_lo[j][1] = __float_as_uint(l.y);
+                    const int n = wn0 + j * 8 + g8;
+                    split_tf32(b_tile[buf][k8 + t4][n], b_hi[j][0], b_lo[j][0]);
+                    split_tf32(b_tile[buf][k8 + t4 + 4][n], b_hi[j][1], b_lo[j][1]);
                 }
                 #pragma unroll
                 for (int i = 0; i < kMT; ++i) {

@@ -11,12 +11,9 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-The kernel's W taps are GEMM columns too: N = kernel_w x 86 output
-channels, K = the (d, h) taps x input channels, and a row is an input
-position along W; output q of a line adds the sums of column kw of row
-q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
-(4 warps) computing 64 rows of each phase in turn by 88 columns and
-writing the outputs of its first 64. The input is re-laid channels last
+A block is one warpgroup
+(4 warps) computing 128 output positions of each
+phase in turn by 64 output channels. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the order of
@@ -56,35 +53,22 @@ static constexpr int kRelayoutPos = 22, kRelayoutChunks = 3;  // the re-layout's
 // A phase's GEMM: its rows by a group's output channels, reduced over
 // (tap, channel) in steps of 32. A block is kWarpgroups warpgroups, each
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
-static constexpr int kTotalSteps = 16, kNTiles = 3;
-static constexpr int kNP = 88, kNCM = kNP / 8, kND = 44;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 1;
+static constexpr int kTotalSteps = 16, kNTiles = 4;
+static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kSlabs = 2;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 4;  // weight-image steps in shared memory
-// The kernel's W taps are columns: column kw*kCoT + c is tap kw of channel
-// c of the tile; a row is an input position along W. Row q of a line
-// anchors outputs w = kAnchorW0 + kStrideW*q + rho (rho < kStrideW), and
-// output w adds column kw of row q + t/kStrideW for each kw whose t = rho +
-// (kKW-1-kw)*kDilW divides. A block writes the outputs of its first kOutRows.
-static constexpr int kKW = 1, kDilW = 1, kCoT = 86;
-static constexpr int kAnchorW0 = 0;
-// A row's sums on the way out: kSumsRow floats, odd (a warp's reads of a
-// column meet different banks) and 3 past a multiple of 8 (its writes two
-// to a bank at most).
-static constexpr int kSumsRow = 91, kVec = 1;  // kVec: channels a thread reads at once
-// A block's kOutSlots outputs a channel, kSlotsPerPass at a time, kChannelLanes threads each.
-static constexpr int kOutSlots = 64 * kStrideW, kChannelLanes = 2;
-static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
+static constexpr int kKW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr int kOuts = 1;  // outputs a row
-static constexpr int kOutRows = 64;
+static constexpr int kOutRows = 128;
 // The weight image, per (group, N tile, phase, step): for each k8 chunk and
 // 8-column block the 32 lanes' mma.sync fragments in lane order, a lane's
 // four (high parts of its two elements, then low parts) adjacent, so that
 // a lane reads them with one 16-byte load (four 4-byte ones took 4-8%
 // longer).
 static constexpr int kStage = 4 * kNCM * 32 * 4;
-static constexpr idx_t kImageLen = 270336;
+static constexpr idx_t kImageLen = 262144;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 // Phase outputs o = r + stride*q; a phase without taps has no steps (its
@@ -253,12 +237,6 @@ __device__ __forceinline__ void cp_async_wait_current()
     asm volatile("cp.async.wait_group 2;" ::: "memory");
 }
 
-// Waits for every copy this thread issued.
-__device__ __forceinline__ void cp_async_wait_all()
-{
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
-}
-
 // Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
 // more registers from the same fragments, and one block an SM is asked for.
 static constexpr int kMinBlocks = 1;
@@ -266,11 +244,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 zoo_video_time_k2_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages (at a phase's end the block's sums on their way out).
-    extern __shared__ __align__(128) float b_stage[];  // 90112 bytes, past the static 48 KiB
+    // The weight stages.
+    extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
-    // in L2.
+    // in L2, and the weight image streams through all phases' steps
+    // back to back (a phase of few steps costs no pipeline fill of its own).
     const int tid = threadIdx.x, warp = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
@@ -287,19 +266,22 @@ zoo_video_time_k2_igemm(const float* __restrict__ xr, const float* __restrict__ 
         }
         cp_async_commit();
     };
+    for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);
 
     for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
         if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
+        // A phase with fewer rows than this block's first runs the barriers
+        // and copies of its steps (they pace the pipeline), not its products.
         const bool active = m_first < P.rows;
-        if (!active) continue;
-        const int end = P.step_start + P.steps;
+        const int end = kTotalSteps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab,
-        // where each reads (its outputs are decoded on the way out). Rows
-        // past the end read the last row.
-        idx_t xb[kSlabs][2];
+        // outputs kOuts*qw.. of their lines, outs[][] of them inside the
+        // phase. Rows past the end read the last row and are not written.
+        idx_t xb[kSlabs][2], yb[kSlabs][2];
+        int outs[kSlabs][2];
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
@@ -308,8 +290,11 @@ zoo_video_time_k2_igemm(const float* __restrict__ xr, const float* __restrict__ 
                 const int m = m0 < P.rows ? m0 : P.rows - 1;
                 const int n = m / q_dhw, s = m - n * q_dhw;
                 const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
+                outs[sl][r] = m0 < P.rows ? min(kOuts, P.q_w - kOuts * qw) : 0;
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
                     + (idx_t)(qw + kLoW) * kCinP;
+                yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
+                    + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
         }
 
@@ -340,9 +325,6 @@ zoo_video_time_k2_igemm(const float* __restrict__ xr, const float* __restrict__ 
                 }
             }
         };
-        for (int i = 0; i < kStages - 1; ++i) {
-            load_b(P.step_start + i, end);
-        }
 
         // acc: the fp32 running sums; part: the tensor cores' sums of
         // the current span of steps, added to acc at its end.
@@ -417,54 +399,17 @@ zoo_video_time_k2_igemm(const float* __restrict__ xr, const float* __restrict__ 
 
         auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
 
-        // The phase's outputs: the sums go to shared memory (once every
-        // copy into it has landed and every warp is past its last read),
-        // row by row; an output of channel c then adds column kw*kCoT + c
-        // of the row each of its kw reads. A thread writes an output
-        // position's every kChannelLanes-th channel, the position decoded
-        // once; neighbouring threads write neighbouring outputs along W.
-        cp_async_wait_all();
-        __syncthreads();
-        float* sums = b_stage;
+        // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
+        // (g+8, 8cb+2t), (g+8, +1); each written once, bias added.
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int e = 0; e < kND; ++e)
-                sums[(wg_row + sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * kSumsRow + 8 * (e / 4) + 2 * t + e % 2] = result(sl, 0, e);
-        }
-        __syncthreads();
-        // Output slot i is output rho = i % kStrideW of anchor row i / kStrideW.
-        for (int base = 0; base < kOutSlots; base += kSlotsPerPass) {
-            const int slot = base + tid % kSlotsPerPass, lane = tid / kSlotsPerPass;
-            const int row = slot / kStrideW, rho = slot % kStrideW, m = m_first + row;
-            if (slot >= kOutSlots || lane >= kChannelLanes || m >= P.rows) continue;
-            const int n = m / q_dhw, s = m - n * q_dhw;
-            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
-            const int w = kAnchorW0 + kStrideW * qw + rho;
-            float* out = y + ((idx_t)n * kCout + grp * kCoutG + nt * kCoT) * kOutDHW
-                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (idx_t)(P.r_h + kStrideH * qh) * kOutW + w;
-            // A row past the line's anchors only feeds them.
-            const int channels = qw < P.q_w && w >= 0 && w < kOutW ? min(kCoT, kCoutG - nt * kCoT) : 0;
-            #pragma unroll 4
-            for (int c = kVec * lane; c < channels; c += kVec * kChannelLanes) {
-                float sum[kVec];
-                #pragma unroll
-                for (int i = 0; i < kVec; ++i) sum[i] = c + i < channels ? bias[grp * kCoutG + nt * kCoT + c + i] : 0.0f;
-                #pragma unroll
-                for (int kw = 0; kw < kKW; ++kw) {
-                    const int t = rho + (kKW - 1 - kw) * kDilW;  // no tap where it does not divide (the bias alone)
-                    if (t % kStrideW != 0) continue;
-                    const float* src = sums + (row + t / kStrideW) * kSumsRow + kw * kCoT + c;
-                    sum[0] += src[0];
-                }
-                #pragma unroll
-                for (int i = 0; i < kVec; ++i) {
-                    if (c + i < channels) out[(idx_t)(c + i) * kOutDHW] = sum[i];
-                }
+            for (int e = 0; e < kND; ++e) {
+                const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
+                if (outs[sl][r] > 0 && co < kCoutG)
+                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, 0, e) + bias[grp * kCoutG + co];
             }
         }
-        // The next phase's copies reuse the memory.
-        __syncthreads();
     }
 }
 """
@@ -493,17 +438,17 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 "weight must be a contiguous float32 CUDA tensor of shape (256, 256, 2, 1, 1)");
     TORCH_CHECK(bias.is_cuda() && bias.scalar_type() == torch::kFloat32 && bias.is_contiguous() && bias.numel() == 256,
                 "bias must be a contiguous float32 CUDA tensor of 256 elements");
-    auto img = torch::empty({270336}, x.options());
+    auto img = torch::empty({262144}, x.options());
     auto xr = torch::empty({5242880}, x.options());
     auto y = torch::empty({2, 256, 8, 40, 64}, x.options());
-    zoo_video_time_k2_repack_weight<<<1056, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    zoo_video_time_k2_repack_weight<<<1024, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     check_launch("zoo_video_time_k2_repack_weight");
     zoo_video_time_k2_relayout_input<<<960, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_video_time_k2_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_video_time_k2_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 90112);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_video_time_k2_igemm needs 90112 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_video_time_k2_igemm<<<dim3(320, 3, 1), 128, 90112>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_video_time_k2_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_video_time_k2_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    zoo_video_time_k2_igemm<<<dim3(160, 4, 1), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_video_time_k2_igemm");
     return y;
