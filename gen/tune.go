@@ -144,7 +144,7 @@ func cudaCandidates(path string, ownPlan *plan.Plan) []Candidate {
 		// choice in every spec (what -only filters on).
 		s.Name = variantName(ownPlan, fmt.Sprintf("t%d", i+1))
 		p, err := plan.New(&s, ownPlan.Target)
-		if err != nil || hasChoice(out, p.Tile.Choice()) {
+		if err != nil || p.MMASyncSpills() || hasChoice(out, p.Tile.Choice()) {
 			continue
 		}
 		out = append(out, Candidate{Backend: "cuda", Target: tg, Variant: s.Name, Spec: own.Name, SpecPath: path,

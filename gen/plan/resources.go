@@ -31,16 +31,19 @@ func (p *Plan) Registers() int {
 
 // MMASyncSpills reports whether a wgmma tile on a target without wgmma
 // is one whose mma.sync code ptxas spills on some shapes, which the
-// chooser leaves out (a spec may still name it; the compile check then
-// reports the spill): Winograd pairs of two slabs past 48 columns, whose
-// running sums, A parts and 16-byte weight fragments fill the registers,
-// and tiles whose wgmma estimate reaches mmaSyncFitsBelow for their slabs.
+// chooser and tuning leave out (a spec may still name it; the compile
+// check then reports the spill): Winograd pairs of two slabs past 48
+// columns, whose running sums, A parts and 16-byte weight fragments fill
+// the registers; two slabs past 48 columns with sums of two steps (CUDA
+// 13 spilled 8 to 24 bytes on all 12 zoo shapes of 64 columns, and fit
+// 32 columns in 166 registers); and tiles whose wgmma estimate reaches
+// mmaSyncFitsBelow for their slabs.
 func (p *Plan) MMASyncSpills() bool {
 	t := p.Tile.WGMMA
 	if p.Target.WGMMA || t == nil {
 		return false
 	}
-	if t.Winograd && t.Slabs == 2 && p.Tile.BN() > 48 {
+	if t.Slabs == 2 && p.Tile.BN() > 48 && (t.Winograd || t.Span == 2 && !p.WGMMA.OneSpan) {
 		return true
 	}
 	need, _ := p.wgmmaRegisters()

@@ -483,3 +483,25 @@ func TestMMASyncSpills(t *testing.T) {
 		}
 	}
 }
+
+// TestMMASyncSpillsSpanTwo: a plain tile of two slabs with sums of two
+// steps spilled 8 to 24 bytes as mma.sync (CUDA 13) on all 12 zoo shapes
+// where it was 64 columns wide (video_time_k3 among them: 512 channels);
+// at 32 columns (dil_k3_d3) it fit in 166 registers, and sums of four
+// steps fit at 64.
+func TestMMASyncSpillsSpanTwo(t *testing.T) {
+	for _, c := range []struct {
+		cout, span int
+		want       bool
+	}{{512, 2, true}, {32, 2, false}, {512, 4, false}} {
+		conf := config{batch: 1, cin: 512, cout: c.cout, groups: 1, k: [3]int{3, 1, 1}, in: [3]int{8, 32, 32}, s: [3]int{2, 1, 1}, p: [3]int{1, 0, 0},
+			d: [3]int{1, 1, 1}, precision: "3xtf32", tile: fmt.Sprintf("{wgmma: true, slabs: 2, span: %d, stages: 4}", c.span)}
+		p, err := plan.New(conf.parse(t), plan.SM80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.MMASyncSpills(); got != c.want {
+			t.Errorf("cout %d, span %d (%d columns): spills %v, want %v", c.cout, c.span, p.Tile.BN(), got, c.want)
+		}
+	}
+}
