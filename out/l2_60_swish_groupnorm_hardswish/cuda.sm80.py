@@ -11,13 +11,10 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-Along W the outputs are not split into phases: each thread holds 8
-consecutive outputs along W, of every W residue, by 8 output channels.
-For each (d, h) tap and input channel it loads the window of input columns
-those outputs read into registers once (no other thread reads them), and
-every (output, kw) pair with a tap takes its input from there; only the
-weights are staged in shared memory. Products are fp32 FFMA, accumulated in
-fp32.
+Computed directly, without GEMM tiles: each thread holds 2 output positions
+by 16 output channels and loads its own inputs into registers (no other
+thread reads them); only the weights are staged in shared memory. Products
+are fp32 FFMA, accumulated in fp32.
 The weight is tiny: blocks stage it straight from PyTorch's layout, so the
 forward is one launch (a re-layout would cost a launch to save little).
 The convolution's store applies swish to each output before writing it (no
@@ -53,22 +50,16 @@ __device__ __forceinline__ float epilogue(float v)
 }
 
 // ---- Tiling (from the plan) ----------------------------------------------
-// Each of kThreads threads computes kTW consecutive outputs along W (every
-// W residue) of one (d, h) phase row by kBN output channels of one group.
-// For each (d, h) tap and input channel it loads the kWinLen input columns
-// its outputs read into registers, kBK channels at a time: no other thread
-// reads them. Shared memory holds the weights (all kKW along W) of
-// kTapChunk of the phase's (d, h) taps, which every thread reads alike.
-static constexpr int kBM = 256, kBN = 8, kBK = 2, kTW = 8;
+// Each of kThreads threads computes kTM output positions of one phase
+// (kThreads apart, so a warp's loads and stores run along W) by kBN output
+// channels of one group. Its inputs go straight to its registers, kBK
+// input channels at a time: no other thread reads them. Shared memory
+// holds the weights of kTapChunk of the phase's taps, which every thread
+// reads alike.
+static constexpr int kBM = 512, kBN = 16, kBK = 3, kTM = 2;
 static constexpr int kThreads = 256;
-static constexpr int kCIChunks = 2;  // kBK-channel steps per tap
-static constexpr int kTapChunk = 4;  // (d, h) taps whose weights are staged at once
-static constexpr int kKW = 3, kPadW = 1, kDilW = 1;
-// Output ow0 + j (ow0 a multiple of kTW) reads, through tap kw, input column
-// ow0/kStrideW + (j + kPadW - kw*kDilW)/kStrideW when kStrideW divides
-// j + kPadW - kw*kDilW. Those columns lie in the window of kWinLen from
-// ow0/kStrideW + kWinLo.
-static constexpr int kWinLo = 0, kWinLen = 8;
+static constexpr int kCIChunks = 1;  // kBK-channel steps per tap
+static constexpr int kTapChunk = 8;  // taps whose weights are staged at once
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 struct PhaseInfo {
@@ -81,33 +72,55 @@ struct TapInfo {
     int flat;                 // weight tap index (kd*KH + kh)*KW + kw
     int off_d, off_h, off_w;  // input index = q + off
 };
-static constexpr int kNumPhases = 4;
+static constexpr int kNumPhases = 8;
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 16, 32, 8, 524288, 0, 1 },
-    { 0, 1, 0, 16, 31, 8, 507904, 1, 2 },
-    { 1, 0, 0, 15, 32, 8, 491520, 3, 2 },
-    { 1, 1, 0, 15, 31, 8, 476160, 5, 4 },
+    { 0, 0, 0, 16, 32, 32, 2097152, 0, 1 },
+    { 0, 0, 1, 16, 32, 31, 2031616, 1, 2 },
+    { 0, 1, 0, 16, 31, 32, 2031616, 3, 2 },
+    { 0, 1, 1, 16, 31, 31, 1968128, 5, 4 },
+    { 1, 0, 0, 15, 32, 32, 1966080, 9, 2 },
+    { 1, 0, 1, 15, 32, 31, 1904640, 11, 4 },
+    { 1, 1, 0, 15, 31, 32, 1904640, 15, 4 },
+    { 1, 1, 1, 15, 31, 31, 1845120, 19, 8 },
 };
-__constant__ TapInfo kTapTable[9] = {
-    { 12, 0, 0, 0 },
-    { 9, 0, 1, 0 },
-    { 15, 0, 0, 0 },
-    { 3, 1, 0, 0 },
-    { 21, 0, 0, 0 },
-    { 0, 1, 1, 0 },
-    { 6, 1, 0, 0 },
-    { 18, 0, 1, 0 },
-    { 24, 0, 0, 0 },
+__constant__ TapInfo kTapTable[27] = {
+    { 13, 0, 0, 0 },
+    { 12, 0, 0, 1 },
+    { 14, 0, 0, 0 },
+    { 10, 0, 1, 0 },
+    { 16, 0, 0, 0 },
+    { 9, 0, 1, 1 },
+    { 11, 0, 1, 0 },
+    { 15, 0, 0, 1 },
+    { 17, 0, 0, 0 },
+    { 4, 1, 0, 0 },
+    { 22, 0, 0, 0 },
+    { 3, 1, 0, 1 },
+    { 5, 1, 0, 0 },
+    { 21, 0, 0, 1 },
+    { 23, 0, 0, 0 },
+    { 1, 1, 1, 0 },
+    { 7, 1, 0, 0 },
+    { 19, 0, 1, 0 },
+    { 25, 0, 0, 0 },
+    { 0, 1, 1, 1 },
+    { 2, 1, 1, 0 },
+    { 6, 1, 0, 1 },
+    { 8, 1, 0, 0 },
+    { 18, 0, 1, 1 },
+    { 20, 0, 1, 0 },
+    { 24, 0, 0, 1 },
+    { 26, 0, 0, 0 },
 };
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
 l2_60_swish_groupnorm_hardswish_igemm(const float* __restrict__ x, const float* __restrict__ w,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // Weights of up to kTapChunk (d, h) taps as (tap, input channel, kw, kBN
-    // output channels): a thread reads the kBN of one (tap, channel, kw) as
-    // float4s, the same address in every lane (a broadcast).
-    __shared__ __align__(16) float w_tile[kTapChunk * kCinG * kKW * kBN];
+    // Weights of up to kTapChunk taps as (tap, input channel, kBN output
+    // channels): a thread reads the kBN of one (tap, channel) as float4s,
+    // the same address in every lane (a broadcast).
+    __shared__ __align__(16) float w_tile[kTapChunk * kCinG * kBN];
 
     // Phases interleave along x: neighbouring blocks compute the same rows
     // of different phases, whose outputs share cache sectors, so their
@@ -120,88 +133,78 @@ l2_60_swish_groupnorm_hardswish_igemm(const float* __restrict__ x, const float* 
     const int tid = threadIdx.x;
     const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
 
-    // ---- This thread's row: m = (n, qd, qh, W chunk), decoded once --------
-    // The tap table's entries are (d, h) taps with kw = 0: their flat index
-    // is kw 0's, and their W offset is 0 (the window constants hold W).
-    const int m = m0 + tid;
-    const bool live = m < P.m;
-    int batch = 0, qd = -(1 << 29), qh = 0, chunk = 0;  // a dead row's qd reads zeros
-    if (live) {
-        batch = m / q_dhw;
-        const int s = m - batch * q_dhw;
-        qd = s / q_hw;
-        qh = (s - qd * q_hw) / P.q_w;
-        chunk = s - qd * q_hw - qh * P.q_w;
-    }
-    const idx_t base = ((idx_t)batch * kCin + (idx_t)g * kCinG) * kInDHW;
-    const int win0 = chunk * (kTW / kStrideW) + kWinLo;  // the window's first input column
-
-    float acc[kTW][kBN];
+    // ---- This thread's rows m0 + tid + i*kThreads: decoded once ----------
+    idx_t base[kTM];
+    int row_qd[kTM], row_qh[kTM], row_qw[kTM];
     #pragma unroll
-    for (int j = 0; j < kTW; ++j) {
-        #pragma unroll
-        for (int n = 0; n < kBN; ++n) acc[j][n] = 0.0f;
+    for (int i = 0; i < kTM; ++i) {
+        const int m = m0 + tid + i * kThreads;
+        if (m < P.m) {
+            const int n = m / q_dhw, s = m - n * q_dhw;
+            row_qd[i] = s / q_hw;
+            row_qh[i] = (s - row_qd[i] * q_hw) / P.q_w;
+            row_qw[i] = s - row_qd[i] * q_hw - row_qh[i] * P.q_w;
+            base[i] = ((idx_t)n * kCin + (idx_t)g * kCinG) * kInDHW;
+        } else {
+            row_qd[i] = -(1 << 29);  // pushes every input index out of range: the row reads zeros
+            row_qh[i] = row_qw[i] = 0;
+            base[i] = 0;
+        }
     }
 
-    // ---- (d, h) taps, kTapChunk at a time: stage their weights, then FMAs --
+    float acc[kTM][kBN];
+    #pragma unroll
+    for (int i = 0; i < kTM; ++i) {
+        #pragma unroll
+        for (int j = 0; j < kBN; ++j) acc[i][j] = 0.0f;
+    }
+
+    // ---- Taps, kTapChunk at a time: stage their weights, then FMAs --------
     for (int t0 = 0; t0 < P.tap_count; t0 += kTapChunk) {
         const int taps = min(kTapChunk, P.tap_count - t0);
         __syncthreads();  // everyone is done with the previous chunk's weights
-        for (int e = tid; e < taps * kCinG * kKW * kBN; e += kThreads) {
-            const int n = e % kBN, kw = e / kBN % kKW, rest = e / (kBN * kKW);
+        for (int e = tid; e < taps * kCinG * kBN; e += kThreads) {
+            const int n = e % kBN, rest = e / kBN;
             const int ci = rest % kCinG, t = rest / kCinG;
-            const int flat = kTapTable[P.tap_start + t0 + t].flat + kw;
+            const int flat = kTapTable[P.tap_start + t0 + t].flat;
             w_tile[e] = n0 + n < kCoutG ? __ldg(w + ((idx_t)(g * kCinG + ci) * kCoutG + n0 + n) * kTaps + flat) : 0.0f;
         }
         __syncthreads();
         for (int t = 0; t < taps; ++t) {
             const TapInfo T = kTapTable[P.tap_start + t0 + t];
-            const int id = qd + T.off_d, ih = qh + T.off_h;
-            const bool row_inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH;
-            const float* src = row_inside ? x + base + (idx_t)id * kInHW + (idx_t)ih * kInW : x;
-            const float* w_tap = w_tile + t * kCinG * kKW * kBN;
+            const float* src[kTM];
+            bool inside[kTM];
+            #pragma unroll
+            for (int i = 0; i < kTM; ++i) {
+                const int id = row_qd[i] + T.off_d, ih = row_qh[i] + T.off_h, iw = row_qw[i] + T.off_w;
+                inside[i] = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
+                src[i] = inside[i] ? x + base[i] + (idx_t)id * kInHW + (idx_t)ih * kInW + iw : x;
+            }
+            const float* w_tap = w_tile + t * kCinG * kBN;
             for (int c = 0; c < kCIChunks; ++c) {
-                // kBK channels' windows loaded together, then their FMAs.
-                float win[kBK][kWinLen];
+                // kBK channels' loads issued together, then their FMAs.
+                float a[kTM][kBK];
                 #pragma unroll
-                for (int b = 0; b < kBK; ++b) {
-                    const int ci = c * kBK + b;
-                    const bool ok = row_inside && ci < kCinG;
-                    // win0 is a multiple of 4, and so is kInW: each float4
-                    // is wholly inside the row or wholly outside it.
+                for (int i = 0; i < kTM; ++i) {
                     #pragma unroll
-                    for (int v = 0; v < kWinLen; v += 4) {
-                        const int iw = win0 + v;
-                        const float4 a = ok && (unsigned)iw < (unsigned)kInW
-                            ? __ldg(reinterpret_cast<const float4*>(src + (idx_t)ci * kInDHW + iw))
-                            : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                        win[b][v] = a.x;
-                        win[b][v + 1] = a.y;
-                        win[b][v + 2] = a.z;
-                        win[b][v + 3] = a.w;
+                    for (int j = 0; j < kBK; ++j) {
+                        const int ci = c * kBK + j;
+                        a[i][j] = inside[i] && ci < kCinG ? __ldg(src[i] + (idx_t)ci * kInDHW) : 0.0f;
                     }
                 }
                 #pragma unroll
-                for (int b = 0; b < kBK; ++b) {
-                    const int ci = c * kBK + b;
+                for (int j = 0; j < kBK; ++j) {
+                    const int ci = c * kBK + j;
                     if (ci >= kCinG) break;
                     #pragma unroll
-                    for (int kw = 0; kw < kKW; ++kw) {
+                    for (int n = 0; n < kBN; n += 4) {
+                        const float4 w = *reinterpret_cast<const float4*>(&w_tap[ci * kBN + n]);
                         #pragma unroll
-                        for (int n = 0; n < kBN; n += 4) {
-                            const float4 w = *reinterpret_cast<const float4*>(&w_tap[(ci * kKW + kw) * kBN + n]);
-                            #pragma unroll
-                            for (int j = 0; j < kTW; ++j) {
-                                // Constant once unrolled: which outputs tap kw
-                                // reaches, and where in the window it reads.
-                                const int v = j + kPadW - kw * kDilW;
-                                if (v % kStrideW != 0) continue;
-                                const float a = win[b][v / kStrideW - kWinLo];
-                                acc[j][n + 0] = fmaf(a, w.x, acc[j][n + 0]);
-                                acc[j][n + 1] = fmaf(a, w.y, acc[j][n + 1]);
-                                acc[j][n + 2] = fmaf(a, w.z, acc[j][n + 2]);
-                                acc[j][n + 3] = fmaf(a, w.w, acc[j][n + 3]);
-                            }
+                        for (int i = 0; i < kTM; ++i) {
+                            acc[i][n + 0] = fmaf(a[i][j], w.x, acc[i][n + 0]);
+                            acc[i][n + 1] = fmaf(a[i][j], w.y, acc[i][n + 1]);
+                            acc[i][n + 2] = fmaf(a[i][j], w.z, acc[i][n + 2]);
+                            acc[i][n + 3] = fmaf(a[i][j], w.w, acc[i][n + 3]);
                         }
                     }
                 }
@@ -210,22 +213,20 @@ l2_60_swish_groupnorm_hardswish_igemm(const float* __restrict__ x, const float* 
     }
 
     // ---- Epilogue: bias, then each output written once -------------------
-    if (!live) return;
-    {
-        const idx_t row = (idx_t)batch * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-            + (idx_t)(P.r_h + kStrideH * qh) * kOutW + chunk * kTW;
-        const int left = kOutW - chunk * kTW;  // outputs of this chunk inside the row
+    #pragma unroll
+    for (int i = 0; i < kTM; ++i) {
+        const int m = m0 + tid + i * kThreads;
+        if (m >= P.m) continue;
+        const int n = m / q_dhw, s = m - n * q_dhw;
+        const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
+        const idx_t row = (idx_t)n * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
+            + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
         #pragma unroll
-        for (int n = 0; n < kBN; ++n) {
-            const int co = n0 + n;
+        for (int j = 0; j < kBN; ++j) {
+            const int co = n0 + j;
             if (co >= kCoutG) continue;
             const int c = g * kCoutG + co;
-            float* dst = y + row + (idx_t)c * kOutDHW;
-            const float b = __ldg(bias + c);
-            #pragma unroll
-            for (int j = 0; j < kTW; ++j) {
-                if (j < left) dst[j] = epilogue(acc[j][n] + b);
-            }
+            y[row + (idx_t)c * kOutDHW] = epilogue(acc[i][j] + __ldg(bias + c));
         }
     }
 }
@@ -353,11 +354,9 @@ static torch::Tensor conv_part(torch::Tensor x, torch::Tensor weight, torch::Ten
                 "weight must be a contiguous float32 CUDA tensor of shape (3, 16, 3, 3, 3)");
     TORCH_CHECK(bias.is_cuda() && bias.scalar_type() == torch::kFloat32 && bias.is_contiguous() && bias.numel() == 16,
                 "bias must be a contiguous float32 CUDA tensor of 16 elements");
-    TORCH_CHECK(reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0,
-                "x must start at a 16-byte boundary: the kernel reads it as float4s");
     // The kernel stages the weight from PyTorch's layout: no re-layout launch.
     auto y = torch::empty({128, 16, 31, 63, 63}, x.options());
-    l2_60_swish_groupnorm_hardswish_igemm<<<dim3(8192, 2, 1), 256>>>((const float*)x.data_ptr(), (const float*)weight.data_ptr(),
+    l2_60_swish_groupnorm_hardswish_igemm<<<dim3(32768, 1, 1), 256>>>((const float*)x.data_ptr(), (const float*)weight.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("l2_60_swish_groupnorm_hardswish_igemm");
     return y;
