@@ -65,7 +65,7 @@ type Machine struct {
 	// 1 with several channels, 0.9x to 1.0x (no factor). Those tiles had
 	// bn 1 to 4. Past bn 4 a load feeds more FMAs and the loss falls
 	// with (4/bn)^2: the zoo's tuning run (tune-kernels-zoo.json, H100)
-	// timed bn-8 rows at 1.36x the window on batch_64c8 (1.33x by the
+	// timed bn-8 rows at 1.36x the window on batch_64c8 (1.38x by the
 	// rule) and 1.68x to 2.42x with one input channel on batch_128c1
 	// (3.25x).
 	DirectRows, DirectRowsOneChannel float64

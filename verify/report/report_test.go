@@ -1273,4 +1273,12 @@ func TestZooRivals(t *testing.T) {
 	if md := Markdown(r); !strings.Contains(md, "on **0 of 0** shapes; furthest: none; today's choice never timed: rp_z.\n") {
 		t.Error("REPORT.md lacks the untimed choice")
 	}
+	// The choice timed alone: nothing to compare it with, not counted.
+	run("tune-kernels-zoo.json", "2030-01-04T00:00:00Z", own("sm80", 1.0))
+	if r, err = Build(fixtureRoot, dir); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Zoo.Rivals) != 0 {
+		t.Errorf("rivals %+v, want none", r.Zoo.Rivals)
+	}
 }

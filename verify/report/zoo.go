@@ -65,7 +65,7 @@ const RivalBound = 1.25
 type ZooRivals struct {
 	Target string `json:"target"`
 	Run    string `json:"run"`    // the tuning runs' GPU and dates
-	Shapes int    `json:"shapes"` // shapes whose choice passed, timed in a run
+	Shapes int    `json:"shapes"` // shapes whose choice and a rival passed, timed in the runs
 	Within int    `json:"within"` // of those, the choice within RivalBound of the fastest
 	Worst  string `json:"worst,omitempty"`
 	// Untimed: shapes the runs timed, but never with today's choice (the
@@ -119,7 +119,7 @@ func zooRivals(byName map[string]gen.Loaded, runs []*gpu.Report) []ZooRivals {
 	var out []ZooRivals
 	for _, g := range gpus {
 		own, best := map[key]timed{}, map[key]timed{}
-		bestName := map[key]string{}
+		bestName, rivals := map[key]string{}, map[key]int{}
 		seen := map[key]bool{}
 		var dates []string
 		for _, run := range byGPU[g] {
@@ -141,6 +141,8 @@ func zooRivals(byName map[string]gen.Loaded, runs []*gpu.Report) []ZooRivals {
 					if o, ok := own[at]; !ok || t.date >= o.date {
 						own[at] = t
 					}
+				} else {
+					rivals[at]++
 				}
 				if b, ok := best[at]; !ok || t.ms < b.ms {
 					best[at], bestName[at] = t, k.Spec
@@ -161,9 +163,12 @@ func zooRivals(byName map[string]gen.Loaded, runs []*gpu.Report) []ZooRivals {
 				continue
 			}
 			o, ok := own[at]
-			if !ok {
+			switch {
+			case !ok:
 				z.Untimed = append(z.Untimed, at.spec)
 				continue
+			case rivals[at] == 0:
+				continue // timed alone: nothing to compare with
 			}
 			z.Shapes++
 			ratio := o.ms / best[at].ms
