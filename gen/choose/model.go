@@ -222,6 +222,9 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 	t := p.Tile
 	e := Estimate{Useful: c.FLOPs(), Launches: 1}
 	blocks := p.Blocks[0] * p.Blocks[1] * p.Blocks[2]
+	// A phase's blocks: its M tiles, each shared by its splits, by the N
+	// tiles and groups.
+	phaseBlocks := func(ph plan.Phase) int { return ph.Tiles * ph.Splits * p.Blocks[1] * c.Groups }
 	if p.Names.Repack != "" {
 		e.Launches++ // the weight re-layout
 	}
@@ -288,7 +291,7 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 			blocks = 0
 			for _, ph := range p.Phases {
 				part += 4 * float64(ph.Splits*ph.M*c.OutChannels)
-				blocks += ph.Tiles * ph.Splits * p.Blocks[1] * c.Groups
+				blocks += phaseBlocks(ph)
 			}
 			bytes += part - out
 			copies += part + out
@@ -346,7 +349,7 @@ func EstimateCUDA(p *plan.Plan) Estimate {
 		busy := 0
 		for _, ph := range p.Phases {
 			if ph.TapCount > 0 {
-				busy += ph.Tiles * ph.Splits * p.Blocks[1] * c.Groups
+				busy += phaseBlocks(ph)
 			}
 		}
 		if busy <= m.SMs*resident {
