@@ -144,6 +144,12 @@ func RandomSpec(r *rand.Rand, name, key string) string {
 		if t.Winograd && nameCoin(key, "winograd_slabs") {
 			t.Slabs, t.ParkSums, t.Warpgroups, t.MinBlocks = 2, true, 0, 1
 		}
+		// A third with the phases shared among up to 8 blocks as given
+		// (the rest as the plan shares them; a split past the phases with
+		// taps is refused and redrawn).
+		if ps := nameRand(key, "phase_split"); ps.Intn(3) == 0 {
+			t.PhaseSplit = 1 + ps.Intn(min(8, c.Stride[0]*c.Stride[1]*c.Stride[2]))
+		}
 		// Sums as long as the form's error allows.
 		if most, ok := plan.WinogradMaxSpan[c.Kernel[2]]; t.Winograd && ok {
 			t.Span = min(t.Span, most)

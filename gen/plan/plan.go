@@ -52,7 +52,7 @@ type Plan struct {
 	MaxTiles int // M tiles of the largest phase
 
 	// Blocks is the main kernel's logical grid: (phases x MaxTiles, N
-	// tiles, groups); wgmma (WGMMA.Tiles, N tiles, groups). Grid is its
+	// tiles, groups); wgmma (WGMMA.Tiles, N tiles, groups x WGMMA.Parts). Grid is its
 	// launch: Blocks itself, or with Fold all of it along x (setGrid).
 	Blocks, Grid [3]int
 	Fold         bool
@@ -541,7 +541,10 @@ func New(s *spec.Spec, target Target) (*Plan, error) {
 		if err := p.checkWGMMAResources(); err != nil {
 			return nil, err
 		}
-		if err := p.setGrid([3]int{p.WGMMA.Tiles, p.WGMMA.NTiles, c.Groups}); err != nil { // a block runs its rows of every phase
+		if err := p.splitPhases(); err != nil {
+			return nil, err
+		}
+		if err := p.setGrid([3]int{p.WGMMA.Tiles, p.WGMMA.NTiles, c.Groups * p.WGMMA.Parts}); err != nil { // a block runs its rows of its part's phases
 			return nil, err
 		}
 		if err := p.checkRows(p.WGMMA.Tiles * p.WGMMA.OutRows); err != nil {

@@ -20,6 +20,9 @@ type Target struct {
 	Gencode string
 	// Arch is the verifier's nvcc -arch for the same code.
 	Arch string
+	// SMs: the GPU's streaming multiprocessors (an H200's and an H100
+	// SXM's alike).
+	SMs int
 	// SmemPerSM is the shared memory an SM holds; SmemPerBlock what one
 	// block may opt in to.
 	SmemPerSM, SmemPerBlock int
@@ -31,14 +34,14 @@ type Target struct {
 
 var (
 	// SM80 is the A100 (the seed's GPU): 164 KiB of shared memory an SM
-	// and 163 KiB a block, no wgmma or TMA.
+	// and 163 KiB a block, 108 SMs, no wgmma or TMA.
 	SM80 = Target{Name: "sm80", GPU: "A100", Major: 8, Minor: 0,
-		Gencode: "arch=compute_80,code=[sm_80,compute_80]", Arch: "sm_80",
+		Gencode: "arch=compute_80,code=[sm_80,compute_80]", Arch: "sm_80", SMs: 108,
 		SmemPerSM: 164 * 1024, SmemPerBlock: 163 * 1024}
 	// SM90 is the H100/H200: 228 KiB of shared memory an SM and 227 KiB a
-	// block, wgmma and TMA.
+	// block, 132 SMs, wgmma and TMA.
 	SM90 = Target{Name: "sm90", GPU: "H100/H200", Major: 9, Minor: 0,
-		Gencode: "arch=compute_90a,code=sm_90a", Arch: "sm_90a",
+		Gencode: "arch=compute_90a,code=sm_90a", Arch: "sm_90a", SMs: 132,
 		SmemPerSM: 228 * 1024, SmemPerBlock: 227 * 1024, WGMMA: true}
 )
 

@@ -124,13 +124,21 @@ type WGMMA struct {
 	// the tap-less phases' own would be scattered single ones. Writing it
 	// from the GEMM's blocks instead costs more in decoding each output's
 	// phase than the overlap wins.
-	Fill          bool
-	FillBlocks    int
-	Tiles         int // blocks of OutRows over the largest phase with taps: the grid's x
-	NTiles        int // N tiles over a group's output channels
-	Stage         int // floats of one step's weight image (hi and lo parts)
-	ImageLen      int // weight image floats: groups * NTiles * TotalSteps * Stage
-	SumsPerThread int // accumulator floats per thread and slab: 64 * NP / 128
+	Fill       bool
+	FillBlocks int
+	Tiles      int // blocks of OutRows over the largest phase with taps: the grid's x
+	// Parts: the blocks a row tile's phases are shared among (Tile's
+	// PhaseSplit, or the plan's choice): part k runs phases PartPhase[k]
+	// up to PartPhase[k+1], whose steps in the weight image are
+	// PartStep[k] up to PartStep[k+1] (Parts+1 entries each; a run of
+	// consecutive phases, so that a block streams one run of the image).
+	// The runs hold equal shares of the steps as nearly as phases allow.
+	Parts               int
+	PartPhase, PartStep []int
+	NTiles              int // N tiles over a group's output channels
+	Stage               int // floats of one step's weight image (hi and lo parts)
+	ImageLen            int // weight image floats: groups * NTiles * TotalSteps * Stage
+	SumsPerThread       int // accumulator floats per thread and slab: 64 * NP / 128
 }
 
 // Fixed by the instructions: a warpgroup of 4 warps computes a 64-row slab
@@ -440,4 +448,127 @@ func (p *Plan) checkWGMMAResources() error {
 		return errs
 	}
 	return nil
+}
+
+// splitPhases shares each row tile's phases among WGMMA.Parts blocks:
+// the tile's PhaseSplit, or where it leaves the choice, the count whose
+// grid finishes soonest (choosePhaseSplit). Parts past the phases with
+// taps would have nothing to compute.
+func (p *Plan) splitPhases() error {
+	w, t := &p.WGMMA, p.Tile.WGMMA
+	var steps []int // per phase with taps
+	for _, n := range w.Steps {
+		if n > 0 {
+			steps = append(steps, n)
+		}
+	}
+	parts := t.PhaseSplit
+	if parts > max(1, len(steps)) {
+		return spec.Errors{p.Spec.Errorf(p.field("phase_split"), strconv.Itoa(parts),
+			"shares a row tile's phases among %d blocks, but %d phases have taps: at most %d", parts, len(steps), max(1, len(steps)))}
+	}
+	chosen, _ := p.choosePhaseSplit(steps)
+	if parts == 0 {
+		parts = chosen
+	}
+	// The tile names the split where it shares (as the plan chose or as
+	// given), or where the spec keeps one block from a plan that would
+	// share; one block the plan chose too is left unwritten (as version
+	// 1 knew every such tile).
+	t.PhaseSplit = parts
+	if parts == 1 && chosen == 1 {
+		t.PhaseSplit = 0
+	}
+	w.Parts = parts
+	// Part k starts at the phase with taps runs[k] (phase 0 for the
+	// first: tap-less phases are skipped wherever they fall).
+	runs := balancedRuns(steps, parts)
+	w.PartPhase, w.PartStep = []int{0}, []int{0}
+	seen := 0
+	for i, n := range w.Steps {
+		if n == 0 {
+			continue
+		}
+		if k := len(w.PartPhase); k < parts && seen == runs[k] {
+			w.PartPhase, w.PartStep = append(w.PartPhase, i), append(w.PartStep, w.StepStart[i])
+		}
+		seen++
+	}
+	w.PartPhase, w.PartStep = append(w.PartPhase, len(w.Steps)), append(w.PartStep, w.TotalSteps)
+	return nil
+}
+
+// balancedRuns splits weights (each at least 1) into parts runs of
+// consecutive entries (parts from 1 to len(weights)), the largest run's
+// sum as small as it can be: the first entry of each run. The least
+// largest sum that runs of at most parts reach is found by bisection
+// (greedy runs test a bound); the runs close early where the entries
+// left are just enough for one a run.
+func balancedRuns(weights []int, parts int) []int {
+	fits := func(bound int) bool {
+		runs, sum := 1, 0
+		for _, v := range weights {
+			if sum+v > bound {
+				runs, sum = runs+1, 0
+			}
+			sum += v
+		}
+		return runs <= parts
+	}
+	lo, hi := 0, 0
+	for _, v := range weights {
+		lo, hi = max(lo, v), hi+v
+	}
+	for lo < hi {
+		if mid := (lo + hi) / 2; fits(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	starts, sum := []int{0}, 0
+	for i, v := range weights {
+		if i > 0 && len(starts) < parts && (sum+v > lo || len(weights)-i == parts-len(starts)) {
+			starts, sum = append(starts, i), 0
+		}
+		sum += v
+	}
+	return starts
+}
+
+// choosePhaseSplit is the plan's share of a row tile's phases: the parts
+// (at most the phases with taps, whose steps are given, and
+// spec.MaxPhaseSplit) whose grid
+// finishes soonest by phaseSplitTime, the fewest among equals; and that
+// time.
+func (p *Plan) choosePhaseSplit(steps []int) (int, float64) {
+	best, bestTime := 1, p.phaseSplitTime(steps, 1)
+	for parts := 2; parts <= min(len(steps), spec.MaxPhaseSplit); parts++ {
+		if v := p.phaseSplitTime(steps, parts); v < bestTime {
+			best, bestTime = parts, v
+		}
+	}
+	return best, bestTime
+}
+
+// phaseSplitTime is a grid's time in steps with its row tiles' phases in
+// parts runs: waves of the target's SMs times the blocks each holds at
+// once, each as long as the longest run and the fill of its pipeline.
+func (p *Plan) phaseSplitTime(steps []int, parts int) float64 {
+	runs := balancedRuns(steps, parts)
+	longest := 0
+	for k, start := range runs {
+		end := len(steps)
+		if k+1 < len(runs) {
+			end = runs[k+1]
+		}
+		n := 0
+		for _, v := range steps[start:end] {
+			n += v
+		}
+		longest = max(longest, n)
+	}
+	blocks := p.WGMMA.Tiles * p.WGMMA.NTiles * p.Conv.Groups * parts
+	waves := ceilDiv(blocks, p.Target.SMs*p.ResidentBlocks())
+	return float64(waves * (longest + p.Tile.WGMMA.Stages - 1))
 }

@@ -34,7 +34,7 @@ func TestWGMMALayout(t *testing.T) {
 		phaseTiles int // M tiles of the largest phase
 	}{
 		{config{batch: 8, cin: 48, cout: 48, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{64, 64, 64}, s: one, d: one, precision: "3xtf32", tile: "{wgmma: true}"},
-			plan.WGMMA{EarlyA: true, CinP: 48, Lo: [3]int{2, 2, 2}, X: [3]int{68, 68, 68}, XLen: 8 * 48 * 68 * 68 * 68, GemmTaps: []int{27}, Steps: []int{41}, StepStart: []int{0}, Rows: []int{8 * 66 * 66 * 66}, Line: []int{66}, TotalSteps: 41, OutRows: 128, Tiles: (8*66*66*66 + 127) / 128, NTiles: 1,
+			plan.WGMMA{EarlyA: true, Parts: 1, PartPhase: []int{0, 1}, PartStep: []int{0, 41}, CinP: 48, Lo: [3]int{2, 2, 2}, X: [3]int{68, 68, 68}, XLen: 8 * 48 * 68 * 68 * 68, GemmTaps: []int{27}, Steps: []int{41}, StepStart: []int{0}, Rows: []int{8 * 66 * 66 * 66}, Line: []int{66}, TotalSteps: 41, OutRows: 128, Tiles: (8*66*66*66 + 127) / 128, NTiles: 1,
 				RelayoutStage: 68 * 49, RelayoutPos: 68, RelayoutChunks: 1, RelayoutBlocks: 8 * 68 * 68, Stage: 2 * 32 * 48, ImageLen: 41 * 2 * 32 * 48, SumsPerThread: 24},
 			// Tap (0,0,0) reads the output's own position; (2,2,2) two back in each dimension.
 			0, -((2*68+2)*68 + 2) * 48,
@@ -44,7 +44,7 @@ func TestWGMMALayout(t *testing.T) {
 			precision: "3xtf32", tile: "{wgmma: true, slabs: 1, span: 2}"},
 			// Out: (5+2-6, 6+2, 7-2) = (1, 8, 5). Lo: max(0, (k-1)*d - p) = (0, 2, 0);
 			// X: Lo + max(in, out + p) = (5, 8+2, 7) with D: max(5, 1+3) = 5.
-			plan.WGMMA{EarlyA: true, CinP: 8, Lo: [3]int{0, 2, 0}, X: [3]int{5, 10, 7}, XLen: 2 * 2 * 8 * 5 * 10 * 7, GemmTaps: []int{6}, Steps: []int{2}, StepStart: []int{0}, Rows: []int{2 * 1 * 8 * 5}, Line: []int{5}, TotalSteps: 2, OneSpan: true, OutRows: 64, Tiles: 2, NTiles: 1,
+			plan.WGMMA{EarlyA: true, Parts: 1, PartPhase: []int{0, 1}, PartStep: []int{0, 2}, CinP: 8, Lo: [3]int{0, 2, 0}, X: [3]int{5, 10, 7}, XLen: 2 * 2 * 8 * 5 * 10 * 7, GemmTaps: []int{6}, Steps: []int{2}, StepStart: []int{0}, Rows: []int{2 * 1 * 8 * 5}, Line: []int{5}, TotalSteps: 2, OneSpan: true, OutRows: 64, Tiles: 2, NTiles: 1,
 				RelayoutStage: 7 * 9, RelayoutPos: 7, RelayoutChunks: 1, RelayoutBlocks: 2 * 2 * 5 * 10, Stage: 2 * 32 * 40, ImageLen: 2 * 1 * 2 * 2 * 32 * 40, SumsPerThread: 20},
 			// Tap (0,0,0) reads o + p = (3, 0, 1) on; tap (2,1,0) (3-2, 0-2, 1).
 			((3*10+0)*7 + 1) * 8, ((1*10-2)*7 + 1) * 8,
@@ -57,7 +57,7 @@ func TestWGMMALayout(t *testing.T) {
 		// Lo 1; X: 1 + max(in, Q + 1) with Q = in at r = 1.
 		{config{batch: 1, cin: 8, cout: 8, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 4}, s: [3]int{2, 2, 2}, p: one, d: [3]int{2, 2, 2},
 			precision: "3xtf32", tile: "{wgmma: true}"},
-			plan.WGMMA{EarlyA: true, CinP: 8, Lo: one, X: [3]int{4, 5, 6}, XLen: 8 * 4 * 5 * 6, GemmTaps: []int{0, 0, 0, 0, 0, 0, 0, 27}, Steps: []int{0, 0, 0, 0, 0, 0, 0, 7}, StepStart: make([]int, 8),
+			plan.WGMMA{EarlyA: true, Parts: 1, PartPhase: []int{0, 8}, PartStep: []int{0, 7}, CinP: 8, Lo: one, X: [3]int{4, 5, 6}, XLen: 8 * 4 * 5 * 6, GemmTaps: []int{0, 0, 0, 0, 0, 0, 0, 27}, Steps: []int{0, 0, 0, 0, 0, 0, 0, 7}, StepStart: make([]int, 8),
 				// Phases (rd, rh, rw) in order; Q is in+1 at r = 0, in at r = 1.
 				Rows: []int{3 * 4 * 5, 3 * 4 * 4, 3 * 3 * 5, 3 * 3 * 4, 2 * 4 * 5, 2 * 4 * 4, 2 * 3 * 5, 2 * 3 * 4}, Line: []int{5, 4, 5, 4, 5, 4, 5, 4},
 				TotalSteps: 7, OutRows: 128, NTiles: 1,
@@ -78,7 +78,7 @@ func TestWGMMALayout(t *testing.T) {
 		// products' inputs; tap offsets lose their W part. One slab.
 		{config{batch: 1, cin: 8, cout: 8, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 4}, s: [3]int{2, 2, 2}, p: one, d: [3]int{2, 2, 2},
 			precision: "3xtf32", tile: "{wgmma: true, winograd: true}"},
-			plan.WGMMA{EarlyA: true, CinP: 8, Lo: one, X: [3]int{4, 5, 8}, XLen: 8 * 4 * 5 * 8, Pairs: 2, PairIn0: -1, Winograd: &f23, GemmTaps: []int{0, 0, 0, 0, 0, 0, 0, 9}, Steps: []int{0, 0, 0, 0, 0, 0, 0, 12}, StepStart: make([]int, 8),
+			plan.WGMMA{EarlyA: true, Parts: 1, PartPhase: []int{0, 8}, PartStep: []int{0, 12}, CinP: 8, Lo: one, X: [3]int{4, 5, 8}, XLen: 8 * 4 * 5 * 8, Pairs: 2, PairIn0: -1, Winograd: &f23, GemmTaps: []int{0, 0, 0, 0, 0, 0, 0, 9}, Steps: []int{0, 0, 0, 0, 0, 0, 0, 12}, StepStart: make([]int, 8),
 				Rows: []int{3 * 4 * 3, 3 * 4 * 2, 3 * 3 * 3, 3 * 3 * 2, 2 * 4 * 3, 2 * 4 * 2, 2 * 3 * 3, 2 * 3 * 2}, Line: []int{3, 2, 3, 2, 3, 2, 3, 2},
 				TotalSteps: 12, OutRows: 64, NTiles: 1, Fill: true, FillBlocks: 3, Tiles: 1,
 				RelayoutStage: (2*2 + 2) * 9, RelayoutPos: 2, RelayoutChunks: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 12 * 2 * 32 * 8, SumsPerThread: 4},
@@ -92,7 +92,7 @@ func TestWGMMALayout(t *testing.T) {
 		// 0..-2, W 1, -1, -3. Lo (2, 2, 3); X: Lo + (4, 5, 7+1).
 		{config{batch: 1, cin: 8, cout: 24, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 5}, s: one, p: [3]int{0, 0, 1}, d: [3]int{1, 1, 2},
 			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true}"},
-			plan.WGMMA{EarlyA: true, CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
+			plan.WGMMA{EarlyA: true, Parts: 1, PartPhase: []int{0, 1}, PartStep: []int{0, 3}, CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
 				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, OneSpan: true, CoutTile: 24, WSpan: 4, OutRows: 124, ChannelLanes: 1, SumsRow: 76, SumsVector: 4, Tiles: 2, NTiles: 1,
 				RelayoutStage: 11 * 9, RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
 			// Tap (0,0,0) reads W position q + 1; tap (2,2,2) (-2, -2, -3).
@@ -103,7 +103,7 @@ func TestWGMMALayout(t *testing.T) {
 		// threads a row on the way out.
 		{config{batch: 1, cin: 8, cout: 24, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{2, 3, 5}, s: one, p: [3]int{0, 0, 1}, d: [3]int{1, 1, 2},
 			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true, slabs: 1}"},
-			plan.WGMMA{EarlyA: true, CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
+			plan.WGMMA{EarlyA: true, Parts: 1, PartPhase: []int{0, 1}, PartStep: []int{0, 3}, CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
 				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, OneSpan: true, CoutTile: 24, WSpan: 4, OutRows: 60, ChannelLanes: 2, SumsRow: 76, SumsVector: 4, Tiles: 4, NTiles: 1,
 				RelayoutStage: 11 * 9, RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
 			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
@@ -503,5 +503,56 @@ func TestMMASyncSpillsSpanTwo(t *testing.T) {
 		if got := p.MMASyncSpills(); got != c.want {
 			t.Errorf("cout %d, span %d (%d columns): spills %v, want %v", c.cout, c.span, p.Tile.BN(), got, c.want)
 		}
+	}
+}
+
+// TestWGMMAPhaseSplit: a row tile's phases shared among blocks. #73's
+// geometry (kernel 3, stride 2, padding 1) at 32 channels gives phases
+// of 1, 2, 2, 4, 2, 4, 4 and 8 steps (a tap each); in 3 runs the least
+// largest run is 10 steps: (1 2 2 4) (2 4 4) (8), the grid's z three
+// blocks a group. More runs than phases with taps are refused, and left
+// to the plan a grid of one row tile takes the fewest runs that reach the
+// longest phase (4), while one that fills the GPU many times over keeps
+// one block.
+func TestWGMMAPhaseSplit(t *testing.T) {
+	three := [3]int{3, 3, 3}
+	two, one := [3]int{2, 2, 2}, [3]int{1, 1, 1}
+	c := config{batch: 1, cin: 32, cout: 32, groups: 2, k: three, in: [3]int{2, 3, 5}, s: two, p: one, d: one,
+		precision: "3xtf32", tile: "{wgmma: true, phase_split: 3}"}
+	c.cin, c.cout = 64, 64 // 32 a group
+	p, err := plan.New(c.parse(t), plan.SM80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.WGMMA
+	if !reflect.DeepEqual(w.Steps, []int{1, 2, 2, 4, 2, 4, 4, 8}) {
+		t.Fatalf("steps %v: not the geometry this test assumes", w.Steps)
+	}
+	if w.Parts != 3 || !reflect.DeepEqual(w.PartPhase, []int{0, 4, 7, 8}) || !reflect.DeepEqual(w.PartStep, []int{0, 9, 19, 27}) ||
+		p.Blocks[2] != 2*3 || p.Tile.WGMMA.PhaseSplit != 3 {
+		t.Errorf("split 3: parts %d, phases %v, steps %v, blocks %v, tile %+v; want 3, [0 4 7 8], [0 9 19 27], z 6",
+			w.Parts, w.PartPhase, w.PartStep, p.Blocks, *p.Tile.WGMMA)
+	}
+
+	c.tile = "{wgmma: true, phase_split: 9}"
+	if _, err := plan.New(c.parse(t), plan.SM80); err == nil || !strings.Contains(err.Error(), "8 phases have taps") {
+		t.Errorf("split 9 of 8 phases with taps: %v", err)
+	}
+
+	c.tile = "{wgmma: true}"
+	p, err = plan.New(c.parse(t), plan.SM90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.WGMMA.Parts != 4 || p.Tile.WGMMA.PhaseSplit != 4 {
+		t.Errorf("one row tile of 2 groups on 132 SMs: %d parts (tile %d), want 4 (runs of 8 steps at most, the last phase's)", p.WGMMA.Parts, p.Tile.WGMMA.PhaseSplit)
+	}
+	c.batch, c.in = 16, [3]int{32, 32, 32}
+	p, err = plan.New(c.parse(t), plan.SM90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.WGMMA.Parts != 1 || p.Tile.WGMMA.PhaseSplit != 0 {
+		t.Errorf("%d row tiles: %d parts (tile %d), want one block, left unwritten", p.WGMMA.Tiles, p.WGMMA.Parts, p.Tile.WGMMA.PhaseSplit)
 	}
 }

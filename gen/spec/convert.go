@@ -16,7 +16,7 @@ import (
 // as version 1 printed it; the verifier's records and reports keep that
 // form (FlatV1).
 var v1Keys = []string{"bm", "bn", "bk", "tm", "tn", "wm", "wn", "tw", "min_blocks", "slabs", "warpgroups", "span", "stages",
-	"presplit", "cp_async", "direct", "wgmma", "kw_in_n", "park_sums", "bulk_weights", "winograd", "early_inputs", "split_k", "spectral"}
+	"presplit", "cp_async", "direct", "wgmma", "kw_in_n", "park_sums", "bulk_weights", "winograd", "early_inputs", "phase_split", "split_k", "spectral"}
 
 // FlatV1 renders a family's options as version 1's flat tile mapping,
 // "{bm: 128, ..., direct: true}" (the family flag where it had one), the

@@ -85,7 +85,7 @@ func TestFamilyOptionsStayInTheirFamily(t *testing.T) {
 		{"{ffma: {tw: 8}}", "base.yaml:38:17: kernel.cuda.ffma.tw: unknown key; known: bk, bm, bn, cp_async, min_blocks, split_k, tm, tn"},
 		{"{direct: {cp_async: true}}", "base.yaml:38:19: kernel.cuda.direct.cp_async: unknown key; known: bk, bm, bn, min_blocks, tm, tw"},
 		{"{mma: {winograd: true}}", "base.yaml:38:16: kernel.cuda.mma.winograd: unknown key; known: bk, bm, bn, cp_async, min_blocks, presplit, split_k, wm, wn"},
-		{"{wgmma: {bm: 64}}", "base.yaml:38:18: kernel.cuda.wgmma.bm: unknown key; known: bulk_weights, cp_async, early_inputs, kw_in_n, min_blocks, park_sums, slabs, span, stages, warpgroups, winograd"},
+		{"{wgmma: {bm: 64}}", "base.yaml:38:18: kernel.cuda.wgmma.bm: unknown key; known: bulk_weights, cp_async, early_inputs, kw_in_n, min_blocks, park_sums, phase_split, slabs, span, stages, warpgroups, winograd"},
 		{"{fma: {}}", "base.yaml:38:10: kernel.cuda.fma: unknown key; known: direct, ffma, mma, spectral, wgmma"},
 		{"{ffma: {}, mma: {}}", "base.yaml:38:25: kernel.cuda.mma: kernel.cuda holds one family, and ffma is given too: choose one"},
 		{"{}", "base.yaml:38:9: kernel.cuda: must name a family: one of direct, ffma, mma, spectral, wgmma (got {})"},

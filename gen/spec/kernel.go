@@ -87,7 +87,11 @@ type MMA struct {
 // memory between spans; BulkWeights fills the weight stages by bulk
 // copies on sm_90a; EarlyInputs loads a step's inputs during the products
 // before it whatever the register estimate says; CpAsync stages the
-// input fragments in shared memory. Warpgroups 0 is one.
+// input fragments in shared memory. PhaseSplit shares a row tile's
+// phases among that many blocks, each a run of consecutive phases (their
+// outputs are disjoint: no partial sums), where one block a row tile
+// would leave SMs idle; 0 is the plan's choice, 1 no split. Warpgroups 0
+// is one.
 type WGMMA struct {
 	MinBlocks   int  `yaml:"min_blocks"`
 	Slabs       int  `yaml:"slabs"`
@@ -100,6 +104,7 @@ type WGMMA struct {
 	BulkWeights bool `yaml:"bulk_weights"`
 	Winograd    bool `yaml:"winograd"`
 	EarlyInputs bool `yaml:"early_inputs"`
+	PhaseSplit  int  `yaml:"phase_split"`
 }
 
 // Spectral computes no convolution output: where the forward after the

@@ -486,7 +486,8 @@ func (t WGMMA) check(bad func(key, got, format string, args ...any)) {
 		sizeCheck{"slabs", t.Slabs, t.Slabs >= 0 && t.Slabs <= 2},
 		sizeCheck{"warpgroups", t.Warpgroups, t.Warpgroups == 0 || t.Warpgroups == 1 || t.Warpgroups == 2 || t.Warpgroups == 4},
 		sizeCheck{"span", t.Span, t.Span >= 0 && t.Span <= 16},
-		sizeCheck{"stages", t.Stages, t.Stages == 0 || t.Stages >= 2 && t.Stages <= 8})
+		sizeCheck{"stages", t.Stages, t.Stages == 0 || t.Stages >= 2 && t.Stages <= 8},
+		sizeCheck{"phase_split", t.PhaseSplit, t.PhaseSplit >= 0 && t.PhaseSplit <= MaxPhaseSplit})
 	if t.Winograd && t.KWInN {
 		bad("winograd", "true", "pairs outputs along W, where kw_in_n makes the W taps columns: choose one")
 	}
@@ -538,21 +539,26 @@ func (d *decoder) precision(field, p string) {
 }
 
 var tileRule = map[string]string{
-	"bm":         "must be a power of two from 16 to 1024",
-	"bn":         "must be a power of two from 4 to 256",
-	"bk":         "must be from 1 to 64",
-	"tm":         "must be 4 or 8 (each thread reads its rows as float4)",
-	"tn":         "must be 4 or 8 (each thread reads its columns as float4)",
-	"wm":         "must be 16, 32 or 64 (whole m16n8k8 fragments per warp)",
-	"wn":         "must be 8, 16, 32 or 64 (whole m16n8k8 fragments per warp)",
-	"min_blocks": "must be from 0 (unset) to 32 (resident blocks per SM)",
-	"tw":         "must be from 0 (unset) to 16 (outputs along W per thread)",
-	"slabs":      "must be 1 or 2 (0: the plan's choice), 64-row slabs per warpgroup",
-	"warpgroups": "must be 1, 2 or 4 (0: 1), warpgroups per block sharing the weight stages",
-	"span":       "must be from 0 (the plan's choice) to 16, reduction steps per tensor-core sum",
-	"stages":     "must be 2 to 8 (0: the plan's choice), reduction steps staged in shared memory",
-	"split_k":    "must be from 1 to 16 (0: 1), blocks sharing a phase's reduction steps",
+	"bm":          "must be a power of two from 16 to 1024",
+	"bn":          "must be a power of two from 4 to 256",
+	"bk":          "must be from 1 to 64",
+	"tm":          "must be 4 or 8 (each thread reads its rows as float4)",
+	"tn":          "must be 4 or 8 (each thread reads its columns as float4)",
+	"wm":          "must be 16, 32 or 64 (whole m16n8k8 fragments per warp)",
+	"wn":          "must be 8, 16, 32 or 64 (whole m16n8k8 fragments per warp)",
+	"min_blocks":  "must be from 0 (unset) to 32 (resident blocks per SM)",
+	"tw":          "must be from 0 (unset) to 16 (outputs along W per thread)",
+	"slabs":       "must be 1 or 2 (0: the plan's choice), 64-row slabs per warpgroup",
+	"warpgroups":  "must be 1, 2 or 4 (0: 1), warpgroups per block sharing the weight stages",
+	"span":        "must be from 0 (the plan's choice) to 16, reduction steps per tensor-core sum",
+	"stages":      "must be 2 to 8 (0: the plan's choice), reduction steps staged in shared memory",
+	"split_k":     "must be from 1 to 16 (0: 1), blocks sharing a phase's reduction steps",
+	"phase_split": "must be from 1 to 64 (0: the plan's choice), blocks sharing a row tile's phases",
 }
+
+// MaxPhaseSplit: the most blocks a wgmma row tile's phases are shared
+// among (the plan also refuses more than the phases with taps).
+const MaxPhaseSplit = 64
 
 // item returns the node of a list element, or the list itself.
 func (d *decoder) item(field string, i int) *yaml.Node {

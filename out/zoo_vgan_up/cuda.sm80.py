@@ -9,15 +9,20 @@ The outputs split into stride_d*stride_h*stride_w phases (o = r + stride*q).
 Inside a phase only the taps with (r + padding - k*dilation) divisible by the
 stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
-K = in_channels/groups * taps, with no masked-out multiply-adds. The grid is
-small for the GPU and the reduction long, so 4 blocks share each
-output tile's reduction steps (split-K), each writing its partial sums
-to a workspace; a second kernel adds them with the bias and writes each
-output exactly once (no atomics: the same sums every run).
-Products run on the tensor cores as 3xTF32 (each fp32 operand split into two
-TF32 parts, three m16n8k8 products, fp32 accumulation): fp32-level accuracy.
-Every forward first re-lays the weight out as (group, tap, in, out) so that
-weight tiles load contiguously; that copy is part of the timed forward.
+K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
+is written exactly once (no atomics), bias fused.
+A block is one warpgroup
+(4 warps) computing 64 output positions of each
+phase in turn by 64 output channels. The input is re-laid channels last
+inside a zero border, so each thread loads its
+tensor-core fragments straight from global memory (no bounds checks, 16
+bytes at a time); the weight is re-laid as the TF32 parts in the order of
+the warps' fragments and staged 4 steps deep with cp.async.
+Products are 3xTF32 (each operand split into TF32 high and low parts,
+lo*hi + hi*lo + hi*hi), m16n8k8 mma.sync products. The
+tensor cores do not add in exact fp32, so their sums cover 4 steps of
+32 and are then added in fp32.
+Both re-layouts run in every forward and are part of its time.
 """
 import torch
 import torch.nn as nn
@@ -28,144 +33,91 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kCin = 512, kCout = 256;
+static constexpr int kCin = 512, kCout = 256, kGroups = 1;
 static constexpr int kCinG = 512, kCoutG = 256;  // channels per group
 static constexpr int kInD = 2, kInH = 4, kInW = 4;
 static constexpr int kOutD = 4, kOutH = 8, kOutW = 8;
 static constexpr int kStrideD = 2, kStrideH = 2, kStrideW = 2;
 static constexpr int kTaps = 64;  // kernel positions, kd*kh*kw
-static constexpr idx_t kInHW = (idx_t)kInH * kInW, kInDHW = kInD * kInHW;
+static constexpr idx_t kInHW = (idx_t)kInH * kInW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
-// ---- Tiling (from the plan) ----------------------------------------------
-// A block computes kBM output positions of one phase by kBN output channels
-// of one group, kBK input channels per step.
-static constexpr int kBM = 128, kBN = 64, kBK = 16;
-static constexpr int kThreads = 256;
-// Warp w holds a kWM x kWN tile: kMT x kNT m16n8k8 fragments.
-static constexpr int kWM = 32, kWN = 32, kWarpsM = 4;
-static constexpr int kMT = kWM / 16, kNT = kWN / 8;
-static constexpr int kPad = 8;  // shared-memory row padding, in floats
-static constexpr int kCIChunks = 32;  // kBK-channel steps per tap
-// The A (input) gather: kALanes threads cover the rows, each owning kARows
-// rows and kAK of the kBK channels (stride kAKStride).
-static constexpr int kALanes = 128, kARows = 1, kAKStride = 2, kAK = 8;
-static constexpr int kBLoads = 4;  // weight elements each thread loads per step
-// Up to kSplitK blocks share each phase's reduction steps, each writing
-// its partial sums to its own copy of the output (kOutLen elements) in a
-// workspace; zoo_vgan_up_add_splits adds them: grids this small leave SMs idle
-// through reductions this long.
-static constexpr int kSplitK = 4;
-static constexpr idx_t kOutLen = (idx_t)kCout * kOutDHW * 16;
+// ---- Layout (from the plan) ----------------------------------------------
+// The input re-laid as (batch, group, kXD, kXH, kXW, kCinP): channels last,
+// padded with zeros to kCinP, inside a zero border of kLo* positions, so
+// that every tap of every output reads inside it (no bounds checks).
+static constexpr int kCinP = 512;
+static constexpr int kLoD = 1, kLoH = 1, kLoW = 1;
+static constexpr int kXD = 4, kXH = 6, kXW = 6;
+static constexpr int kRelayoutPos = 6, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
+// A phase's GEMM: its rows by a group's output channels, reduced over
+// (tap, channel) in steps of 32. A block is kWarpgroups warpgroups, each
+// kSlabs slabs of 64 rows by kNP columns from the same weight stages.
+static constexpr int kTotalSteps = 1024, kNTiles = 4;
+static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kSlabs = 1;
+static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
+static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
+static constexpr int kStages = 4;  // weight-image steps in shared memory
+static constexpr int kKW = 1, kCoT = kNP;  // a column is an output channel
+static constexpr int kOuts = 1;  // outputs a row
+static constexpr int kOutRows = 64;
+// The weight image, per (group, N tile, phase, step): for each k8 chunk and
+// 8-column block the 32 lanes' mma.sync fragments in lane order, a lane's
+// four (high parts of its two elements, then low parts) adjacent, so that
+// a lane reads them with one 16-byte load (four 4-byte ones took 4-8%
+// longer).
+static constexpr int kStage = 4 * kNCM * 32 * 4;
+static constexpr idx_t kImageLen = 16777216;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
+// Phase outputs o = r + stride*q; a phase without taps has no steps (its
+// outputs are the bias, written by the fill).
 struct PhaseInfo {
-    int r_d, r_h, r_w;        // output residue: o = r + stride*q
-    int q_d, q_h, q_w;        // outputs of the phase per dimension
-    int m;                    // batch*q_d*q_h*q_w, the GEMM's M
-    int tap_start, tap_count; // slice of kTapTable
+    int r_d, r_h, r_w;          // output residue
+    int q_d, q_h, q_w;          // outputs of the phase per dimension
+    int rows, line;             // GEMM rows, along lines of this many W positions
+    int steps, step_start;      // its steps, the first in the weight image
+    int tap_start, gemm_taps;   // its first entry in kTapTable, its GEMM taps
 };
 struct TapInfo {
-    int flat;                 // weight tap index (kd*KH + kh)*KW + kw
-    int off_d, off_h, off_w;  // input index = q + off
+    int flat;    // weight tap index (kd*KH + kh)*KW + kw
+    idx_t off;   // where it reads in the re-laid input, from the output's own position
 };
 static constexpr int kNumPhases = 8;
+// GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (its (d, h) tap
+// with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 2, 4, 4, 512, 0, 8 },
-    { 0, 0, 1, 2, 4, 4, 512, 8, 8 },
-    { 0, 1, 0, 2, 4, 4, 512, 16, 8 },
-    { 0, 1, 1, 2, 4, 4, 512, 24, 8 },
-    { 1, 0, 0, 2, 4, 4, 512, 32, 8 },
-    { 1, 0, 1, 2, 4, 4, 512, 40, 8 },
-    { 1, 1, 0, 2, 4, 4, 512, 48, 8 },
-    { 1, 1, 1, 2, 4, 4, 512, 56, 8 },
+    { 0, 0, 0, 2, 4, 4, 512, 4, 128, 0, 0, 8 },
+    { 0, 0, 1, 2, 4, 4, 512, 4, 128, 128, 8, 8 },
+    { 0, 1, 0, 2, 4, 4, 512, 4, 128, 256, 16, 8 },
+    { 0, 1, 1, 2, 4, 4, 512, 4, 128, 384, 24, 8 },
+    { 1, 0, 0, 2, 4, 4, 512, 4, 128, 512, 32, 8 },
+    { 1, 0, 1, 2, 4, 4, 512, 4, 128, 640, 40, 8 },
+    { 1, 1, 0, 2, 4, 4, 512, 4, 128, 768, 48, 8 },
+    { 1, 1, 1, 2, 4, 4, 512, 4, 128, 896, 56, 8 },
 };
 __constant__ TapInfo kTapTable[64] = {
-    { 21, 0, 0, 0 },
-    { 23, 0, 0, -1 },
-    { 29, 0, -1, 0 },
-    { 31, 0, -1, -1 },
-    { 53, -1, 0, 0 },
-    { 55, -1, 0, -1 },
-    { 61, -1, -1, 0 },
-    { 63, -1, -1, -1 },
-    { 20, 0, 0, 1 },
-    { 22, 0, 0, 0 },
-    { 28, 0, -1, 1 },
-    { 30, 0, -1, 0 },
-    { 52, -1, 0, 1 },
-    { 54, -1, 0, 0 },
-    { 60, -1, -1, 1 },
-    { 62, -1, -1, 0 },
-    { 17, 0, 1, 0 },
-    { 19, 0, 1, -1 },
-    { 25, 0, 0, 0 },
-    { 27, 0, 0, -1 },
-    { 49, -1, 1, 0 },
-    { 51, -1, 1, -1 },
-    { 57, -1, 0, 0 },
-    { 59, -1, 0, -1 },
-    { 16, 0, 1, 1 },
-    { 18, 0, 1, 0 },
-    { 24, 0, 0, 1 },
-    { 26, 0, 0, 0 },
-    { 48, -1, 1, 1 },
-    { 50, -1, 1, 0 },
-    { 56, -1, 0, 1 },
-    { 58, -1, 0, 0 },
-    { 5, 1, 0, 0 },
-    { 7, 1, 0, -1 },
-    { 13, 1, -1, 0 },
-    { 15, 1, -1, -1 },
-    { 37, 0, 0, 0 },
-    { 39, 0, 0, -1 },
-    { 45, 0, -1, 0 },
-    { 47, 0, -1, -1 },
-    { 4, 1, 0, 1 },
-    { 6, 1, 0, 0 },
-    { 12, 1, -1, 1 },
-    { 14, 1, -1, 0 },
-    { 36, 0, 0, 1 },
-    { 38, 0, 0, 0 },
-    { 44, 0, -1, 1 },
-    { 46, 0, -1, 0 },
-    { 1, 1, 1, 0 },
-    { 3, 1, 1, -1 },
-    { 9, 1, 0, 0 },
-    { 11, 1, 0, -1 },
-    { 33, 0, 1, 0 },
-    { 35, 0, 1, -1 },
-    { 41, 0, 0, 0 },
-    { 43, 0, 0, -1 },
-    { 0, 1, 1, 1 },
-    { 2, 1, 1, 0 },
-    { 8, 1, 0, 1 },
-    { 10, 1, 0, 0 },
-    { 32, 0, 1, 1 },
-    { 34, 0, 1, 0 },
-    { 40, 0, 0, 1 },
-    { 42, 0, 0, 0 },
+    { 21, 0 }, { 23, -512 }, { 29, -3072 }, { 31, -3584 }, { 53, -18432 }, { 55, -18944 },
+    { 61, -21504 }, { 63, -22016 }, { 20, 512 }, { 22, 0 }, { 28, -2560 }, { 30, -3072 },
+    { 52, -17920 }, { 54, -18432 }, { 60, -20992 }, { 62, -21504 }, { 17, 3072 }, { 19, 2560 },
+    { 25, 0 }, { 27, -512 }, { 49, -15360 }, { 51, -15872 }, { 57, -18432 }, { 59, -18944 },
+    { 16, 3584 }, { 18, 3072 }, { 24, 512 }, { 26, 0 }, { 48, -14848 }, { 50, -15360 },
+    { 56, -17920 }, { 58, -18432 }, { 5, 18432 }, { 7, 17920 }, { 13, 15360 }, { 15, 14848 },
+    { 37, 0 }, { 39, -512 }, { 45, -3072 }, { 47, -3584 }, { 4, 18944 }, { 6, 18432 },
+    { 12, 15872 }, { 14, 15360 }, { 36, 512 }, { 38, 0 }, { 44, -2560 }, { 46, -3072 },
+    { 1, 21504 }, { 3, 20992 }, { 9, 18432 }, { 11, 17920 }, { 33, 3072 }, { 35, 2560 },
+    { 41, 0 }, { 43, -512 }, { 0, 22016 }, { 2, 21504 }, { 8, 18944 }, { 10, 18432 },
+    { 32, 3584 }, { 34, 3072 }, { 40, 512 }, { 42, 0 },
 };
-// How many split_k blocks share each phase's steps, by its residues (d, h,
-// w mod stride): a phase's share of kSplitK in proportion to its taps, so
-// that every block runs about as many steps as the longest phase's.
-__constant__ int kPhaseSplits[2][2][2] = {4, 4, 4, 4, 4, 4, 4, 4};
-
-// Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
-// Cin/groups, Cout/groups), so a weight tile row is contiguous in the output
-// channel and loads coalesce.
-extern "C" __global__ void zoo_vgan_up_repack_weight(const float* __restrict__ w, float* __restrict__ wt)
-{
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (idx_t)kCin * kCoutG * kTaps) return;
-    const int co = (int)(i % kCoutG);
-    idx_t rest = i / kCoutG;
-    const int ci = (int)(rest % kCinG);
-    rest /= kCinG;
-    const int tap = (int)(rest % kTaps);
-    const int g = (int)(rest / kTaps);
-    wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
-}
+// A row tile's phases are shared among kParts blocks (along z, within a
+// group): part k computes phases kPartPhase[k] up to kPartPhase[k+1],
+// whose weights are steps kPartStep[k] up to kPartStep[k+1] of the image,
+// runs of near-equal steps. The phases' outputs are disjoint: each part
+// stores its own, and the grid has kParts times the blocks to fill the GPU.
+static constexpr int kParts = 3;
+__constant__ int kPartPhase[kParts + 1] = {0, 3, 6, 8};
+__constant__ int kPartStep[kParts + 1] = {0, 384, 768, 1024};
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
 // lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
@@ -192,205 +144,297 @@ __device__ __forceinline__ void mma_tf32(float* acc, const unsigned* a, const un
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-zoo_vgan_up_igemm(const float* __restrict__ x, const float* __restrict__ wt,
-    const float* __restrict__ bias, float* __restrict__ y)
+// The weight image: element i is a TF32 part of weight (channel, column)
+// of step s of its phase. Within a step thread t's fragments of the 4 k8
+// chunks are its 8 consecutive elements 8t..8t+7 (two float4 loads of the
+// input): column c of chunk j is element 8*(c%4) + 2j + c/4. Zero past
+// the channels, columns and the phase's reduction.
+extern "C" __global__ void zoo_vgan_up_repack_weight(const float* __restrict__ w, float* __restrict__ img)
 {
-    // Two stages of each tile: the next step's loads fill one while the
-    // products read the other, so one barrier per step suffices.
-    __shared__ __align__(16) float a_tile[2][kBK][kBM + kPad];
-    __shared__ __align__(16) float b_tile[2][kBK][kBN + kPad];
+    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= kImageLen) return;
+    // Lane (row, t) of 8-column block ncm, chunk j: column row at k = t +
+    // 4*kcm of the chunk, its high part then its low part.
+    const int e = (int)(i % kStage);
+    const int part = e % 4 / 2, kcm = e % 2, lane = e / 4 % 32, ncm = e / 128 % kNCM, j = e / (128 * kNCM);
+    idx_t rest = i / kStage;
+    const int step = (int)(rest % kTotalSteps);
+    rest /= kTotalSteps;
+    const int nt = (int)(rest % kNTiles), grp = (int)(rest / kNTiles);
+    int ph = 0;  // the phase whose steps hold this one (phases without steps hold none)
+    while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
+    const PhaseInfo P = kPhaseTable[ph];
+    const int row = lane / 4, c = kcm * 4 + lane % 4;
+    const int run = P.steps, p = (step - P.step_start) / run;
+    const int kk = (step - P.step_start - p * run) * 32 + 8 * (c % 4) + 2 * j + c / 4;
+    const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
+    const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
+    float v = 0.0f;
+    if (tap < P.gemm_taps && ch < kCinG && kw < kKW && co < kCoutG) {
+        auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
+        v = weight(kw);
+    }
+    unsigned hi, lo;
+    split_tf32(v, hi, lo);
+    img[i] = __uint_as_float(part == 0 ? hi : lo);
+}
 
-    // Phases interleave along x: neighbouring blocks compute the same rows
-    // of different phases, whose outputs share cache sectors, so their
-    // stores meet in L2. A phase with fewer rows leaves its last blocks idle.
-    const PhaseInfo P = kPhaseTable[blockIdx.x % kNumPhases];
-    const int m0 = (int)(blockIdx.x / kNumPhases) * kBM;
-    if (m0 >= P.m) return;
-    const int n0 = blockIdx.y * kBN;
-    // Along z, (group, split) pairs: this block's sums go to its split's
-    // copy of the output in the workspace y. A phase with fewer taps has
-    // fewer splits: the blocks past them have no share.
-    const int g = blockIdx.z / kSplitK, split = blockIdx.z % kSplitK;
-    const int splits = kPhaseSplits[P.r_d][P.r_h][P.r_w];
-    if (split >= splits) return;
-    y += (idx_t)split * kOutLen;
-    const int tid = threadIdx.x;
-    const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
-
-    // ---- Rows this thread gathers: decoded once, reused by every step ----
-    const int a_lane = tid % kALanes, a_k0 = tid / kALanes;
-    idx_t a_base[kARows];
-    int a_qd[kARows], a_qh[kARows], a_qw[kARows];
-    #pragma unroll
-    for (int r = 0; r < kARows; ++r) {
-        const int m = m0 + a_lane + r * kALanes;
-        if (m < P.m) {
-            const int n = m / q_dhw, s = m - n * q_dhw;
-            a_qd[r] = s / q_hw;
-            a_qh[r] = (s - a_qd[r] * q_hw) / P.q_w;
-            a_qw[r] = s - a_qd[r] * q_hw - a_qh[r] * P.q_w;
-            a_base[r] = ((idx_t)n * kCin + (idx_t)g * kCinG) * kInDHW;
-        } else {
-            // Pushes every input index out of range (the row reads zeros)
-            // along W, whose index is added, not multiplied: no int product
-            // of it can overflow.
-            a_qw[r] = -(1 << 29);
-            a_qd[r] = a_qh[r] = 0;
-            a_base[r] = 0;
+// The input re-laid: a block writes kRelayoutPos positions of one (batch, group, xd, xh) row, float by
+// float, from each channel's positions along W read (coalesced,
+// kRelayoutBatch loads at a time) into shared memory as [position][kCinP +
+// 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
+static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
+static constexpr int kSlots = 1;  // re-laid positions a unit
+static constexpr int kReadPos = 6;  // input positions a block reads
+extern "C" __global__ void __launch_bounds__(kRelayoutThreads) zoo_vgan_up_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
+{
+    __shared__ float stage[kReadPos * (kCinP + 1)];
+    idx_t rest = blockIdx.x;
+    const int u0 = (int)(rest % kRelayoutChunks) * kRelayoutPos;  // the block's first unit
+    rest /= kRelayoutChunks;
+    const int xh = (int)(rest % kXH);
+    rest /= kXH;
+    const int xd = (int)(rest % kXD);
+    rest /= kXD;
+    const int grp = (int)(rest % kGroups), n = (int)(rest / kGroups);
+    const int len = min(kRelayoutPos, kXW / kSlots - u0) * kSlots * kCinP;  // floats the block writes (a row's last chunk may be short)
+    float* const out = xr + (((((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh) * kXW + u0 * kSlots) * kCinP;
+    const int id = xd - kLoD, ih = xh - kLoH;
+    if ((unsigned)id >= (unsigned)kInD || (unsigned)ih >= (unsigned)kInH) {
+        #pragma unroll 4
+        for (int e = threadIdx.x; e < len; e += kRelayoutThreads) out[e] = 0.0f;
+        return;
+    }
+    // Element e = ch * kReadPos + p: channel ch < kCinG of input iw0 + p.
+    const int iw0 = u0 - kLoW;
+    const float* const in = x + (((idx_t)n * kCin + grp * kCinG) * kInD + id) * kInHW + (idx_t)ih * kInW;
+    constexpr int kReads = kCinG * kReadPos;
+    for (int e0 = threadIdx.x; e0 < kReads; e0 += kRelayoutBatch * kRelayoutThreads) {
+        float v[kRelayoutBatch];
+        #pragma unroll
+        for (int j = 0; j < kRelayoutBatch; ++j) {
+            const int e = e0 + j * kRelayoutThreads, iw = iw0 + e % kReadPos;
+            v[j] = e < kReads && (unsigned)iw < (unsigned)kInW ? in[e / kReadPos * (kInD * kInHW) + iw] : 0.0f;
+        }
+        #pragma unroll
+        for (int j = 0; j < kRelayoutBatch; ++j) {
+            const int e = e0 + j * kRelayoutThreads;
+            if (e < kReads) stage[e % kReadPos * (kCinP + 1) + e / kReadPos] = v[j];
         }
     }
-
-    // This block's share of the phase's reduction steps: the splits take
-    // consecutive runs, this one ks_count steps from ks_first.
-    const int ks_all = P.tap_count * kCIChunks;
-    const int ks_first = split * ks_all / splits, ks_count = (split + 1) * ks_all / splits - ks_first;
-
-    float a_reg[kARows][kAK];
-    float b_reg[kBLoads];
-    // gather loads step ks's tiles into registers: A from the input at the
-    // tap's offset (zero where the tap falls outside it), B from the weight.
-    auto gather = [&](int ks) {
-        const int step = ks_first + ks;  // the phase's step
-        const int tap = step / kCIChunks;
-        const int ci0 = (step - tap * kCIChunks) * kBK;
-        const TapInfo T = kTapTable[P.tap_start + tap];
-        #pragma unroll
-        for (int r = 0; r < kARows; ++r) {
-            const int id = a_qd[r] + T.off_d, ih = a_qh[r] + T.off_h, iw = a_qw[r] + T.off_w;
-            const bool inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
-            const float* src = x + a_base[r] + (idx_t)id * kInHW + (idx_t)ih * kInW + iw;
-            #pragma unroll
-            for (int j = 0; j < kAK; ++j) {
-                const int k = a_k0 + j * kAKStride;
-                const int ci = ci0 + k;
-                a_reg[r][j] = (inside && k < kBK && ci < kCinG) ? __ldg(src + (idx_t)ci * kInDHW) : 0.0f;
-            }
+    __syncthreads();
+    #pragma unroll 4
+    for (int e = threadIdx.x; e < len; e += kRelayoutThreads) {
+        const int ch = e % kCinP, slot = e / kCinP;
+        float v = 0.0f;
+        if (ch < kCinG) {
+            v = stage[slot * (kCinP + 1) + ch];
         }
-        const float* wsrc = wt + (((idx_t)g * kTaps + T.flat) * kCinG + ci0) * kCoutG + n0;
-        #pragma unroll
-        for (int j = 0; j < kBLoads; ++j) {
-            const int e = tid + j * kThreads;
-            const int k = e / kBN, n = e % kBN;
-            b_reg[j] = (e < kBK * kBN && ci0 + k < kCinG && n0 + n < kCoutG) ? __ldg(wsrc + k * kCoutG + n) : 0.0f;
-        }
-    };
-    auto stash = [&](int buf) {
-        #pragma unroll
-        for (int r = 0; r < kARows; ++r) {
-            #pragma unroll
-            for (int j = 0; j < kAK; ++j) {
-                const int k = a_k0 + j * kAKStride;
-                if (k < kBK) a_tile[buf][k][a_lane + r * kALanes] = a_reg[r][j];
-            }
-        }
-        #pragma unroll
-        for (int j = 0; j < kBLoads; ++j) {
-            const int e = tid + j * kThreads;
-            if (e < kBK * kBN) b_tile[buf][e / kBN][e % kBN] = b_reg[j];
-        }
-    };
-    // ---- Main loop: tensor-core products of step ks-1 overlap the loads of
-    // step ks. Fragment layout of m16n8k8 (PTX ISA): lane = 4*g + t holds
-    // A rows g and g+8 at columns t and t+4, B column g at rows t and t+4,
-    // and C rows g and g+8 at columns 2t and 2t+1.
-    const int warp = tid / 32, lane = tid % 32;
-    const int g8 = lane / 4, t4 = lane % 4;
-    const int wm0 = (warp % kWarpsM) * kWM, wn0 = (warp / kWarpsM) * kWN;
-    float acc[kMT][kNT][4];
-    #pragma unroll
-    for (int i = 0; i < kMT; ++i) {
-        #pragma unroll
-        for (int j = 0; j < kNT; ++j) {
-            #pragma unroll
-            for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
-        }
-    }
-    const int ksteps = ks_count;
-    for (int ks = 0; ks <= ksteps; ++ks) {
-        if (ks < ksteps) gather(ks);
-        if (ks > 0) {
-            const int buf = (ks - 1) & 1;
-            #pragma unroll
-            for (int k8 = 0; k8 < kBK; k8 += 8) {
-                // Rows padded by kPad floats put the 32 lanes' reads in 32
-                // different banks.
-                unsigned a_hi[kMT][4], a_lo[kMT][4], b_hi[kNT][2], b_lo[kNT][2];
-                #pragma unroll
-                for (int i = 0; i < kMT; ++i) {
-                    const int m = wm0 + i * 16 + g8;
-                    split_tf32(a_tile[buf][k8 + t4][m], a_hi[i][0], a_lo[i][0]);
-                    split_tf32(a_tile[buf][k8 + t4][m + 8], a_hi[i][1], a_lo[i][1]);
-                    split_tf32(a_tile[buf][k8 + t4 + 4][m], a_hi[i][2], a_lo[i][2]);
-                    split_tf32(a_tile[buf][k8 + t4 + 4][m + 8], a_hi[i][3], a_lo[i][3]);
-                }
-                #pragma unroll
-                for (int j = 0; j < kNT; ++j) {
-                    const int n = wn0 + j * 8 + g8;
-                    split_tf32(b_tile[buf][k8 + t4][n], b_hi[j][0], b_lo[j][0]);
-                    split_tf32(b_tile[buf][k8 + t4 + 4][n], b_hi[j][1], b_lo[j][1]);
-                }
-                #pragma unroll
-                for (int i = 0; i < kMT; ++i) {
-                    #pragma unroll
-                    for (int j = 0; j < kNT; ++j) {
-                        // The tensor cores round their sums toward zero, a
-                        // bias that grows with every accumulation into the
-                        // same registers. So each 8-deep slice is summed
-                        // from zero (small terms first) and added to the
-                        // running total with a round-to-nearest fp32 add.
-                        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                        mma_tf32(part, a_lo[i], b_hi[j]);
-                        mma_tf32(part, a_hi[i], b_lo[j]);
-                        mma_tf32(part, a_hi[i], b_hi[j]);
-                        #pragma unroll
-                        for (int c = 0; c < 4; ++c) acc[i][j][c] += part[c];
-                    }
-                }
-            }
-        }
-        if (ks < ksteps) stash(ks & 1);
-        __syncthreads();
-    }
-
-    // ---- Epilogue: bias, then each output written once -------------------
-    #pragma unroll
-    for (int i = 0; i < kMT; ++i) {
-        #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-            const int m = m0 + wm0 + i * 16 + g8 + half * 8;
-            if (m >= P.m) continue;
-            const int n = m / q_dhw, s = m - n * q_dhw;
-            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
-            const idx_t row = (idx_t)n * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
-            #pragma unroll
-            for (int j = 0; j < kNT; ++j) {
-                #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int co = n0 + wn0 + j * 8 + 2 * t4 + e;
-                    if (co >= kCoutG) continue;
-                    const int c = g * kCoutG + co;
-                    y[row + (idx_t)c * kOutDHW] = acc[i][j][half * 2 + e];
-                }
-            }
-        }
+        out[e] = v;
     }
 }
 
-// The splits' partial sums added in split order, then the bias: each
-// output written once, here.
-extern "C" __global__ void __launch_bounds__(256) zoo_vgan_up_add_splits(const float* __restrict__ partial,
+// A's TF32 split: lo the exact remainder (the tensor cores read its top
+// TF32 bits; rounding it would cost two instructions a value).
+__device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
+{
+    hi = round_tf32(x);
+    lo = __float_as_uint(x - __uint_as_float(hi));
+}
+
+// cp.async: 16 bytes from global to shared memory, past the registers.
+__device__ __forceinline__ void cp_async_16(float* dst, const float* src)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src));
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+// At most kStages - 2 of this thread's copy groups in flight: the copies
+// run kStages - 1 steps ahead, so the current step's have landed.
+__device__ __forceinline__ void cp_async_wait_current()
+{
+    asm volatile("cp.async.wait_group 2;" ::: "memory");
+}
+
+// Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
+// more registers from the same fragments, and one block an SM is asked for.
+static constexpr int kMinBlocks = 1;
+extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
+zoo_vgan_up_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    const idx_t i = (idx_t)blockIdx.x * 256 + threadIdx.x;
-    if (i >= kOutLen) return;
-    // The splits of the output's phase, found by its residues.
-    const int od = (int)(i / kOutHW % kOutD), oh = (int)(i / kOutW % kOutH), ow = (int)(i % kOutW);
-    const int splits = kPhaseSplits[od % kStrideD][oh % kStrideH][ow % kStrideW];
-    float sum = partial[i];
-    for (int s = 1; s < splits; ++s) sum += partial[(idx_t)s * kOutLen + i];
-    y[i] = sum + __ldg(bias + (int)(i / kOutDHW % kCout));
+    // The weight stages.
+    extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
+    // The block computes rows m_first.. of its part's phases in turn: the same
+    // rows of different phases are neighbouring outputs, whose stores meet
+    // in L2, and the weight image streams through their steps
+    // back to back (a phase of few steps costs no pipeline fill of its own).
+    const int tid = threadIdx.x, warp = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
+    const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
+    const int m_first = blockIdx.x * kOutRows;
+    const int nt = blockIdx.y, grp = blockIdx.z / kParts, part = blockIdx.z % kParts;
+    const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
+
+    // Global step gs's weights into its stage, if before end (a commit
+    // group either way, so that the wait counts stay in step).
+    auto load_b = [&](int gs, int end) {
+        if (gs < end) {
+            const float* src = wimg + (idx_t)gs * kStage;
+            float* dst = b_stage + (gs % kStages) * kStage;
+            for (int i = tid; i < kStage / 4; i += kThreads) cp_async_16(dst + 4 * i, src + 4 * i);
+        }
+        cp_async_commit();
+    };
+    for (int gs = kPartStep[part]; gs < kPartStep[part] + kStages - 1; ++gs) load_b(gs, kPartStep[part + 1]);
+
+    for (int ph = kPartPhase[part]; ph < kPartPhase[part + 1]; ++ph) {
+        const PhaseInfo P = kPhaseTable[ph];
+        if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
+        // A phase with fewer rows than this block's first runs the barriers
+        // and copies of its steps (they pace the pipeline), not its products.
+        const bool active = m_first < P.rows;
+        const int end = kPartStep[part + 1];
+        const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
+
+        // This thread's rows: g and g + 8 of its warp's 16 in each slab,
+        // outputs kOuts*qw.. of their lines, outs[][] of them inside the
+        // phase. Rows past the end read the last row and are not written.
+        idx_t xb[kSlabs][2], yb[kSlabs][2];
+        int outs[kSlabs][2];
+        #pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl) {
+            #pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int m0 = m_first + wg_row + sl * 64 + warp * 16 + g + 8 * r;
+                const int m = m0 < P.rows ? m0 : P.rows - 1;
+                const int n = m / q_dhw, s = m - n * q_dhw;
+                const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
+                outs[sl][r] = m0 < P.rows ? min(kOuts, P.q_w - kOuts * qw) : 0;
+                xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
+                    + (idx_t)(qw + kLoW) * kCinP;
+                yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
+                    + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
+            }
+        }
+
+        // Thread t's 8 reduction elements of the phase's step s for its
+        // rows: channels of one tap (kCinP is a multiple of 8), at xb + the
+        // offset a_offset gives; none (zero) past the reduction's end.
+        auto a_offset = [&](int s, bool& live) -> idx_t {
+            const int kk = s * 32 + 8 * t;
+            const int tap = kk / kCinP, ch = kk % kCinP;
+            live = tap < P.gemm_taps;
+            return live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
+        };
+        float v[kSlabs][2][8];
+        auto load_a = [&](int s) {
+            bool live;
+            const idx_t off = a_offset(s, live);
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) {
+                #pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p;
+                    if (live) {
+                        p = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off);
+                        q = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off + 4);
+                    }
+                    v[sl][r][0] = p.x; v[sl][r][1] = p.y; v[sl][r][2] = p.z; v[sl][r][3] = p.w;
+                    v[sl][r][4] = q.x; v[sl][r][5] = q.y; v[sl][r][6] = q.z; v[sl][r][7] = q.w;
+                }
+            }
+        };
+
+        // acc: the fp32 running sums; part: the tensor cores' sums of
+        // the current span of steps, added to acc at its end.
+        float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
+        #pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl) {
+            #pragma unroll
+            for (int e = 0; e < kND; ++e) {
+                #pragma unroll
+                for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
+            }
+        }
+        if (active && P.steps > 0) load_a(0);
+        for (int s = 0; s < P.steps; ++s) {
+            const int gs = P.step_start + s;
+            // Step gs's weights have landed (this thread's copies, then, after the barrier, everyone's), and every warp
+            // is done with the stage the next copy overwrites (each waited for
+            // its products before this barrier).
+            cp_async_wait_current();
+            __syncthreads();
+            load_b(gs + kStages - 1, end);
+            if (!active) continue;
+            const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
+            // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
+            // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
+            unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) {
+                #pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    #pragma unroll
+                    for (int f = 0; f < 4; ++f) split_a(v[sl][f % 2][2 * j + f / 2], a_hi[sl][j][f], a_lo[sl][j][f]);
+                }
+            }
+            const float* stage = b_stage + (gs % kStages) * kStage;
+            // lo*hi, hi*lo, hi*hi as m16n8k8 mma.sync, one 8-column block
+            // at a time: lane (g, t) reads column g at elements t and t+4 of
+            // the chunk, high and low parts, as one float4.
+            if (fresh) {
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) {
+                    #pragma unroll
+                    for (int e = 0; e < kND; ++e) part[sl][e] = 0.0f;
+                }
+            }
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                #pragma unroll
+                for (int cb = 0; cb < kNCM; ++cb) {
+                    const float4 b = *reinterpret_cast<const float4*>(stage + ((j * kNCM + cb) * 32 + g * 4 + t) * 4);
+                    const unsigned b_hi[2] = {__float_as_uint(b.x), __float_as_uint(b.y)};
+                    const unsigned b_lo[2] = {__float_as_uint(b.z), __float_as_uint(b.w)};
+                    #pragma unroll
+                    for (int sl = 0; sl < kSlabs; ++sl) {
+                        mma_tf32(&part[sl][4 * cb], a_lo[sl][j], b_hi);
+                        mma_tf32(&part[sl][4 * cb], a_hi[sl][j], b_lo);
+                        mma_tf32(&part[sl][4 * cb], a_hi[sl][j], b_hi);
+                    }
+                }
+            }
+            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) {
+                    #pragma unroll
+                    for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
+                }
+            }
+            // The next step's inputs load now, while other warps' products run.
+            if (s + 1 < P.steps) load_a(s + 1);
+        }
+        if (!active) continue;
+
+        auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
+
+        // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
+        // (g+8, 8cb+2t), (g+8, +1); each written once, bias added.
+        #pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl) {
+            #pragma unroll
+            for (int e = 0; e < kND; ++e) {
+                const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
+                if (outs[sl][r] > 0 && co < kCoutG)
+                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, 0, e) + bias[grp * kCoutG + co];
+            }
+        }
+    }
 }
 """
 
@@ -418,19 +462,19 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 "weight must be a contiguous float32 CUDA tensor of shape (512, 256, 4, 4, 4)");
     TORCH_CHECK(bias.is_cuda() && bias.scalar_type() == torch::kFloat32 && bias.is_contiguous() && bias.numel() == 256,
                 "bias must be a contiguous float32 CUDA tensor of 256 elements");
-    auto wt = torch::empty({8388608}, x.options());
+    auto img = torch::empty({16777216}, x.options());
+    auto xr = torch::empty({1179648}, x.options());
     auto y = torch::empty({16, 256, 4, 8, 8}, x.options());
-    zoo_vgan_up_repack_weight<<<32768, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
+    zoo_vgan_up_repack_weight<<<65536, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     check_launch("zoo_vgan_up_repack_weight");
-    // The splits' partial outputs, which the second kernel adds into y
-    // (the bias with them).
-    auto partial = torch::empty({4194304}, x.options());
-    zoo_vgan_up_igemm<<<dim3(32, 4, 4), 256>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
-        nullptr, (float*)partial.data_ptr());
-    check_launch("zoo_vgan_up_igemm");
-    zoo_vgan_up_add_splits<<<4096, 256>>>((const float*)partial.data_ptr(),
+    zoo_vgan_up_relayout_input<<<384, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
+    check_launch("zoo_vgan_up_relayout_input");
+    // More than 48 KiB of shared memory needs the kernel's opt-in, once.
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_vgan_up_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_vgan_up_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    zoo_vgan_up_igemm<<<dim3(8, 4, 3), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
-    check_launch("zoo_vgan_up_add_splits");
+    check_launch("zoo_vgan_up_igemm");
     return y;
 }
 """

@@ -495,6 +495,28 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		{geom.Conv{Batch: 1, InChannels: 40, OutChannels: 8, In: [3]int{1, 1, 300}, Kernel: [3]int{1, 2, 5}, Stride: [3]int{1, 1, 1},
 			Dilation: [3]int{1, 1, 1}, Groups: 1},
 			spec.WGMMA{Winograd: true, Warpgroups: 2, Span: 4}},
+		// A row tile's phases shared among blocks (tiny grids: the plan
+		// shares most of the cases above too): #73's geometry in one block
+		// as given, and in 3 runs of 2, 3 and 3 phases (steps 4, 4, 4)
+		// with parked sums of one step; tap-less phases inside the runs
+		// with the input staged (each phase its own pipeline); W taps as
+		// columns on #73's geometry (a phase per (d, h) residue), a block
+		// each; Winograd over 2 phases of taps.
+		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
+			Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+			spec.WGMMA{Slabs: 1, PhaseSplit: 1}},
+		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
+			Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+			spec.WGMMA{Slabs: 1, Span: 1, Stages: 2, ParkSums: true, PhaseSplit: 3}},
+		{geom.Conv{Batch: 2, InChannels: 6, OutChannels: 10, In: [3]int{3, 2, 4}, Kernel: [3]int{2, 3, 1}, Stride: [3]int{3, 1, 2},
+			Padding: [3]int{0, 2, 0}, OutputPadding: [3]int{1, 0, 1}, Dilation: [3]int{1, 2, 1}, Groups: 2, Bias: true},
+			spec.WGMMA{Span: 1, CpAsync: true, PhaseSplit: 2}},
+		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{2, 2, 2},
+			Padding: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true},
+			spec.WGMMA{Slabs: 1, KWInN: true, PhaseSplit: 4}},
+		{geom.Conv{Batch: 1, InChannels: 8, OutChannels: 8, In: [3]int{2, 3, 5}, Kernel: [3]int{3, 1, 3}, Stride: [3]int{2, 1, 3},
+			Padding: [3]int{1, 0, 4}, OutputPadding: [3]int{1, 0, 2}, Dilation: [3]int{1, 1, 3}, Groups: 1, Bias: true},
+			spec.WGMMA{Winograd: true, ParkSums: true, PhaseSplit: 2}},
 		// No tap reaches any output (the only H residue with one, 2, is
 		// past the output's 2 rows): every output the bias, an empty
 		// weight image, a repack of one idle block.
@@ -510,6 +532,9 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		p, err := plan.New(s, plan.SM80)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if w, ok := c.tile.(spec.WGMMA); ok && w.PhaseSplit > 0 && p.WGMMA.Parts != w.PhaseSplit {
+			t.Fatalf("%s: %d parts, want %d", p, p.WGMMA.Parts, w.PhaseSplit)
 		}
 		runCUDA(t, r, dir, p, p, "wgmma.yaml").check(t, p)
 	}
