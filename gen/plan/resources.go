@@ -56,14 +56,20 @@ func (p *Plan) MMASyncSpills() bool {
 // over the estimate on the tiles that fit (docs/perf/calibration.md).
 var mmaSyncFitsBelow = map[int]int{1: 188, 2: 240}
 
-// ResidentBlocks is how many blocks of the main kernel an SM of the
-// target holds at once: the least of its threads, registers (Registers)
-// and shared memory (with what the runtime keeps a block) allow, at least
-// one. A wgmma tile's mma.sync form runs one block an SM.
+// ResidentBlocks is how many blocks of the main kernel the chooser's
+// cost model counts an SM of the target running at once: FitBlocks, but
+// one for a wgmma tile's mma.sync form (its rate was fitted so).
 func (p *Plan) ResidentBlocks() int {
 	if p.Tile.WGMMA != nil && !p.Target.WGMMA {
 		return 1
 	}
+	return p.FitBlocks()
+}
+
+// FitBlocks is how many blocks of the main kernel an SM of the target
+// holds at once: the least of its threads, registers (Registers) and
+// shared memory (with what the runtime keeps a block) allow, at least one.
+func (p *Plan) FitBlocks() int {
 	n := min(maxThreadsPerSM/max(1, p.Threads), maxBlocksPerSM, regsPerSM/(max(1, p.Threads)*p.Registers()))
 	n = min(n, p.Target.SmemPerSM/(p.SmemBytes+smemReservedPerBlock))
 	return max(1, n)

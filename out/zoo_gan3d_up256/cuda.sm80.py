@@ -110,14 +110,6 @@ __constant__ TapInfo kTapTable[64] = {
     { 41, 0 }, { 43, -256 }, { 0, 28416 }, { 2, 28160 }, { 8, 25856 }, { 10, 25600 },
     { 32, 2816 }, { 34, 2560 }, { 40, 256 }, { 42, 0 },
 };
-// A row tile's phases are shared among kParts blocks (along z, within a
-// group): part k computes phases kPartPhase[k] up to kPartPhase[k+1],
-// whose weights are steps kPartStep[k] up to kPartStep[k+1] of the image,
-// runs of near-equal steps. The phases' outputs are disjoint: each part
-// stores its own, and the grid has kParts times the blocks to fill the GPU.
-static constexpr int kParts = 4;
-__constant__ int kPartPhase[kParts + 1] = {0, 2, 4, 6, 8};
-__constant__ int kPartStep[kParts + 1] = {0, 128, 256, 384, 512};
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
 // lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
@@ -270,14 +262,14 @@ zoo_gan3d_up256_igemm(const float* __restrict__ xr, const float* __restrict__ im
 {
     // The weight stages.
     extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
-    // The block computes rows m_first.. of its part's phases in turn: the same
+    // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
-    // in L2, and the weight image streams through their steps
+    // in L2, and the weight image streams through all phases' steps
     // back to back (a phase of few steps costs no pipeline fill of its own).
     const int tid = threadIdx.x, warp = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
-    const int nt = blockIdx.y, grp = blockIdx.z / kParts, part = blockIdx.z % kParts;
+    const int nt = blockIdx.y, grp = blockIdx.z;
     const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
 
     // Global step gs's weights into its stage, if before end (a commit
@@ -290,15 +282,15 @@ zoo_gan3d_up256_igemm(const float* __restrict__ xr, const float* __restrict__ im
         }
         cp_async_commit();
     };
-    for (int gs = kPartStep[part]; gs < kPartStep[part] + kStages - 1; ++gs) load_b(gs, kPartStep[part + 1]);
+    for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);
 
-    for (int ph = kPartPhase[part]; ph < kPartPhase[part + 1]; ++ph) {
+    for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
         if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
         // A phase with fewer rows than this block's first runs the barriers
         // and copies of its steps (they pace the pipeline), not its products.
         const bool active = m_first < P.rows;
-        const int end = kPartStep[part + 1];
+        const int end = kTotalSteps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab,
@@ -470,7 +462,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_gan3d_up256_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_gan3d_up256_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_gan3d_up256_igemm<<<dim3(256, 2, 4), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    zoo_gan3d_up256_igemm<<<dim3(256, 2, 1), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_gan3d_up256_igemm");
     return y;

@@ -12,20 +12,20 @@ M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Outputs no
 tap reaches are the bias: a fill kernel writes the bias over the whole
 output first (coalesced), and the GEMM overwrites the outputs taps reach.
-Along W, Winograd's F(2,3): a GEMM row is a pair of neighbouring outputs,
-computed from 4 products over the (d, h) taps and channels where its
-direct taps take 6. A block is one warpgroup
-(4 warps) computing 128 pairs of each phase in turn by
-32 output channels. The input is re-laid channels last
-inside a zero border (per pair, the products' inputs), so each thread loads its
+The kernel's W taps are GEMM columns too: N = kernel_w x 32 output
+channels, K = the (d, h) taps x input channels, and a row is an input
+position along W; output q of a line adds the sums of column kw of row
+q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
+(4 warps) computing 64 rows of each phase in turn by 96 columns and
+writing the outputs of its first 62. The input is re-laid channels last
+inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the order of
 the warps' fragments and staged 2 steps deep with cp.async.
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), m16n8k8 mma.sync products. The
 tensor cores do not add in exact fp32, so their sums cover 16 steps of
-32 and are then added in fp32, the running sums parked in shared
-memory.
+32 (every phase's steps).
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -51,53 +51,39 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // padded with zeros to kCinP, inside a zero border of kLo* positions, so
 // that every tap of every output reads inside it (no bounds checks).
 static constexpr int kCinP = 48;
-static constexpr int kLoD = 0, kLoH = 1;
-static constexpr int kXD = 17, kXH = 18, kXW = 32;
-static constexpr int kRelayoutPos = 8, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
+static constexpr int kLoD = 0, kLoH = 1, kLoW = 1;
+static constexpr int kXD = 17, kXH = 18, kXW = 18;
+static constexpr int kRelayoutPos = 18, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
 // A phase's GEMM: its rows by a group's output channels, reduced over
 // (tap, channel) in steps of 32. A block is kWarpgroups warpgroups, each
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
-static constexpr int kTotalSteps = 56, kNTiles = 1;
-static constexpr int kNP = 32, kNCM = kNP / 8, kND = 16;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 2;
+static constexpr int kTotalSteps = 14, kNTiles = 1;
+static constexpr int kNP = 96, kNCM = kNP / 8, kND = 48;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kSlabs = 1;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 16;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 2;  // weight-image steps in shared memory
-// The fp32 running sums wait in shared memory between spans: thread tid's
-// element e of slab sl at kParkedAt + (sl * kND + e) * kThreads + tid.
-static constexpr int kParkedAt = 4096;
-static constexpr int kKW = 3, kCoT = kNP;  // a column is an output channel; kKW: a (d, h) tap's W taps
-// Winograd's F(2,3) along W: a row is a pair of neighbouring outputs. From
-// the pair's inputs d_j (j < kProducts) and the weights g_k of the taps
-// that read d_k for its first output (kw kKW-1-k), product p is
-// m_p = (sum_j kWinogradIn[p][j] d_j) (sum_k kWinogradWeight[p][k] g_k) and
-// the outputs are the products' sums by (1, 1, 1, 0) and (0, 1, -1, 1)
-// (as literals where a product's span ends): kProducts products where the
-// direct pair takes 2 kKW (Toom-Cook's at 3 points and infinity; the
-// input rows are integers, exact in fp32). A phase's steps are kProducts
-// runs, product by product; the image holds the transformed weights, the
-// re-laid input per pair the products' inputs, and pair q's d_0 is input
-// 2q + kPairIn0 along W.
-static constexpr int kOuts = 2;  // outputs a row
-static constexpr int kProducts = 4, kPairIn0 = -1;
-__constant__ float kWinogradIn[kProducts][kProducts] = {
-    {1.0f, 0.0f, -1.0f, 0.0f},
-    {0.0f, 1.0f, 1.0f, 0.0f},
-    {0.0f, -1.0f, 1.0f, 0.0f},
-    {0.0f, -1.0f, 0.0f, 1.0f}};
-__constant__ float kWinogradWeight[kProducts][kKW] = {
-    {1.0f, 0.0f, 0.0f},
-    {0.5f, 0.5f, 0.5f},
-    {0.5f, -0.5f, 0.5f},
-    {0.0f, 0.0f, 1.0f}};
-static constexpr int kOutRows = 128;
+// The kernel's W taps are columns: column kw*kCoT + c is tap kw of channel
+// c of the tile; a row is an input position along W. Row q of a line
+// anchors outputs w = kAnchorW0 + kStrideW*q + rho (rho < kStrideW), and
+// output w adds column kw of row q + t/kStrideW for each kw whose t = rho +
+// (kKW-1-kw)*kDilW divides. A block writes the outputs of its first kOutRows.
+static constexpr int kKW = 3, kDilW = 2, kCoT = 32;
+static constexpr int kAnchorW0 = 0;
+// A row's sums on the way out: kSumsRow floats, 4 past a multiple of 8, so
+// that a warp's float4 reads of consecutive rows meet no bank twice.
+static constexpr int kSumsRow = 100, kVec = 4;  // kVec: channels a thread reads at once
+// A block's kOutSlots outputs a channel, kSlotsPerPass at a time, kChannelLanes threads each.
+static constexpr int kOutSlots = 62 * kStrideW, kChannelLanes = 1;
+static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
+static constexpr int kOutRows = 62;
 // The weight image, per (group, N tile, phase, step): for each k8 chunk and
 // 8-column block the 32 lanes' mma.sync fragments in lane order, a lane's
 // four (high parts of its two elements, then low parts) adjacent, so that
 // a lane reads them with one 16-byte load (four 4-byte ones took 4-8%
 // longer).
 static constexpr int kStage = 4 * kNCM * 32 * 4;
-static constexpr idx_t kImageLen = 229376;
+static constexpr idx_t kImageLen = 172032;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 // Phase outputs o = r + stride*q; a phase without taps has no steps (its
@@ -113,25 +99,21 @@ struct TapInfo {
     int flat;    // weight tap index (kd*KH + kh)*KW + kw
     idx_t off;   // where it reads in the re-laid input, from the output's own position
 };
-static constexpr int kNumPhases = 8;
+static constexpr int kNumPhases = 4;
 // GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (its (d, h) tap
 // with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 16, 16, 16, 2048, 8, 20, 0, 0, 3 },
-    { 0, 0, 1, 16, 16, 16, 2048, 8, 0, 20, 9, 0 },
-    { 0, 1, 0, 16, 16, 16, 2048, 8, 0, 20, 9, 0 },
-    { 0, 1, 1, 16, 16, 16, 2048, 8, 0, 20, 9, 0 },
-    { 1, 0, 0, 16, 16, 16, 2048, 8, 36, 20, 9, 6 },
-    { 1, 0, 1, 16, 16, 16, 2048, 8, 0, 56, 27, 0 },
-    { 1, 1, 0, 16, 16, 16, 2048, 8, 0, 56, 27, 0 },
-    { 1, 1, 1, 16, 16, 16, 2048, 8, 0, 56, 27, 0 },
+    { 0, 0, 0, 16, 16, 16, 4608, 18, 5, 0, 0, 3 },
+    { 0, 1, 0, 16, 16, 16, 4608, 18, 0, 5, 9, 0 },
+    { 1, 0, 0, 16, 16, 16, 4608, 18, 9, 5, 9, 6 },
+    { 1, 1, 0, 16, 16, 16, 4608, 18, 0, 14, 27, 0 },
 };
 __constant__ TapInfo kTapTable[27] = {
-    { 9, 1536 }, { 10, 1536 }, { 11, 1536 }, { 12, 0 }, { 13, 0 }, { 14, 0 },
-    { 15, -1536 }, { 16, -1536 }, { 17, -1536 }, { 0, 29184 }, { 1, 29184 }, { 2, 29184 },
-    { 3, 27648 }, { 4, 27648 }, { 5, 27648 }, { 6, 26112 }, { 7, 26112 }, { 8, 26112 },
-    { 18, 1536 }, { 19, 1536 }, { 20, 1536 }, { 21, 0 }, { 22, 0 }, { 23, 0 },
-    { 24, -1536 }, { 25, -1536 }, { 26, -1536 },
+    { 9, 912 }, { 10, 864 }, { 11, 816 }, { 12, 48 }, { 13, 0 }, { 14, -48 },
+    { 15, -816 }, { 16, -864 }, { 17, -912 }, { 0, 16464 }, { 1, 16416 }, { 2, 16368 },
+    { 3, 15600 }, { 4, 15552 }, { 5, 15504 }, { 6, 14736 }, { 7, 14688 }, { 8, 14640 },
+    { 18, 912 }, { 19, 864 }, { 20, 816 }, { 21, 48 }, { 22, 0 }, { 23, -48 },
+    { 24, -816 }, { 25, -864 }, { 26, -912 },
 };
 // A row tile's phases are shared among kParts blocks (along z, within a
 // group): part k computes phases kPartPhase[k] up to kPartPhase[k+1],
@@ -139,8 +121,8 @@ __constant__ TapInfo kTapTable[27] = {
 // runs of near-equal steps. The phases' outputs are disjoint: each part
 // stores its own, and the grid has kParts times the blocks to fill the GPU.
 static constexpr int kParts = 2;
-__constant__ int kPartPhase[kParts + 1] = {0, 4, 8};
-__constant__ int kPartStep[kParts + 1] = {0, 20, 56};
+__constant__ int kPartPhase[kParts + 1] = {0, 2, 4};
+__constant__ int kPartStep[kParts + 1] = {0, 5, 14};
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
 // lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
@@ -188,29 +170,26 @@ extern "C" __global__ void zoo_group_g2_dil_repack_weight(const float* __restric
     while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
     const PhaseInfo P = kPhaseTable[ph];
     const int row = lane / 4, c = kcm * 4 + lane % 4;
-    const int run = P.steps / kProducts, p = (step - P.step_start) / run;  // product p's run of the phase's steps
+    const int run = P.steps, p = (step - P.step_start) / run;
     const int kk = (step - P.step_start - p * run) * 32 + 8 * (c % 4) + 2 * j + c / 4;
     const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
     const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
     float v = 0.0f;
-    if (tap < P.gemm_taps && ch < kCinG && kw < 1 && co < kCoutG) {
+    if (tap < P.gemm_taps && ch < kCinG && kw < kKW && co < kCoutG) {
         auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
-        // Product p's weight: its row of the transform over g_k = weight(kKW-1-k).
-        #pragma unroll
-        for (int k = 0; k < kKW; ++k) v += kWinogradWeight[p][k] * weight(kKW - 1 - k);
+        v = weight(kw);
     }
     unsigned hi, lo;
     split_tf32(v, hi, lo);
     img[i] = __uint_as_float(part == 0 ? hi : lo);
 }
 
-// The input re-laid: a block writes kRelayoutPos pairs (kProducts positions each, from the
-// 2*kRelayoutPos + kKW - 1 inputs they read) of one (batch, group, xd, xh) row, float by
+// The input re-laid: a block writes kRelayoutPos positions of one (batch, group, xd, xh) row, float by
 // float, from each channel's positions along W read (coalesced,
 // kRelayoutBatch loads at a time) into shared memory as [position][kCinP +
 // 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
 static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
-static constexpr int kSlots = 4;  // re-laid positions a unit
+static constexpr int kSlots = 1;  // re-laid positions a unit
 static constexpr int kReadPos = 18;  // input positions a block reads
 extern "C" __global__ void __launch_bounds__(kRelayoutThreads) zoo_group_g2_dil_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
 {
@@ -232,7 +211,7 @@ extern "C" __global__ void __launch_bounds__(kRelayoutThreads) zoo_group_g2_dil_
         return;
     }
     // Element e = ch * kReadPos + p: channel ch < kCinG of input iw0 + p.
-    const int iw0 = 2 * u0 + kPairIn0;
+    const int iw0 = u0 - kLoW;
     const float* const in = x + (((idx_t)n * kCin + grp * kCinG) * kInD + id) * kInHW + (idx_t)ih * kInW;
     constexpr int kReads = kCinG * kReadPos;
     for (int e0 = threadIdx.x; e0 < kReads; e0 += kRelayoutBatch * kRelayoutThreads) {
@@ -254,11 +233,7 @@ extern "C" __global__ void __launch_bounds__(kRelayoutThreads) zoo_group_g2_dil_
         const int ch = e % kCinP, slot = e / kCinP;
         float v = 0.0f;
         if (ch < kCinG) {
-            // Product p's input of the block's pair slot / kProducts: its
-            // row of the transform over the pair's inputs d_j.
-            const int p = slot % kProducts, d0 = 2 * (slot / kProducts);
-            #pragma unroll
-            for (int j = 0; j < kProducts; ++j) v += kWinogradIn[p][j] * stage[(d0 + j) * (kCinP + 1) + ch];
+            v = stage[slot * (kCinP + 1) + ch];
         }
         out[e] = v;
     }
@@ -304,6 +279,12 @@ __device__ __forceinline__ void cp_async_wait_current()
     asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
+// Waits for every copy this thread issued.
+__device__ __forceinline__ void cp_async_wait_all()
+{
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+}
+
 // Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
 // more registers from the same fragments, and one block an SM is asked for.
 static constexpr int kMinBlocks = 1;
@@ -311,12 +292,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 zoo_group_g2_dil_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages, the parked sums.
-    __shared__ __align__(128) float b_stage[32768 / 4];
+    // The weight stages (at a phase's end the block's sums on their way out).
+    __shared__ __align__(128) float b_stage[49152 / 4];
     // The block computes rows m_first.. of its part's phases in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
-    // in L2, and the weight image streams through their steps
-    // back to back (a phase of few steps costs no pipeline fill of its own).
+    // in L2.
     const int tid = threadIdx.x, warp = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
@@ -333,23 +313,19 @@ zoo_group_g2_dil_igemm(const float* __restrict__ xr, const float* __restrict__ i
         }
         cp_async_commit();
     };
-    for (int gs = kPartStep[part]; gs < kPartStep[part] + kStages - 1; ++gs) load_b(gs, kPartStep[part + 1]);
 
     for (int ph = kPartPhase[part]; ph < kPartPhase[part + 1]; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
         if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
-        // A phase with fewer rows than this block's first runs the barriers
-        // and copies of its steps (they pace the pipeline), not its products.
         const bool active = m_first < P.rows;
-        const int end = kPartStep[part + 1];
+        if (!active) continue;
+        const int end = P.step_start + P.steps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
-        const int run = P.steps / kProducts;  // steps a product
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab,
-        // outputs kOuts*qw.. of their lines, outs[][] of them inside the
-        // phase. Rows past the end read the last row and are not written.
-        idx_t xb[kSlabs][2], yb[kSlabs][2];
-        int outs[kSlabs][2];
+        // where each reads (its outputs are decoded on the way out). Rows
+        // past the end read the last row.
+        idx_t xb[kSlabs][2];
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
@@ -358,23 +334,19 @@ zoo_group_g2_dil_igemm(const float* __restrict__ xr, const float* __restrict__ i
                 const int m = m0 < P.rows ? m0 : P.rows - 1;
                 const int n = m / q_dhw, s = m - n * q_dhw;
                 const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
-                outs[sl][r] = m0 < P.rows ? min(kOuts, P.q_w - kOuts * qw) : 0;
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
-                    + (idx_t)(kSlots * qw) * kCinP;
-                yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                    + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
+                    + (idx_t)(qw + kLoW) * kCinP;
             }
         }
 
         // Thread t's 8 reduction elements of the phase's step s for its
         // rows: channels of one tap (kCinP is a multiple of 8), at xb + the
         // offset a_offset gives; none (zero) past the reduction's end.
-        // Product s/run's inputs: its position of the pair.
         auto a_offset = [&](int s, bool& live) -> idx_t {
-            const int p = s / run, kk = (s - p * run) * 32 + 8 * t;
+            const int kk = s * 32 + 8 * t;
             const int tap = kk / kCinP, ch = kk % kCinP;
             live = tap < P.gemm_taps;
-            return live ? ch + p * kCinP + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
+            return live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
         };
         float v[kSlabs][2][8];
         auto load_a = [&](int s) {
@@ -394,21 +366,12 @@ zoo_group_g2_dil_igemm(const float* __restrict__ xr, const float* __restrict__ i
                 }
             }
         };
-
-        // acc: the fp32 running sums of a row's outputs; part: the tensor cores' sums of
-        // the current span of steps, added to acc at its end.
-        float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
-        float* const parked = b_stage + kParkedAt + tid;
-        auto park = [&](int sl, int e) -> float& { return parked[(sl * kND + e) * kThreads]; };
-        #pragma unroll
-        for (int sl = 0; sl < kSlabs; ++sl) {
-            #pragma unroll
-            for (int e = 0; e < kND; ++e) {
-                #pragma unroll
-                for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
-                park(sl, e) = 0.0f;  // output 1's parked sums (every span adds)
-            }
+        for (int i = 0; i < kStages - 1; ++i) {
+            load_b(P.step_start + i, end);
         }
+
+        // part: the tensor cores' sums, one span a phase: its result.
+        float part[kSlabs][kND];
         if (active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
@@ -419,8 +382,7 @@ zoo_group_g2_dil_igemm(const float* __restrict__ xr, const float* __restrict__ i
             __syncthreads();
             load_b(gs + kStages - 1, end);
             if (!active) continue;
-            const int p = s / run, rs = s - p * run;  // product p's step rs of its run
-            const bool fresh = rs % kSpan == 0;  // the span's first step: its sums start here
+            const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
             // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
             // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
             unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
@@ -458,46 +420,62 @@ zoo_group_g2_dil_igemm(const float* __restrict__ xr, const float* __restrict__ i
                     }
                 }
             }
-            if (rs % kSpan == kSpan - 1 || rs == run - 1) {
-                // A span of product p ends: each output adds its multiple of
-                // it (literal coefficients chosen by p: none held in a register).
-                #pragma unroll
-                for (int sl = 0; sl < kSlabs; ++sl) {
-                    #pragma unroll
-                    for (int e = 0; e < kND; ++e) {
-                        const float m = part[sl][e];
-                        if (p != 3) acc[sl][0][e] += m;
-                        if (p != 0) park(sl, e) += p == 2 ? -m : m;
-                    }
-                }
-            }
             // The next step's inputs load now, while other warps' products run.
             if (s + 1 < P.steps) load_a(s + 1);
         }
         if (!active) continue;
 
-        auto result = [&](int sl, int o, int e) { return o > 0 ? park(sl, e) : acc[sl][o][e]; };
+        auto result = [&](int sl, int o, int e) { return part[sl][e]; };
 
-        // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
-        // (g+8, 8cb+2t), (g+8, +1), both outputs of each row's pair. Lanes
-        // t = 2j and 2j+1 trade halves, so that the even one writes output 0
-        // and the odd one output 1 of the same channel: a warp's store covers
-        // both outputs of 8 pairs. Each written once (over the fill's).
-        const bool odd = t % 2 == 1;
+        // The phase's outputs: the sums go to shared memory (once every
+        // copy into it has landed and every warp is past its last read),
+        // row by row; an output of channel c then adds column kw*kCoT + c
+        // of the row each of its kw reads. A thread writes an output
+        // position's every kChannelLanes-th channel, the position decoded
+        // once; neighbouring threads write neighbouring outputs along W.
+        cp_async_wait_all();
+        __syncthreads();
+        float* sums = b_stage;
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int e = 0; e < kND; ++e) {
-                const int k = e % 2, r = e % 4 / 2, co = nt * kNP + 8 * (e / 4) + 4 * (t / 2) + k, o = odd ? 1 : 0;
-                const float y0 = result(sl, 0, e), y1 = result(sl, 1, e);
-                const float got = __shfl_xor_sync(0xffffffffu, odd ? y0 : y1, 1);
-                const float first = odd ? got : y0, second = odd ? y1 : got;  // channels co and co + 2
-                if (o < outs[sl][r] && co < kCoutG)
-                    y[yb[sl][r] + o * kStrideW + (idx_t)co * kOutDHW] = first;
-                if (o < outs[sl][r] && co + 2 < kCoutG)
-                    y[yb[sl][r] + o * kStrideW + (idx_t)(co + 2) * kOutDHW] = second;
+            for (int e = 0; e < kND; ++e)
+                sums[(wg_row + sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * kSumsRow + 8 * (e / 4) + 2 * t + e % 2] = result(sl, 0, e);
+        }
+        __syncthreads();
+        // Output slot i is output rho = i % kStrideW of anchor row i / kStrideW.
+        for (int base = 0; base < kOutSlots; base += kSlotsPerPass) {
+            const int slot = base + tid % kSlotsPerPass, lane = tid / kSlotsPerPass;
+            const int row = slot / kStrideW, rho = slot % kStrideW, m = m_first + row;
+            if (slot >= kOutSlots || lane >= kChannelLanes || m >= P.rows) continue;
+            const int n = m / q_dhw, s = m - n * q_dhw;
+            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
+            const int w = kAnchorW0 + kStrideW * qw + rho;
+            float* out = y + ((idx_t)n * kCout + grp * kCoutG + nt * kCoT) * kOutDHW
+                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (idx_t)(P.r_h + kStrideH * qh) * kOutW + w;
+            // A row past the line's anchors only feeds them.
+            const int channels = qw < P.q_w && w >= 0 && w < kOutW ? min(kCoT, kCoutG - nt * kCoT) : 0;
+            #pragma unroll 4
+            for (int c = kVec * lane; c < channels; c += kVec * kChannelLanes) {
+                float sum[kVec];
+                #pragma unroll
+                for (int i = 0; i < kVec; ++i) sum[i] = 0.0f;
+                #pragma unroll
+                for (int kw = 0; kw < kKW; ++kw) {
+                    const int t = rho + (kKW - 1 - kw) * kDilW;  // no tap where it does not divide (the bias alone)
+                    if (t % kStrideW != 0) continue;
+                    const float* src = sums + (row + t / kStrideW) * kSumsRow + kw * kCoT + c;
+                    const float4 v = *reinterpret_cast<const float4*>(src);
+                    sum[0] += v.x; sum[1] += v.y; sum[2] += v.z; sum[3] += v.w;
+                }
+                #pragma unroll
+                for (int i = 0; i < kVec; ++i) {
+                    if (c + i < channels) out[(idx_t)(c + i) * kOutDHW] = sum[i];
+                }
             }
         }
+        // The next phase's copies reuse the memory.
+        __syncthreads();
     }
 }
 """
@@ -524,16 +502,16 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     TORCH_CHECK(weight.is_cuda() && weight.scalar_type() == torch::kFloat32 && weight.is_contiguous() &&
                 weight.sizes() == torch::IntArrayRef({96, 32, 3, 3, 3}),
                 "weight must be a contiguous float32 CUDA tensor of shape (96, 32, 3, 3, 3)");
-    auto img = torch::empty({229376}, x.options());
-    auto xr = torch::empty({940032}, x.options());
+    auto img = torch::empty({172032}, x.options());
+    auto xr = torch::empty({528768}, x.options());
     auto y = torch::empty({1, 64, 32, 32, 32}, x.options());
-    zoo_group_g2_dil_repack_weight<<<896, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    zoo_group_g2_dil_repack_weight<<<672, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     check_launch("zoo_group_g2_dil_repack_weight");
     zoo_group_g2_dil_relayout_input<<<612, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_group_g2_dil_relayout_input");
     zoo_group_g2_dil_fill_bias<<<2048, 256>>>(nullptr, (float*)y.data_ptr());
     check_launch("zoo_group_g2_dil_fill_bias");
-    zoo_group_g2_dil_igemm<<<dim3(16, 1, 4), 128>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    zoo_group_g2_dil_igemm<<<dim3(75, 1, 4), 128>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_group_g2_dil_igemm");
     return y;

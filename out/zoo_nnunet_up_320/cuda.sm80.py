@@ -12,7 +12,7 @@ M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
 A block is one warpgroup
-(4 warps) computing 128 output positions of each
+(4 warps) computing 64 output positions of each
 phase in turn by 64 output channels. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
@@ -55,13 +55,13 @@ static constexpr int kRelayoutPos = 8, kRelayoutChunks = 1;  // the re-layout's 
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 80, kNTiles = 4;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 2;
+static constexpr int kSlabs = 1;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 4;  // weight-image steps in shared memory
 static constexpr int kKW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr int kOuts = 1;  // outputs a row
-static constexpr int kOutRows = 128;
+static constexpr int kOutRows = 64;
 // The weight image, per (group, N tile, phase, step): for each k8 chunk and
 // 8-column block the 32 lanes' mma.sync fragments in lane order, a lane's
 // four (high parts of its two elements, then low parts) adjacent, so that
@@ -106,9 +106,9 @@ __constant__ TapInfo kTapTable[8] = {
 // whose weights are steps kPartStep[k] up to kPartStep[k+1] of the image,
 // runs of near-equal steps. The phases' outputs are disjoint: each part
 // stores its own, and the grid has kParts times the blocks to fill the GPU.
-static constexpr int kParts = 3;
-__constant__ int kPartPhase[kParts + 1] = {0, 3, 6, 8};
-__constant__ int kPartStep[kParts + 1] = {0, 30, 60, 80};
+static constexpr int kParts = 8;
+__constant__ int kPartPhase[kParts + 1] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+__constant__ int kPartStep[kParts + 1] = {0, 10, 20, 30, 40, 50, 60, 70, 80};
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
 // lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
@@ -461,7 +461,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_nnunet_up_320_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_nnunet_up_320_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_nnunet_up_320_igemm<<<dim3(8, 4, 3), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    zoo_nnunet_up_320_igemm<<<dim3(16, 4, 8), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_nnunet_up_320_igemm");
     return y;

@@ -12,17 +12,16 @@ M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
 A block is one warpgroup
-(4 warps) computing 64 output positions of each
+(4 warps) computing 128 output positions of each
 phase in turn by 64 output channels. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the order of
-the warps' fragments and staged 2 steps deep with cp.async.
+the warps' fragments and staged 4 steps deep with cp.async.
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), m16n8k8 mma.sync products. The
 tensor cores do not add in exact fp32, so their sums cover 4 steps of
-32 and are then added in fp32, the running sums parked in shared
-memory.
+32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -56,16 +55,13 @@ static constexpr int kRelayoutPos = 11, kRelayoutChunks = 1;  // the re-layout's
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 128, kNTiles = 8;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 1;
+static constexpr int kSlabs = 2;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
-static constexpr int kStages = 2;  // weight-image steps in shared memory
-// The fp32 running sums wait in shared memory between spans: thread tid's
-// element e of slab sl at kParkedAt + (sl * kND + e) * kThreads + tid.
-static constexpr int kParkedAt = 8192;
+static constexpr int kStages = 4;  // weight-image steps in shared memory
 static constexpr int kKW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr int kOuts = 1;  // outputs a row
-static constexpr int kOutRows = 64;
+static constexpr int kOutRows = 128;
 // The weight image, per (group, N tile, phase, step): for each k8 chunk and
 // 8-column block the 32 lanes' mma.sync fragments in lane order, a lane's
 // four (high parts of its two elements, then low parts) adjacent, so that
@@ -253,7 +249,7 @@ __device__ __forceinline__ void cp_async_commit()
 // run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    asm volatile("cp.async.wait_group 2;" ::: "memory");
 }
 
 // Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
@@ -263,8 +259,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 zoo_unet3d_up_deep_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages, the parked sums.
-    __shared__ __align__(128) float b_stage[49152 / 4];
+    // The weight stages.
+    extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
     // The block computes rows m_first.. of its part's phases in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
     // in L2, and the weight image streams through their steps
@@ -345,11 +341,17 @@ zoo_unet3d_up_deep_igemm(const float* __restrict__ xr, const float* __restrict__
             }
         };
 
-        // part: the tensor cores' sums of the current span of steps, added
-        // to the parked sums at its end.
-        float part[kSlabs][kND];
-        float* const parked = b_stage + kParkedAt + tid;
-        auto park = [&](int sl, int e) -> float& { return parked[(sl * kND + e) * kThreads]; };
+        // acc: the fp32 running sums; part: the tensor cores' sums of
+        // the current span of steps, added to acc at its end.
+        float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
+        #pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl) {
+            #pragma unroll
+            for (int e = 0; e < kND; ++e) {
+                #pragma unroll
+                for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
+            }
+        }
         if (active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
@@ -398,16 +400,11 @@ zoo_unet3d_up_deep_igemm(const float* __restrict__ xr, const float* __restrict__
                     }
                 }
             }
-            if (s % kSpan == kSpan - 1 && s < P.steps - 1) {
-                // A span's sums park (the first's replace, the rest add);
-                // the last span's stay where they are, for the outputs.
+            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
                 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl) {
                     #pragma unroll
-                    for (int e = 0; e < kND; ++e) {
-                        float& p = park(sl, e);
-                        p = s < kSpan ? part[sl][e] : p + part[sl][e];
-                    }
+                    for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
                 }
             }
             // The next step's inputs load now, while other warps' products run.
@@ -415,9 +412,7 @@ zoo_unet3d_up_deep_igemm(const float* __restrict__ xr, const float* __restrict__
         }
         if (!active) continue;
 
-        // The last span's sums, with the parked ones added on the way out.
-        const bool spans = P.steps > kSpan;
-        auto result = [&](int sl, int o, int e) { return spans ? part[sl][e] + park(sl, e) : part[sl][e]; };
+        auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
 
         // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
         // (g+8, 8cb+2t), (g+8, +1); each written once, bias added.
@@ -465,7 +460,10 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     check_launch("zoo_unet3d_up_deep_repack_weight");
     zoo_unet3d_up_deep_relayout_input<<<121, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_unet3d_up_deep_relayout_input");
-    zoo_unet3d_up_deep_igemm<<<dim3(21, 8, 8), 128>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    // More than 48 KiB of shared memory needs the kernel's opt-in, once.
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_unet3d_up_deep_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_unet3d_up_deep_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    zoo_unet3d_up_deep_igemm<<<dim3(11, 8, 8), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_unet3d_up_deep_igemm");
     return y;

@@ -11,13 +11,16 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-A block is one warpgroup
-(4 warps) computing 128 output positions of each
-phase in turn by 64 output channels. The input is re-laid channels last
+The kernel's W taps are GEMM columns too: N = kernel_w x 52 output
+channels, K = the (d, h) taps x input channels, and a row is an input
+position along W; output q of a line adds the sums of column kw of row
+q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
+(4 warps) computing 64 rows of each phase in turn by 104 columns and
+writing the outputs of its first 63. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the order of
-the warps' fragments and staged 4 steps deep with cp.async.
+the warps' fragments and staged 3 steps deep with cp.async.
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), m16n8k8 mma.sync products. The
 tensor cores do not add in exact fp32, so their sums cover 4 steps of
@@ -47,28 +50,40 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // padded with zeros to kCinP, inside a zero border of kLo* positions, so
 // that every tap of every output reads inside it (no bounds checks).
 static constexpr int kCinP = 256;
-static constexpr int kLoD = 0, kLoH = 0, kLoW = 0;
-static constexpr int kXD = 18, kXH = 18, kXW = 18;
-static constexpr int kRelayoutPos = 18, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
+static constexpr int kLoD = 0, kLoH = 0, kLoW = 1;
+static constexpr int kXD = 18, kXH = 18, kXW = 20;
+static constexpr int kRelayoutPos = 20, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
 // A phase's GEMM: its rows by a group's output channels, reduced over
 // (tap, channel) in steps of 32. A block is kWarpgroups warpgroups, each
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
-static constexpr int kTotalSteps = 64, kNTiles = 4;
-static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 2;
+static constexpr int kTotalSteps = 32, kNTiles = 5;
+static constexpr int kNP = 104, kNCM = kNP / 8, kND = 52;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kSlabs = 1;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
-static constexpr int kStages = 4;  // weight-image steps in shared memory
-static constexpr int kKW = 1, kCoT = kNP;  // a column is an output channel
+static constexpr int kStages = 3;  // weight-image steps in shared memory
+// The kernel's W taps are columns: column kw*kCoT + c is tap kw of channel
+// c of the tile; a row is an input position along W. Row q of a line
+// anchors outputs w = kAnchorW0 + kStrideW*q + rho (rho < kStrideW), and
+// output w adds column kw of row q + t/kStrideW for each kw whose t = rho +
+// (kKW-1-kw)*kDilW divides. A block writes the outputs of its first kOutRows.
+static constexpr int kKW = 2, kDilW = 1, kCoT = 52;
+static constexpr int kAnchorW0 = -1;
+// A row's sums on the way out: kSumsRow floats, 4 past a multiple of 8, so
+// that a warp's float4 reads of consecutive rows meet no bank twice.
+static constexpr int kSumsRow = 108, kVec = 4;  // kVec: channels a thread reads at once
+// A block's kOutSlots outputs a channel, kSlotsPerPass at a time, kChannelLanes threads each.
+static constexpr int kOutSlots = 63 * kStrideW, kChannelLanes = 1;
+static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
 static constexpr int kOuts = 1;  // outputs a row
-static constexpr int kOutRows = 128;
+static constexpr int kOutRows = 63;
 // The weight image, per (group, N tile, phase, step): for each k8 chunk and
 // 8-column block the 32 lanes' mma.sync fragments in lane order, a lane's
 // four (high parts of its two elements, then low parts) adjacent, so that
 // a lane reads them with one 16-byte load (four 4-byte ones took 4-8%
 // longer).
 static constexpr int kStage = 4 * kNCM * 32 * 4;
-static constexpr idx_t kImageLen = 1048576;
+static constexpr idx_t kImageLen = 1064960;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 // Phase outputs o = r + stride*q; a phase without taps has no steps (its
@@ -84,31 +99,19 @@ struct TapInfo {
     int flat;    // weight tap index (kd*KH + kh)*KW + kw
     idx_t off;   // where it reads in the re-laid input, from the output's own position
 };
-static constexpr int kNumPhases = 8;
+static constexpr int kNumPhases = 4;
 // GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (its (d, h) tap
 // with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 18, 18, 18, 5832, 18, 8, 0, 0, 1 },
-    { 0, 0, 1, 18, 18, 18, 5832, 18, 8, 8, 1, 1 },
-    { 0, 1, 0, 18, 18, 18, 5832, 18, 8, 16, 2, 1 },
-    { 0, 1, 1, 18, 18, 18, 5832, 18, 8, 24, 3, 1 },
-    { 1, 0, 0, 18, 18, 18, 5832, 18, 8, 32, 4, 1 },
-    { 1, 0, 1, 18, 18, 18, 5832, 18, 8, 40, 5, 1 },
-    { 1, 1, 0, 18, 18, 18, 5832, 18, 8, 48, 6, 1 },
-    { 1, 1, 1, 18, 18, 18, 5832, 18, 8, 56, 7, 1 },
+    { 0, 0, 0, 18, 18, 19, 6480, 20, 8, 0, 0, 1 },
+    { 0, 1, 0, 18, 18, 19, 6480, 20, 8, 8, 2, 1 },
+    { 1, 0, 0, 18, 18, 19, 6480, 20, 8, 16, 4, 1 },
+    { 1, 1, 0, 18, 18, 19, 6480, 20, 8, 24, 6, 1 },
 };
 __constant__ TapInfo kTapTable[8] = {
-    { 0, 0 }, { 1, 0 }, { 2, 0 }, { 3, 0 }, { 4, 0 }, { 5, 0 },
-    { 6, 0 }, { 7, 0 },
+    { 0, 0 }, { 1, -256 }, { 2, 0 }, { 3, -256 }, { 4, 0 }, { 5, -256 },
+    { 6, 0 }, { 7, -256 },
 };
-// A row tile's phases are shared among kParts blocks (along z, within a
-// group): part k computes phases kPartPhase[k] up to kPartPhase[k+1],
-// whose weights are steps kPartStep[k] up to kPartStep[k+1] of the image,
-// runs of near-equal steps. The phases' outputs are disjoint: each part
-// stores its own, and the grid has kParts times the blocks to fill the GPU.
-static constexpr int kParts = 4;
-__constant__ int kPartPhase[kParts + 1] = {0, 2, 4, 6, 8};
-__constant__ int kPartStep[kParts + 1] = {0, 16, 32, 48, 64};
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
 // lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
@@ -176,7 +179,7 @@ extern "C" __global__ void zoo_unet3d_up_mid_repack_weight(const float* __restri
 // 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
 static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
 static constexpr int kSlots = 1;  // re-laid positions a unit
-static constexpr int kReadPos = 18;  // input positions a block reads
+static constexpr int kReadPos = 20;  // input positions a block reads
 extern "C" __global__ void __launch_bounds__(kRelayoutThreads) zoo_unet3d_up_mid_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
 {
     __shared__ float stage[kReadPos * (kCinP + 1)];
@@ -249,7 +252,13 @@ __device__ __forceinline__ void cp_async_commit()
 // run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+}
+
+// Waits for every copy this thread issued.
+__device__ __forceinline__ void cp_async_wait_all()
+{
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
 // Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
@@ -259,16 +268,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 zoo_unet3d_up_mid_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages.
-    extern __shared__ __align__(128) float b_stage[];  // 65536 bytes, past the static 48 KiB
-    // The block computes rows m_first.. of its part's phases in turn: the same
+    // The weight stages (at a phase's end the block's sums on their way out).
+    extern __shared__ __align__(128) float b_stage[];  // 79872 bytes, past the static 48 KiB
+    // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
-    // in L2, and the weight image streams through their steps
-    // back to back (a phase of few steps costs no pipeline fill of its own).
+    // in L2.
     const int tid = threadIdx.x, warp = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
-    const int nt = blockIdx.y, grp = blockIdx.z / kParts, part = blockIdx.z % kParts;
+    const int nt = blockIdx.y, grp = blockIdx.z;
     const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
 
     // Global step gs's weights into its stage, if before end (a commit
@@ -281,22 +289,19 @@ zoo_unet3d_up_mid_igemm(const float* __restrict__ xr, const float* __restrict__ 
         }
         cp_async_commit();
     };
-    for (int gs = kPartStep[part]; gs < kPartStep[part] + kStages - 1; ++gs) load_b(gs, kPartStep[part + 1]);
 
-    for (int ph = kPartPhase[part]; ph < kPartPhase[part + 1]; ++ph) {
+    for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
         if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
-        // A phase with fewer rows than this block's first runs the barriers
-        // and copies of its steps (they pace the pipeline), not its products.
         const bool active = m_first < P.rows;
-        const int end = kPartStep[part + 1];
+        if (!active) continue;
+        const int end = P.step_start + P.steps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab,
-        // outputs kOuts*qw.. of their lines, outs[][] of them inside the
-        // phase. Rows past the end read the last row and are not written.
-        idx_t xb[kSlabs][2], yb[kSlabs][2];
-        int outs[kSlabs][2];
+        // where each reads (its outputs are decoded on the way out). Rows
+        // past the end read the last row.
+        idx_t xb[kSlabs][2];
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
@@ -305,11 +310,8 @@ zoo_unet3d_up_mid_igemm(const float* __restrict__ xr, const float* __restrict__ 
                 const int m = m0 < P.rows ? m0 : P.rows - 1;
                 const int n = m / q_dhw, s = m - n * q_dhw;
                 const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
-                outs[sl][r] = m0 < P.rows ? min(kOuts, P.q_w - kOuts * qw) : 0;
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
                     + (idx_t)(qw + kLoW) * kCinP;
-                yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                    + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
         }
 
@@ -340,6 +342,9 @@ zoo_unet3d_up_mid_igemm(const float* __restrict__ xr, const float* __restrict__ 
                 }
             }
         };
+        for (int i = 0; i < kStages - 1; ++i) {
+            load_b(P.step_start + i, end);
+        }
 
         // acc: the fp32 running sums; part: the tensor cores' sums of
         // the current span of steps, added to acc at its end.
@@ -414,17 +419,55 @@ zoo_unet3d_up_mid_igemm(const float* __restrict__ xr, const float* __restrict__ 
 
         auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
 
-        // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
-        // (g+8, 8cb+2t), (g+8, +1); each written once, bias added.
+        // The phase's outputs: the sums go to shared memory (once every
+        // copy into it has landed and every warp is past its last read),
+        // row by row; an output of channel c then adds column kw*kCoT + c
+        // of the row each of its kw reads. A thread writes an output
+        // position's every kChannelLanes-th channel, the position decoded
+        // once; neighbouring threads write neighbouring outputs along W.
+        cp_async_wait_all();
+        __syncthreads();
+        float* sums = b_stage;
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int e = 0; e < kND; ++e) {
-                const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
-                if (outs[sl][r] > 0 && co < kCoutG)
-                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, 0, e) + bias[grp * kCoutG + co];
+            for (int e = 0; e < kND; ++e)
+                sums[(wg_row + sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * kSumsRow + 8 * (e / 4) + 2 * t + e % 2] = result(sl, 0, e);
+        }
+        __syncthreads();
+        // Output slot i is output rho = i % kStrideW of anchor row i / kStrideW.
+        for (int base = 0; base < kOutSlots; base += kSlotsPerPass) {
+            const int slot = base + tid % kSlotsPerPass, lane = tid / kSlotsPerPass;
+            const int row = slot / kStrideW, rho = slot % kStrideW, m = m_first + row;
+            if (slot >= kOutSlots || lane >= kChannelLanes || m >= P.rows) continue;
+            const int n = m / q_dhw, s = m - n * q_dhw;
+            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
+            const int w = kAnchorW0 + kStrideW * qw + rho;
+            float* out = y + ((idx_t)n * kCout + grp * kCoutG + nt * kCoT) * kOutDHW
+                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (idx_t)(P.r_h + kStrideH * qh) * kOutW + w;
+            // A row past the line's anchors only feeds them.
+            const int channels = qw < P.q_w && w >= 0 && w < kOutW ? min(kCoT, kCoutG - nt * kCoT) : 0;
+            #pragma unroll 4
+            for (int c = kVec * lane; c < channels; c += kVec * kChannelLanes) {
+                float sum[kVec];
+                #pragma unroll
+                for (int i = 0; i < kVec; ++i) sum[i] = c + i < channels ? bias[grp * kCoutG + nt * kCoT + c + i] : 0.0f;
+                #pragma unroll
+                for (int kw = 0; kw < kKW; ++kw) {
+                    const int t = rho + (kKW - 1 - kw) * kDilW;  // no tap where it does not divide (the bias alone)
+                    if (t % kStrideW != 0) continue;
+                    const float* src = sums + (row + t / kStrideW) * kSumsRow + kw * kCoT + c;
+                    const float4 v = *reinterpret_cast<const float4*>(src);
+                    sum[0] += v.x; sum[1] += v.y; sum[2] += v.z; sum[3] += v.w;
+                }
+                #pragma unroll
+                for (int i = 0; i < kVec; ++i) {
+                    if (c + i < channels) out[(idx_t)(c + i) * kOutDHW] = sum[i];
+                }
             }
         }
+        // The next phase's copies reuse the memory.
+        __syncthreads();
     }
 }
 """
@@ -453,17 +496,17 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 "weight must be a contiguous float32 CUDA tensor of shape (256, 256, 2, 2, 2)");
     TORCH_CHECK(bias.is_cuda() && bias.scalar_type() == torch::kFloat32 && bias.is_contiguous() && bias.numel() == 256,
                 "bias must be a contiguous float32 CUDA tensor of 256 elements");
-    auto img = torch::empty({1048576}, x.options());
-    auto xr = torch::empty({1492992}, x.options());
+    auto img = torch::empty({1064960}, x.options());
+    auto xr = torch::empty({1658880}, x.options());
     auto y = torch::empty({1, 256, 36, 36, 36}, x.options());
-    zoo_unet3d_up_mid_repack_weight<<<4096, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    zoo_unet3d_up_mid_repack_weight<<<4160, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     check_launch("zoo_unet3d_up_mid_repack_weight");
     zoo_unet3d_up_mid_relayout_input<<<324, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_unet3d_up_mid_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_unet3d_up_mid_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_unet3d_up_mid_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_unet3d_up_mid_igemm<<<dim3(46, 4, 4), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_unet3d_up_mid_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 79872);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_unet3d_up_mid_igemm needs 79872 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    zoo_unet3d_up_mid_igemm<<<dim3(103, 5, 1), 128, 79872>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_unet3d_up_mid_igemm");
     return y;

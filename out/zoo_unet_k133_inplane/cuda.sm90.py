@@ -12,7 +12,7 @@ M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
 A block is one warpgroup
-(4 warps) computing 64 output positions of each
+(4 warps) computing 128 output positions of each
 phase in turn by 64 output channels. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
@@ -55,7 +55,7 @@ static constexpr int kRelayoutPos = 41, kRelayoutChunks = 1;  // the re-layout's
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 36, kNTiles = 1;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 1;
+static constexpr int kSlabs = 2;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 4;  // weight-image steps in shared memory
@@ -63,7 +63,7 @@ static constexpr int kStages = 4;  // weight-image steps in shared memory
 static constexpr int kBarriersAt = 16384;
 static constexpr int kKW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr int kOuts = 1;  // outputs a row
-static constexpr int kOutRows = 64;
+static constexpr int kOutRows = 128;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
@@ -96,14 +96,6 @@ __constant__ TapInfo kTapTable[9] = {
     { 4, 0 }, { 3, 128 }, { 5, 0 }, { 1, 5248 }, { 7, 0 }, { 0, 5376 },
     { 2, 5248 }, { 6, 128 }, { 8, 0 },
 };
-// A row tile's phases are shared among kParts blocks (along z, within a
-// group): part k computes phases kPartPhase[k] up to kPartPhase[k+1],
-// whose weights are steps kPartStep[k] up to kPartStep[k+1] of the image,
-// runs of near-equal steps. The phases' outputs are disjoint: each part
-// stores its own, and the grid has kParts times the blocks to fill the GPU.
-static constexpr int kParts = 2;
-__constant__ int kPartPhase[kParts + 1] = {0, 3, 4};
-__constant__ int kPartStep[kParts + 1] = {0, 20, 36};
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
 // lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
@@ -295,14 +287,14 @@ zoo_unet_k133_inplane_igemm(const float* __restrict__ xr, const float* __restric
 {
     // The weight stages, the barriers.
     extern __shared__ __align__(128) float b_stage[];  // 65568 bytes, past the static 48 KiB
-    // The block computes rows m_first.. of its part's phases in turn: the same
+    // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
-    // in L2, and the weight image streams through their steps
+    // in L2, and the weight image streams through all phases' steps
     // back to back (a phase of few steps costs no pipeline fill of its own).
     const int tid = threadIdx.x, warp = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
-    const int nt = blockIdx.y, grp = blockIdx.z / kParts, part = blockIdx.z % kParts;
+    const int nt = blockIdx.y, grp = blockIdx.z;
     const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
     // Stage k's barrier, and in bit k the parity of its next phase.
     unsigned long long* const stage_full = reinterpret_cast<unsigned long long*>(b_stage + kBarriersAt);
@@ -322,15 +314,15 @@ zoo_unet_k133_inplane_igemm(const float* __restrict__ xr, const float* __restric
         }
         cp_async_commit();
     };
-    for (int gs = kPartStep[part]; gs < kPartStep[part] + kStages - 1; ++gs) load_b(gs, kPartStep[part + 1]);
+    for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);
 
-    for (int ph = kPartPhase[part]; ph < kPartPhase[part + 1]; ++ph) {
+    for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
         if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
         // A phase with fewer rows than this block's first runs the barriers
         // and copies of its steps (they pace the pipeline), not its products.
         const bool active = m_first < P.rows;
-        const int end = kPartStep[part + 1];
+        const int end = kTotalSteps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab,
@@ -502,7 +494,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_unet_k133_inplane_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65568);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_unet_k133_inplane_igemm needs 65568 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_unet_k133_inplane_igemm<<<dim3(800, 1, 2), 128, 65568>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    zoo_unet_k133_inplane_igemm<<<dim3(400, 1, 1), 128, 65568>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_unet_k133_inplane_igemm");
     return y;

@@ -11,13 +11,13 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-A block is one warpgroup
-(4 warps) computing 128 output positions of each
+A block is 4 warpgroups
+(4 warps each, sharing the weight stages) computing 256 output positions of each
 phase in turn by 64 output channels. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the tensor
-cores' shared-memory layout and staged 4 steps deep by bulk copies (TMA).
+cores' shared-memory layout and staged 3 steps deep by bulk copies (TMA).
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), wgmma's m64n64k8 warpgroup products. The
 tensor cores do not add in exact fp32, so their sums cover 4 steps of
@@ -55,15 +55,15 @@ static constexpr int kRelayoutPos = 9, kRelayoutChunks = 4;  // the re-layout's 
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 256, kNTiles = 8;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 2;
-static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
+static constexpr int kSlabs = 1;
+static constexpr int kWarpgroups = 4, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
-static constexpr int kStages = 4;  // weight-image steps in shared memory
+static constexpr int kStages = 3;  // weight-image steps in shared memory
 // The stages' barriers (8 bytes each) from float kBarriersAt of shared memory.
-static constexpr int kBarriersAt = 16384;
+static constexpr int kBarriersAt = 12288;
 static constexpr int kKW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr int kOuts = 1;  // outputs a row
-static constexpr int kOutRows = 128;
+static constexpr int kOutRows = 256;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
@@ -230,7 +230,7 @@ __device__ __forceinline__ void cp_async_commit()
 // run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
 }
 
 // d += a * the m64n64k8 B at desc (add 0: d = a * B, so a fresh sum
@@ -295,7 +295,7 @@ zoo_vae_up_144_igemm(const float* __restrict__ xr, const float* __restrict__ img
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // The weight stages, the barriers.
-    extern __shared__ __align__(128) float b_stage[];  // 65568 bytes, past the static 48 KiB
+    extern __shared__ __align__(128) float b_stage[];  // 49176 bytes, past the static 48 KiB
     // The block computes rows m_first.. of its part's phases in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
     // in L2, and the weight image streams through their steps
@@ -437,9 +437,6 @@ zoo_vae_up_144_igemm(const float* __restrict__ xr, const float* __restrict__ img
                 for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_hi, 1);
             }
             wgmma_commit();
-            // The next step's inputs load while the products run (these
-            // read the A parts, not the inputs).
-            if (s + 1 < P.steps) load_a(s + 1);
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) wgmma_wait(part[sl]);
             if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
@@ -449,6 +446,8 @@ zoo_vae_up_144_igemm(const float* __restrict__ xr, const float* __restrict__ img
                     for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
                 }
             }
+            // The next step's inputs load now, while other warps' products run.
+            if (s + 1 < P.steps) load_a(s + 1);
         }
         if (!active) continue;
 
@@ -501,9 +500,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     zoo_vae_up_144_relayout_input<<<680, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_vae_up_144_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_vae_up_144_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65568);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_vae_up_144_igemm needs 65568 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_vae_up_144_igemm<<<dim3(40, 8, 4), 128, 65568>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_vae_up_144_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 49176);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_vae_up_144_igemm needs 49176 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    zoo_vae_up_144_igemm<<<dim3(20, 8, 4), 512, 49176>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_vae_up_144_igemm");
     return y;

@@ -115,9 +115,9 @@ __constant__ TapInfo kTapTable[64] = {
 // whose weights are steps kPartStep[k] up to kPartStep[k+1] of the image,
 // runs of near-equal steps. The phases' outputs are disjoint: each part
 // stores its own, and the grid has kParts times the blocks to fill the GPU.
-static constexpr int kParts = 3;
-__constant__ int kPartPhase[kParts + 1] = {0, 3, 6, 8};
-__constant__ int kPartStep[kParts + 1] = {0, 384, 768, 1024};
+static constexpr int kParts = 8;
+__constant__ int kPartPhase[kParts + 1] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+__constant__ int kPartStep[kParts + 1] = {0, 128, 256, 384, 512, 640, 768, 896, 1024};
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
 // lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
@@ -472,7 +472,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
     static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_vgan_up_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
     TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_vgan_up_igemm needs 65536 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_vgan_up_igemm<<<dim3(8, 4, 3), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    zoo_vgan_up_igemm<<<dim3(8, 4, 8), 128, 65536>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_vgan_up_igemm");
     return y;

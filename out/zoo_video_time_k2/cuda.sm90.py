@@ -12,16 +12,16 @@ M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
 A block is one warpgroup
-(4 warps) computing 128 output positions of each
+(4 warps) computing 64 output positions of each
 phase in turn by 64 output channels. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the tensor
-cores' shared-memory layout and staged 4 steps deep by bulk copies (TMA).
+cores' shared-memory layout and staged 2 steps deep by bulk copies (TMA).
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), wgmma's m64n64k8 warpgroup products. The
-tensor cores do not add in exact fp32, so their sums cover 4 steps of
-32 and are then added in fp32.
+tensor cores do not add in exact fp32, so their sums cover 8 steps of
+32 (every phase's steps).
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -55,15 +55,15 @@ static constexpr int kRelayoutPos = 22, kRelayoutChunks = 3;  // the re-layout's
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
 static constexpr int kTotalSteps = 16, kNTiles = 4;
 static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 2;
+static constexpr int kSlabs = 1;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
-static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
-static constexpr int kStages = 4;  // weight-image steps in shared memory
+static constexpr int kSpan = 8;  // steps per tensor-core sum (they do not add in exact fp32)
+static constexpr int kStages = 2;  // weight-image steps in shared memory
 // The stages' barriers (8 bytes each) from float kBarriersAt of shared memory.
-static constexpr int kBarriersAt = 16384;
+static constexpr int kBarriersAt = 8192;
 static constexpr int kKW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr int kOuts = 1;  // outputs a row
-static constexpr int kOutRows = 128;
+static constexpr int kOutRows = 64;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
@@ -93,14 +93,6 @@ __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
 __constant__ TapInfo kTapTable[2] = {
     { 0, 0 }, { 1, 0 },
 };
-// A row tile's phases are shared among kParts blocks (along z, within a
-// group): part k computes phases kPartPhase[k] up to kPartPhase[k+1],
-// whose weights are steps kPartStep[k] up to kPartStep[k+1] of the image,
-// runs of near-equal steps. The phases' outputs are disjoint: each part
-// stores its own, and the grid has kParts times the blocks to fill the GPU.
-static constexpr int kParts = 2;
-__constant__ int kPartPhase[kParts + 1] = {0, 1, 2};
-__constant__ int kPartStep[kParts + 1] = {0, 8, 16};
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
 // lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
@@ -226,7 +218,7 @@ __device__ __forceinline__ void cp_async_commit()
 // run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
 // d += a * the m64n64k8 B at desc (add 0: d = a * B, so a fresh sum
@@ -285,21 +277,21 @@ __device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned p
 
 // Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
 // more registers from the same fragments, and one block an SM is asked for.
-static constexpr int kMinBlocks = 1;
+static constexpr int kMinBlocks = 4;
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 zoo_video_time_k2_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // The weight stages, the barriers.
-    extern __shared__ __align__(128) float b_stage[];  // 65568 bytes, past the static 48 KiB
-    // The block computes rows m_first.. of its part's phases in turn: the same
+    __shared__ __align__(128) float b_stage[32784 / 4];
+    // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
-    // in L2, and the weight image streams through their steps
+    // in L2, and the weight image streams through all phases' steps
     // back to back (a phase of few steps costs no pipeline fill of its own).
     const int tid = threadIdx.x, warp = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
-    const int nt = blockIdx.y, grp = blockIdx.z / kParts, part = blockIdx.z % kParts;
+    const int nt = blockIdx.y, grp = blockIdx.z;
     const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
     // Stage k's barrier, and in bit k the parity of its next phase.
     unsigned long long* const stage_full = reinterpret_cast<unsigned long long*>(b_stage + kBarriersAt);
@@ -319,15 +311,15 @@ zoo_video_time_k2_igemm(const float* __restrict__ xr, const float* __restrict__ 
         }
         cp_async_commit();
     };
-    for (int gs = kPartStep[part]; gs < kPartStep[part] + kStages - 1; ++gs) load_b(gs, kPartStep[part + 1]);
+    for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);
 
-    for (int ph = kPartPhase[part]; ph < kPartPhase[part + 1]; ++ph) {
+    for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
         if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
         // A phase with fewer rows than this block's first runs the barriers
         // and copies of its steps (they pace the pipeline), not its products.
         const bool active = m_first < P.rows;
-        const int end = kPartStep[part + 1];
+        const int end = kTotalSteps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab,
@@ -379,17 +371,8 @@ zoo_video_time_k2_igemm(const float* __restrict__ xr, const float* __restrict__ 
             }
         };
 
-        // acc: the fp32 running sums; part: the tensor cores' sums of
-        // the current span of steps, added to acc at its end.
-        float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
-        #pragma unroll
-        for (int sl = 0; sl < kSlabs; ++sl) {
-            #pragma unroll
-            for (int e = 0; e < kND; ++e) {
-                #pragma unroll
-                for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
-            }
-        }
+        // part: the tensor cores' sums, one span a phase: its result.
+        float part[kSlabs][kND];
         if (active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
@@ -438,17 +421,10 @@ zoo_video_time_k2_igemm(const float* __restrict__ xr, const float* __restrict__ 
             if (s + 1 < P.steps) load_a(s + 1);
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) wgmma_wait(part[sl]);
-            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
-                #pragma unroll
-                for (int sl = 0; sl < kSlabs; ++sl) {
-                    #pragma unroll
-                    for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
-                }
-            }
         }
         if (!active) continue;
 
-        auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
+        auto result = [&](int sl, int o, int e) { return part[sl][e]; };
 
         // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
         // (g+8, 8cb+2t), (g+8, +1); each written once, bias added.
@@ -496,10 +472,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     check_launch("zoo_video_time_k2_repack_weight");
     zoo_video_time_k2_relayout_input<<<960, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_video_time_k2_relayout_input");
-    // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_video_time_k2_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65568);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_video_time_k2_igemm needs 65568 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_video_time_k2_igemm<<<dim3(160, 4, 2), 128, 65568>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    zoo_video_time_k2_igemm<<<dim3(320, 4, 1), 128>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_video_time_k2_igemm");
     return y;
