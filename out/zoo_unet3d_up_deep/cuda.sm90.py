@@ -11,15 +11,18 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-A block is one warpgroup
-(4 warps) computing 64 output positions of each
-phase in turn by 64 output channels. The input is re-laid channels last
+The kernel's W taps are GEMM columns too: N = kernel_w x 52 output
+channels, K = the (d, h) taps x input channels, and a row is an input
+position along W; output q of a line adds the sums of column kw of row
+q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
+(4 warps) computing 64 rows of each phase in turn by 104 columns and
+writing the outputs of its first 63. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the tensor
-cores' shared-memory layout and staged 4 steps deep by bulk copies (TMA).
+cores' shared-memory layout and staged 3 steps deep by bulk copies (TMA).
 Products are 3xTF32 (each operand split into TF32 high and low parts,
-lo*hi + hi*lo + hi*hi), wgmma's m64n64k8 warpgroup products. The
+lo*hi + hi*lo + hi*hi), wgmma's m64n104k8 warpgroup products. The
 tensor cores do not add in exact fp32, so their sums cover 4 steps of
 32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
@@ -47,27 +50,39 @@ static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 // padded with zeros to kCinP, inside a zero border of kLo* positions, so
 // that every tap of every output reads inside it (no bounds checks).
 static constexpr int kCinP = 512;
-static constexpr int kLoD = 0, kLoH = 0, kLoW = 0;
-static constexpr int kXD = 11, kXH = 11, kXW = 11;
-static constexpr int kRelayoutPos = 11, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
+static constexpr int kLoD = 0, kLoH = 0, kLoW = 1;
+static constexpr int kXD = 11, kXH = 11, kXW = 13;
+static constexpr int kRelayoutPos = 7, kRelayoutChunks = 2;  // the re-layout's units a block, blocks a row
 // A phase's GEMM: its rows by a group's output channels, reduced over
 // (tap, channel) in steps of 32. A block is kWarpgroups warpgroups, each
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
-static constexpr int kTotalSteps = 128, kNTiles = 8;
-static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kTotalSteps = 64, kNTiles = 10;
+static constexpr int kNP = 104, kNCM = kNP / 8, kND = 52;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 1;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
-static constexpr int kStages = 4;  // weight-image steps in shared memory
+static constexpr int kStages = 3;  // weight-image steps in shared memory
 // The stages' barriers (8 bytes each) from float kBarriersAt of shared memory.
-static constexpr int kBarriersAt = 16384;
-static constexpr int kKW = 1, kCoT = kNP;  // a column is an output channel
+static constexpr int kBarriersAt = 19968;
+// The kernel's W taps are columns: column kw*kCoT + c is tap kw of channel
+// c of the tile; a row is an input position along W. Row q of a line
+// anchors outputs w = kAnchorW0 + kStrideW*q + rho (rho < kStrideW), and
+// output w adds column kw of row q + t/kStrideW for each kw whose t = rho +
+// (kKW-1-kw)*kDilW divides. A block writes the outputs of its first kOutRows.
+static constexpr int kKW = 2, kDilW = 1, kCoT = 52;
+static constexpr int kAnchorW0 = -1;
+// A row's sums on the way out: kSumsRow floats, 4 past a multiple of 8, so
+// that a warp's float4 reads of consecutive rows meet no bank twice.
+static constexpr int kSumsRow = 108, kVec = 4;  // kVec: channels a thread reads at once
+// A block's kOutSlots outputs a channel, kSlotsPerPass at a time, kChannelLanes threads each.
+static constexpr int kOutSlots = 63 * kStrideW, kChannelLanes = 1;
+static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
 static constexpr int kOuts = 1;  // outputs a row
-static constexpr int kOutRows = 64;
+static constexpr int kOutRows = 63;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
-static constexpr idx_t kImageLen = 4194304;
+static constexpr idx_t kImageLen = 4259840;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 // Phase outputs o = r + stride*q; a phase without taps has no steps (its
@@ -83,31 +98,19 @@ struct TapInfo {
     int flat;    // weight tap index (kd*KH + kh)*KW + kw
     idx_t off;   // where it reads in the re-laid input, from the output's own position
 };
-static constexpr int kNumPhases = 8;
+static constexpr int kNumPhases = 4;
 // GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (its (d, h) tap
 // with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 11, 11, 11, 1331, 11, 16, 0, 0, 1 },
-    { 0, 0, 1, 11, 11, 11, 1331, 11, 16, 16, 1, 1 },
-    { 0, 1, 0, 11, 11, 11, 1331, 11, 16, 32, 2, 1 },
-    { 0, 1, 1, 11, 11, 11, 1331, 11, 16, 48, 3, 1 },
-    { 1, 0, 0, 11, 11, 11, 1331, 11, 16, 64, 4, 1 },
-    { 1, 0, 1, 11, 11, 11, 1331, 11, 16, 80, 5, 1 },
-    { 1, 1, 0, 11, 11, 11, 1331, 11, 16, 96, 6, 1 },
-    { 1, 1, 1, 11, 11, 11, 1331, 11, 16, 112, 7, 1 },
+    { 0, 0, 0, 11, 11, 12, 1573, 13, 16, 0, 0, 1 },
+    { 0, 1, 0, 11, 11, 12, 1573, 13, 16, 16, 2, 1 },
+    { 1, 0, 0, 11, 11, 12, 1573, 13, 16, 32, 4, 1 },
+    { 1, 1, 0, 11, 11, 12, 1573, 13, 16, 48, 6, 1 },
 };
 __constant__ TapInfo kTapTable[8] = {
-    { 0, 0 }, { 1, 0 }, { 2, 0 }, { 3, 0 }, { 4, 0 }, { 5, 0 },
-    { 6, 0 }, { 7, 0 },
+    { 0, 0 }, { 1, -512 }, { 2, 0 }, { 3, -512 }, { 4, 0 }, { 5, -512 },
+    { 6, 0 }, { 7, -512 },
 };
-// A row tile's phases are shared among kParts blocks (along z, within a
-// group): part k computes phases kPartPhase[k] up to kPartPhase[k+1],
-// whose weights are steps kPartStep[k] up to kPartStep[k+1] of the image,
-// runs of near-equal steps. The phases' outputs are disjoint: each part
-// stores its own, and the grid has kParts times the blocks to fill the GPU.
-static constexpr int kParts = 2;
-__constant__ int kPartPhase[kParts + 1] = {0, 4, 8};
-__constant__ int kPartStep[kParts + 1] = {0, 64, 128};
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
 // lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
@@ -167,7 +170,7 @@ extern "C" __global__ void zoo_unet3d_up_deep_repack_weight(const float* __restr
 // 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
 static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
 static constexpr int kSlots = 1;  // re-laid positions a unit
-static constexpr int kReadPos = 11;  // input positions a block reads
+static constexpr int kReadPos = 7;  // input positions a block reads
 extern "C" __global__ void __launch_bounds__(kRelayoutThreads) zoo_unet3d_up_deep_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
 {
     __shared__ float stage[kReadPos * (kCinP + 1)];
@@ -233,16 +236,22 @@ __device__ __forceinline__ void cp_async_commit()
 // run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
 }
 
-// d += a * the m64n64k8 B at desc (add 0: d = a * B, so a fresh sum
+// Waits for every copy this thread issued.
+__device__ __forceinline__ void cp_async_wait_all()
+{
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+}
+
+// d += a * the m64n104k8 B at desc (add 0: d = a * B, so a fresh sum
 // needs no zeroing), A from registers, B from shared memory.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %57, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n104k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51}, {%52, %53, %54, %55}, %56, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
 }
 
@@ -250,7 +259,7 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, u
 // async_proxy_fence: this thread's landed copies are visible to the tensor
 // cores' reads (the async proxy), before the barrier that publishes them.
 // wgmma_fence: this step's register writes (A parts) precede the products.
-__device__ __forceinline__ void wgmma_wait(float (&d)[kND]) { asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) :: "memory"); }
+__device__ __forceinline__ void wgmma_wait(float (&d)[kND]) { asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]) :: "memory"); }
 __device__ __forceinline__ void async_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
@@ -297,16 +306,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 zoo_unet3d_up_deep_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages, the barriers.
-    extern __shared__ __align__(128) float b_stage[];  // 65568 bytes, past the static 48 KiB
-    // The block computes rows m_first.. of its part's phases in turn: the same
+    // The weight stages (at a phase's end the block's sums on their way out), the barriers.
+    extern __shared__ __align__(128) float b_stage[];  // 79896 bytes, past the static 48 KiB
+    // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
-    // in L2, and the weight image streams through their steps
-    // back to back (a phase of few steps costs no pipeline fill of its own).
+    // in L2.
     const int tid = threadIdx.x, warp = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
-    const int nt = blockIdx.y, grp = blockIdx.z / kParts, part = blockIdx.z % kParts;
+    const int nt = blockIdx.y, grp = blockIdx.z;
     const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
     // Stage k's barrier, and in bit k the parity of its next phase.
     unsigned long long* const stage_full = reinterpret_cast<unsigned long long*>(b_stage + kBarriersAt);
@@ -326,22 +334,19 @@ zoo_unet3d_up_deep_igemm(const float* __restrict__ xr, const float* __restrict__
         }
         cp_async_commit();
     };
-    for (int gs = kPartStep[part]; gs < kPartStep[part] + kStages - 1; ++gs) load_b(gs, kPartStep[part + 1]);
 
-    for (int ph = kPartPhase[part]; ph < kPartPhase[part + 1]; ++ph) {
+    for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
         if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
-        // A phase with fewer rows than this block's first runs the barriers
-        // and copies of its steps (they pace the pipeline), not its products.
         const bool active = m_first < P.rows;
-        const int end = kPartStep[part + 1];
+        if (!active) continue;
+        const int end = P.step_start + P.steps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab,
-        // outputs kOuts*qw.. of their lines, outs[][] of them inside the
-        // phase. Rows past the end read the last row and are not written.
-        idx_t xb[kSlabs][2], yb[kSlabs][2];
-        int outs[kSlabs][2];
+        // where each reads (its outputs are decoded on the way out). Rows
+        // past the end read the last row.
+        idx_t xb[kSlabs][2];
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
@@ -350,11 +355,8 @@ zoo_unet3d_up_deep_igemm(const float* __restrict__ xr, const float* __restrict__
                 const int m = m0 < P.rows ? m0 : P.rows - 1;
                 const int n = m / q_dhw, s = m - n * q_dhw;
                 const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
-                outs[sl][r] = m0 < P.rows ? min(kOuts, P.q_w - kOuts * qw) : 0;
                 xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
                     + (idx_t)(qw + kLoW) * kCinP;
-                yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                    + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
         }
 
@@ -385,6 +387,9 @@ zoo_unet3d_up_deep_igemm(const float* __restrict__ xr, const float* __restrict__
                 }
             }
         };
+        for (int i = 0; i < kStages - 1; ++i) {
+            load_b(P.step_start + i, end);
+        }
 
         // acc: the fp32 running sums; part: the tensor cores' sums of
         // the current span of steps, added to acc at its end.
@@ -457,17 +462,57 @@ zoo_unet3d_up_deep_igemm(const float* __restrict__ xr, const float* __restrict__
 
         auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
 
-        // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
-        // (g+8, 8cb+2t), (g+8, +1); each written once, bias added.
+        // The phase's outputs: the sums go to shared memory (once every
+        // copy into it has landed and every warp is past its last read),
+        // row by row; an output of channel c then adds column kw*kCoT + c
+        // of the row each of its kw reads. A thread writes an output
+        // position's every kChannelLanes-th channel, the position decoded
+        // once; neighbouring threads write neighbouring outputs along W.
+        cp_async_wait_all();
+        __syncthreads();
+        float* sums = b_stage;
         #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int e = 0; e < kND; ++e) {
-                const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
-                if (outs[sl][r] > 0 && co < kCoutG)
-                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, 0, e) + bias[grp * kCoutG + co];
+            for (int e = 0; e < kND; ++e)
+                sums[(wg_row + sl * 64 + warp * 16 + g + 8 * (e % 4 / 2)) * kSumsRow + 8 * (e / 4) + 2 * t + e % 2] = result(sl, 0, e);
+        }
+        __syncthreads();
+        // Output slot i is output rho = i % kStrideW of anchor row i / kStrideW.
+        for (int base = 0; base < kOutSlots; base += kSlotsPerPass) {
+            const int slot = base + tid % kSlotsPerPass, lane = tid / kSlotsPerPass;
+            const int row = slot / kStrideW, rho = slot % kStrideW, m = m_first + row;
+            if (slot >= kOutSlots || lane >= kChannelLanes || m >= P.rows) continue;
+            const int n = m / q_dhw, s = m - n * q_dhw;
+            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
+            const int w = kAnchorW0 + kStrideW * qw + rho;
+            float* out = y + ((idx_t)n * kCout + grp * kCoutG + nt * kCoT) * kOutDHW
+                + (idx_t)(P.r_d + kStrideD * qd) * kOutHW + (idx_t)(P.r_h + kStrideH * qh) * kOutW + w;
+            // A row past the line's anchors only feeds them.
+            const int channels = qw < P.q_w && w >= 0 && w < kOutW ? min(kCoT, kCoutG - nt * kCoT) : 0;
+            #pragma unroll 4
+            for (int c = kVec * lane; c < channels; c += kVec * kChannelLanes) {
+                float sum[kVec];
+                #pragma unroll
+                for (int i = 0; i < kVec; ++i) sum[i] = c + i < channels ? bias[grp * kCoutG + nt * kCoT + c + i] : 0.0f;
+                #pragma unroll
+                for (int kw = 0; kw < kKW; ++kw) {
+                    const int t = rho + (kKW - 1 - kw) * kDilW;  // no tap where it does not divide (the bias alone)
+                    if (t % kStrideW != 0) continue;
+                    const float* src = sums + (row + t / kStrideW) * kSumsRow + kw * kCoT + c;
+                    const float4 v = *reinterpret_cast<const float4*>(src);
+                    sum[0] += v.x; sum[1] += v.y; sum[2] += v.z; sum[3] += v.w;
+                }
+                #pragma unroll
+                for (int i = 0; i < kVec; ++i) {
+                    if (c + i < channels) out[(idx_t)(c + i) * kOutDHW] = sum[i];
+                }
             }
         }
+        // The next phase's copies reuse the memory (bulk ones through the
+        // async proxy, ordered after these reads by the fence).
+        async_proxy_fence();
+        __syncthreads();
     }
 }
 """
@@ -496,17 +541,17 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 "weight must be a contiguous float32 CUDA tensor of shape (512, 512, 2, 2, 2)");
     TORCH_CHECK(bias.is_cuda() && bias.scalar_type() == torch::kFloat32 && bias.is_contiguous() && bias.numel() == 512,
                 "bias must be a contiguous float32 CUDA tensor of 512 elements");
-    auto img = torch::empty({4194304}, x.options());
-    auto xr = torch::empty({681472}, x.options());
+    auto img = torch::empty({4259840}, x.options());
+    auto xr = torch::empty({805376}, x.options());
     auto y = torch::empty({1, 512, 22, 22, 22}, x.options());
-    zoo_unet3d_up_deep_repack_weight<<<16384, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    zoo_unet3d_up_deep_repack_weight<<<16640, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     check_launch("zoo_unet3d_up_deep_repack_weight");
-    zoo_unet3d_up_deep_relayout_input<<<121, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
+    zoo_unet3d_up_deep_relayout_input<<<242, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_unet3d_up_deep_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_unet3d_up_deep_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65568);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_unet3d_up_deep_igemm needs 65568 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_unet3d_up_deep_igemm<<<dim3(21, 8, 2), 128, 65568>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_unet3d_up_deep_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 79896);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_unet3d_up_deep_igemm needs 79896 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    zoo_unet3d_up_deep_igemm<<<dim3(25, 10, 1), 128, 79896>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_unet3d_up_deep_igemm");
     return y;
