@@ -550,6 +550,17 @@ func (p *Plan) choosePhaseSplit(steps []int) (int, float64) {
 		// steps ran 1.1x to 1.2x slower in 2 to 8 runs than in one block.
 		return best, bestTime
 	}
+	if p.Target.WGMMA {
+		// On sm_90a the plan leaves the split to the spec: one warpgroup's
+		// asynchronous products already keep much of an SM busy, so splits
+		// gained 1.3x to 2.7x only on grids of a block for every few SMs
+		// (vgan_up, vnet_up_256, nnunet_up_320) and at most 15% elsewhere,
+		// and the chooser's utilisation term, crediting every extra block,
+		// then ranked split tiles over faster unsplit ones (unet3d_up_deep
+		// 0.132 against 0.109 ms, gan3d_up512 1.145 against 0.989, end to
+		// end). The mma.sync form on sm80 gains more than credited.
+		return best, bestTime
+	}
 	for parts := 2; parts <= min(len(steps), spec.MaxPhaseSplit); parts++ {
 		if v := p.phaseSplitTime(steps, parts); v < bestTime {
 			best, bestTime = parts, v

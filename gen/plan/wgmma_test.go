@@ -511,9 +511,10 @@ func TestMMASyncSpillsSpanTwo(t *testing.T) {
 // of 1, 2, 2, 4, 2, 4, 4 and 8 steps (a tap each); in 3 runs the least
 // largest run is 10 steps: (1 2 2 4) (2 4 4) (8), the grid's z three
 // blocks a group. More runs than phases with taps are refused, and left
-// to the plan a grid of one row tile takes the fewest runs that reach the
-// longest phase (4), while one that fills the GPU many times over keeps
-// one block.
+// to the plan (sm80) a grid of one row tile takes the fewest runs that
+// reach the longest phase (4), while one that fills the GPU many times
+// over keeps one block; on sm90 the plan does not split. A split of 1
+// given where the plan would split is written in the tile.
 func TestWGMMAPhaseSplit(t *testing.T) {
 	three := [3]int{3, 3, 3}
 	two, one := [3]int{2, 2, 2}, [3]int{1, 1, 1}
@@ -540,19 +541,27 @@ func TestWGMMAPhaseSplit(t *testing.T) {
 	}
 
 	c.tile = "{wgmma: true}"
-	p, err = plan.New(c.parse(t), plan.SM90)
+	p, err = plan.New(c.parse(t), plan.SM80)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.WGMMA.Parts != 4 || p.Tile.WGMMA.PhaseSplit != 4 {
-		t.Errorf("one row tile of 2 groups on 132 SMs: %d parts (tile %d), want 4 (runs of 8 steps at most, the last phase's)", p.WGMMA.Parts, p.Tile.WGMMA.PhaseSplit)
+		t.Errorf("one row tile of 2 groups on 108 SMs: %d parts (tile %d), want 4 (runs of 8 steps at most, the last phase's)", p.WGMMA.Parts, p.Tile.WGMMA.PhaseSplit)
+	}
+	if p, err = plan.New(c.parse(t), plan.SM90); err != nil || p.WGMMA.Parts != 1 || p.Tile.WGMMA.PhaseSplit != 0 {
+		t.Errorf("sm90 (the split left to the spec): %v, want one block, left unwritten", err)
 	}
 	c.batch, c.in = 16, [3]int{32, 32, 32}
-	p, err = plan.New(c.parse(t), plan.SM90)
+	p, err = plan.New(c.parse(t), plan.SM80)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.WGMMA.Parts != 1 || p.Tile.WGMMA.PhaseSplit != 0 {
 		t.Errorf("%d row tiles: %d parts (tile %d), want one block, left unwritten", p.WGMMA.Tiles, p.WGMMA.Parts, p.Tile.WGMMA.PhaseSplit)
+	}
+	c.tile = "{wgmma: true, phase_split: 1}"
+	c.batch, c.in = 1, [3]int{2, 3, 5}
+	if p, err = plan.New(c.parse(t), plan.SM80); err != nil || p.WGMMA.Parts != 1 || p.Tile.WGMMA.PhaseSplit != 1 {
+		t.Errorf("split 1 given where the plan would split: %v, want one block, written", err)
 	}
 }

@@ -16,7 +16,8 @@ The kernel's W taps are GEMM columns too: N = kernel_w x 32 output
 channels, K = the (d, h) taps x input channels, and a row is an input
 position along W; output q of a line adds the sums of column kw of row
 q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
-(4 warps) computing 64 rows of each phase in turn by 96 columns and
+(4 warps) computing 64 rows of each phase of its run in turn (a row tile's phases are shared
+among 2 blocks, runs of consecutive phases) by 96 columns and
 writing the outputs of its first 62. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16

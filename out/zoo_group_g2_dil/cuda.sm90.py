@@ -21,11 +21,11 @@ writing the outputs of its first 62. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the tensor
-cores' shared-memory layout and staged 2 steps deep by bulk copies (TMA).
+cores' shared-memory layout and staged 4 steps deep by bulk copies (TMA).
 Products are 3xTF32 (each operand split into TF32 high and low parts,
 lo*hi + hi*lo + hi*hi), wgmma's m64n96k8 warpgroup products. The
-tensor cores do not add in exact fp32, so their sums cover 16 steps of
-32 (every phase's steps).
+tensor cores do not add in exact fp32, so their sums cover 4 steps of
+32 and are then added in fp32.
 Both re-layouts run in every forward and are part of its time.
 """
 import torch
@@ -61,10 +61,10 @@ static constexpr int kTotalSteps = 14, kNTiles = 1;
 static constexpr int kNP = 96, kNCM = kNP / 8, kND = 48;  // columns, their 8-column blocks, sums per thread and slab
 static constexpr int kSlabs = 1;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
-static constexpr int kSpan = 16;  // steps per tensor-core sum (they do not add in exact fp32)
-static constexpr int kStages = 2;  // weight-image steps in shared memory
+static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
+static constexpr int kStages = 4;  // weight-image steps in shared memory
 // The stages' barriers (8 bytes each) from float kBarriersAt of shared memory.
-static constexpr int kBarriersAt = 12288;
+static constexpr int kBarriersAt = 24576;
 // The kernel's W taps are columns: column kw*kCoT + c is tap kw of channel
 // c of the tile; a row is an input position along W. Row q of a line
 // anchors outputs w = kAnchorW0 + kStrideW*q + rho (rho < kStrideW), and
@@ -78,6 +78,7 @@ static constexpr int kSumsRow = 100, kVec = 4;  // kVec: channels a thread reads
 // A block's kOutSlots outputs a channel, kSlotsPerPass at a time, kChannelLanes threads each.
 static constexpr int kOutSlots = 62 * kStrideW, kChannelLanes = 1;
 static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
+static constexpr int kOuts = 1;  // outputs a row
 static constexpr int kOutRows = 62;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
@@ -114,14 +115,6 @@ __constant__ TapInfo kTapTable[27] = {
     { 18, 912 }, { 19, 864 }, { 20, 816 }, { 21, 48 }, { 22, 0 }, { 23, -48 },
     { 24, -816 }, { 25, -864 }, { 26, -912 },
 };
-// A row tile's phases are shared among kParts blocks (along z, within a
-// group): part k computes phases kPartPhase[k] up to kPartPhase[k+1],
-// whose weights are steps kPartStep[k] up to kPartStep[k+1] of the image,
-// runs of near-equal steps. The phases' outputs are disjoint: each part
-// stores its own, and the grid has kParts times the blocks to fill the GPU.
-static constexpr int kParts = 2;
-__constant__ int kPartPhase[kParts + 1] = {0, 2, 4};
-__constant__ int kPartStep[kParts + 1] = {0, 5, 14};
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
 // lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
@@ -260,7 +253,7 @@ __device__ __forceinline__ void cp_async_commit()
 // run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    asm volatile("cp.async.wait_group 2;" ::: "memory");
 }
 
 // Waits for every copy this thread issued.
@@ -325,20 +318,20 @@ __device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned p
 
 // Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
 // more registers from the same fragments, and one block an SM is asked for.
-static constexpr int kMinBlocks = 4;
+static constexpr int kMinBlocks = 1;
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 zoo_group_g2_dil_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // The weight stages (at a phase's end the block's sums on their way out), the barriers.
-    extern __shared__ __align__(128) float b_stage[];  // 49168 bytes, past the static 48 KiB
-    // The block computes rows m_first.. of its part's phases in turn: the same
+    extern __shared__ __align__(128) float b_stage[];  // 98336 bytes, past the static 48 KiB
+    // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
     // in L2.
     const int tid = threadIdx.x, warp = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
-    const int nt = blockIdx.y, grp = blockIdx.z / kParts, part = blockIdx.z % kParts;
+    const int nt = blockIdx.y, grp = blockIdx.z;
     const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
     // Stage k's barrier, and in bit k the parity of its next phase.
     unsigned long long* const stage_full = reinterpret_cast<unsigned long long*>(b_stage + kBarriersAt);
@@ -359,7 +352,7 @@ zoo_group_g2_dil_igemm(const float* __restrict__ xr, const float* __restrict__ i
         cp_async_commit();
     };
 
-    for (int ph = kPartPhase[part]; ph < kPartPhase[part + 1]; ++ph) {
+    for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
         if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
         const bool active = m_first < P.rows;
@@ -415,8 +408,17 @@ zoo_group_g2_dil_igemm(const float* __restrict__ xr, const float* __restrict__ i
             load_b(P.step_start + i, end);
         }
 
-        // part: the tensor cores' sums, one span a phase: its result.
-        float part[kSlabs][kND];
+        // acc: the fp32 running sums; part: the tensor cores' sums of
+        // the current span of steps, added to acc at its end.
+        float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
+        #pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl) {
+            #pragma unroll
+            for (int e = 0; e < kND; ++e) {
+                #pragma unroll
+                for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
+            }
+        }
         if (active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
@@ -465,10 +467,17 @@ zoo_group_g2_dil_igemm(const float* __restrict__ xr, const float* __restrict__ i
             if (s + 1 < P.steps) load_a(s + 1);
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) wgmma_wait(part[sl]);
+            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) {
+                    #pragma unroll
+                    for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
+                }
+            }
         }
         if (!active) continue;
 
-        auto result = [&](int sl, int o, int e) { return part[sl][e]; };
+        auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
 
         // The phase's outputs: the sums go to shared memory (once every
         // copy into it has landed and every warp is past its last read),
@@ -557,9 +566,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     zoo_group_g2_dil_fill_bias<<<2048, 256>>>(nullptr, (float*)y.data_ptr());
     check_launch("zoo_group_g2_dil_fill_bias");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_group_g2_dil_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 49168);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_group_g2_dil_igemm needs 49168 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_group_g2_dil_igemm<<<dim3(75, 1, 4), 128, 49168>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_group_g2_dil_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 98336);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_group_g2_dil_igemm needs 98336 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    zoo_group_g2_dil_igemm<<<dim3(75, 1, 2), 128, 98336>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_group_g2_dil_igemm");
     return y;

@@ -14,8 +14,8 @@ is written exactly once (no atomics), bias fused.
 A block is one warpgroup
 (4 warps) computing 64 output positions of each
 phase in turn by 64 output channels. The input is re-laid channels last
-inside a zero border, so each thread copies its
-tensor-core fragments by cp.async into shared memory, 4 steps ahead (no bounds checks, 16
+inside a zero border, so each thread loads its
+tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the tensor
 cores' shared-memory layout and staged 4 steps deep by bulk copies (TMA).
 Products are 3xTF32 (each operand split into TF32 high and low parts,
@@ -60,13 +60,10 @@ static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
 static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
 static constexpr int kStages = 4;  // weight-image steps in shared memory
 // The stages' barriers (8 bytes each) from float kBarriersAt of shared memory.
-static constexpr int kBarriersAt = 24576;
+static constexpr int kBarriersAt = 16384;
 static constexpr int kKW = 1, kCoT = kNP;  // a column is an output channel
 static constexpr int kOuts = 1;  // outputs a row
 static constexpr int kOutRows = 64;
-// The input's fragments go by cp.async into shared memory past the weight
-// stages, as many steps ahead (a thread's 8 floats a row, kAStage a step).
-static constexpr int kAStage = kWarpgroups * kSlabs * 64 * 32;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
@@ -219,13 +216,6 @@ __device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
     lo = __float_as_uint(x - __uint_as_float(hi));
 }
 
-// cp.async: 16 bytes from global to shared memory, past the registers.
-__device__ __forceinline__ void cp_async_16(float* dst, const float* src)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src));
-}
-
 __device__ __forceinline__ void cp_async_commit()
 {
     asm volatile("cp.async.commit_group;" ::: "memory");
@@ -299,11 +289,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 zoo_nnunet_up_256_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // The weight stages, the input's stages, the barriers.
-    extern __shared__ __align__(128) float b_stage[];  // 98336 bytes, past the static 48 KiB
+    // The weight stages, the barriers.
+    extern __shared__ __align__(128) float b_stage[];  // 65568 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
-    // in L2.
+    // in L2, and the weight image streams through all phases' steps
+    // back to back (a phase of few steps costs no pipeline fill of its own).
     const int tid = threadIdx.x, warp = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
     const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
     const int m_first = blockIdx.x * kOutRows;
@@ -327,13 +318,15 @@ zoo_nnunet_up_256_igemm(const float* __restrict__ xr, const float* __restrict__ 
         }
         cp_async_commit();
     };
+    for (int gs = 0; gs < kStages - 1; ++gs) load_b(gs, kTotalSteps);
 
     for (int ph = 0; ph < kNumPhases; ++ph) {
         const PhaseInfo P = kPhaseTable[ph];
         if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
+        // A phase with fewer rows than this block's first runs the barriers
+        // and copies of its steps (they pace the pipeline), not its products.
         const bool active = m_first < P.rows;
-        if (!active) continue;
-        const int end = P.step_start + P.steps;
+        const int end = kTotalSteps;
         const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
 
         // This thread's rows: g and g + 8 of its warp's 16 in each slab,
@@ -366,48 +359,24 @@ zoo_nnunet_up_256_igemm(const float* __restrict__ xr, const float* __restrict__ 
             live = tap < P.gemm_taps;
             return live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
         };
-        // Row (sl, r)'s 8 at slot s % kStages of the input's stages.
-        float* const a_stage = b_stage + kStages * kStage + tid * 8;
-        auto a_slot = [&](int s, int sl, int r) { return a_stage + (s % kStages) * kAStage + (sl * 2 + r) * kThreads * 8; };
         float v[kSlabs][2][8];
         auto load_a = [&](int s) {
-            #pragma unroll
-            for (int sl = 0; sl < kSlabs; ++sl) {
-                #pragma unroll
-                for (int r = 0; r < 2; ++r) {
-                    const float4 p = *reinterpret_cast<const float4*>(a_slot(s, sl, r));
-                    const float4 q = *reinterpret_cast<const float4*>(a_slot(s, sl, r) + 4);
-                    v[sl][r][0] = p.x; v[sl][r][1] = p.y; v[sl][r][2] = p.z; v[sl][r][3] = p.w;
-                    v[sl][r][4] = q.x; v[sl][r][5] = q.y; v[sl][r][6] = q.z; v[sl][r][7] = q.w;
-                }
-            }
-        };
-        // Step s's copies (in the commit group of the weight copy that
-        // follows), or zeros past the reduction's end; none past the
-        // phase's steps.
-        auto copy_a = [&](int s) {
-            if (s >= P.steps) return;
             bool live;
             const idx_t off = a_offset(s, live);
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) {
                 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
-                    float* dst = a_slot(s, sl, r);
+                    float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p;
                     if (live) {
-                        cp_async_16(dst, xr + xb[sl][r] + off);
-                        cp_async_16(dst + 4, xr + xb[sl][r] + off + 4);
-                    } else {
-                        *reinterpret_cast<float4*>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                        *reinterpret_cast<float4*>(dst + 4) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                        p = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off);
+                        q = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off + 4);
                     }
+                    v[sl][r][0] = p.x; v[sl][r][1] = p.y; v[sl][r][2] = p.z; v[sl][r][3] = p.w;
+                    v[sl][r][4] = q.x; v[sl][r][5] = q.y; v[sl][r][6] = q.z; v[sl][r][7] = q.w;
                 }
             }
         };
-        for (int i = 0; i < kStages - 1; ++i) {
-            copy_a(i);
-            load_b(P.step_start + i, end);
-        }
 
         // acc: the fp32 running sums; part: the tensor cores' sums of
         // the current span of steps, added to acc at its end.
@@ -420,6 +389,7 @@ zoo_nnunet_up_256_igemm(const float* __restrict__ xr, const float* __restrict__ 
                 for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
             }
         }
+        if (active && P.steps > 0) load_a(0);
         for (int s = 0; s < P.steps; ++s) {
             const int gs = P.step_start + s;
             // Step gs's weights have landed (the bulk copy's), and every warp
@@ -431,10 +401,8 @@ zoo_nnunet_up_256_igemm(const float* __restrict__ xr, const float* __restrict__ 
             cp_async_wait_current();
             async_proxy_fence();
             __syncthreads();
-            copy_a(s + kStages - 1);
             load_b(gs + kStages - 1, end);
             if (!active) continue;
-            load_a(s);
             const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
             // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
             // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
@@ -464,6 +432,9 @@ zoo_nnunet_up_256_igemm(const float* __restrict__ xr, const float* __restrict__ 
                 for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_hi, 1);
             }
             wgmma_commit();
+            // The next step's inputs load while the products run (these
+            // read the A parts, not the inputs).
+            if (s + 1 < P.steps) load_a(s + 1);
             #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl) wgmma_wait(part[sl]);
             if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
@@ -523,9 +494,9 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     zoo_nnunet_up_256_relayout_input<<<512, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_nnunet_up_256_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_nnunet_up_256_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 98336);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_nnunet_up_256_igemm needs 98336 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_nnunet_up_256_igemm<<<dim3(128, 2, 1), 128, 98336>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_nnunet_up_256_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65568);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_nnunet_up_256_igemm needs 65568 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    zoo_nnunet_up_256_igemm<<<dim3(128, 2, 1), 128, 65568>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_nnunet_up_256_igemm");
     return y;

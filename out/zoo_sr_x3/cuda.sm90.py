@@ -11,19 +11,19 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-The kernel's W taps are GEMM columns too: N = kernel_w x 22 output
+The kernel's W taps are GEMM columns too: N = kernel_w x 32 output
 channels, K = the (d, h) taps x input channels, and a row is an input
 position along W; output q of a line adds the sums of column kw of row
 q + (kernel_w-1-kw)*dilation_w, in shared memory. A block is one warpgroup
-(4 warps) computing 128 rows of each phase in turn by 72 columns and
-writing the outputs of its first 127. The input is re-laid channels last
+(4 warps) computing 64 rows of each phase in turn by 96 columns and
+writing the outputs of its first 63. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the tensor
-cores' shared-memory layout and staged 4 steps deep by bulk copies (TMA).
+cores' shared-memory layout and staged 2 steps deep by bulk copies (TMA).
 Products are 3xTF32 (each operand split into TF32 high and low parts,
-lo*hi + hi*lo + hi*hi), wgmma's m64n72k8 warpgroup products. The
-tensor cores do not add in exact fp32, so their sums cover 4 steps of
+lo*hi + hi*lo + hi*hi), wgmma's m64n96k8 warpgroup products. The
+tensor cores do not add in exact fp32, so their sums cover 16 steps of
 32 (every phase's steps).
 Both re-layouts run in every forward and are part of its time.
 """
@@ -56,33 +56,32 @@ static constexpr int kRelayoutPos = 34, kRelayoutChunks = 1;  // the re-layout's
 // A phase's GEMM: its rows by a group's output channels, reduced over
 // (tap, channel) in steps of 32. A block is kWarpgroups warpgroups, each
 // kSlabs slabs of 64 rows by kNP columns from the same weight stages.
-static constexpr int kTotalSteps = 18, kNTiles = 3;
-static constexpr int kNP = 72, kNCM = kNP / 8, kND = 36;  // columns, their 8-column blocks, sums per thread and slab
-static constexpr int kSlabs = 2;
+static constexpr int kTotalSteps = 18, kNTiles = 2;
+static constexpr int kNP = 96, kNCM = kNP / 8, kND = 48;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kSlabs = 1;
 static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
-static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
-static constexpr int kStages = 4;  // weight-image steps in shared memory
+static constexpr int kSpan = 16;  // steps per tensor-core sum (they do not add in exact fp32)
+static constexpr int kStages = 2;  // weight-image steps in shared memory
 // The stages' barriers (8 bytes each) from float kBarriersAt of shared memory.
-static constexpr int kBarriersAt = 18432;
+static constexpr int kBarriersAt = 12288;
 // The kernel's W taps are columns: column kw*kCoT + c is tap kw of channel
 // c of the tile; a row is an input position along W. Row q of a line
 // anchors outputs w = kAnchorW0 + kStrideW*q + rho (rho < kStrideW), and
 // output w adds column kw of row q + t/kStrideW for each kw whose t = rho +
 // (kKW-1-kw)*kDilW divides. A block writes the outputs of its first kOutRows.
-static constexpr int kKW = 3, kDilW = 1, kCoT = 22;
+static constexpr int kKW = 3, kDilW = 1, kCoT = 32;
 static constexpr int kAnchorW0 = -1;
-// A row's sums on the way out: kSumsRow floats, odd (a warp's reads of a
-// column meet different banks) and 3 past a multiple of 8 (its writes two
-// to a bank at most).
-static constexpr int kSumsRow = 75, kVec = 1;  // kVec: channels a thread reads at once
+// A row's sums on the way out: kSumsRow floats, 4 past a multiple of 8, so
+// that a warp's float4 reads of consecutive rows meet no bank twice.
+static constexpr int kSumsRow = 100, kVec = 4;  // kVec: channels a thread reads at once
 // A block's kOutSlots outputs a channel, kSlotsPerPass at a time, kChannelLanes threads each.
-static constexpr int kOutSlots = 127 * kStrideW, kChannelLanes = 1;
+static constexpr int kOutSlots = 63 * kStrideW, kChannelLanes = 1;
 static constexpr int kSlotsPerPass = kThreads / kChannelLanes;
-static constexpr int kOutRows = 127;
+static constexpr int kOutRows = 63;
 // The weight image, per (group, N tile, phase, step): TF32 high parts, then
 // low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
 static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
-static constexpr idx_t kImageLen = 248832;
+static constexpr idx_t kImageLen = 221184;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
 // Phase outputs o = r + stride*q; a phase without taps has no steps (its
@@ -244,7 +243,7 @@ __device__ __forceinline__ void cp_async_commit()
 // run kStages - 1 steps ahead, so the current step's have landed.
 __device__ __forceinline__ void cp_async_wait_current()
 {
-    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
 // Waits for every copy this thread issued.
@@ -253,13 +252,13 @@ __device__ __forceinline__ void cp_async_wait_all()
     asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
-// d += a * the m64n72k8 B at desc (add 0: d = a * B, so a fresh sum
+// d += a * the m64n96k8 B at desc (add 0: d = a * B, so a fresh sum
 // needs no zeroing), A from registers, B from shared memory.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %41, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n72k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35}, {%36, %37, %38, %39}, %40, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n96k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, {%48, %49, %50, %51}, %52, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
 }
 
@@ -267,7 +266,7 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, u
 // async_proxy_fence: this thread's landed copies are visible to the tensor
 // cores' reads (the async proxy), before the barrier that publishes them.
 // wgmma_fence: this step's register writes (A parts) precede the products.
-__device__ __forceinline__ void wgmma_wait(float (&d)[kND]) { asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]) :: "memory"); }
+__device__ __forceinline__ void wgmma_wait(float (&d)[kND]) { asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]) :: "memory"); }
 __device__ __forceinline__ void async_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
@@ -309,13 +308,13 @@ __device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned p
 
 // Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
 // more registers from the same fragments, and one block an SM is asked for.
-static constexpr int kMinBlocks = 1;
+static constexpr int kMinBlocks = 4;
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 zoo_sr_x3_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
     // The weight stages (at a phase's end the block's sums on their way out), the barriers.
-    extern __shared__ __align__(128) float b_stage[];  // 73760 bytes, past the static 48 KiB
+    extern __shared__ __align__(128) float b_stage[];  // 49168 bytes, past the static 48 KiB
     // The block computes rows m_first.. of every phase in turn: the same
     // rows of different phases are neighbouring outputs, whose stores meet
     // in L2.
@@ -492,7 +491,8 @@ zoo_sr_x3_igemm(const float* __restrict__ xr, const float* __restrict__ img,
                     const int t = rho + (kKW - 1 - kw) * kDilW;  // no tap where it does not divide (the bias alone)
                     if (t % kStrideW != 0) continue;
                     const float* src = sums + (row + t / kStrideW) * kSumsRow + kw * kCoT + c;
-                    sum[0] += src[0];
+                    const float4 v = *reinterpret_cast<const float4*>(src);
+                    sum[0] += v.x; sum[1] += v.y; sum[2] += v.z; sum[3] += v.w;
                 }
                 #pragma unroll
                 for (int i = 0; i < kVec; ++i) {
@@ -530,17 +530,17 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
     TORCH_CHECK(weight.is_cuda() && weight.scalar_type() == torch::kFloat32 && weight.is_contiguous() &&
                 weight.sizes() == torch::IntArrayRef({64, 64, 3, 3, 3}),
                 "weight must be a contiguous float32 CUDA tensor of shape (64, 64, 3, 3, 3)");
-    auto img = torch::empty({248832}, x.options());
+    auto img = torch::empty({221184}, x.options());
     auto xr = torch::empty({557056}, x.options());
     auto y = torch::empty({1, 64, 24, 96, 96}, x.options());
-    zoo_sr_x3_repack_weight<<<972, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    zoo_sr_x3_repack_weight<<<864, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     check_launch("zoo_sr_x3_repack_weight");
     zoo_sr_x3_relayout_input<<<256, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_sr_x3_relayout_input");
     // More than 48 KiB of shared memory needs the kernel's opt-in, once.
-    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_sr_x3_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 73760);
-    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_sr_x3_igemm needs 73760 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
-    zoo_sr_x3_igemm<<<dim3(69, 3, 1), 128, 73760>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_sr_x3_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 49168);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_sr_x3_igemm needs 49168 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    zoo_sr_x3_igemm<<<dim3(139, 2, 1), 128, 49168>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         nullptr, (float*)y.data_ptr());
     check_launch("zoo_sr_x3_igemm");
     return y;

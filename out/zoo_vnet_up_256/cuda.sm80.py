@@ -13,7 +13,8 @@ K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
 A block is one warpgroup
 (4 warps) computing 128 output positions of each
-phase in turn by 64 output channels. The input is re-laid channels last
+phase of its run in turn (a row tile's phases are shared
+among 8 blocks, runs of consecutive phases) by 64 output channels. The input is re-laid channels last
 inside a zero border, so each thread loads its
 tensor-core fragments straight from global memory (no bounds checks, 16
 bytes at a time); the weight is re-laid as the TF32 parts in the order of
