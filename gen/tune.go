@@ -135,8 +135,10 @@ func cudaCandidates(path string, ownPlan *plan.Plan) []Candidate {
 		// those twins follow the space, in WGMMAKernels' order.
 		kernels = append(kernels, choose.BulkTwins(choose.WGMMAKernels())...)
 	}
-	// Then the tiles that split their reduction among blocks.
+	// Then the tiles that split their reduction among blocks, and the own
+	// wgmma tile with its phases shared among blocks.
 	kernels = append(kernels, choose.SplitKernels()...)
+	kernels = append(kernels, choose.PhaseSplits(mine)...)
 	for i, k := range kernels {
 		s := *own
 		s.Kernel = spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: k}}

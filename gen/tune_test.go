@@ -208,8 +208,33 @@ func TestTuneCandidatesCommitted(t *testing.T) {
 		for _, c := range c73[:len(want)] {
 			listed[c.CUDA.String()] = true
 		}
-		// Last, the tiles that split their reduction (split_k).
+		// Last, the own tile with its phases shared among 1, 2 and 4
+		// blocks (its 4 (d, h) phases with taps: 8 is refused; 1 is
+		// another tile than the own, whose split the plan chose), and
+		// before them the tiles that split their reduction (split_k).
 		rest := c73[len(want):]
+		var splits []string
+		for len(rest) > 0 {
+			w, ok := rest[len(rest)-1].CUDA.Family.(spec.WGMMA)
+			if !ok || w.PhaseSplit == 0 && rest[len(rest)-1].CUDA != c73[0].CUDA {
+				break
+			}
+			splits = append(splits, rest[len(rest)-1].CUDA.String())
+			rest = rest[:len(rest)-1]
+		}
+		own := c73[0].CUDA.Family.(spec.WGMMA)
+		var wantSplits []string
+		for _, n := range []int{4, 2, 1} {
+			if n == own.PhaseSplit || n == 1 && own.PhaseSplit == 0 {
+				continue
+			}
+			w := own
+			w.PhaseSplit = n
+			wantSplits = append(wantSplits, spec.CUDA{Family: w}.String())
+		}
+		if !reflect.DeepEqual(splits, wantSplits) {
+			t.Errorf("73: phase-split candidates (last first) %v, want %v", splits, wantSplits)
+		}
 		for len(rest) > 0 && spec.SplitK(rest[len(rest)-1].CUDA.Family) > 1 {
 			rest = rest[:len(rest)-1]
 		}

@@ -255,3 +255,21 @@ func SplitKernels() []spec.Family {
 	}
 	return out
 }
+
+// PhaseSplits is own's tile with a row tile's phases shared among 1, 2, 4
+// and 8 blocks where own is a wgmma tile (else none). Tuning times them
+// after the split tiles; the chooser weighs each wgmma tile with the
+// plan's own split only (plan.choosePhaseSplit), none on sm90, where the
+// model's utilisation term overrates the split's blocks.
+func PhaseSplits(own spec.Family) []spec.Family {
+	w, ok := own.(spec.WGMMA)
+	if !ok {
+		return nil
+	}
+	var out []spec.Family
+	for _, n := range []int{1, 2, 4, 8} {
+		w.PhaseSplit = n
+		out = append(out, w)
+	}
+	return out
+}
