@@ -468,7 +468,7 @@ func (p *Plan) splitPhases() error {
 		return spec.Errors{p.Spec.Errorf(p.field("phase_split"), strconv.Itoa(parts),
 			"shares a row tile's phases among %d blocks, but %d phases have taps: at most %d", parts, len(steps), max(1, len(steps)))}
 	}
-	chosen, _ := p.choosePhaseSplit(steps)
+	chosen := p.choosePhaseSplit(steps)
 	if parts == 0 {
 		parts = chosen
 	}
@@ -537,19 +537,12 @@ func balancedRuns(weights []int, parts int) []int {
 	return starts
 }
 
-// choosePhaseSplit is the plan's share of a row tile's phases: the parts
-// (at most the phases with taps, whose steps are given, and
-// spec.MaxPhaseSplit) whose grid
-// finishes soonest by phaseSplitTime, the fewest among equals; and that
-// time.
-func (p *Plan) choosePhaseSplit(steps []int) (int, float64) {
-	best, bestTime := 1, p.phaseSplitTime(steps, 1)
-	if len(steps) == 0 || slices.Max(steps) < p.Tile.WGMMA.Stages {
-		// Phases shorter than the pipeline are mostly their epilogues and
-		// fills, which more blocks do not shorten: sr_x3's 27 phases of 2
-		// steps ran 1.1x to 1.2x slower in 2 to 8 runs than in one block.
-		return best, bestTime
-	}
+// choosePhaseSplit is the plan's share of a row tile's phases (whose
+// steps, of the phases with taps, are given): on sm80 the parts, at most
+// the phases and spec.MaxPhaseSplit, whose grid finishes soonest by
+// phaseSplitTime, the fewest among equals, where that saves splitGain;
+// else 1.
+func (p *Plan) choosePhaseSplit(steps []int) int {
 	if p.Target.WGMMA {
 		// On sm_90a the plan leaves the split to the spec: one warpgroup's
 		// asynchronous products already keep much of an SM busy, so splits
@@ -559,17 +552,25 @@ func (p *Plan) choosePhaseSplit(steps []int) (int, float64) {
 		// then ranked split tiles over faster unsplit ones (unet3d_up_deep
 		// 0.132 against 0.109 ms, gan3d_up512 1.145 against 0.989, end to
 		// end). The mma.sync form on sm80 gains more than credited.
-		return best, bestTime
+		return 1
 	}
+	if len(steps) == 0 || slices.Max(steps) < p.Tile.WGMMA.Stages {
+		// Phases shorter than the pipeline are mostly their epilogues and
+		// fills, which more blocks do not shorten: sr_x3's 27 phases of 2
+		// steps ran 1.1x to 1.2x slower in 2 to 8 runs than in one block.
+		return 1
+	}
+	unsplit := p.phaseSplitTime(steps, 1)
+	best, bestTime := 1, unsplit
 	for parts := 2; parts <= min(len(steps), spec.MaxPhaseSplit); parts++ {
 		if v := p.phaseSplitTime(steps, parts); v < bestTime {
 			best, bestTime = parts, v
 		}
 	}
-	if bestTime > splitGain*p.phaseSplitTime(steps, 1) {
-		return 1, p.phaseSplitTime(steps, 1)
+	if bestTime > splitGain*unsplit {
+		return 1
 	}
-	return best, bestTime
+	return best
 }
 
 // splitGain: a split the plan chooses must save a tenth of the time at
