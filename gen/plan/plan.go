@@ -52,8 +52,9 @@ type Plan struct {
 	MaxTiles int // M tiles of the largest phase
 
 	// Blocks is the main kernel's logical grid: (phases x MaxTiles, N
-	// tiles, groups); wgmma (WGMMA.Tiles, N tiles, groups x WGMMA.Parts). Grid is its
-	// launch: Blocks itself, or with Fold all of it along x (setGrid).
+	// tiles, groups); wgmma (WGMMA.Tiles, N tiles, groups x WGMMA.Parts).
+	// Grid is its launch: Blocks itself, or with Fold all of it along x
+	// (setGrid).
 	Blocks, Grid [3]int
 	Fold         bool
 	Threads      int
