@@ -259,8 +259,8 @@ func SplitKernels() []spec.Family {
 // PhaseSplits is own's tile with a row tile's phases shared among 1, 2, 4
 // and 8 blocks where own is a wgmma tile (else none). Tuning times them
 // after the split tiles; the chooser weighs each wgmma tile with the
-// plan's own split only (plan.choosePhaseSplit), none on sm90, where the
-// model's utilisation term overrates the split's blocks.
+// plan's own split only (plan.choosePhaseSplit; on sm90 small problems
+// alone, as the model's utilisation term overrates the split's blocks).
 func PhaseSplits(own spec.Family) []spec.Family {
 	w, ok := own.(spec.WGMMA)
 	if !ok {

@@ -543,15 +543,18 @@ func balancedRuns(weights []int, parts int) []int {
 // phaseSplitTime, the fewest among equals, where that saves splitGain;
 // else 1.
 func (p *Plan) choosePhaseSplit(steps []int) int {
-	if p.Target.WGMMA {
-		// On sm_90a the plan leaves the split to the spec: one warpgroup's
-		// asynchronous products already keep much of an SM busy, so splits
-		// gained 1.3x to 2.7x only on grids of a block for every few SMs
-		// (vgan_up, vnet_up_256, nnunet_up_320) and at most 15% elsewhere,
-		// and the chooser's utilisation term, crediting every extra block,
-		// then ranked split tiles over faster unsplit ones (unet3d_up_deep
-		// 0.132 against 0.109 ms, gan3d_up512 1.145 against 0.989, end to
-		// end). The mma.sync form on sm80 gains more than credited.
+	if p.Target.WGMMA && 4*p.smallTiles() >= p.Target.SMs {
+		// On sm_90a one warpgroup's asynchronous products already keep
+		// much of an SM busy: a tile split ran 2.5x to 2.8x faster on
+		// problems of a 64 x 64 tile for every few SMs (vgan_up,
+		// vnet_up_256, nnunet_up_bottom), at most 1.15x on larger ones,
+		// and there the chooser's
+		// utilisation term, crediting every extra block, ranked split tiles
+		// over faster unsplit ones (unet3d_up_deep 0.132 against 0.109 ms,
+		// gan3d_up512 1.145 against 0.989, end to end). So the plan splits
+		// only the former (smallTiles: alike for every tile of a problem,
+		// so that none gains eligibility by its size). The mma.sync form on
+		// sm80 gains more than credited.
 		return 1
 	}
 	if len(steps) == 0 || slices.Max(steps) < p.Tile.WGMMA.Stages {
@@ -571,6 +574,20 @@ func (p *Plan) choosePhaseSplit(steps []int) int {
 		return 1
 	}
 	return best
+}
+
+// smallTiles: the blocks of a grid of 64-row, 64-column tiles over the
+// largest phase with taps, whatever the tile: a measure of the problem,
+// so that every tile of it is split, or none, and the chooser compares
+// them alike.
+func (p *Plan) smallTiles() int {
+	rows := 0
+	for i, n := range p.WGMMA.Steps {
+		if n > 0 {
+			rows = max(rows, p.WGMMA.Rows[i])
+		}
+	}
+	return ceilDiv(rows, slabRows) * ceilDiv(p.CoutG, wgmmaMaxN) * p.Conv.Groups
 }
 
 // splitGain: a split the plan chooses must save a tenth of the time at

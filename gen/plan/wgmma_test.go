@@ -513,8 +513,9 @@ func TestMMASyncSpillsSpanTwo(t *testing.T) {
 // blocks a group. More runs than phases with taps are refused, and left
 // to the plan (sm80) a grid of one row tile takes the fewest runs that
 // reach the longest phase (4), while one that fills the GPU many times
-// over keeps one block; on sm90 the plan does not split. A split of 1
-// given where the plan would split is written in the tile.
+// over keeps one block; on sm90 the plan splits only problems of fewer
+// 64 x 64 tiles than a quarter of the SMs. A split of 1 given where the
+// plan would split is written in the tile.
 func TestWGMMAPhaseSplit(t *testing.T) {
 	three := [3]int{3, 3, 3}
 	two, one := [3]int{2, 2, 2}, [3]int{1, 1, 1}
@@ -548,9 +549,14 @@ func TestWGMMAPhaseSplit(t *testing.T) {
 	if p.WGMMA.Parts != 4 || p.Tile.WGMMA.PhaseSplit != 4 {
 		t.Errorf("one row tile of 2 groups on 108 SMs: %d parts (tile %d), want 4 (runs of 8 steps at most, the last phase's)", p.WGMMA.Parts, p.Tile.WGMMA.PhaseSplit)
 	}
-	if p, err = plan.New(c.parse(t), plan.SM90); err != nil || p.WGMMA.Parts != 1 || p.Tile.WGMMA.PhaseSplit != 0 {
-		t.Errorf("sm90 (the split left to the spec): %v, want one block, left unwritten", err)
+	if p, err = plan.New(c.parse(t), plan.SM90); err != nil || p.WGMMA.Parts != 4 {
+		t.Errorf("sm90, 2 tiles of 64 x 64 (under a quarter of 132 SMs): %v, %d parts, want 4", err, p.WGMMA.Parts)
 	}
+	c.in = [3]int{12, 12, 12} // 27 tiles of 64 rows in the largest phase, 54 with the groups: no split on sm90
+	if p, err = plan.New(c.parse(t), plan.SM90); err != nil || p.WGMMA.Parts != 1 || p.Tile.WGMMA.PhaseSplit != 0 {
+		t.Errorf("sm90, 54 tiles of 64 x 64: %v, want one block, left unwritten", err)
+	}
+	c.in = [3]int{2, 3, 5}
 	c.batch, c.in = 16, [3]int{32, 32, 32}
 	p, err = plan.New(c.parse(t), plan.SM80)
 	if err != nil {

@@ -11,10 +11,19 @@ stride contribute, and each reads input index q + offset: a dense GEMM with
 M = batch*Qd*Qh*Qw output positions, N = out_channels/groups and
 K = in_channels/groups * taps, with no masked-out multiply-adds. Each output
 is written exactly once (no atomics), bias fused.
-Products run on the tensor cores as 3xTF32 (each fp32 operand split into two
-TF32 parts, three m16n8k8 products, fp32 accumulation): fp32-level accuracy.
-Every forward first re-lays the weight out as (group, tap, in, out) so that
-weight tiles load contiguously; that copy is part of the timed forward.
+A block is one warpgroup
+(4 warps) computing 64 output positions of each
+phase of its run in turn (a row tile's phases are shared
+among 8 blocks, runs of consecutive phases) by 64 output channels. The input is re-laid channels last
+inside a zero border, so each thread loads its
+tensor-core fragments straight from global memory (no bounds checks, 16
+bytes at a time); the weight is re-laid as the TF32 parts in the tensor
+cores' shared-memory layout and staged 4 steps deep by bulk copies (TMA).
+Products are 3xTF32 (each operand split into TF32 high and low parts,
+lo*hi + hi*lo + hi*hi), wgmma's m64n64k8 warpgroup products. The
+tensor cores do not add in exact fp32, so their sums cover 4 steps of
+32 and are then added in fp32.
+Both re-layouts run in every forward and are part of its time.
 """
 import torch
 import torch.nn as nn
@@ -25,134 +34,90 @@ from torch.utils.cpp_extension import load_inline
 KERNEL_SOURCE = r"""
 // ---- Problem (from the spec) -------------------------------------------
 typedef int idx_t;  // element offsets; 64-bit only for tensors of 2^31+ elements
-static constexpr int kCin = 512, kCout = 256;
+static constexpr int kCin = 512, kCout = 256, kGroups = 1;
 static constexpr int kCinG = 512, kCoutG = 256;  // channels per group
 static constexpr int kInD = 2, kInH = 4, kInW = 4;
 static constexpr int kOutD = 4, kOutH = 8, kOutW = 8;
 static constexpr int kStrideD = 2, kStrideH = 2, kStrideW = 2;
 static constexpr int kTaps = 64;  // kernel positions, kd*kh*kw
-static constexpr idx_t kInHW = (idx_t)kInH * kInW, kInDHW = kInD * kInHW;
+static constexpr idx_t kInHW = (idx_t)kInH * kInW;
 static constexpr idx_t kOutHW = (idx_t)kOutH * kOutW, kOutDHW = kOutD * kOutHW;
 
-// ---- Tiling (from the plan) ----------------------------------------------
-// A block computes kBM output positions of one phase by kBN output channels
-// of one group, kBK input channels per step.
-static constexpr int kBM = 128, kBN = 64, kBK = 16;
-static constexpr int kThreads = 256;
-// Warp w holds a kWM x kWN tile: kMT x kNT m16n8k8 fragments.
-static constexpr int kWM = 32, kWN = 32, kWarpsM = 4;
-static constexpr int kMT = kWM / 16, kNT = kWN / 8;
-static constexpr int kPad = 8;  // shared-memory row padding, in floats
-static constexpr int kCIChunks = 32;  // kBK-channel steps per tap
-// The A (input) gather: kALanes threads cover the rows, each owning kARows
-// rows and kAK of the kBK channels (stride kAKStride).
-static constexpr int kALanes = 128, kARows = 1, kAKStride = 2, kAK = 8;
-static constexpr int kBLoads = 4;  // weight elements each thread loads per step
+// ---- Layout (from the plan) ----------------------------------------------
+// The input re-laid as (batch, group, kXD, kXH, kXW, kCinP): channels last,
+// padded with zeros to kCinP, inside a zero border of kLo* positions, so
+// that every tap of every output reads inside it (no bounds checks).
+static constexpr int kCinP = 512;
+static constexpr int kLoD = 1, kLoH = 1, kLoW = 1;
+static constexpr int kXD = 4, kXH = 6, kXW = 6;
+static constexpr int kRelayoutPos = 6, kRelayoutChunks = 1;  // the re-layout's units a block, blocks a row
+// A phase's GEMM: its rows by a group's output channels, reduced over
+// (tap, channel) in steps of 32. A block is kWarpgroups warpgroups, each
+// kSlabs slabs of 64 rows by kNP columns from the same weight stages.
+static constexpr int kTotalSteps = 1024, kNTiles = 4;
+static constexpr int kNP = 64, kNCM = kNP / 8, kND = 32;  // columns, their 8-column blocks, sums per thread and slab
+static constexpr int kSlabs = 1;
+static constexpr int kWarpgroups = 1, kThreads = 128 * kWarpgroups;
+static constexpr int kSpan = 4;  // steps per tensor-core sum (they do not add in exact fp32)
+static constexpr int kStages = 4;  // weight-image steps in shared memory
+// The stages' barriers (8 bytes each) from float kBarriersAt of shared memory.
+static constexpr int kBarriersAt = 16384;
+static constexpr int kKW = 1, kCoT = kNP;  // a column is an output channel
+static constexpr int kOuts = 1;  // outputs a row
+static constexpr int kOutRows = 64;
+// The weight image, per (group, N tile, phase, step): TF32 high parts, then
+// low parts, each 4 k8 chunks of 2 x kNCM core matrices (8 columns by 4).
+static constexpr int kChunk = 2 * kNCM * 32, kPart = 4 * kChunk, kStage = 2 * kPart;
+static constexpr idx_t kImageLen = 16777216;
 
 // ---- Stride phases and their taps (from the plan) ------------------------
+// Phase outputs o = r + stride*q; a phase without taps has no steps (its
+// outputs are the bias, written by the fill).
 struct PhaseInfo {
-    int r_d, r_h, r_w;        // output residue: o = r + stride*q
-    int q_d, q_h, q_w;        // outputs of the phase per dimension
-    int m;                    // batch*q_d*q_h*q_w, the GEMM's M
-    int tap_start, tap_count; // slice of kTapTable
+    int r_d, r_h, r_w;          // output residue
+    int q_d, q_h, q_w;          // outputs of the phase per dimension
+    int rows, line;             // GEMM rows, along lines of this many W positions
+    int steps, step_start;      // its steps, the first in the weight image
+    int tap_start, gemm_taps;   // its first entry in kTapTable, its GEMM taps
 };
 struct TapInfo {
-    int flat;                 // weight tap index (kd*KH + kh)*KW + kw
-    int off_d, off_h, off_w;  // input index = q + off
+    int flat;    // weight tap index (kd*KH + kh)*KW + kw
+    idx_t off;   // where it reads in the re-laid input, from the output's own position
 };
 static constexpr int kNumPhases = 8;
+// GEMM tap i of a phase is entry tap_start + i*kKW + kKW-1 (its (d, h) tap
+// with the last kw: the lowest W offset).
 __constant__ PhaseInfo kPhaseTable[kNumPhases] = {
-    { 0, 0, 0, 2, 4, 4, 512, 0, 8 },
-    { 0, 0, 1, 2, 4, 4, 512, 8, 8 },
-    { 0, 1, 0, 2, 4, 4, 512, 16, 8 },
-    { 0, 1, 1, 2, 4, 4, 512, 24, 8 },
-    { 1, 0, 0, 2, 4, 4, 512, 32, 8 },
-    { 1, 0, 1, 2, 4, 4, 512, 40, 8 },
-    { 1, 1, 0, 2, 4, 4, 512, 48, 8 },
-    { 1, 1, 1, 2, 4, 4, 512, 56, 8 },
+    { 0, 0, 0, 2, 4, 4, 512, 4, 128, 0, 0, 8 },
+    { 0, 0, 1, 2, 4, 4, 512, 4, 128, 128, 8, 8 },
+    { 0, 1, 0, 2, 4, 4, 512, 4, 128, 256, 16, 8 },
+    { 0, 1, 1, 2, 4, 4, 512, 4, 128, 384, 24, 8 },
+    { 1, 0, 0, 2, 4, 4, 512, 4, 128, 512, 32, 8 },
+    { 1, 0, 1, 2, 4, 4, 512, 4, 128, 640, 40, 8 },
+    { 1, 1, 0, 2, 4, 4, 512, 4, 128, 768, 48, 8 },
+    { 1, 1, 1, 2, 4, 4, 512, 4, 128, 896, 56, 8 },
 };
 __constant__ TapInfo kTapTable[64] = {
-    { 21, 0, 0, 0 },
-    { 23, 0, 0, -1 },
-    { 29, 0, -1, 0 },
-    { 31, 0, -1, -1 },
-    { 53, -1, 0, 0 },
-    { 55, -1, 0, -1 },
-    { 61, -1, -1, 0 },
-    { 63, -1, -1, -1 },
-    { 20, 0, 0, 1 },
-    { 22, 0, 0, 0 },
-    { 28, 0, -1, 1 },
-    { 30, 0, -1, 0 },
-    { 52, -1, 0, 1 },
-    { 54, -1, 0, 0 },
-    { 60, -1, -1, 1 },
-    { 62, -1, -1, 0 },
-    { 17, 0, 1, 0 },
-    { 19, 0, 1, -1 },
-    { 25, 0, 0, 0 },
-    { 27, 0, 0, -1 },
-    { 49, -1, 1, 0 },
-    { 51, -1, 1, -1 },
-    { 57, -1, 0, 0 },
-    { 59, -1, 0, -1 },
-    { 16, 0, 1, 1 },
-    { 18, 0, 1, 0 },
-    { 24, 0, 0, 1 },
-    { 26, 0, 0, 0 },
-    { 48, -1, 1, 1 },
-    { 50, -1, 1, 0 },
-    { 56, -1, 0, 1 },
-    { 58, -1, 0, 0 },
-    { 5, 1, 0, 0 },
-    { 7, 1, 0, -1 },
-    { 13, 1, -1, 0 },
-    { 15, 1, -1, -1 },
-    { 37, 0, 0, 0 },
-    { 39, 0, 0, -1 },
-    { 45, 0, -1, 0 },
-    { 47, 0, -1, -1 },
-    { 4, 1, 0, 1 },
-    { 6, 1, 0, 0 },
-    { 12, 1, -1, 1 },
-    { 14, 1, -1, 0 },
-    { 36, 0, 0, 1 },
-    { 38, 0, 0, 0 },
-    { 44, 0, -1, 1 },
-    { 46, 0, -1, 0 },
-    { 1, 1, 1, 0 },
-    { 3, 1, 1, -1 },
-    { 9, 1, 0, 0 },
-    { 11, 1, 0, -1 },
-    { 33, 0, 1, 0 },
-    { 35, 0, 1, -1 },
-    { 41, 0, 0, 0 },
-    { 43, 0, 0, -1 },
-    { 0, 1, 1, 1 },
-    { 2, 1, 1, 0 },
-    { 8, 1, 0, 1 },
-    { 10, 1, 0, 0 },
-    { 32, 0, 1, 1 },
-    { 34, 0, 1, 0 },
-    { 40, 0, 0, 1 },
-    { 42, 0, 0, 0 },
+    { 21, 0 }, { 23, -512 }, { 29, -3072 }, { 31, -3584 }, { 53, -18432 }, { 55, -18944 },
+    { 61, -21504 }, { 63, -22016 }, { 20, 512 }, { 22, 0 }, { 28, -2560 }, { 30, -3072 },
+    { 52, -17920 }, { 54, -18432 }, { 60, -20992 }, { 62, -21504 }, { 17, 3072 }, { 19, 2560 },
+    { 25, 0 }, { 27, -512 }, { 49, -15360 }, { 51, -15872 }, { 57, -18432 }, { 59, -18944 },
+    { 16, 3584 }, { 18, 3072 }, { 24, 512 }, { 26, 0 }, { 48, -14848 }, { 50, -15360 },
+    { 56, -17920 }, { 58, -18432 }, { 5, 18432 }, { 7, 17920 }, { 13, 15360 }, { 15, 14848 },
+    { 37, 0 }, { 39, -512 }, { 45, -3072 }, { 47, -3584 }, { 4, 18944 }, { 6, 18432 },
+    { 12, 15872 }, { 14, 15360 }, { 36, 512 }, { 38, 0 }, { 44, -2560 }, { 46, -3072 },
+    { 1, 21504 }, { 3, 20992 }, { 9, 18432 }, { 11, 17920 }, { 33, 3072 }, { 35, 2560 },
+    { 41, 0 }, { 43, -512 }, { 0, 22016 }, { 2, 21504 }, { 8, 18944 }, { 10, 18432 },
+    { 32, 3584 }, { 34, 3072 }, { 40, 512 }, { 42, 0 },
 };
-
-// Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
-// Cin/groups, Cout/groups), so a weight tile row is contiguous in the output
-// channel and loads coalesce.
-extern "C" __global__ void zoo_vgan_up_repack_weight(const float* __restrict__ w, float* __restrict__ wt)
-{
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (idx_t)kCin * kCoutG * kTaps) return;
-    const int co = (int)(i % kCoutG);
-    idx_t rest = i / kCoutG;
-    const int ci = (int)(rest % kCinG);
-    rest /= kCinG;
-    const int tap = (int)(rest % kTaps);
-    const int g = (int)(rest / kTaps);
-    wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
-}
+// A row tile's phases are shared among kParts blocks (along z, within a
+// group): part k computes phases kPartPhase[k] up to kPartPhase[k+1],
+// whose weights are steps kPartStep[k] up to kPartStep[k+1] of the image,
+// runs of near-equal steps. The phases' outputs are disjoint: each part
+// stores its own, and the grid has kParts times the blocks to fill the GPU.
+static constexpr int kParts = 8;
+__constant__ int kPartPhase[kParts + 1] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+__constant__ int kPartStep[kParts + 1] = {0, 128, 256, 384, 512, 640, 768, 896, 1024};
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
 // lo*hi + hi*lo + hi*hi summed on the tensor cores in fp32; the dropped
@@ -170,184 +135,347 @@ __device__ __forceinline__ void split_tf32(float x, unsigned& hi, unsigned& lo)
     lo = round_tf32(x - __uint_as_float(hi));
 }
 
-// acc += a * b: one m16n8k8 TF32 product (a row-major 16x8, b column-major 8x8).
-__device__ __forceinline__ void mma_tf32(float* acc, const unsigned* a, const unsigned* b)
+// The weight image: element i is a TF32 part of weight (channel, column)
+// of step s of its phase. Within a step thread t's fragments of the 4 k8
+// chunks are its 8 consecutive elements 8t..8t+7 (two float4 loads of the
+// input): column c of chunk j is element 8*(c%4) + 2j + c/4. Zero past
+// the channels, columns and the phase's reduction.
+extern "C" __global__ void zoo_vgan_up_repack_weight(const float* __restrict__ w, float* __restrict__ img)
 {
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= kImageLen) return;
+    const int e = (int)(i % kChunk);
+    idx_t rest = i / kChunk;
+    const int j = (int)(rest % 4);
+    rest /= 4;
+    const int part = (int)(rest % 2);
+    rest /= 2;
+    const int step = (int)(rest % kTotalSteps);
+    rest /= kTotalSteps;
+    const int nt = (int)(rest % kNTiles), grp = (int)(rest / kNTiles);
+    int ph = 0;  // the phase whose steps hold this one (phases without steps hold none)
+    while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
+    const PhaseInfo P = kPhaseTable[ph];
+    const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8, c = kcm * 4 + e % 4;
+    const int run = P.steps, p = (step - P.step_start) / run;
+    const int kk = (step - P.step_start - p * run) * 32 + 8 * (c % 4) + 2 * j + c / 4;
+    const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
+    const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
+    float v = 0.0f;
+    if (tap < P.gemm_taps && ch < kCinG && kw < kKW && co < kCoutG) {
+        auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
+        v = weight(kw);
+    }
+    unsigned hi, lo;
+    split_tf32(v, hi, lo);
+    img[i] = __uint_as_float(part == 0 ? hi : lo);
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-zoo_vgan_up_igemm(const float* __restrict__ x, const float* __restrict__ wt,
+// The input re-laid: a block writes kRelayoutPos positions of one (batch, group, xd, xh) row, float by
+// float, from each channel's positions along W read (coalesced,
+// kRelayoutBatch loads at a time) into shared memory as [position][kCinP +
+// 1], whose odd stride spreads a warp over the banks. Border rows read nothing.
+static constexpr int kRelayoutThreads = 256, kRelayoutBatch = 8;
+static constexpr int kSlots = 1;  // re-laid positions a unit
+static constexpr int kReadPos = 6;  // input positions a block reads
+extern "C" __global__ void __launch_bounds__(kRelayoutThreads) zoo_vgan_up_relayout_input(const float* __restrict__ x, float* __restrict__ xr)
+{
+    __shared__ float stage[kReadPos * (kCinP + 1)];
+    idx_t rest = blockIdx.x;
+    const int u0 = (int)(rest % kRelayoutChunks) * kRelayoutPos;  // the block's first unit
+    rest /= kRelayoutChunks;
+    const int xh = (int)(rest % kXH);
+    rest /= kXH;
+    const int xd = (int)(rest % kXD);
+    rest /= kXD;
+    const int grp = (int)(rest % kGroups), n = (int)(rest / kGroups);
+    const int len = min(kRelayoutPos, kXW / kSlots - u0) * kSlots * kCinP;  // floats the block writes (a row's last chunk may be short)
+    float* const out = xr + (((((idx_t)n * kGroups + grp) * kXD + xd) * kXH + xh) * kXW + u0 * kSlots) * kCinP;
+    const int id = xd - kLoD, ih = xh - kLoH;
+    if ((unsigned)id >= (unsigned)kInD || (unsigned)ih >= (unsigned)kInH) {
+        #pragma unroll 4
+        for (int e = threadIdx.x; e < len; e += kRelayoutThreads) out[e] = 0.0f;
+        return;
+    }
+    // Element e = ch * kReadPos + p: channel ch < kCinG of input iw0 + p.
+    const int iw0 = u0 - kLoW;
+    const float* const in = x + (((idx_t)n * kCin + grp * kCinG) * kInD + id) * kInHW + (idx_t)ih * kInW;
+    constexpr int kReads = kCinG * kReadPos;
+    for (int e0 = threadIdx.x; e0 < kReads; e0 += kRelayoutBatch * kRelayoutThreads) {
+        float v[kRelayoutBatch];
+        #pragma unroll
+        for (int j = 0; j < kRelayoutBatch; ++j) {
+            const int e = e0 + j * kRelayoutThreads, iw = iw0 + e % kReadPos;
+            v[j] = e < kReads && (unsigned)iw < (unsigned)kInW ? in[e / kReadPos * (kInD * kInHW) + iw] : 0.0f;
+        }
+        #pragma unroll
+        for (int j = 0; j < kRelayoutBatch; ++j) {
+            const int e = e0 + j * kRelayoutThreads;
+            if (e < kReads) stage[e % kReadPos * (kCinP + 1) + e / kReadPos] = v[j];
+        }
+    }
+    __syncthreads();
+    #pragma unroll 4
+    for (int e = threadIdx.x; e < len; e += kRelayoutThreads) {
+        const int ch = e % kCinP, slot = e / kCinP;
+        float v = 0.0f;
+        if (ch < kCinG) {
+            v = stage[slot * (kCinP + 1) + ch];
+        }
+        out[e] = v;
+    }
+}
+
+// A's TF32 split: lo the exact remainder (the tensor cores read its top
+// TF32 bits; rounding it would cost two instructions a value).
+__device__ __forceinline__ void split_a(float x, unsigned& hi, unsigned& lo)
+{
+    hi = round_tf32(x);
+    lo = __float_as_uint(x - __uint_as_float(hi));
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+// At most kStages - 2 of this thread's copy groups in flight: the copies
+// run kStages - 1 steps ahead, so the current step's have landed.
+__device__ __forceinline__ void cp_async_wait_current()
+{
+    asm volatile("cp.async.wait_group 2;" ::: "memory");
+}
+
+// d += a * the m64n64k8 B at desc (add 0: d = a * B, so a fresh sum
+// needs no zeroing), A from registers, B from shared memory.
+__device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
+}
+
+// wgmma_wait: every product this warpgroup issued has written d.
+// async_proxy_fence: this thread's landed copies are visible to the tensor
+// cores' reads (the async proxy), before the barrier that publishes them.
+// wgmma_fence: this step's register writes (A parts) precede the products.
+__device__ __forceinline__ void wgmma_wait(float (&d)[kND]) { asm volatile("wgmma.wait_group.sync.aligned 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) :: "memory"); }
+__device__ __forceinline__ void async_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+
+// The descriptor of the core matrices at p (no swizzle): the next along K
+// kNCM*128 bytes on, the next 8 columns 128 bytes on; kChunk floats on is
+// the same plus kChunk/4 (the address counts 16 bytes).
+__device__ __forceinline__ unsigned long long wgmma_desc(const float* p)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(kNCM * 128 >> 4) << 16
+        | (unsigned long long)(128 >> 4) << 32;
+}
+
+// A weight stage's barrier: a phase completes with the copying thread's
+// arrival and the bytes it announced landing (the init fenced before use).
+__device__ __forceinline__ void barrier_init(unsigned long long* bar)
+{
+    asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// bytes from global src to shared dst by the TMA unit (16-byte aligned, a
+// multiple of 16), completing bar's current phase once they land.
+__device__ __forceinline__ void bulk_copy(float* dst, const float* src, int bytes, unsigned long long* bar)
+{
+    const unsigned b = (unsigned)__cvta_generic_to_shared(bar), d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(d), "l"(src), "r"(bytes), "r"(b) : "memory");
+}
+
+// Waits until bar's phase of this parity has completed.
+__device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned parity)
+{
+    asm volatile("{\n.reg .pred done;\nWAIT_%=:\nmbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n@!done bra WAIT_%=;\n}\n"
+                 :: "r"((unsigned)__cvta_generic_to_shared(bar)), "r"(parity) : "memory");
+}
+
+// Launch bounds: the tile's min_blocks where wgmma runs; mma.sync needs
+// more registers from the same fragments, and one block an SM is asked for.
+static constexpr int kMinBlocks = 1;
+extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
+zoo_vgan_up_igemm(const float* __restrict__ xr, const float* __restrict__ img,
     const float* __restrict__ bias, float* __restrict__ y)
 {
-    // Two stages of each tile: the next step's loads fill one while the
-    // products read the other, so one barrier per step suffices.
-    __shared__ __align__(16) float a_tile[2][kBK][kBM + kPad];
-    __shared__ __align__(16) float b_tile[2][kBK][kBN + kPad];
-
-    // Phases interleave along x: neighbouring blocks compute the same rows
-    // of different phases, whose outputs share cache sectors, so their
-    // stores meet in L2. A phase with fewer rows leaves its last blocks idle.
-    const PhaseInfo P = kPhaseTable[blockIdx.x % kNumPhases];
-    const int m0 = (int)(blockIdx.x / kNumPhases) * kBM;
-    if (m0 >= P.m) return;
-    const int n0 = blockIdx.y * kBN;
-    const int g = blockIdx.z;
-    const int tid = threadIdx.x;
-    const int q_hw = P.q_h * P.q_w, q_dhw = P.q_d * q_hw;
-
-    // ---- Rows this thread gathers: decoded once, reused by every step ----
-    const int a_lane = tid % kALanes, a_k0 = tid / kALanes;
-    idx_t a_base[kARows];
-    int a_qd[kARows], a_qh[kARows], a_qw[kARows];
-    #pragma unroll
-    for (int r = 0; r < kARows; ++r) {
-        const int m = m0 + a_lane + r * kALanes;
-        if (m < P.m) {
-            const int n = m / q_dhw, s = m - n * q_dhw;
-            a_qd[r] = s / q_hw;
-            a_qh[r] = (s - a_qd[r] * q_hw) / P.q_w;
-            a_qw[r] = s - a_qd[r] * q_hw - a_qh[r] * P.q_w;
-            a_base[r] = ((idx_t)n * kCin + (idx_t)g * kCinG) * kInDHW;
-        } else {
-            // Pushes every input index out of range (the row reads zeros)
-            // along W, whose index is added, not multiplied: no int product
-            // of it can overflow.
-            a_qw[r] = -(1 << 29);
-            a_qd[r] = a_qh[r] = 0;
-            a_base[r] = 0;
-        }
+    // The weight stages, the barriers.
+    extern __shared__ __align__(128) float b_stage[];  // 65568 bytes, past the static 48 KiB
+    // The block computes rows m_first.. of its part's phases in turn: the same
+    // rows of different phases are neighbouring outputs, whose stores meet
+    // in L2, and the weight image streams through their steps
+    // back to back (a phase of few steps costs no pipeline fill of its own).
+    const int tid = threadIdx.x, warp = tid / 32 % 4, g = tid % 32 / 4, t = tid % 4;
+    const int wg_row = tid / 128 * kSlabs * 64;  // this warpgroup's first row in the block
+    const int m_first = blockIdx.x * kOutRows;
+    const int nt = blockIdx.y, grp = blockIdx.z / kParts, part = blockIdx.z % kParts;
+    const float* wimg = img + ((idx_t)grp * kNTiles + nt) * kTotalSteps * kStage;
+    // Stage k's barrier, and in bit k the parity of its next phase.
+    unsigned long long* const stage_full = reinterpret_cast<unsigned long long*>(b_stage + kBarriersAt);
+    unsigned full_parity = 0;
+    if (tid == 0) {
+        for (int k = 0; k < kStages; ++k) barrier_init(stage_full + k);
     }
+    __syncthreads();
 
-    float a_reg[kARows][kAK];
-    float b_reg[kBLoads];
-    // gather loads step ks's tiles into registers: A from the input at the
-    // tap's offset (zero where the tap falls outside it), B from the weight.
-    auto gather = [&](int ks) {
-        const int tap = ks / kCIChunks;
-        const int ci0 = (ks - tap * kCIChunks) * kBK;
-        const TapInfo T = kTapTable[P.tap_start + tap];
+    // Global step gs's weights into its stage, if before end (a commit
+    // group either way, so that the wait counts stay in step).
+    auto load_b = [&](int gs, int end) {
+        if (gs < end) {
+            const float* src = wimg + (idx_t)gs * kStage;
+            float* dst = b_stage + (gs % kStages) * kStage;
+            if (tid == 0) bulk_copy(dst, src, kStage * 4, stage_full + gs % kStages);
+        }
+        cp_async_commit();
+    };
+    for (int gs = kPartStep[part]; gs < kPartStep[part] + kStages - 1; ++gs) load_b(gs, kPartStep[part + 1]);
+
+    for (int ph = kPartPhase[part]; ph < kPartPhase[part + 1]; ++ph) {
+        const PhaseInfo P = kPhaseTable[ph];
+        if (P.steps == 0) continue;  // no taps: the fill wrote its outputs
+        // A phase with fewer rows than this block's first runs the barriers
+        // and copies of its steps (they pace the pipeline), not its products.
+        const bool active = m_first < P.rows;
+        const int end = kPartStep[part + 1];
+        const int q_hw = P.q_h * P.line, q_dhw = P.q_d * q_hw;
+
+        // This thread's rows: g and g + 8 of its warp's 16 in each slab,
+        // outputs kOuts*qw.. of their lines, outs[][] of them inside the
+        // phase. Rows past the end read the last row and are not written.
+        idx_t xb[kSlabs][2], yb[kSlabs][2];
+        int outs[kSlabs][2];
         #pragma unroll
-        for (int r = 0; r < kARows; ++r) {
-            const int id = a_qd[r] + T.off_d, ih = a_qh[r] + T.off_h, iw = a_qw[r] + T.off_w;
-            const bool inside = (unsigned)id < (unsigned)kInD && (unsigned)ih < (unsigned)kInH && (unsigned)iw < (unsigned)kInW;
-            const float* src = x + a_base[r] + (idx_t)id * kInHW + (idx_t)ih * kInW + iw;
+        for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int j = 0; j < kAK; ++j) {
-                const int k = a_k0 + j * kAKStride;
-                const int ci = ci0 + k;
-                a_reg[r][j] = (inside && k < kBK && ci < kCinG) ? __ldg(src + (idx_t)ci * kInDHW) : 0.0f;
+            for (int r = 0; r < 2; ++r) {
+                const int m0 = m_first + wg_row + sl * 64 + warp * 16 + g + 8 * r;
+                const int m = m0 < P.rows ? m0 : P.rows - 1;
+                const int n = m / q_dhw, s = m - n * q_dhw;
+                const int qd = s / q_hw, qh = (s - qd * q_hw) / P.line, qw = s - qd * q_hw - qh * P.line;
+                outs[sl][r] = m0 < P.rows ? min(kOuts, P.q_w - kOuts * qw) : 0;
+                xb[sl][r] = ((((idx_t)n * kGroups + grp) * kXD + qd + kLoD) * kXH + qh + kLoH) * kXW * kCinP
+                    + (idx_t)(qw + kLoW) * kCinP;
+                yb[sl][r] = ((idx_t)n * kCout + grp * kCoutG) * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
+                    + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * kOuts * qw);
             }
         }
-        const float* wsrc = wt + (((idx_t)g * kTaps + T.flat) * kCinG + ci0) * kCoutG + n0;
-        #pragma unroll
-        for (int j = 0; j < kBLoads; ++j) {
-            const int e = tid + j * kThreads;
-            const int k = e / kBN, n = e % kBN;
-            b_reg[j] = (e < kBK * kBN && ci0 + k < kCinG && n0 + n < kCoutG) ? __ldg(wsrc + k * kCoutG + n) : 0.0f;
-        }
-    };
-    auto stash = [&](int buf) {
-        #pragma unroll
-        for (int r = 0; r < kARows; ++r) {
+
+        // Thread t's 8 reduction elements of the phase's step s for its
+        // rows: channels of one tap (kCinP is a multiple of 8), at xb + the
+        // offset a_offset gives; none (zero) past the reduction's end.
+        auto a_offset = [&](int s, bool& live) -> idx_t {
+            const int kk = s * 32 + 8 * t;
+            const int tap = kk / kCinP, ch = kk % kCinP;
+            live = tap < P.gemm_taps;
+            return live ? ch + kTapTable[P.tap_start + tap * kKW + kKW - 1].off : 0;
+        };
+        float v[kSlabs][2][8];
+        auto load_a = [&](int s) {
+            bool live;
+            const idx_t off = a_offset(s, live);
             #pragma unroll
-            for (int j = 0; j < kAK; ++j) {
-                const int k = a_k0 + j * kAKStride;
-                if (k < kBK) a_tile[buf][k][a_lane + r * kALanes] = a_reg[r][j];
-            }
-        }
-        #pragma unroll
-        for (int j = 0; j < kBLoads; ++j) {
-            const int e = tid + j * kThreads;
-            if (e < kBK * kBN) b_tile[buf][e / kBN][e % kBN] = b_reg[j];
-        }
-    };
-    // ---- Main loop: tensor-core products of step ks-1 overlap the loads of
-    // step ks. Fragment layout of m16n8k8 (PTX ISA): lane = 4*g + t holds
-    // A rows g and g+8 at columns t and t+4, B column g at rows t and t+4,
-    // and C rows g and g+8 at columns 2t and 2t+1.
-    const int warp = tid / 32, lane = tid % 32;
-    const int g8 = lane / 4, t4 = lane % 4;
-    const int wm0 = (warp % kWarpsM) * kWM, wn0 = (warp / kWarpsM) * kWN;
-    float acc[kMT][kNT][4];
-    #pragma unroll
-    for (int i = 0; i < kMT; ++i) {
-        #pragma unroll
-        for (int j = 0; j < kNT; ++j) {
-            #pragma unroll
-            for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
-        }
-    }
-    const int ksteps = P.tap_count * kCIChunks;
-    for (int ks = 0; ks <= ksteps; ++ks) {
-        if (ks < ksteps) gather(ks);
-        if (ks > 0) {
-            const int buf = (ks - 1) & 1;
-            #pragma unroll
-            for (int k8 = 0; k8 < kBK; k8 += 8) {
-                // Rows padded by kPad floats put the 32 lanes' reads in 32
-                // different banks.
-                unsigned a_hi[kMT][4], a_lo[kMT][4], b_hi[kNT][2], b_lo[kNT][2];
+            for (int sl = 0; sl < kSlabs; ++sl) {
                 #pragma unroll
-                for (int i = 0; i < kMT; ++i) {
-                    const int m = wm0 + i * 16 + g8;
-                    split_tf32(a_tile[buf][k8 + t4][m], a_hi[i][0], a_lo[i][0]);
-                    split_tf32(a_tile[buf][k8 + t4][m + 8], a_hi[i][1], a_lo[i][1]);
-                    split_tf32(a_tile[buf][k8 + t4 + 4][m], a_hi[i][2], a_lo[i][2]);
-                    split_tf32(a_tile[buf][k8 + t4 + 4][m + 8], a_hi[i][3], a_lo[i][3]);
-                }
-                #pragma unroll
-                for (int j = 0; j < kNT; ++j) {
-                    const int n = wn0 + j * 8 + g8;
-                    split_tf32(b_tile[buf][k8 + t4][n], b_hi[j][0], b_lo[j][0]);
-                    split_tf32(b_tile[buf][k8 + t4 + 4][n], b_hi[j][1], b_lo[j][1]);
-                }
-                #pragma unroll
-                for (int i = 0; i < kMT; ++i) {
-                    #pragma unroll
-                    for (int j = 0; j < kNT; ++j) {
-                        // The tensor cores round their sums toward zero, a
-                        // bias that grows with every accumulation into the
-                        // same registers. So each 8-deep slice is summed
-                        // from zero (small terms first) and added to the
-                        // running total with a round-to-nearest fp32 add.
-                        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                        mma_tf32(part, a_lo[i], b_hi[j]);
-                        mma_tf32(part, a_hi[i], b_lo[j]);
-                        mma_tf32(part, a_hi[i], b_hi[j]);
-                        #pragma unroll
-                        for (int c = 0; c < 4; ++c) acc[i][j][c] += part[c];
+                for (int r = 0; r < 2; ++r) {
+                    float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p;
+                    if (live) {
+                        p = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off);
+                        q = *reinterpret_cast<const float4*>(xr + xb[sl][r] + off + 4);
                     }
+                    v[sl][r][0] = p.x; v[sl][r][1] = p.y; v[sl][r][2] = p.z; v[sl][r][3] = p.w;
+                    v[sl][r][4] = q.x; v[sl][r][5] = q.y; v[sl][r][6] = q.z; v[sl][r][7] = q.w;
+                }
+            }
+        };
+
+        // acc: the fp32 running sums; part: the tensor cores' sums of
+        // the current span of steps, added to acc at its end.
+        float acc[kSlabs][kOuts][kND], part[kSlabs][kND];
+        #pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl) {
+            #pragma unroll
+            for (int e = 0; e < kND; ++e) {
+                #pragma unroll
+                for (int o = 0; o < kOuts; ++o) acc[sl][o][e] = 0.0f;
+            }
+        }
+        if (active && P.steps > 0) load_a(0);
+        for (int s = 0; s < P.steps; ++s) {
+            const int gs = P.step_start + s;
+            // Step gs's weights have landed (the bulk copy's), and every warp
+            // is done with the stage the next copy overwrites (each waited for
+            // its products before this barrier).
+            const int k = gs % kStages;
+            barrier_wait(stage_full + k, full_parity >> k & 1);
+            full_parity ^= 1u << k;
+            cp_async_wait_current();
+            async_proxy_fence();
+            __syncthreads();
+            load_b(gs + kStages - 1, end);
+            if (!active) continue;
+            const bool fresh = s % kSpan == 0;  // the span's first step: its sums start here
+            // A's TF32 parts: fragment j of a slab is rows (g, g+8) at
+            // elements 2j and 2j+1 of the thread's 8, as m16n8k8 wants them.
+            unsigned a_hi[kSlabs][4][4], a_lo[kSlabs][4][4];
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) {
+                #pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    #pragma unroll
+                    for (int f = 0; f < 4; ++f) split_a(v[sl][f % 2][2 * j + f / 2], a_hi[sl][j][f], a_lo[sl][j][f]);
+                }
+            }
+            const float* stage = b_stage + (gs % kStages) * kStage;
+            // lo*hi, hi*lo, hi*hi per k8 chunk, the slabs interleaved so
+            // that neighbouring products write different sums; a fresh
+            // span's first product replaces the sums.
+            const unsigned long long desc = wgmma_desc(stage);
+            wgmma_fence();
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const unsigned long long d_hi = desc + j * kChunk / 4, d_lo = desc + (kPart + j * kChunk) / 4;
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_lo[sl][j], d_hi, j > 0 || !fresh);
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_lo, 1);
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) wgmma_tf32(part[sl], a_hi[sl][j], d_hi, 1);
+            }
+            wgmma_commit();
+            // The next step's inputs load while the products run (these
+            // read the A parts, not the inputs).
+            if (s + 1 < P.steps) load_a(s + 1);
+            #pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) wgmma_wait(part[sl]);
+            if (s % kSpan == kSpan - 1 || s == P.steps - 1) {
+                #pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl) {
+                    #pragma unroll
+                    for (int e = 0; e < kND; ++e) acc[sl][0][e] += part[sl][e];
                 }
             }
         }
-        if (ks < ksteps) stash(ks & 1);
-        __syncthreads();
-    }
+        if (!active) continue;
 
-    // ---- Epilogue: bias, then each output written once -------------------
-    #pragma unroll
-    for (int i = 0; i < kMT; ++i) {
+        auto result = [&](int sl, int o, int e) { return acc[sl][0][e]; };
+
+        // The phase's outputs: 8-column block cb holds (g, 8cb+2t), (g, +1),
+        // (g+8, 8cb+2t), (g+8, +1); each written once, bias added.
         #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-            const int m = m0 + wm0 + i * 16 + g8 + half * 8;
-            if (m >= P.m) continue;
-            const int n = m / q_dhw, s = m - n * q_dhw;
-            const int qd = s / q_hw, qh = (s - qd * q_hw) / P.q_w, qw = s - qd * q_hw - qh * P.q_w;
-            const idx_t row = (idx_t)n * kCout * kOutDHW + (idx_t)(P.r_d + kStrideD * qd) * kOutHW
-                + (idx_t)(P.r_h + kStrideH * qh) * kOutW + (P.r_w + kStrideW * qw);
+        for (int sl = 0; sl < kSlabs; ++sl) {
             #pragma unroll
-            for (int j = 0; j < kNT; ++j) {
-                #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int co = n0 + wn0 + j * 8 + 2 * t4 + e;
-                    if (co >= kCoutG) continue;
-                    const int c = g * kCoutG + co;
-                    y[row + (idx_t)c * kOutDHW] = acc[i][j][half * 2 + e] + __ldg(bias + c);
-                }
+            for (int e = 0; e < kND; ++e) {
+                const int co = nt * kNP + 8 * (e / 4) + 2 * t + e % 2, r = e % 4 / 2;
+                if (outs[sl][r] > 0 && co < kCoutG)
+                    y[yb[sl][r] + (idx_t)co * kOutDHW] = result(sl, 0, e) + bias[grp * kCoutG + co];
             }
         }
     }
@@ -378,11 +506,17 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
                 "weight must be a contiguous float32 CUDA tensor of shape (512, 256, 4, 4, 4)");
     TORCH_CHECK(bias.is_cuda() && bias.scalar_type() == torch::kFloat32 && bias.is_contiguous() && bias.numel() == 256,
                 "bias must be a contiguous float32 CUDA tensor of 256 elements");
-    auto wt = torch::empty({8388608}, x.options());
+    auto img = torch::empty({16777216}, x.options());
+    auto xr = torch::empty({1179648}, x.options());
     auto y = torch::empty({16, 256, 4, 8, 8}, x.options());
-    zoo_vgan_up_repack_weight<<<32768, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
+    zoo_vgan_up_repack_weight<<<65536, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     check_launch("zoo_vgan_up_repack_weight");
-    zoo_vgan_up_igemm<<<dim3(32, 4, 1), 256>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
+    zoo_vgan_up_relayout_input<<<384, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
+    check_launch("zoo_vgan_up_relayout_input");
+    // More than 48 KiB of shared memory needs the kernel's opt-in, once.
+    static const cudaError_t smem_opt_in = cudaFuncSetAttribute(zoo_vgan_up_igemm, cudaFuncAttributeMaxDynamicSharedMemorySize, 65568);
+    TORCH_CHECK(smem_opt_in == cudaSuccess, "zoo_vgan_up_igemm needs 65568 bytes of shared memory: ", cudaGetErrorString(smem_opt_in));
+    zoo_vgan_up_igemm<<<dim3(8, 4, 8), 128, 65568>>>((const float*)xr.data_ptr(), (const float*)img.data_ptr(),
         (const float*)bias.data_ptr(), (float*)y.data_ptr());
     check_launch("zoo_vgan_up_igemm");
     return y;
@@ -390,7 +524,8 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
 """
 
 
-# Built for sm90 (H100/H200, sm_90a): sm_90a code runs on no other GPU. cuda.sm80.py is the file for the others.
+# Built for sm90 (H100/H200, sm_90a): its wgmma products and bulk copies
+# exist on no other GPU. cuda.sm80.py is the file for the others.
 if torch.cuda.get_device_capability() != (9, 0):
     raise RuntimeError("this file is built for sm90 (compute capability 9.0, H100/H200); this GPU is %d.%d: use cuda.sm80.py" % torch.cuda.get_device_capability())
 
