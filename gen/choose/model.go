@@ -39,7 +39,7 @@ type Rate struct {
 // Machine is one target's constants: docs/perf/calibration.md says where
 // each comes from.
 type Machine struct {
-	SMs    int
+	SMs    int     // the target's (plan.Target.SMs)
 	BW     float64 // bytes per second, DRAM
 	Launch float64 // seconds per kernel launch in a forward
 	// Rates by family key (spec.Family.Key()), and "triton-fp32",
@@ -128,7 +128,7 @@ type Machine struct {
 // times) scaled the same way; SyncOneSlab from the sm80 files' tiles of one
 // slab against the same tiles with two (TestModelSM80Slabs).
 var Machines = map[string]Machine{
-	"sm90": {SMs: 132, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectWideWindow: 1 / 1.17, DirectLoad: 1, MMAPresplit: 1 / 1.4, SyncOneSlab: 1, Rates: map[string]Rate{
+	"sm90": {SMs: plan.SM90.SMs, BW: 4.0e12, Launch: 4e-6, BulkWeights: 1.06, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectWideWindow: 1 / 1.17, DirectLoad: 1, MMAPresplit: 1 / 1.4, SyncOneSlab: 1, Rates: map[string]Rate{
 		"ffma":          {R: 25e12, A: 0.15, K0: 64, Step: 0.5e-6},
 		"direct":        {R: 24e12, A: 0, K0: 0, Step: 0.3e-6},
 		"mma":           {R: 33e12, A: 0.25, K0: 32, Step: 0.5e-6},
@@ -137,7 +137,7 @@ var Machines = map[string]Machine{
 		"triton-fp32":   {R: 34e12, A: 0.25, K0: 128, Step: 0.5e-6},
 		"spectral":      {R: 12.5e12, Step: 0.5e-6},
 	}},
-	"sm80": {SMs: 108, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectWideWindow: 1 / 1.17, DirectLoad: 1, MMAPresplit: 1 / 1.4, SyncOneSlab: 0.87, SyncWideN: 96, SyncSharedKWInN: 0.86, Rates: map[string]Rate{
+	"sm80": {SMs: plan.SM80.SMs, BW: 1.9e12, Launch: 4e-6, BulkWeights: 1, WGMMACpAsync: 0.87, DirectSingle: 0.8, DirectRows: 0.4, DirectRowsOneChannel: 0.1, DirectWideWindow: 1 / 1.17, DirectLoad: 1, MMAPresplit: 1 / 1.4, SyncOneSlab: 0.87, SyncWideN: 96, SyncSharedKWInN: 0.86, Rates: map[string]Rate{
 		"ffma":          {R: 25e12 * ffmaA100, A: 0.15, K0: 64, Step: 0.5e-6},
 		"direct":        {R: 24e12 * ffmaA100, A: 0, K0: 0, Step: 0.3e-6},
 		"mma":           {R: 33e12 * tensorA100, A: 0.25, K0: 32, Step: 0.5e-6},

@@ -545,16 +545,11 @@ func balancedRuns(weights []int, parts int) []int {
 func (p *Plan) choosePhaseSplit(steps []int) int {
 	if p.Target.WGMMA && 4*p.smallTiles() >= p.Target.SMs {
 		// On sm_90a one warpgroup's asynchronous products already keep
-		// much of an SM busy: a tile split ran 2.5x to 2.8x faster on
-		// problems of a 64 x 64 tile for every few SMs (vgan_up,
-		// vnet_up_256, nnunet_up_bottom), at most 1.15x on larger ones,
-		// and there the chooser's
-		// utilisation term, crediting every extra block, ranked split tiles
-		// over faster unsplit ones (unet3d_up_deep 0.132 against 0.109 ms,
-		// gan3d_up512 1.145 against 0.989, end to end). So the plan splits
-		// only the former (smallTiles: alike for every tile of a problem,
-		// so that none gains eligibility by its size). The mma.sync form on
-		// sm80 gains more than credited.
+		// much of an SM busy: splits paid only on problems of a 64 x 64
+		// tile for every few SMs, and elsewhere the chooser's utilisation
+		// term, crediting every extra block, ranked split tiles over faster
+		// unsplit ones (docs/perf/calibration.md). smallTiles measures the
+		// problem, so that no tile becomes eligible by its own size.
 		return 1
 	}
 	if len(steps) == 0 || slices.Max(steps) < p.Tile.WGMMA.Stages {
@@ -602,11 +597,8 @@ const splitGain = 0.9
 // FitBlocks at once, which share its tensor cores; fewer run as fast as
 // one, so a grid that leaves SMs idle or some with fewer blocks gains by
 // more, shorter blocks. A block takes its longest run's steps and the
-// fill of its pipeline. Measured (H100, both targets' code, zoo shapes
-// of 8 to 4096 blocks unsplit): the parts this picks ran within 10% of
-// the fastest of 1, 2, 4 and 8 on most, and a split where one block
-// took all the phases ran 1.4x to 3.8x faster where the grid had fewer
-// blocks than SMs.
+// fill of its pipeline (fitted on zoo tiles timed at 1, 2, 4 and 8 runs:
+// docs/perf/calibration.md).
 func (p *Plan) phaseSplitTime(steps []int, parts int) float64 {
 	runs := balancedRuns(steps, parts)
 	longest := 0
