@@ -56,6 +56,7 @@ type View struct {
 	// and block; with wgmma, the input re-layout's and the bias fill's
 	// blocks, a fill block's outputs and a fill thread's share of them.
 	RepackBlocks, RepackThreads                               int
+	Transpose                                                 plan.Transpose // the plain weight re-layout's tiling
 	AddSplitsThreads                                          int
 	RelayoutThreads, FillThreads, FillPerBlock, FillPerThread int
 
@@ -167,7 +168,7 @@ func newView(p *plan.Plan, specPath string) (*View, error) {
 		return v, nil
 	}
 	gather := p.Gather()
-	v.RepackBlocks, v.RepackThreads = plan.RepackBlocks(p.RepackLen()), plan.RepackBlockThreads
+	v.RepackBlocks, v.RepackThreads, v.Transpose = p.RepackBlocks(), plan.RepackBlockThreads, p.Transpose()
 	v.AddSplitsThreads = plan.AddSplitsBlockThreads
 	v.TapTableLen, v.CIChunks = max(1, len(p.Taps)), p.CIChunks()
 	v.WeightRead = newWeightRead(t.BN())

@@ -15,7 +15,10 @@ type Launch struct {
 	File      string // emitted CUDA submission
 	Function  string // main kernel's name
 	Repack    string // weight re-layout kernel's name, launched first
-	RepackLen int    // elements it writes, one thread each
+	RepackLen int    // elements it writes
+	// RepackBlocks is its grid, blocks of RepackBlockThreads
+	// (Plan.RepackBlocks).
+	RepackBlocks int
 	// Relayout, when set, is the input re-layout kernel's name, launched
 	// after the repack as RelayoutBlocks blocks of RelayoutBlockThreads
 	// (with barriers) that write the RelaidLen elements of the re-laid
@@ -71,6 +74,7 @@ func (p *Plan) Launch(file string) Launch {
 		Function:        p.Names.Kernel,
 		Repack:          p.Names.Repack,
 		RepackLen:       p.RepackLen(),
+		RepackBlocks:    p.RepackBlocks(),
 		Relayout:        p.Names.Relayout,
 		RelaidLen:       p.WGMMA.XLen,
 		RelayoutBlocks:  p.WGMMA.RelayoutBlocks,
@@ -98,10 +102,53 @@ func (p *Plan) Launch(file string) Launch {
 // element (the host wrapper's launch in templates/cuda.py.tmpl).
 const RepackBlockThreads = 256
 
-// RepackBlocks is the weight re-layout's grid for n elements: at least one
-// block, as a grid of none is an invalid launch, and a wgmma plan whose
-// phases have no taps at all (every output the bias) has an empty image.
-func RepackBlocks(n int) int { return max(1, ceilDiv(n, RepackBlockThreads)) }
+// ImageBlocks is the grid of a wgmma tile's weight re-layout, one thread
+// an element of its n: at least one block, as a grid of none is an invalid
+// launch, and a plan whose phases have no taps at all (every output the
+// bias) has an empty image.
+func ImageBlocks(n int) int { return max(1, ceilDiv(n, RepackBlockThreads)) }
+
+// Transpose is the plain weight re-layout (every tile but wgmma's), which
+// per group transposes PyTorch's (Cin/groups x Cout/groups) by taps matrix
+// to taps by (Cin/groups x Cout/groups). A block moves a tile of Rows rows
+// by Cols taps through shared memory, so that its reads run along the taps
+// and its writes along the rows, both in whole runs: one thread an output
+// element read a 32-byte sector for each 4-byte weight wherever taps >= 8.
+type Transpose struct {
+	Rows, Cols int // a block's tile: Cols = min(taps, 32), Rows*Cols <= 1024
+	// Pitch is a tile row in shared memory, odd, so that the threads
+	// reading a column meet 32 different banks.
+	Pitch          int
+	TilesR, TilesT int // tiles along the rows and the taps, per group
+	// RaggedR, RaggedT: the last tile along the rows, the taps, passes
+	// the matrix, and the tiles' elements are guarded.
+	RaggedR, RaggedT bool
+}
+
+// Transpose returns the plain re-layout's tiling (zero where there is
+// none: a wgmma image, or PyTorch's layout read as it is).
+func (p *Plan) Transpose() Transpose {
+	if p.RepackLen() == 0 || p.Tile.WGMMA != nil {
+		return Transpose{}
+	}
+	rows, taps := p.CinG*p.CoutG, p.Conv.Taps()
+	cols := min(taps, 32)
+	t := Transpose{Rows: 32 * (32 / cols), Cols: cols, Pitch: cols | 1}
+	t.TilesR, t.TilesT = ceilDiv(rows, t.Rows), ceilDiv(taps, cols)
+	t.RaggedR, t.RaggedT = rows%t.Rows != 0, taps%cols != 0
+	return t
+}
+
+// RepackBlocks is the weight re-layout's grid, blocks of
+// RepackBlockThreads: the wgmma image's ImageBlocks, or a block a tile of
+// the transpose (0 without a re-layout).
+func (p *Plan) RepackBlocks() int {
+	if p.Tile.WGMMA != nil {
+		return ImageBlocks(p.RepackLen())
+	}
+	t := p.Transpose()
+	return p.Conv.Groups * t.TilesR * t.TilesT
+}
 
 // RelayoutBlockThreads and FillBlockThreads are the input re-layout's
 // and the bias fill's block sizes (the host wrapper's launches in
@@ -174,7 +221,7 @@ func (p *Plan) setGrid(blocks [3]int) error {
 	for _, l := range []struct {
 		name   string
 		blocks int
-	}{{"weight re-layout", RepackBlocks(p.RepackLen())}, {"input re-layout", p.WGMMA.RelayoutBlocks}, {"bias fill", p.WGMMA.FillBlocks}, {"sum of the splits", p.AddSplitsBlocks()}} {
+	}{{"weight re-layout", p.RepackBlocks()}, {"input re-layout", p.WGMMA.RelayoutBlocks}, {"bias fill", p.WGMMA.FillBlocks}, {"sum of the splits", p.AddSplitsBlocks()}} {
 		if l.blocks > MaxGridX {
 			errs = append(errs, s.Errorf("problem", "", "the %s needs %d blocks: CUDA launches at most %d", l.name, l.blocks, MaxGridX))
 		}

@@ -207,12 +207,12 @@ func TestWGMMARelayoutChannelsOverSharedMemory(t *testing.T) {
 	}
 }
 
-// TestRepackBlocks: one thread an element, and one block even with none
+// TestRepackBlocks: the wgmma image, one thread an element, and one block even with none
 // (a grid of no blocks is an invalid launch).
 func TestRepackBlocks(t *testing.T) {
 	for n, want := range map[int]int{0: 1, 1: 1, 256: 1, 257: 2, 64512: 252} {
-		if got := plan.RepackBlocks(n); got != want {
-			t.Errorf("RepackBlocks(%d) = %d, want %d", n, got, want)
+		if got := plan.ImageBlocks(n); got != want {
+			t.Errorf("ImageBlocks(%d) = %d, want %d", n, got, want)
 		}
 	}
 }

@@ -92,21 +92,36 @@ __constant__ TapInfo kTapTable[15] = {
     { 77, 0, 1, 0 },
     { 91, 0, 0, 0 },
 };
-
 // Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
 // Cin/groups, Cout/groups), so a weight tile row is contiguous in the output
-// channel and loads coalesce.
-extern "C" __global__ void l1_72_strided_padded_grouped_repack_weight(const float* __restrict__ w, float* __restrict__ wt)
+// channel and loads coalesce. Per group it transposes the (Cin/groups x
+// Cout/groups) by taps matrix: a block moves kRepackRows rows by
+// kRepackCols taps through shared memory, reading along the taps and
+// writing along the rows, both in whole runs (one thread an element read a
+// 32-byte sector for every 4-byte weight).
+static constexpr int kRepackRows = 32, kRepackCols = 32;
+static constexpr int kRepackPitch = 33;  // odd: a column's 32 reads meet 32 banks
+static constexpr idx_t kRepackR = (idx_t)kCinG * kCoutG;  // the rows, per group
+extern "C" __global__ void __launch_bounds__(256) l1_72_strided_padded_grouped_repack_weight(const float* __restrict__ w, float* __restrict__ wt)
 {
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (idx_t)kCin * kCoutG * kTaps) return;
-    const int co = (int)(i % kCoutG);
-    idx_t rest = i / kCoutG;
-    const int ci = (int)(rest % kCinG);
-    rest /= kCinG;
-    const int tap = (int)(rest % kTaps);
-    const int g = (int)(rest / kTaps);
-    wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
+    __shared__ float tile[kRepackRows * kRepackPitch];
+    const int t0 = (int)(blockIdx.x % 4u) * kRepackCols;
+    const idx_t tr = blockIdx.x / 4u;
+    const idx_t r0 = tr % 2 * kRepackRows;
+    const int g = (int)(tr / 2);
+    const float* src = w + ((idx_t)g * kRepackR + r0) * kTaps + t0;
+    float* dst = wt + (idx_t)g * kTaps * kRepackR + (idx_t)t0 * kRepackR + r0;
+    #pragma unroll
+    for (int e = threadIdx.x; e < kRepackRows * kRepackCols; e += 256) {
+        const int r = e / kRepackCols, t = e % kRepackCols;
+        if (t0 + t < kTaps) tile[r * kRepackPitch + t] = src[(idx_t)r * kTaps + t];
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int e = threadIdx.x; e < kRepackRows * kRepackCols; e += 256) {
+        const int t = e / kRepackRows, r = e % kRepackRows;
+        if (t0 + t < kTaps) dst[(idx_t)t * kRepackR + r] = tile[r * kRepackPitch + t];
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
@@ -270,7 +285,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
                 "x must start at a 16-byte boundary: the kernel reads it as float4s");
     auto wt = torch::empty({26880}, x.options());
     auto y = torch::empty({8, 32, 24, 48, 96}, x.options());
-    l1_72_strided_padded_grouped_repack_weight<<<105, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
+    l1_72_strided_padded_grouped_repack_weight<<<32, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("l1_72_strided_padded_grouped_repack_weight");
     l1_72_strided_padded_grouped_igemm<<<dim3(432, 2, 4), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         nullptr, (float*)y.data_ptr());

@@ -73,21 +73,35 @@ __constant__ TapInfo kTapTable[4] = {
     { 2, 0, 0, 0 },
     { 3, 0, 0, 0 },
 };
-
 // Weight re-layout: PyTorch's (Cin, Cout/groups, taps) to (group, tap,
 // Cin/groups, Cout/groups), so a weight tile row is contiguous in the output
-// channel and loads coalesce.
-extern "C" __global__ void zoo_asym_dh_only_repack_weight(const float* __restrict__ w, float* __restrict__ wt)
+// channel and loads coalesce. Per group it transposes the (Cin/groups x
+// Cout/groups) by taps matrix: a block moves kRepackRows rows by
+// kRepackCols taps through shared memory, reading along the taps and
+// writing along the rows, both in whole runs (one thread an element read a
+// 32-byte sector for every 4-byte weight).
+static constexpr int kRepackRows = 256, kRepackCols = 4;
+static constexpr int kRepackPitch = 5;  // odd: a column's 32 reads meet 32 banks
+static constexpr idx_t kRepackR = (idx_t)kCinG * kCoutG;  // the rows, per group
+extern "C" __global__ void __launch_bounds__(256) zoo_asym_dh_only_repack_weight(const float* __restrict__ w, float* __restrict__ wt)
 {
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (idx_t)kCin * kCoutG * kTaps) return;
-    const int co = (int)(i % kCoutG);
-    idx_t rest = i / kCoutG;
-    const int ci = (int)(rest % kCinG);
-    rest /= kCinG;
-    const int tap = (int)(rest % kTaps);
-    const int g = (int)(rest / kTaps);
-    wt[i] = w[((idx_t)(g * kCinG + ci) * kCoutG + co) * kTaps + tap];
+    __shared__ float tile[kRepackRows * kRepackPitch];
+    const idx_t tr = blockIdx.x;
+    const idx_t r0 = tr % 16 * kRepackRows;
+    const int g = (int)(tr / 16);
+    const float* src = w + ((idx_t)g * kRepackR + r0) * kTaps;
+    float* dst = wt + (idx_t)g * kTaps * kRepackR + r0;
+    #pragma unroll
+    for (int e = threadIdx.x; e < kRepackRows * kRepackCols; e += 256) {
+        const int r = e / kRepackCols, t = e % kRepackCols;
+        tile[r * kRepackPitch + t] = src[(idx_t)r * kTaps + t];
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int e = threadIdx.x; e < kRepackRows * kRepackCols; e += 256) {
+        const int t = e / kRepackRows, r = e % kRepackRows;
+        dst[(idx_t)t * kRepackR + r] = tile[r * kRepackPitch + t];
+    }
 }
 
 // 3xTF32: each fp32 operand split into TF32 parts, x = hi + lo, and
@@ -314,7 +328,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight)
                 "weight must be a contiguous float32 CUDA tensor of shape (64, 64, 2, 2, 1)");
     auto wt = torch::empty({16384}, x.options());
     auto y = torch::empty({2, 64, 24, 48, 80}, x.options());
-    zoo_asym_dh_only_repack_weight<<<64, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
+    zoo_asym_dh_only_repack_weight<<<16, 256>>>((const float*)weight.data_ptr(), (float*)wt.data_ptr());
     check_launch("zoo_asym_dh_only_repack_weight");
     zoo_asym_dh_only_igemm<<<dim3(1440, 1, 1), 128>>>((const float*)x.data_ptr(), (const float*)wt.data_ptr(),
         nullptr, (float*)y.data_ptr());

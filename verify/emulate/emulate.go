@@ -203,14 +203,9 @@ static void run_conv(const float* x_in, const float* w_in, const float* b, const
 {
     auto launch_seed = [&](uint64_t k) { return seed == 0 ? 0 : seed + k; };  // (splitmix64 decorrelates them)
     std::vector<float> wt(emu_repack_len, NAN), xr(emu_xr_len, NAN);
-    blockDim = {emu_repack_threads, 1, 1};
-    for (unsigned blk = 0; emu_repack_len > 0 && blk < emu_repack_blocks; ++blk) {
-        for (unsigned t = 0; t < emu_repack_threads; ++t) {
-            blockIdx = {blk, 0, 0};
-            threadIdx = {t, 0, 0};
-            emu_repack(w_in, wt.data());
-        }
-    }
+    // The weight re-layout's blocks, with barriers (the transpose stages
+    // its tile in shared memory).
+    if (emu_repack_len > 0) run_blocks({emu_repack_blocks, 1, 1}, emu_repack_threads, launch_seed(5), [&] { emu_repack(w_in, wt.data()); });
     const float* xin = x_in;
     OutFloat* out = reinterpret_cast<OutFloat*>(y_out);
     (void)b;
@@ -456,7 +451,7 @@ func convSource(kernel string, l plan.Launch) (string, error) {
 	}
 	consts := fmt.Sprintf(driverConstants,
 		c.InputLen(), c.WeightLen(), bias, c.OutputLen(), l.RepackLen, l.RelaidLen,
-		plan.RepackBlockThreads, plan.RepackBlocks(l.RepackLen), l.Threads, c.OutChannels,
+		plan.RepackBlockThreads, max(1, l.RepackBlocks), l.Threads, c.OutChannels,
 		l.Grid[0], l.Grid[1], l.Grid[2], l.Out[0], l.Out[1], l.Out[2], reach[0], reach[1], reach[2],
 		c.Stride[0], c.Stride[1], c.Stride[2], residues[0], residues[1], residues[2], strings.Join(table, ", "),
 		l.Fill != "", l.Function, repack, l.Function, relayout, fill, store, main)

@@ -167,21 +167,14 @@ int main()
 
     // The weight re-layout: every block when the image is small (the
     // value check needs all of it), else a sample.
-    // It has no barriers: when whole, its threads run one after another.
     {
         const unsigned long long blocks = %[13]s;
+        std::vector<unsigned long long> run = sample(blocks, kSamples, rng);
         if (%[21]t) {
-            blockDim = {%[19]d, 1, 1};
-            for (unsigned long long b = 0; b < blocks; ++b) {
-                for (unsigned t = 0; t < %[19]d; ++t) {
-                    blockIdx = {(unsigned)b, 0, 0};
-                    threadIdx = {t, 0, 0};
-                    %[20]s(w, wt);
-                }
-            }
-        } else {
-            run_blocks({(unsigned)blocks, 1, 1}, %[19]d, sample(blocks, kSamples, rng), [&] { %[20]s(w, wt); });
+            run.resize(blocks);
+            std::iota(run.begin(), run.end(), 0ull);
         }
+        run_blocks({(unsigned)blocks, 1, 1}, %[19]d, run, [&] { %[20]s(w, wt); });
     }
 %[14]s
 
@@ -290,7 +283,7 @@ func RunSampled(ctx context.Context, cxx, dir, kernel string, l plan.Launch, sam
 		c.InputLen(), c.WeightLen(), bias, c.OutputLen(), l.RepackLen, max(1, l.RelaidLen),
 		fmt.Sprintf("{%d, %d, %d, %d}", c.Batch, c.InChannels, c.OutChannels, c.Groups),
 		three(c.In), three(l.Out), three(c.Kernel), three(c.Stride), three(c.Padding),
-		fmt.Sprint(plan.RepackBlocks(l.RepackLen)), strings.Join(launches, "\n"), samples, seed, check,
+		fmt.Sprint(max(1, l.RepackBlocks)), strings.Join(launches, "\n"), samples, seed, check,
 		three(c.Dilation), plan.RepackBlockThreads, repack, whole)
 	sum := sha256.Sum256([]byte(src))
 	base := filepath.Join(dir, "sampled-"+hex.EncodeToString(sum[:8]))

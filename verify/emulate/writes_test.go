@@ -148,7 +148,7 @@ func wantErr(t *testing.T, run emulated, want string) {
 func orderLaunch(name string, n, grid, threads int) plan.Launch {
 	c := geom.Conv{Batch: 1, InChannels: 1, OutChannels: 1, In: [3]int{1, 1, n}, Kernel: [3]int{1, 1, 1},
 		Stride: [3]int{1, 1, 1}, Dilation: [3]int{1, 1, 1}, Groups: 1}
-	return plan.Launch{Spec: name, Function: name, Repack: "order_repack", RepackLen: 1,
+	return plan.Launch{Spec: name, Function: name, Repack: "order_repack", RepackLen: 1, RepackBlocks: 1,
 		Grid: [3]int{grid, 1, 1}, Threads: threads, Conv: c, Out: c.Out()}
 }
 

@@ -292,7 +292,7 @@ func run(j *Job, module string, in Inputs) (y, yLast []float32, t *Timing, err e
 	}
 	mainArgs := append(append([]unsafe.Pointer{unsafe.Pointer(mainIn), unsafe.Pointer(mainW), unsafe.Pointer(&bp)}, storeArgs...), unsafe.Pointer(mainOut))
 	addArgs := []unsafe.Pointer{unsafe.Pointer(&partp), unsafe.Pointer(&bp), unsafe.Pointer(&yp)}
-	repackBlocks := plan.RepackBlocks(k.RepackLen)
+	repackBlocks := k.RepackBlocks
 	forward := func() error {
 		if k.Repack != "" {
 			if err := repackFn.Launch(repackBlocks, 1, 1, plan.RepackBlockThreads, 1, 1, 0, cu.NoStream, repackArgs); err != nil {

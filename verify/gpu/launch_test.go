@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"convtgen/gen/plan"
 	"convtgen/verify"
 )
 
@@ -49,7 +48,7 @@ func TestLaunchMatchesHostWrapper(t *testing.T) {
 		// direct kernel with a tiny weight has no re-layout: Repack "").
 		var want []string
 		if k.Repack != "" {
-			want = append(want, k.Repack+" "+strconv.Itoa(plan.RepackBlocks(k.RepackLen)))
+			want = append(want, k.Repack+" "+strconv.Itoa(k.RepackBlocks))
 		} else if k.RepackLen != 0 {
 			t.Errorf("%s: no re-layout kernel, but %d re-laid weights", k.Spec, k.RepackLen)
 		}
