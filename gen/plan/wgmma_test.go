@@ -571,3 +571,54 @@ func TestWGMMAPhaseSplit(t *testing.T) {
 		t.Errorf("split 1 given where the plan would split: %v, want one block, written", err)
 	}
 }
+
+// TestTranspose: the plain re-layout's tiles cover each group's (Cin/groups
+// x Cout/groups) by taps matrix exactly, a block at most 1024 elements
+// (256 threads, 4 each), reads along the taps in runs of min(taps, 32),
+// an odd pitch, guards only where a last tile passes the matrix, and a
+// wgmma image keeps its one-thread-a-unit grid.
+func TestTranspose(t *testing.T) {
+	one := [3]int{1, 1, 1}
+	for _, c := range []struct {
+		conf       config
+		rows, cols int
+	}{
+		// 27 taps: a tile of 32 rows by all 27 taps; 6*4 = 24 rows, one ragged tile.
+		{config{batch: 1, cin: 6, cout: 4, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{4, 4, 4}, s: one, d: one, tile: "{bm: 64, bn: 8, bk: 8, tm: 4, tn: 4}"}, 32, 27},
+		// 8 taps: 128 rows by 8; groups 2 of 16 x 8 rows each.
+		{config{batch: 1, cin: 32, cout: 16, groups: 2, k: [3]int{2, 2, 2}, in: [3]int{4, 4, 4}, s: [3]int{2, 2, 2}, d: one, tile: "{bm: 64, bn: 8, bk: 8, tm: 4, tn: 4}"}, 128, 8},
+		// 105 taps: tiles of 32 taps, the last one ragged (105 = 3*32 + 9).
+		{config{batch: 1, cin: 8, cout: 8, groups: 4, k: [3]int{3, 5, 7}, in: [3]int{6, 6, 6}, s: one, d: one, tile: "{bm: 64, bn: 8, bk: 8, tm: 4, tn: 4}"}, 32, 32},
+		// Two taps: 512 rows by 2 (a pitch of 3); 40*40 rows, the last tile ragged.
+		{config{batch: 1, cin: 40, cout: 40, groups: 1, k: [3]int{1, 1, 2}, in: [3]int{4, 4, 4}, s: one, d: one, tile: "{bm: 64, bn: 8, bk: 8, tm: 4, tn: 4}"}, 512, 2},
+	} {
+		p, err := plan.New(c.conf.parse(t), plan.SM80)
+		if err != nil {
+			t.Fatalf("%+v: %v", c.conf, err)
+		}
+		if p.ReadsTorchWeight() {
+			t.Fatalf("%s: reads PyTorch's layout: no re-layout to check", p)
+		}
+		tr := p.Transpose()
+		rows, taps := p.CinG*p.CoutG, p.Conv.Taps()
+		if tr.Rows != c.rows || tr.Cols != c.cols || tr.Rows*tr.Cols > 4*plan.RepackBlockThreads || tr.Pitch%2 == 0 || tr.Pitch < tr.Cols {
+			t.Errorf("%s: tile %+v, want %d x %d, at most %d elements, an odd pitch of at least its columns", p, tr, c.rows, c.cols, 4*plan.RepackBlockThreads)
+		}
+		if tr.TilesR*tr.Rows < rows || (tr.TilesR-1)*tr.Rows >= rows || tr.TilesT*tr.Cols < taps || (tr.TilesT-1)*tr.Cols >= taps {
+			t.Errorf("%s: %d x %d tiles of %d x %d do not cover %d rows by %d taps exactly", p, tr.TilesR, tr.TilesT, tr.Rows, tr.Cols, rows, taps)
+		}
+		if tr.RaggedR != (rows%tr.Rows != 0) || tr.RaggedT != (taps%tr.Cols != 0) {
+			t.Errorf("%s: ragged %v, %v for %d rows and %d taps in tiles of %d x %d", p, tr.RaggedR, tr.RaggedT, rows, taps, tr.Rows, tr.Cols)
+		}
+		if got, want := p.RepackBlocks(), p.Conv.Groups*tr.TilesR*tr.TilesT; got != want || p.RepackLen() != p.Conv.WeightLen() {
+			t.Errorf("%s: %d blocks for %d elements, want %d blocks for the weight's %d", p, got, p.RepackLen(), want, p.Conv.WeightLen())
+		}
+	}
+	w, err := plan.New(config{batch: 1, cin: 8, cout: 8, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{4, 4, 4}, s: one, d: one, precision: "3xtf32", tile: "{wgmma: true}"}.parse(t), plan.SM90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if (w.Transpose() != plan.Transpose{}) || w.RepackBlocks() != plan.ImageBlocks(w.RepackLen()) {
+		t.Errorf("wgmma: transpose %+v, %d blocks; want none and the image's %d", w.Transpose(), w.RepackBlocks(), plan.ImageBlocks(w.RepackLen()))
+	}
+}
