@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"convtgen/gen"
+	"convtgen/gen/geom"
 	"convtgen/gen/spec"
 )
 
@@ -1117,8 +1118,8 @@ func TestZooSection(t *testing.T) {
 		t.Fatalf("zoo best rows = %+v, want cuda on sm80, triton on sm90", r.Zoo.Best)
 	}
 	want := []ZooSummary{
-		{Target: "sm80", Shapes: 1, Measured: 1, BeatStrict: 1, SlowDefault: 1, BeatDefault: 1, GeoMean: 2, Backends: map[string]int{"cuda": 1}},
-		{Target: "sm90", Shapes: 1, Measured: 1, BeatStrict: 1, SlowDefault: 0, BeatDefault: 0, GeoMean: 0.25, Backends: map[string]int{"triton": 1}},
+		{Target: "sm80", Shapes: 1, Measured: 1, BeatStrict: 1, SlowDefault: 1, BeatDefault: 1, GeoMean: 2, Backends: map[string]int{"cuda": 1}, ExactPeak: geom.MMASyncTF32 / 3},
+		{Target: "sm90", Shapes: 1, Measured: 1, BeatStrict: 1, SlowDefault: 0, BeatDefault: 0, GeoMean: 0.25, Backends: map[string]int{"triton": 1}, ExactPeak: geom.TF32x3FLOPS},
 	}
 	if fmt.Sprint(r.Zoo.Summary) != fmt.Sprint(want) {
 		t.Errorf("zoo summary = %+v\nwant %+v", r.Zoo.Summary, want)
@@ -1131,6 +1132,26 @@ func TestZooSection(t *testing.T) {
 	}
 	if plot := ZooPlot(r); strings.Count(plot, "<title>rp_z") != 2 {
 		t.Errorf("zoo plot has %d points, want 2", strings.Count(plot, "<title>rp_z"))
+	}
+	// cuDNN's default at 130 TFLOP/s, under a third of the TF32 rate and
+	// over 3xTF32 at mma.sync's rate, and both files slower: on sm80 a miss
+	// no exact kernel of its CUDA file could avoid, and said so; on sm90
+	// (wgmma's 165) an ordinary miss.
+	def := r.Zoo.Best[0].GFLOPs * 1e9 / 130e12 * 1e3
+	writeFileT(t, filepath.Join(dir, "zoo.json"), []byte(`{"gpu": "Fixture GPU X100", "driver": "999.1.2", "date": "2030-01-03T00:00:00Z", "results": [`+
+		strings.Join([]string{result("cuda", "sm80", 2*def, def, 4*def), result("triton", "sm80", 3*def, def, 4*def),
+			result("cuda", "sm90", 2*def, def, 4*def), result("triton", "sm90", 3*def, def, 4*def)}, ",")+`]}`))
+	if r, err = Build(fixtureRoot, dir); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"[rp_z]", "[]"} {
+		if s := r.Zoo.Summary[i]; s.SlowDefault != 1 || s.BeatDefault != 0 || fmt.Sprint(s.BeyondPeak) != want {
+			t.Errorf("%s at 130 TFLOP/s: %d slow defaults, %d beaten, beyond the exact peak %v; want 1, 0, %s", s.Target, s.SlowDefault, s.BeatDefault, s.BeyondPeak, want)
+		}
+	}
+	if md := Markdown(r); !strings.Contains(md, "1 ask for more than 3xTF32's peak in this target's CUDA file (101.7 TFLOP/s), which no exact kernel there reaches: rp_z.") ||
+		strings.Count(md, "ask for more than 3xTF32's peak") != 1 {
+		t.Errorf("REPORT.md does not name sm80's miss beyond the exact peak alone:\n%s", md[strings.Index(md, "## The zoo"):])
 	}
 	// Without zoo.json the shapes are listed as not yet measured.
 	os.Remove(filepath.Join(dir, "zoo.json"))

@@ -50,6 +50,11 @@ type ZooSummary struct {
 	BeatDefault int            `json:"beat_default"` // of those, at least as fast as it
 	GeoMean     float64        `json:"geomean_speedup_vs_default,omitempty"`
 	Backends    map[string]int `json:"faster_backend"` // shapes won per backend
+	// BeyondPeak are the shapes slower than a slow default where it runs
+	// faster than ExactPeak, 3xTF32 on the target's CUDA code path: there
+	// no exact kernel for the target can match it.
+	BeyondPeak []string `json:"beyond_exact_peak,omitempty"`
+	ExactPeak  float64  `json:"exact_peak_flops,omitempty"`
 }
 
 func isZoo(l gen.Loaded) bool { return strings.HasPrefix(l.Path, ZooFolder) }
@@ -267,7 +272,10 @@ func zooSummary(specs []gen.Loaded, best []Row) []ZooSummary {
 		for _, p := range l.Plans {
 			i := slices.IndexFunc(out, func(s ZooSummary) bool { return s.Target == p.Target.Name })
 			if i < 0 {
-				out = append(out, ZooSummary{Target: p.Target.Name, Backends: map[string]int{}})
+				// The target's fastest exact path: 3xTF32 in its CUDA file
+				// (by mma.sync where it has no wgmma).
+				peak := p.Target.Ceilings(geom.H200, "cuda").TF32x3
+				out = append(out, ZooSummary{Target: p.Target.Name, Backends: map[string]int{}, ExactPeak: peak})
 				i = len(out) - 1
 			}
 			out[i].Shapes++
@@ -287,6 +295,8 @@ func zooSummary(specs []gen.Loaded, best []Row) []ZooSummary {
 			s.SlowDefault++
 			if row.SpeedupTF32 >= 1 {
 				s.BeatDefault++
+			} else if defaultRate(row) > s.ExactPeak {
+				s.BeyondPeak = append(s.BeyondPeak, row.Spec)
 			}
 		}
 	}
@@ -332,6 +342,10 @@ func zooMarkdown(b *strings.Builder, r *Report) {
 	for _, s := range z.Summary {
 		p("- %s: %d of %d shapes measured; at least strict fp32's speed on **%d of %d**; where cuDNN's default runs under a third of the TF32 rate (%d shapes) at least its speed on **%d**; geometric mean over the default **%.2fx**; faster backend: %s.\n",
 			s.Target, s.Measured, s.Shapes, s.BeatStrict, s.Measured, s.SlowDefault, s.BeatDefault, s.GeoMean, backendCounts(s.Backends))
+		if n := len(s.BeyondPeak); n > 0 {
+			p("  Of the %d shapes slower than that default, %d ask for more than 3xTF32's peak in this target's CUDA file (%.1f TFLOP/s), which no exact kernel there reaches: %s.\n",
+				s.SlowDefault-s.BeatDefault, n, s.ExactPeak/1e12, strings.Join(s.BeyondPeak, ", "))
+		}
 	}
 	p("\n| shape | target | GFLOP | backend | ms mean | CUDA ms | Triton ms | default ms | strict ms | cuDNN rate | vs default | vs strict |\n")
 	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
