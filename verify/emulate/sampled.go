@@ -169,10 +169,12 @@ int main()
     // value check needs all of it), else a sample.
     {
         const unsigned long long blocks = %[13]s;
-        std::vector<unsigned long long> run = sample(blocks, kSamples, rng);
+        std::vector<unsigned long long> run;
         if (%[21]t) {
             run.resize(blocks);
             std::iota(run.begin(), run.end(), 0ull);
+        } else {
+            run = sample(blocks, kSamples, rng);
         }
         run_blocks({(unsigned)blocks, 1, 1}, %[19]d, run, [&] { %[20]s(w, wt); });
     }
