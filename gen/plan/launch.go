@@ -103,9 +103,9 @@ func (p *Plan) Launch(file string) Launch {
 const RepackBlockThreads = 256
 
 // ImageBlocks is the grid of a wgmma tile's weight re-layout, one thread
-// an element of its n: at least one block, as a grid of none is an invalid
-// launch, and a plan whose phases have no taps at all (every output the
-// bias) has an empty image.
+// for each of its n units (ImagePerThread floats each): at least one
+// block, as a grid of none is an invalid launch, and a plan whose phases
+// have no taps at all (every output the bias) has an empty image.
 func ImageBlocks(n int) int { return max(1, ceilDiv(n, RepackBlockThreads)) }
 
 // Transpose is the plain weight re-layout (every tile but wgmma's), which
@@ -144,7 +144,7 @@ func (p *Plan) Transpose() Transpose {
 // the transpose (0 without a re-layout).
 func (p *Plan) RepackBlocks() int {
 	if p.Tile.WGMMA != nil {
-		return ImageBlocks(p.RepackLen())
+		return ImageBlocks(p.WGMMA.ImageLen / p.WGMMA.ImagePerThread)
 	}
 	t := p.Transpose()
 	return p.Conv.Groups * t.TilesR * t.TilesT

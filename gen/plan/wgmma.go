@@ -139,7 +139,11 @@ type WGMMA struct {
 	NTiles              int // N tiles over a group's output channels
 	Stage               int // floats of one step's weight image (hi and lo parts)
 	ImageLen            int // weight image floats: groups * NTiles * TotalSteps * Stage
-	SumsPerThread       int // accumulator floats per thread and slab: 64 * NP / 128
+	// ImagePerThread: the image floats one thread of its re-layout writes,
+	// as 16-byte stores: a lane's float4 of mma.sync fragments, or four
+	// channels of a core-matrix column, their high and their low parts.
+	ImagePerThread int
+	SumsPerThread  int // accumulator floats per thread and slab: 64 * NP / 128
 }
 
 // Fixed by the instructions: a warpgroup of 4 warps computes a 64-row slab
@@ -341,6 +345,10 @@ func (p *Plan) planWGMMA() {
 	}
 	w.Stage = 2 * StepK * t.BN()
 	w.ImageLen = c.Groups * w.NTiles * w.TotalSteps * w.Stage
+	w.ImagePerThread = 4
+	if p.Target.WGMMA {
+		w.ImagePerThread = 8
+	}
 	p.WGMMA = w
 	p.Threads = wgmmaThreads(t)
 	need, _ := p.wgmmaRegisters()

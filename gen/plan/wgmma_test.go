@@ -35,7 +35,7 @@ func TestWGMMALayout(t *testing.T) {
 	}{
 		{config{batch: 8, cin: 48, cout: 48, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{64, 64, 64}, s: one, d: one, precision: "3xtf32", tile: "{wgmma: true}"},
 			plan.WGMMA{EarlyA: true, Parts: 1, PartPhase: []int{0, 1}, PartStep: []int{0, 41}, CinP: 48, Lo: [3]int{2, 2, 2}, X: [3]int{68, 68, 68}, XLen: 8 * 48 * 68 * 68 * 68, GemmTaps: []int{27}, Steps: []int{41}, StepStart: []int{0}, Rows: []int{8 * 66 * 66 * 66}, Line: []int{66}, TotalSteps: 41, OutRows: 128, Tiles: (8*66*66*66 + 127) / 128, NTiles: 1,
-				RelayoutStage: 68 * 49, RelayoutPos: 68, RelayoutChunks: 1, RelayoutBlocks: 8 * 68 * 68, Stage: 2 * 32 * 48, ImageLen: 41 * 2 * 32 * 48, SumsPerThread: 24},
+				RelayoutStage: 68 * 49, RelayoutPos: 68, RelayoutChunks: 1, RelayoutBlocks: 8 * 68 * 68, Stage: 2 * 32 * 48, ImageLen: 41 * 2 * 32 * 48, ImagePerThread: 8, SumsPerThread: 24},
 			// Tap (0,0,0) reads the output's own position; (2,2,2) two back in each dimension.
 			0, -((2*68+2)*68 + 2) * 48,
 			wgTile{spec.WGMMA{Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1}, 128, 48},
@@ -45,7 +45,7 @@ func TestWGMMALayout(t *testing.T) {
 			// Out: (5+2-6, 6+2, 7-2) = (1, 8, 5). Lo: max(0, (k-1)*d - p) = (0, 2, 0);
 			// X: Lo + max(in, out + p) = (5, 8+2, 7) with D: max(5, 1+3) = 5.
 			plan.WGMMA{EarlyA: true, Parts: 1, PartPhase: []int{0, 1}, PartStep: []int{0, 2}, CinP: 8, Lo: [3]int{0, 2, 0}, X: [3]int{5, 10, 7}, XLen: 2 * 2 * 8 * 5 * 10 * 7, GemmTaps: []int{6}, Steps: []int{2}, StepStart: []int{0}, Rows: []int{2 * 1 * 8 * 5}, Line: []int{5}, TotalSteps: 2, OneSpan: true, OutRows: 64, Tiles: 2, NTiles: 1,
-				RelayoutStage: 7 * 9, RelayoutPos: 7, RelayoutChunks: 1, RelayoutBlocks: 2 * 2 * 5 * 10, Stage: 2 * 32 * 40, ImageLen: 2 * 1 * 2 * 2 * 32 * 40, SumsPerThread: 20},
+				RelayoutStage: 7 * 9, RelayoutPos: 7, RelayoutChunks: 1, RelayoutBlocks: 2 * 2 * 5 * 10, Stage: 2 * 32 * 40, ImageLen: 2 * 1 * 2 * 2 * 32 * 40, ImagePerThread: 8, SumsPerThread: 20},
 			// Tap (0,0,0) reads o + p = (3, 0, 1) on; tap (2,1,0) (3-2, 0-2, 1).
 			((3*10+0)*7 + 1) * 8, ((1*10-2)*7 + 1) * 8,
 			wgTile{spec.WGMMA{Slabs: 1, Span: 2, Stages: 4, MinBlocks: 1}, 64, 40},
@@ -65,7 +65,7 @@ func TestWGMMALayout(t *testing.T) {
 				// 8 channels of 5 x 7 x 9 outputs, 3 blocks of 1024. The grid
 				// covers phase (1,1,1), 2*3*4 rows: one tile.
 				Fill: true, FillBlocks: 3, Tiles: 1,
-				RelayoutStage: 6 * 9, RelayoutPos: 6, RelayoutChunks: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 7 * 2 * 32 * 8, SumsPerThread: 4},
+				RelayoutStage: 6 * 9, RelayoutPos: 6, RelayoutChunks: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 7 * 2 * 32 * 8, ImagePerThread: 8, SumsPerThread: 4},
 			// Tap (0,0,0) reads q + 1 per dimension, tap (2,2,2) q - 1.
 			((1*5+1)*6 + 1) * 8, -((1*5+1)*6 + 1) * 8,
 			wgTile{spec.WGMMA{Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1}, 128, 8},
@@ -81,7 +81,7 @@ func TestWGMMALayout(t *testing.T) {
 			plan.WGMMA{EarlyA: true, Parts: 1, PartPhase: []int{0, 8}, PartStep: []int{0, 12}, CinP: 8, Lo: one, X: [3]int{4, 5, 8}, XLen: 8 * 4 * 5 * 8, Pairs: 2, PairIn0: -1, Winograd: &f23, GemmTaps: []int{0, 0, 0, 0, 0, 0, 0, 9}, Steps: []int{0, 0, 0, 0, 0, 0, 0, 12}, StepStart: make([]int, 8),
 				Rows: []int{3 * 4 * 3, 3 * 4 * 2, 3 * 3 * 3, 3 * 3 * 2, 2 * 4 * 3, 2 * 4 * 2, 2 * 3 * 3, 2 * 3 * 2}, Line: []int{3, 2, 3, 2, 3, 2, 3, 2},
 				TotalSteps: 12, OutRows: 64, NTiles: 1, Fill: true, FillBlocks: 3, Tiles: 1,
-				RelayoutStage: (2*2 + 2) * 9, RelayoutPos: 2, RelayoutChunks: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 12 * 2 * 32 * 8, SumsPerThread: 4},
+				RelayoutStage: (2*2 + 2) * 9, RelayoutPos: 2, RelayoutChunks: 1, RelayoutBlocks: 4 * 5, Stage: 2 * 32 * 8, ImageLen: 12 * 2 * 32 * 8, ImagePerThread: 8, SumsPerThread: 4},
 			((1*5+1)*8 + 0) * 8, -((1*5+1)*8 + 0) * 8,
 			wgTile{spec.WGMMA{Slabs: 1, Span: 4, Stages: 4, MinBlocks: 1, Winograd: true}, 64, 8},
 			[3]int{1, 1, 1}, 1},
@@ -94,7 +94,7 @@ func TestWGMMALayout(t *testing.T) {
 			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true}"},
 			plan.WGMMA{EarlyA: true, Parts: 1, PartPhase: []int{0, 1}, PartStep: []int{0, 3}, CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
 				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, OneSpan: true, CoutTile: 24, WSpan: 4, OutRows: 124, ChannelLanes: 1, SumsRow: 76, SumsVector: 4, Tiles: 2, NTiles: 1,
-				RelayoutStage: 11 * 9, RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
+				RelayoutStage: 11 * 9, RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, ImagePerThread: 8, SumsPerThread: 36},
 			// Tap (0,0,0) reads W position q + 1; tap (2,2,2) (-2, -2, -3).
 			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
 			wgTile{spec.WGMMA{Slabs: 2, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true}, 128, 72},
@@ -105,7 +105,7 @@ func TestWGMMALayout(t *testing.T) {
 			precision: "3xtf32", tile: "{wgmma: true, kw_in_n: true, slabs: 1}"},
 			plan.WGMMA{EarlyA: true, Parts: 1, PartPhase: []int{0, 1}, PartStep: []int{0, 3}, CinP: 8, Lo: [3]int{2, 2, 3}, X: [3]int{6, 7, 11}, XLen: 8 * 6 * 7 * 11, GemmTaps: []int{9}, Steps: []int{3}, StepStart: []int{0},
 				Rows: []int{4 * 5 * 11}, Line: []int{11}, TotalSteps: 3, OneSpan: true, CoutTile: 24, WSpan: 4, OutRows: 60, ChannelLanes: 2, SumsRow: 76, SumsVector: 4, Tiles: 4, NTiles: 1,
-				RelayoutStage: 11 * 9, RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, SumsPerThread: 36},
+				RelayoutStage: 11 * 9, RelayoutPos: 11, RelayoutChunks: 1, RelayoutBlocks: 6 * 7, Stage: 2 * 32 * 72, ImageLen: 3 * 2 * 32 * 72, ImagePerThread: 8, SumsPerThread: 36},
 			((0*7+0)*11 + 1) * 8, ((-2*7-2)*11 - 3) * 8,
 			wgTile{spec.WGMMA{Slabs: 1, Span: 4, Stages: 4, MinBlocks: 1, KWInN: true}, 64, 72},
 			[3]int{4, 1, 1}, 3},
@@ -614,11 +614,21 @@ func TestTranspose(t *testing.T) {
 			t.Errorf("%s: %d blocks for %d elements, want %d blocks for the weight's %d", p, got, p.RepackLen(), want, p.Conv.WeightLen())
 		}
 	}
-	w, err := plan.New(config{batch: 1, cin: 8, cout: 8, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{4, 4, 4}, s: one, d: one, precision: "3xtf32", tile: "{wgmma: true}"}.parse(t), plan.SM90)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if (w.Transpose() != plan.Transpose{}) || w.RepackBlocks() != plan.ImageBlocks(w.RepackLen()) {
-		t.Errorf("wgmma: transpose %+v, %d blocks; want none and the image's %d", w.Transpose(), w.RepackBlocks(), plan.ImageBlocks(w.RepackLen()))
+	// The wgmma image: a thread writes a lane's float4 of mma.sync
+	// fragments (sm80), or four channels' high and low parts (sm90).
+	for _, c := range []struct {
+		target    plan.Target
+		perThread int
+	}{{plan.SM80, 4}, {plan.SM90, 8}} {
+		target, perThread := c.target, c.perThread
+		w, err := plan.New(config{batch: 1, cin: 8, cout: 8, groups: 1, k: [3]int{3, 3, 3}, in: [3]int{4, 4, 4}, s: one, d: one, precision: "3xtf32", tile: "{wgmma: true}"}.parse(t), target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := plan.ImageBlocks(w.RepackLen() / perThread)
+		if (w.Transpose() != plan.Transpose{}) || w.WGMMA.ImagePerThread != perThread || w.RepackLen()%perThread != 0 || w.RepackBlocks() != want {
+			t.Errorf("wgmma %s: transpose %+v, %d of the image's %d floats a thread, %d blocks; want none, %d a thread and %d blocks",
+				target.Name, w.Transpose(), w.WGMMA.ImagePerThread, w.RepackLen(), w.RepackBlocks(), perThread, want)
+		}
 	}
 }

@@ -151,41 +151,43 @@ __device__ __forceinline__ void mma_tf32(float* acc, const unsigned* a, const un
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// The weight image: element i is a TF32 part of weight (channel, column)
-// of step s of its phase. Within a step thread t's fragments of the 4 k8
-// chunks are its 8 consecutive elements 8t..8t+7 (two float4 loads of the
-// input): column c of chunk j is element 8*(c%4) + 2j + c/4. Zero past
-// the channels, columns and the phase's reduction.
+// The weight image: per step, for each k8 chunk j and 8-column block ncm,
+// lane (row, t)'s float4: the high parts of its two weights, column row at
+// k = t and t + 4 of the chunk, then their low parts. A thread writes one
+// such float4: its two weights read once, one 16-byte store. Zero past the
+// channels, columns and the phase's reduction.
 extern "C" __global__ void zoo_huge_vae_k3_repack_weight(const float* __restrict__ w, float* __restrict__ img)
 {
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= kImageLen) return;
-    // Lane (row, t) of 8-column block ncm, chunk j: column row at k = t +
-    // 4*kcm of the chunk, its high part then its low part.
-    const int e = (int)(i % kStage);
-    const int part = e % 4 / 2, kcm = e % 2, lane = e / 4 % 32, ncm = e / 128 % kNCM, j = e / (128 * kNCM);
-    idx_t rest = i / kStage;
+    const idx_t q = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;  // the float4
+    if (q >= kImageLen / 4) return;
+    const int e = (int)(q % (kStage / 4));
+    const int lane = e % 32, ncm = e / 32 % kNCM, j = e / (32 * kNCM);
+    idx_t rest = q / (kStage / 4);
     const int step = (int)(rest % kTotalSteps);
     rest /= kTotalSteps;
     const int nt = (int)(rest % kNTiles), grp = (int)(rest / kNTiles);
     int ph = 0;  // the phase whose steps hold this one (phases without steps hold none)
     while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
     const PhaseInfo P = kPhaseTable[ph];
-    const int row = lane / 4, c = kcm * 4 + lane % 4;
     const int run = P.steps / kProducts, p = (step - P.step_start) / run;  // product p's run of the phase's steps
-    const int kk = (step - P.step_start - p * run) * 32 + 8 * (c % 4) + 2 * j + c / 4;
-    const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
-    const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
-    float v = 0.0f;
-    if (tap < P.gemm_taps && ch < kCinG && kw < 1 && co < kCoutG) {
-        auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
-        // Product p's weight: its row of the transform over g_k = weight(kKW-1-k).
-        #pragma unroll
-        for (int k = 0; k < kKW; ++k) v += kWinogradWeight[p][k] * weight(kKW - 1 - k);
-    }
-    unsigned hi, lo;
-    split_tf32(v, hi, lo);
-    img[i] = __uint_as_float(part == 0 ? hi : lo);
+    auto weight_at = [&](int kk, int col) {
+        const int tap = kk / kCinP, ch = kk % kCinP;
+        const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
+        float v = 0.0f;
+        if (tap < P.gemm_taps && ch < kCinG && kw < 1 && co < kCoutG) {
+            auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
+            // Product p's weight: its row of the transform over g_k = weight(kKW-1-k).
+            #pragma unroll
+            for (int k = 0; k < kKW; ++k) v += kWinogradWeight[p][k] * weight(kKW - 1 - k);
+        }
+        return v;
+    };
+    const int row = lane / 4, t = lane % 4;
+    const int kk = (step - P.step_start - p * run) * 32 + 8 * t + 2 * j;  // k = t; k = t + 4 is kk + 1
+    unsigned hi0, lo0, hi1, lo1;
+    split_tf32(weight_at(kk, ncm * 8 + row), hi0, lo0);
+    split_tf32(weight_at(kk + 1, ncm * 8 + row), hi1, lo1);
+    reinterpret_cast<float4*>(img)[q] = make_float4(__uint_as_float(hi0), __uint_as_float(hi1), __uint_as_float(lo0), __uint_as_float(lo1));
 }
 
 // The input re-laid: a block writes kRelayoutPos pairs (kProducts positions each, from the
@@ -500,7 +502,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     auto img = torch::empty({18874368}, x.options());
     auto xr = torch::empty({271319040}, x.options());
     auto y = torch::empty({1, 512, 16, 90, 160}, x.options());
-    zoo_huge_vae_k3_repack_weight<<<73728, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    zoo_huge_vae_k3_repack_weight<<<18432, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     check_launch("zoo_huge_vae_k3_repack_weight");
     zoo_huge_vae_k3_relayout_input<<<33120, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_huge_vae_k3_relayout_input");

@@ -128,40 +128,41 @@ __device__ __forceinline__ void split_tf32(float x, unsigned& hi, unsigned& lo)
     lo = round_tf32(x - __uint_as_float(hi));
 }
 
-// The weight image: element i is a TF32 part of weight (channel, column)
-// of step s of its phase. Within a step thread t's fragments of the 4 k8
-// chunks are its 8 consecutive elements 8t..8t+7 (two float4 loads of the
-// input): column c of chunk j is element 8*(c%4) + 2j + c/4. Zero past
-// the channels, columns and the phase's reduction.
+// The weight image, per step: the high parts of 4 k8 chunks of 2 x kNCM
+// core matrices, then the low parts kPart floats on. Four consecutive
+// elements are four channels of one column: a thread reads their weights
+// once and stores each part's four at once (zero past the reduction).
 extern "C" __global__ void zoo_vae_up_144_repack_weight(const float* __restrict__ w, float* __restrict__ img)
 {
-    const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= kImageLen) return;
-    const int e = (int)(i % kChunk);
-    idx_t rest = i / kChunk;
-    const int j = (int)(rest % 4);
-    rest /= 4;
-    const int part = (int)(rest % 2);
-    rest /= 2;
+    const idx_t q = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;  // the high parts' float4
+    if (q >= kImageLen / 8) return;
+    const int e = 4 * (int)(q % (kChunk / 4)), j = (int)(q / (kChunk / 4) % 4);
+    idx_t rest = q / kChunk;  // (group, N tile, step)
+    const idx_t at = (rest * 8 + j) * kChunk + e;  // where the high parts go: part 0 of chunk j
     const int step = (int)(rest % kTotalSteps);
     rest /= kTotalSteps;
     const int nt = (int)(rest % kNTiles), grp = (int)(rest / kNTiles);
     int ph = 0;  // the phase whose steps hold this one (phases without steps hold none)
     while (ph + 1 < kNumPhases && kPhaseTable[ph + 1].step_start <= step) ++ph;
     const PhaseInfo P = kPhaseTable[ph];
-    const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8, c = kcm * 4 + e % 4;
     const int run = P.steps, p = (step - P.step_start) / run;
-    const int kk = (step - P.step_start - p * run) * 32 + 8 * (c % 4) + 2 * j + c / 4;
-    const int tap = kk / kCinP, ch = kk % kCinP, col = ncm * 8 + row;
-    const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
-    float v = 0.0f;
-    if (tap < P.gemm_taps && ch < kCinG && kw < kKW && co < kCoutG) {
-        auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
-        v = weight(kw);
-    }
-    unsigned hi, lo;
-    split_tf32(v, hi, lo);
-    img[i] = __uint_as_float(part == 0 ? hi : lo);
+    auto weight_at = [&](int kk, int col) {
+        const int tap = kk / kCinP, ch = kk % kCinP;
+        const int kw = col / kCoT, co = nt * kCoT + col % kCoT;  // column (kw, channel)
+        float v = 0.0f;
+        if (tap < P.gemm_taps && ch < kCinG && kw < kKW && co < kCoutG) {
+            auto weight = [&](int kw) { return w[((idx_t)(grp * kCinG + ch) * kCoutG + co) * kTaps + kTapTable[P.tap_start + tap * kKW + kw].flat]; };
+            v = weight(kw);
+        }
+        return v;
+    };
+    const int kcm = e / (kNCM * 32), ncm = e / 32 % kNCM, row = e / 4 % 8;
+    const int kk = (step - P.step_start - p * run) * 32 + 2 * j + kcm;  // c = 4*kcm + u reads kk + 8u
+    unsigned hi[4], lo[4];
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) split_tf32(weight_at(kk + 8 * u, ncm * 8 + row), hi[u], lo[u]);
+    *reinterpret_cast<float4*>(img + at) = make_float4(__uint_as_float(hi[0]), __uint_as_float(hi[1]), __uint_as_float(hi[2]), __uint_as_float(hi[3]));
+    *reinterpret_cast<float4*>(img + at + kPart) = make_float4(__uint_as_float(lo[0]), __uint_as_float(lo[1]), __uint_as_float(lo[2]), __uint_as_float(lo[3]));
 }
 
 // The input re-laid: a block writes kRelayoutPos positions of one (batch, group, xd, xh) row, float by
@@ -543,7 +544,7 @@ torch::Tensor conv_transpose3d_forward(torch::Tensor x, torch::Tensor weight, to
     auto img = torch::empty({8552448}, x.options());
     auto xr = torch::empty({2959360}, x.options());
     auto y = torch::empty({1, 512, 5, 64, 64}, x.options());
-    zoo_vae_up_144_repack_weight<<<33408, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
+    zoo_vae_up_144_repack_weight<<<4176, 256>>>((const float*)weight.data_ptr(), (float*)img.data_ptr());
     check_launch("zoo_vae_up_144_repack_weight");
     zoo_vae_up_144_relayout_input<<<680, 256>>>((const float*)x.data_ptr(), (float*)xr.data_ptr());
     check_launch("zoo_vae_up_144_relayout_input");
