@@ -39,7 +39,7 @@ quietly = echo "== $(1)"; log=$$(mktemp); if $(2) >$$log 2>&1; then \
 # level-2 forward and kernel form runs about 10 on two cores). With nvcc on PATH the tests also compile every emitted kernel
 # for its target (sm80: sm_80 and compute_80; sm90: sm_90a, which needs
 # CUDA 12.0 or later) and fail on spills; without it those tests skip, and
-# so do the CPU emulation tier's (the sm80 files) without g++: the last
+# so do the CPU emulation tier's (both targets' files) without g++: the last
 # step says so.
 test:
 	@echo "== harness unit tests (python3)"

@@ -356,26 +356,12 @@ func level2Specs(t *testing.T) []string {
 	return paths
 }
 
-// smallPlan plans s for target; sm90's wgmma tiles are the GPU's, so
-// there the spec gets an FFMA kernel section (the passes are the same).
+// smallPlan plans s for target with the spec's own kernel section.
 func smallPlan(t *testing.T, s *spec.Spec, target plan.Target) *plan.Plan {
 	t.Helper()
-	if target.WGMMA {
-		// wgmma's products run on the GPU only: an FFMA tile instead,
-		// also where the spec's sm90 section names a tile.
-		ffma := spec.CUDA{Family: spec.FFMA{}}
-		s.Kernel.CUDA = ffma
-		if tk, ok := s.Kernel.Targets[target.Name]; ok && tk.CUDA != nil {
-			tk.CUDA = &ffma
-			s.Kernel.Targets[target.Name] = tk
-		}
-	}
 	p, err := plan.New(s, target)
 	if err != nil {
 		t.Fatalf("%s for %s: %v", s.Name, target.Name, err)
-	}
-	if p.Tile.WGMMA != nil && target.WGMMA {
-		t.Fatalf("%s: a wgmma tile for %s", s.Name, target.Name)
 	}
 	return p
 }
@@ -672,8 +658,9 @@ func TestLevel2MutantsAreCaught(t *testing.T) {
 
 // TestLevel2FusedStores pins the kernel families of problems whose
 // leading pointwise ops the store applies (plan.Epilogue.Ops), on sm80
-// where the wgmma tile runs as mma.sync, so that every family's store
-// and the fill of tap-less phases are checked with them.
+// (where the wgmma tile runs as mma.sync) and the wgmma tiles on sm90 too,
+// so that every family's store and the fill of tap-less phases are
+// checked with them.
 func TestLevel2FusedStores(t *testing.T) {
 	r, err := gen.NewRenderer()
 	if err != nil {
@@ -705,18 +692,24 @@ func TestLevel2FusedStores(t *testing.T) {
 			func(t plan.Tile) bool { return t.WGMMA != nil && t.WGMMA.KWInN }, true},
 		{"ffma tap-less", "100_clamp_min_divide", "[4, 8, 3, 4, 1, -1.0, 2.0]", tapless, spec.FFMA{}, func(t plan.Tile) bool { return t.FFMA != nil }, false},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			s := shrinkWith(t, filepath.Join("..", "..", "specs", "level2", c.spec+".yaml"), c.init, c.problem)
-			s.Kernel.CUDA = spec.CUDA{Family: c.family}
-			p, err := plan.New(s, plan.SM80)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(p.Epilogue.Ops) == 0 || !c.is(p.Tile) || (p.Names.Fill != "") != c.fill {
-				t.Fatalf("%s: %d fused ops, tile %+v, fill %q: not the case asked for", c.name, len(p.Epilogue.Ops), p.Tile, p.Names.Fill)
-			}
-			runChain(t, r, dir, p, nil).check(t, p)
-		})
+		targets := []plan.Target{plan.SM80}
+		if _, ok := c.family.(spec.WGMMA); ok {
+			targets = append(targets, plan.SM90)
+		}
+		for _, target := range targets {
+			t.Run(c.name+"/"+target.Name, func(t *testing.T) {
+				t.Parallel()
+				s := shrinkWith(t, filepath.Join("..", "..", "specs", "level2", c.spec+".yaml"), c.init, c.problem)
+				s.Kernel.CUDA = spec.CUDA{Family: c.family}
+				p, err := plan.New(s, target)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(p.Epilogue.Ops) == 0 || !c.is(p.Tile) || (p.Names.Fill != "") != c.fill {
+					t.Fatalf("%s: %d fused ops, tile %+v, fill %q: not the case asked for", c.name, len(p.Epilogue.Ops), p.Tile, p.Names.Fill)
+				}
+				runChain(t, r, dir, p, nil).check(t, p)
+			})
+		}
 	}
 }

@@ -3,11 +3,12 @@
 // CUDA features it uses (shim.h), launched with the plan's grid. It is for
 // tiny configurations in CI, where there is no GPU: the indexing, phases,
 // tiles, barriers and fragment layouts run exactly as written, so a wrong
-// index shows up as a wrong output. It runs the sm80 files (mma.sync
-// products) and the sm90 files of the families without wgmma; an sm90
-// wgmma file's warpgroup products and bulk copies exist on sm_90a only,
-// and are checked on the GPU (bin/verify) alone: Build refuses them with
-// ErrGPUOnly. RunTriton does the same for an emitted
+// index shows up as a wrong output. It runs the files of both targets:
+// mma.sync products, and sm90's warpgroup (wgmma) products, bulk copies
+// and their barriers, with wgmma's asynchrony (its products read shared
+// memory and write their sums when the group waits, not when issued) and
+// its descriptors of shared memory as the PTX ISA defines them. RunTriton
+// does the same for an emitted
 // Triton kernel, in Python under stand-ins for torch and triton
 // (triton_emu.py).
 package emulate
@@ -47,64 +48,65 @@ var ptxHelpers = []struct{ signature, body string }{
 		"{\n    *dst = valid ? *src : 0.0f;\n}"},
 	{"__device__ __forceinline__ void cp_async_wait_all()",
 		"{\n}"},
-	// The wgmma tile's copies and their groups. Its warpgroup products,
-	// bulk copies and barriers are in sm90 files only, which call the
-	// products and are refused up front (ErrGPUOnly).
+	// The wgmma tile's copies and their groups.
 	{"__device__ __forceinline__ void cp_async_16(float* dst, const float* src)",
 		"{\n    std::memcpy(dst, src, 16);\n}"},
 	{"__device__ __forceinline__ void cp_async_commit()", "{\n}"},
 	// A prefetch into L2 changes no value.
 	{"__device__ __forceinline__ void prefetch_l2(const float* p)", "{\n}"},
 	{"__device__ __forceinline__ void cp_async_wait_current()", "{\n}"},
+	// sm90's warpgroup products run when the group waits (shim.h); the
+	// fences order what the fibers already run in order. A bulk copy lands
+	// at once and its barrier has nothing left to wait for: as with
+	// cp.async, every read of a stage comes after the kernel's wait.
+	{"__device__ __forceinline__ void wgmma_tf32(float (&d)[kND], const unsigned* a, unsigned long long desc, int add)",
+		"{\n    emu_wgmma_m64k8(d, 2 * kND, a, desc, add);\n}"},
+	{"__device__ __forceinline__ void wgmma_wait(float (&d)[kND])", "{\n    emu_wgmma_wait();\n}"},
+	{"__device__ __forceinline__ void wgmma_fence()", "{\n}"},
+	{"__device__ __forceinline__ void wgmma_commit()", "{\n}"},
+	{"__device__ __forceinline__ void async_proxy_fence()", "{\n}"},
+	{"__device__ __forceinline__ void barrier_init(unsigned long long* bar)", "{\n}"},
+	{"__device__ __forceinline__ void bulk_copy(float* dst, const float* src, int bytes, unsigned long long* bar)",
+		"{\n    std::memcpy(dst, src, bytes);\n}"},
+	{"__device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned parity)", "{\n}"},
 }
 
 // dynamicStage is how a wgmma kernel declares shared memory past 48 KiB;
 // on the host it is a static array of the launch's size.
 const dynamicStage = "extern __shared__ __align__(128) float b_stage[];"
 
-// ErrGPUOnly is Build's answer to a kernel that calls Hopper's warpgroup
-// products (an sm90 wgmma file): the CPU has no stand-in for them; the
-// GPU tier checks them.
-var ErrGPUOnly = errors.New("emulate: the kernel calls wgmma products (an sm90 file, sm_90a only): covered on the GPU only (bin/verify); the CPU emulates the sm80 file's mma.sync")
-
-// wgmmaProduct is the helper whose calls make a kernel GPU-only (an sm90
-// wgmma file; its other sm_90a helpers exist in no other file).
-const wgmmaProduct = "wgmma_tf32("
-
-// gpuOnly reports whether kernel calls the warpgroup product (beyond
-// defining it).
-func gpuOnly(kernel string) bool {
-	calls := strings.Count(kernel, wgmmaProduct)
-	if strings.Contains(kernel, "void "+wgmmaProduct) {
-		calls--
-	}
-	return calls > 0
-}
+// stageDecl begins the wgmma kernel's shared memory, one array; on the
+// host it is aligned to 256 KiB, so that a shared-memory address (the low
+// 18 bits, as wgmma's descriptors hold it) is the offset into it.
+const stageDecl = "__shared__ __align__(128) float b_stage["
 
 // hostSource replaces the inline-PTX helpers of a kernel source with their
-// stand-ins, and a dynamic shared array with a static one of
-// dynamicSmem bytes; any other inline PTX is an error, as the CPU cannot
-// run it, and so is a call of the warpgroup product (ErrGPUOnly).
+// stand-ins, and a dynamic shared array with a static one of dynamicSmem
+// bytes (the wgmma kernel's, aligned as stageDecl says); any other inline
+// PTX is an error, as the CPU cannot run it.
 func hostSource(kernel string, dynamicSmem int) (string, error) {
-	if gpuOnly(kernel) {
-		return "", ErrGPUOnly
-	}
 	if dynamicSmem > 0 {
 		if !strings.Contains(kernel, dynamicStage) {
 			return "", errors.New("emulate: the launch has dynamic shared memory the kernel does not declare as the emulator expects")
 		}
-		kernel = strings.Replace(kernel, dynamicStage, fmt.Sprintf("__shared__ __align__(128) float b_stage[%d];", dynamicSmem/4), 1)
+		kernel = strings.Replace(kernel, dynamicStage, fmt.Sprintf("%s%d];", stageDecl, dynamicSmem/4), 1)
 	}
+	kernel = strings.Replace(kernel, stageDecl, strings.Replace(stageDecl, "(128)", "(262144)", 1), 1)
 	for _, h := range ptxHelpers {
 		i := strings.Index(kernel, h.signature)
 		if i < 0 {
 			continue
 		}
-		end := strings.Index(kernel[i:], "\n}\n")
-		if end < 0 {
+		// The body ends at the first line that is "}", or, written on
+		// the signature's line, with that line.
+		end := strings.Index(kernel[i:], "\n}\n") + 2
+		if line := strings.Index(kernel[i:], "\n"); line >= 0 && strings.HasSuffix(kernel[i:i+line], "}") {
+			end = line
+		}
+		if end < 2 {
 			return "", fmt.Errorf("emulate: %s has no end", h.signature)
 		}
-		kernel = kernel[:i] + h.signature + "\n" + h.body + kernel[i+end+2:]
+		kernel = kernel[:i] + h.signature + "\n" + h.body + kernel[i+end:]
 	}
 	if strings.Contains(kernel, "asm(") || strings.Contains(kernel, "asm volatile(") {
 		return "", errors.New("emulate: the kernel uses inline PTX the emulator does not stand in for")

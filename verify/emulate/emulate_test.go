@@ -2,7 +2,6 @@ package emulate_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -25,8 +24,15 @@ import (
 
 // small draws random valid configurations (both precisions, random tiles)
 // small enough to emulate quickly. The cost is mostly barriers: one per
-// block and reduction step, and two per emulated mma.sync.
+// block and reduction step, two per emulated mma.sync, three per wait
+// for a warpgroup's wgmma products.
 func small(t *testing.T, n int, seed int64) []gen.Loaded {
+	return smallWhere(t, n, seed, func(*plan.Plan) bool { return true })
+}
+
+// smallWhere is small's draws of plans that keep accepts (from 30n
+// draws at most).
+func smallWhere(t *testing.T, n int, seed int64, keep func(*plan.Plan) bool) []gen.Loaded {
 	t.Helper()
 	all, err := gen.Random(30*n, seed)
 	if err != nil {
@@ -35,8 +41,8 @@ func small(t *testing.T, n int, seed int64) []gen.Loaded {
 	var out []gen.Loaded
 	for _, l := range all {
 		p := l.Plans[0] // a draw is planned for one target
-		if p.Target.WGMMA && p.Tile.WGMMA != nil {
-			continue // an sm90 wgmma kernel: the GPU's (TestSM90WGMMAIsGPUOnly)
+		if !keep(p) {
+			continue
 		}
 		steps := 0
 		for _, ph := range p.Phases {
@@ -47,10 +53,13 @@ func small(t *testing.T, n int, seed int64) []gen.Loaded {
 			perStep += 2 * 3 * (p.Tile.BK() / 8) * (p.Tile.WM() / 16) * (p.Tile.WN() / 8)
 		}
 		if p.Tile.WGMMA != nil {
-			// The emulated products are mma.sync: 3 per k8 chunk, 8-column
-			// block and slab.
+			// sm80's products are mma.sync: 3 per k8 chunk, 8-column block
+			// and slab; sm90's wait for a step's wgmma products once.
 			steps = slices.Max(p.WGMMA.Steps)
 			perStep += 2 * 3 * 4 * (p.Tile.BN() / 8) * p.Tile.WGMMA.Slabs
+			if p.Target.WGMMA {
+				perStep = 1 + 3
+			}
 		}
 		barriers := p.Grid[0] * p.Grid[1] * p.Grid[2] * (steps + 1) * perStep
 		if p.Conv.OutputLen() <= 40000 && p.Threads <= 256 && barriers <= 20000 && len(out) < n {
@@ -162,6 +171,31 @@ func TestKernelsMatchReference(t *testing.T) {
 	dir := t.TempDir()
 	for _, l := range small(t, n, 11) {
 		t.Run(l.Spec().Name, func(t *testing.T) {
+			t.Log(l.Plans[0].Target.Name, l.Plans[0])
+			runCUDA(t, r, dir, l.Plans[0], l.Plans[0], l.Path).check(t, l.Plans[0])
+		})
+	}
+}
+
+// TestSM90WGMMAKernelsMatchReference runs random sm90 wgmma tiles
+// (warpgroup products, bulk weight copies where drawn) as
+// TestKernelsMatchReference runs every family's.
+func TestSM90WGMMAKernelsMatchReference(t *testing.T) {
+	n := 8
+	if testing.Short() {
+		n = 3
+	}
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	draws := smallWhere(t, n, 13, func(p *plan.Plan) bool { return p.Target.WGMMA && p.Tile.WGMMA != nil })
+	if len(draws) < n {
+		t.Fatalf("%d sm90 wgmma draws small enough to emulate, want %d", len(draws), n)
+	}
+	for _, l := range draws {
+		t.Run(l.Spec().Name, func(t *testing.T) {
 			t.Log(l.Plans[0])
 			runCUDA(t, r, dir, l.Plans[0], l.Plans[0], l.Path).check(t, l.Plans[0])
 		})
@@ -190,13 +224,17 @@ func TestMutantsAreCaught(t *testing.T) {
 	for _, l := range small(t, 10, 12) {
 		configs = append(configs, config{l.Plans[0], l.Path})
 	}
+	// sm90's wgmma tiles (warpgroup products, bulk copies).
+	for _, l := range smallWhere(t, 2, 13, func(p *plan.Plan) bool { return p.Target.WGMMA && p.Tile.WGMMA != nil }) {
+		configs = append(configs, config{l.Plans[0], l.Path})
+	}
 	// A split_k tile (no random draw above splits), with bias and groups.
 	split := geom.Conv{Batch: 2, InChannels: 6, OutChannels: 4, In: [3]int{3, 4, 5}, Kernel: [3]int{3, 2, 3}, Stride: [3]int{2, 1, 2},
 		Padding: [3]int{1, 0, 1}, Dilation: [3]int{1, 1, 1}, Groups: 2, Bias: true}
 	configs = append(configs, config{planConv(t, "split_mutants", split, spec.MMA{BM: 64, BN: 16, BK: 8, WM: 16, WN: 8, SplitK: 3}), "split_mutants.yaml"})
 	for _, c := range configs {
 		for _, m := range mutate.For(c.p) {
-			if tried[m.Name] >= perMutation {
+			if tried[m.Name] >= perMutation && !c.p.Target.WGMMA {
 				continue
 			}
 			tried[m.Name]++
@@ -529,14 +567,16 @@ func TestWGMMAKernelMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := plan.New(s, plan.SM80)
-		if err != nil {
-			t.Fatal(err)
+		for _, target := range []plan.Target{plan.SM80, plan.SM90} {
+			p, err := plan.New(s, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w, ok := c.tile.(spec.WGMMA); ok && w.PhaseSplit > 0 && p.WGMMA.Parts != w.PhaseSplit {
+				t.Fatalf("%s: %d parts, want %d", p, p.WGMMA.Parts, w.PhaseSplit)
+			}
+			runCUDA(t, r, dir, p, p, "wgmma.yaml").check(t, p)
 		}
-		if w, ok := c.tile.(spec.WGMMA); ok && w.PhaseSplit > 0 && p.WGMMA.Parts != w.PhaseSplit {
-			t.Fatalf("%s: %d parts, want %d", p, p.WGMMA.Parts, w.PhaseSplit)
-		}
-		runCUDA(t, r, dir, p, p, "wgmma.yaml").check(t, p)
 	}
 }
 
@@ -733,14 +773,14 @@ func TestWindowKernelMatchesReference(t *testing.T) {
 	}
 }
 
-// TestSM90WGMMAIsGPUOnly: an emitted sm90 wgmma kernel calls warpgroup
-// products, which the CPU cannot run: Build refuses it with ErrGPUOnly
-// (the GPU tier covers it), while the same spec's sm80 file builds.
-func TestSM90WGMMAIsGPUOnly(t *testing.T) {
+// TestWGMMAFilesBuild: a committed spec's wgmma files of both targets
+// build against the stand-ins, sm90's warpgroup products, bulk copies and
+// barriers included (TestWGMMAKernelMatchesReference runs them).
+func TestWGMMAFilesBuild(t *testing.T) {
 	c := cxx(t)
-	n := 0
+	built := map[string]bool{}
 	for _, k := range verify.Kernels {
-		if k.Relayout == "" { // the wgmma tiles re-lay their input
+		if k.Relayout == "" || built[k.Target] { // the wgmma tiles re-lay their input
 			continue
 		}
 		src, err := os.ReadFile(filepath.Join("..", "..", k.File))
@@ -751,24 +791,13 @@ func TestSM90WGMMAIsGPUOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = emulate.Build(context.Background(), c, t.TempDir(), kernel, k)
-		switch k.Target {
-		case plan.SM90.Name:
-			n++
-			if !errors.Is(err, emulate.ErrGPUOnly) {
-				t.Errorf("%s: Build gave %v, want ErrGPUOnly", k.File, err)
-			}
-		default:
-			if err != nil {
-				t.Errorf("%s: %v", k.File, err)
-			}
+		if _, err := emulate.Build(context.Background(), c, t.TempDir(), kernel, k); err != nil {
+			t.Errorf("%s: %v", k.File, err)
 		}
-		if n > 0 {
-			break // one spec's pair (sm80 first) is enough
-		}
+		built[k.Target] = true
 	}
-	if n == 0 {
-		t.Fatal("no sm90 wgmma kernel registered")
+	if !built[plan.SM80.Name] || !built[plan.SM90.Name] {
+		t.Fatalf("wgmma kernels built for %v, want both targets", built)
 	}
 }
 

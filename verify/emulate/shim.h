@@ -106,9 +106,11 @@ struct EmuRng {
 };
 
 struct WarpState;
+struct GroupState;
 thread_local dim3_ threadIdx, blockIdx, blockDim;
 inline dim3_ gridDim;  // the launch's grid (run_blocks sets it)
 thread_local WarpState* warp_state;
+thread_local GroupState* group_state;
 
 // Sched runs a launch's CUDA threads as fibers, one at a time: the running
 // one hands the turn to the next ready one when it waits at a barrier or
@@ -120,6 +122,7 @@ struct Sched {
         std::unique_ptr<char[]> stack;
         dim3_ thread;
         WarpState* warp;
+        GroupState* group;  // its warpgroup (4 warps: wgmma's unit)
     };
     uint64_t seed;
     EmuRng rng;
@@ -139,6 +142,7 @@ struct Sched {
         self = next;
         threadIdx = fibers[next].thread;
         warp_state = fibers[next].warp;
+        group_state = fibers[next].group;
     }
     // pass hands the turn on: with wait, the running fiber is at a barrier
     // (or ready again) and resumes when its turn comes; else it has ended.
@@ -247,6 +251,108 @@ inline void emu_mma_m16n8k8(float* acc, const unsigned* a, const unsigned* b)
     w.sync.arrive_and_wait();  // nobody overwrites the fragments until all have read them
 }
 
+// Shared memory's addresses: a kernel that builds wgmma descriptors keeps
+// its shared memory in one array aligned to 256 KiB (Build aligns it so),
+// so that an address is the low 18 bits of the host pointer, and
+// emu_shared_hi the rest (one array: every address has the same).
+inline uintptr_t emu_shared_hi;
+inline bool emu_shared_set;
+inline unsigned __cvta_generic_to_shared(const void* p)
+{
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p), hi = a & ~(uintptr_t)0x3FFFF;
+    if (emu_shared_set && hi != emu_shared_hi) {
+        std::fprintf(stderr, "a shared-memory address outside the one 256 KiB array the emulator maps\n");
+        std::exit(7);
+    }
+    emu_shared_hi = hi;
+    emu_shared_set = true;
+    return (unsigned)(a & 0x3FFFF);
+}
+
+// One warpgroup's wgmma products. A product is issued by all 128 threads
+// (each posting its A fragment) and runs when the group waits, as on the
+// GPU, where wgmma is asynchronous: it reads B from shared memory and
+// writes the sums then, so a kernel that overwrote a stage or read its
+// sums before waiting comes out wrong here too.
+struct GroupState {
+    struct Product {
+        unsigned a[128][4];
+        unsigned long long desc;
+        int add, n;
+    };
+    Barrier sync;
+    unsigned threads;
+    std::vector<Product> issued;                              // in issue order
+    std::vector<std::vector<std::pair<size_t, float*>>> mine;  // per thread: (product, its sums)
+    explicit GroupState(unsigned n) : sync(n), threads(n), mine(n) {}
+};
+
+[[noreturn]] inline void emu_wgmma_fail(const char* what)
+{
+    std::fprintf(stderr, "wgmma: %s (block %u, thread %u)\n", what, blockIdx.x, threadIdx.x);
+    std::exit(7);
+}
+
+// wgmma.mma_async m64nNk8 .f32.tf32.tf32, A from registers with the PTX
+// ISA's fragment layout (warp w of the group, lane 4g+t: A[16w+g][t],
+// A[16w+g+8][t], A[16w+g][t+4], A[16w+g+8][t+4]), issued: the product
+// runs at emu_wgmma_wait.
+inline void emu_wgmma_m64k8(float* d, int n, const unsigned* a, unsigned long long desc, int add)
+{
+    GroupState& G = *group_state;
+    if (G.threads != 128) emu_wgmma_fail("a warpgroup of fewer than 128 threads");
+    const unsigned tg = threadIdx.x % 128;
+    const size_t i = G.mine[tg].size();
+    if (i == G.issued.size()) {
+        G.issued.push_back({});
+        G.issued[i].desc = desc, G.issued[i].add = add, G.issued[i].n = n;
+    } else if (G.issued[i].desc != desc || G.issued[i].add != add || G.issued[i].n != n) {
+        emu_wgmma_fail("the threads of a warpgroup issued different products");
+    }
+    std::memcpy(G.issued[i].a[tg], a, sizeof G.issued[i].a[tg]);
+    G.mine[tg].push_back({i, d});
+}
+
+// wgmma.wait_group 0: every product the group issued runs, in issue
+// order, each thread writing its own sums (D's layout: row 16w + g +
+// 8*(e/2), column 8j + 2t + e%2 in element 4j + e), reading B from shared
+// memory through the descriptor: K-major core matrices of 8 columns by 4
+// K (16 bytes a column), no swizzle, the next along K LBO bytes on, the
+// next 8 columns SBO bytes on.
+inline void emu_wgmma_wait()
+{
+    GroupState& G = *group_state;
+    const unsigned tg = threadIdx.x % 128;
+    G.sync.arrive_and_wait();  // every thread has issued its products
+    if (G.mine[tg].size() != G.issued.size()) emu_wgmma_fail("the threads of a warpgroup issued different numbers of products");
+    const int w = tg / 32, g = tg % 32 / 4, t = tg % 4;
+    for (const auto& [i, d] : G.mine[tg]) {
+        const GroupState::Product& P = G.issued[i];
+        if ((P.desc >> 62) != 0 || (P.desc >> 49 & 7) != 0) emu_wgmma_fail("a swizzled or offset descriptor");
+        const uintptr_t start = (P.desc & 0x3FFF) << 4, lbo = (P.desc >> 16 & 0x3FFF) << 4, sbo = (P.desc >> 32 & 0x3FFF) << 4;
+        auto A = [&](int r, int k) { return __uint_as_float(P.a[32 * (r / 16) + 4 * (r % 8) + k % 4][r % 16 / 8 + 2 * (k / 4)]); };
+        auto B = [&](int k, int c) {
+            const uintptr_t at = start + (k / 4) * lbo + (c / 8) * sbo + (c % 8) * 16 + (k % 4) * 4;
+            if (at + 4 > 0x40000) emu_wgmma_fail("a descriptor past shared memory");
+            float v;
+            std::memcpy(&v, reinterpret_cast<const void*>(emu_shared_hi + at), 4);
+            return v;
+        };
+        for (int j = 0; j < P.n / 8; ++j) {
+            for (int e = 0; e < 4; ++e) {
+                const int r = 16 * w + g + 8 * (e / 2), c = 8 * j + 2 * t + e % 2;
+                double sum = P.add ? d[4 * j + e] : 0.0;
+                for (int k = 0; k < 8; ++k) sum += (double)A(r, k) * (double)B(k, c);
+                d[4 * j + e] = (float)sum;
+            }
+        }
+    }
+    G.mine[tg].clear();
+    G.sync.arrive_and_wait();  // everyone has run its products
+    if (tg == 0) G.issued.clear();
+    G.sync.arrive_and_wait();  // before anyone issues again
+}
+
 // run_block_list runs kernel for the given blocks of a launch, one fiber
 // per CUDA thread of a block, reused for every block: the blocks run one
 // after another, in an order drawn from seed (0: as listed), which is also
@@ -260,6 +366,7 @@ inline void fiber_main()
     for (const dim3_& b : launch_blocks) {
         blockIdx = b;
         launch_kernel();
+        if (!group_state->mine[threadIdx.x % 128].empty()) emu_wgmma_fail("products issued and never waited for");
         launch_done->arrive_and_wait();  // the next block starts when this one has finished
     }
     sched->pass(false);
@@ -279,10 +386,13 @@ template <class Kernel> void run_block_list(std::vector<dim3_> blocks, unsigned 
     blockDim = {threads, 1, 1};
     std::vector<std::unique_ptr<WarpState>> warps;
     for (unsigned i = 0; i < (threads + 31) / 32; ++i) warps.push_back(std::make_unique<WarpState>());
+    std::vector<std::unique_ptr<GroupState>> groups;
+    for (unsigned i = 0; i < threads; i += 128) groups.push_back(std::make_unique<GroupState>(std::min(128u, threads - i)));
     for (unsigned t = 0; t < threads; ++t) {
         Sched::Fiber& f = s.fibers[t];
         f.thread = {t, 0, 0};
         f.warp = warps[t / 32].get();
+        f.group = groups[t / 128].get();
         f.stack.reset(new char[stack]);
         getcontext(&f.ctx);
         f.ctx.uc_stack.ss_sp = f.stack.get();

@@ -16,16 +16,20 @@ import (
 	"convtgen/verify/emulate"
 )
 
-// wideFamilies are the CUDA kernel forms, as a spec's kernel section.
+// wideFamilies are the CUDA kernel forms, as a spec's kernel section and
+// the target it is planned for (the wgmma tile's products differ by
+// target: mma.sync on sm80, warpgroup products on sm90).
 var wideFamilies = []struct {
-	name string
-	k    spec.Kernel
+	name   string
+	k      spec.Kernel
+	target plan.Target
 }{
-	{"ffma", spec.Kernel{}},
-	{"mma", spec.Kernel{CUDA: spec.CUDA{Family: spec.MMA{}}}},
-	{"direct", spec.Kernel{CUDA: spec.CUDA{Family: spec.Direct{}}}},
-	{"window", spec.Kernel{CUDA: spec.CUDA{Family: spec.Direct{TW: 4}}}},
-	{"wgmma", spec.Kernel{CUDA: spec.CUDA{Family: spec.WGMMA{}}}},
+	{"ffma", spec.Kernel{}, plan.SM80},
+	{"mma", spec.Kernel{CUDA: spec.CUDA{Family: spec.MMA{}}}, plan.SM80},
+	{"direct", spec.Kernel{CUDA: spec.CUDA{Family: spec.Direct{}}}, plan.SM80},
+	{"window", spec.Kernel{CUDA: spec.CUDA{Family: spec.Direct{TW: 4}}}, plan.SM80},
+	{"wgmma", spec.Kernel{CUDA: spec.CUDA{Family: spec.WGMMA{}}}, plan.SM80},
+	{"wgmma_sm90", spec.Kernel{CUDA: spec.CUDA{Family: spec.WGMMA{}}}, plan.SM90},
 }
 
 // bigConfigs are the two reproducers (a 17 GB output; a 10 GB
@@ -80,7 +84,7 @@ func TestWideIndexing(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				p, err := plan.New(s, plan.SM80)
+				p, err := plan.New(s, f.target)
 				if err != nil {
 					t.Skipf("not planned: %v", err) // e.g. a window tile the shape does not allow
 				}
@@ -180,7 +184,7 @@ func TestFoldedGrid(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				p, err := plan.New(s, plan.SM80)
+				p, err := plan.New(s, f.target)
 				if err != nil {
 					t.Skipf("not planned: %v", err)
 				}
