@@ -773,6 +773,53 @@ func TestWindowKernelMatchesReference(t *testing.T) {
 	}
 }
 
+// TestWGMMAStandInsCatchPlantedBugs: the sm90 stand-ins can fail. A
+// descriptor with its core matrices' strides swapped reads the wrong
+// weights, and a stage cleared between issuing a step's products and
+// waiting for them is what those products read, as on the GPU (run at
+// issue, they would not see it).
+func TestWGMMAStandInsCatchPlantedBugs(t *testing.T) {
+	r, err := gen.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := geom.Conv{Batch: 2, InChannels: 16, OutChannels: 16, In: [3]int{3, 4, 5}, Kernel: [3]int{3, 3, 3}, Stride: [3]int{1, 1, 1},
+		Dilation: [3]int{1, 1, 1}, Groups: 1, Bias: true}
+	k := spec.Kernel{Backends: []string{"cuda"}, CUDA: spec.CUDA{Family: spec.WGMMA{}}}
+	s, err := spec.Parse("planted_wgmma.yaml", []byte(spec.Generic("planted_wgmma", "planted wgmma", c, "randn", k)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.New(s, plan.SM90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := mutate.RenderCUDA(r, p, "planted_wgmma.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel, err := verify.KernelSource(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	emulateSource(t, dir, kernel, p.Launch(""), p).check(t, p)
+	for _, plant := range []struct{ name, old, new string }{
+		{"strides swapped", "(unsigned long long)(kNCM * 128 >> 4) << 16\n        | (unsigned long long)(128 >> 4) << 32",
+			"(unsigned long long)(kNCM * 128 >> 4) << 32\n        | (unsigned long long)(128 >> 4) << 16"},
+		{"stage cleared before the wait", "wgmma_commit();",
+			"wgmma_commit();\n            for (int i = tid; i < kStage; i += kThreads) b_stage[(gs % kStages) * kStage + i] = 0.0f;"},
+	} {
+		run := emulateSource(t, dir, replaceOnce(t, kernel, plant.old, plant.new), p.Launch(""), p)
+		how := run.caught()
+		if how == "" {
+			t.Errorf("%s: relative error %.2e, not caught", plant.name, ref.RelL2(run.y, run.want))
+			continue
+		}
+		t.Logf("%s: caught: %s", plant.name, how)
+	}
+}
+
 // TestWGMMAFilesBuild: a committed spec's wgmma files of both targets
 // build against the stand-ins, sm90's warpgroup products, bulk copies and
 // barriers included (TestWGMMAKernelMatchesReference runs them).
