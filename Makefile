@@ -36,7 +36,7 @@ quietly = echo "== $(1)"; log=$$(mktemp); if $(2) >$$log 2>&1; then \
 # inputs, not durations: Go 1.26's fuzzing coordinator can fail a duration
 # run at its deadline with no failing input, golang/go#75804), then every
 # Go test (a package may take 45 minutes: the CPU emulation of every
-# level-2 forward and kernel form runs about 10 on two cores). With nvcc on PATH the tests also compile every emitted kernel
+# level-2 forward and kernel form of both targets runs about 20 on two cores). With nvcc on PATH the tests also compile every emitted kernel
 # for its target (sm80: sm_80 and compute_80; sm90: sm_90a, which needs
 # CUDA 12.0 or later) and fail on spills; without it those tests skip, and
 # so do the CPU emulation tier's (both targets' files) without g++: the last
