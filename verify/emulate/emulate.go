@@ -76,9 +76,13 @@ var ptxHelpers = []struct{ signature, body string }{
 const dynamicStage = "extern __shared__ __align__(128) float b_stage[];"
 
 // stageDecl begins the wgmma kernel's shared memory, one array; on the
-// host it is aligned to 256 KiB, so that a shared-memory address (the low
-// 18 bits, as wgmma's descriptors hold it) is the offset into it.
-const stageDecl = "__shared__ __align__(128) float b_stage["
+// host it is hostStageDecl, aligned to 256 KiB, so that a shared-memory
+// address (the low 18 bits, as wgmma's descriptors hold it) is the offset
+// into it.
+const (
+	stageDecl     = "__shared__ __align__(128) float b_stage["
+	hostStageDecl = "__shared__ __align__(262144) float b_stage["
+)
 
 // hostSource replaces the inline-PTX helpers of a kernel source with their
 // stand-ins, and a dynamic shared array with a static one of dynamicSmem
@@ -89,9 +93,9 @@ func hostSource(kernel string, dynamicSmem int) (string, error) {
 		if !strings.Contains(kernel, dynamicStage) {
 			return "", errors.New("emulate: the launch has dynamic shared memory the kernel does not declare as the emulator expects")
 		}
-		kernel = strings.Replace(kernel, dynamicStage, fmt.Sprintf("%s%d];", stageDecl, dynamicSmem/4), 1)
+		kernel = strings.Replace(kernel, dynamicStage, fmt.Sprintf("%s%d];", hostStageDecl, dynamicSmem/4), 1)
 	}
-	kernel = strings.Replace(kernel, stageDecl, strings.Replace(stageDecl, "(128)", "(262144)", 1), 1)
+	kernel = strings.Replace(kernel, stageDecl, hostStageDecl, 1)
 	for _, h := range ptxHelpers {
 		i := strings.Index(kernel, h.signature)
 		if i < 0 {
